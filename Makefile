@@ -1,0 +1,32 @@
+# The two commands of the README, and the benchmarks, as thin wrappers
+# around CMake. Every target first installs what is missing.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build demo check bench clean
+
+all: build
+
+deps:
+	@sh scripts/install-deps.sh
+
+build: deps
+	cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+	cmake --build build -j $(JOBS)
+
+demo: build
+	@sh scripts/demo.sh build
+
+check: deps
+	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=Debug -DMETER_SANITIZE=ON \
+	    -DMETER_WERROR=ON $(CMAKE_FLAGS)
+	cmake --build build-check -j $(JOBS)
+	cd build-check && ctest --output-on-failure -j $(JOBS)
+
+bench: deps
+	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build build-bench -j $(JOBS)
+	cmake --build build-bench --target run-bench
+
+clean:
+	rm -rf build build-check build-bench

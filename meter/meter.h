@@ -1,0 +1,151 @@
+/*
+ * meter.h - the meter module's public interface: finding and running
+ * the database (an external one, or the embedded cluster under var/pg/),
+ * and applying the schema migrations.
+ *
+ * Conventions: functions return 0 on success and -1 on failure, with a
+ * message in the caller's struct meter_err (lowercase, what failed
+ * first, values quoted). Objects returned by *_new or *_open belong to
+ * the caller and are released with the matching *_free, which accepts
+ * NULL.
+ */
+#ifndef METER_H
+#define METER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <libpq-fe.h>
+
+struct meter_err {
+    char msg[1024];
+};
+
+/* Sets e->msg from a printf format; returns -1 so callers can
+ * `return meter_fail(e, ...)`. e may be NULL. */
+int meter_fail(struct meter_err *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- embedded cluster ------------------------------------------------ */
+
+/*
+ * The embedded database: a private PostgreSQL cluster for a working
+ * directory, under WORKDIR/var/pg/, reachable only through a unix socket.
+ * When the caller is root the cluster runs as an unprivileged user
+ * (METER_PG_USER, default "postgres"); if that user cannot reach
+ * WORKDIR/var/pg (a checkout under a 0700 home), the cluster's files go
+ * to /var/tmp/meter-pg-HASH and var/pg/data links to them. A socket path
+ * too long for sun_path goes to /tmp/meter-pg-HASH. Start and stop hold
+ * an exclusive lock on var/pg/lock, so concurrent starts are safe.
+ */
+struct meter_cluster;
+
+enum meter_cluster_state {
+    METER_CLUSTER_ABSENT,  /* never initialized */
+    METER_CLUSTER_STOPPED, /* initialized, not accepting connections */
+    METER_CLUSTER_RUNNING, /* accepting connections */
+};
+
+/* Resolves the cluster's paths for workdir (NULL: the current directory)
+ * without touching the file system. */
+struct meter_cluster *meter_cluster_open(const char *workdir,
+                                         struct meter_err *e);
+void meter_cluster_free(struct meter_cluster *c);
+
+/* Initializes the cluster if needed and starts it unless running.
+ * Progress lines go to stderr. */
+int meter_cluster_start(struct meter_cluster *c, struct meter_err *e);
+/* Stops the cluster if running (fast shutdown). */
+int meter_cluster_stop(struct meter_cluster *c, struct meter_err *e);
+/* Stops the cluster and deletes its files. */
+int meter_cluster_destroy(struct meter_cluster *c, struct meter_err *e);
+enum meter_cluster_state meter_cluster_state(const struct meter_cluster *c);
+
+/* The libpq conninfo of the cluster's "meter" database; owned by c. */
+const char *meter_cluster_conninfo(const struct meter_cluster *c);
+const char *meter_cluster_datadir(const struct meter_cluster *c);
+const char *meter_cluster_sockdir(const struct meter_cluster *c);
+const char *meter_cluster_logfile(const struct meter_cluster *c);
+
+/* ---- connections ----------------------------------------------------- */
+
+/*
+ * Connects to the project's database: conninfo if not NULL (a --db flag),
+ * else $METER_DATABASE_URL if set and not empty, else the embedded
+ * cluster of the current directory, started if needed. conninfo may be
+ * any libpq keyword/value string or URI. A malformed conninfo and an
+ * unreachable server are errors that say which; passwords are never
+ * printed. Notices below WARNING are not shown.
+ */
+PGconn *meter_db_connect(const char *conninfo, struct meter_err *e);
+
+/* Checks that conninfo parses; the message names it (password hidden). */
+int meter_db_check_conninfo(const char *conninfo, struct meter_err *e);
+
+/* ---- migrations ------------------------------------------------------ */
+
+/* One migrations/NNNN_name.sql file. */
+struct meter_migration {
+    int version; /* NNNN */
+    char *file;  /* base name, "0001_core.sql" */
+    char *sql;   /* contents */
+    size_t sql_len;
+};
+
+struct meter_migration_set {
+    struct meter_migration *items; /* sorted by version, no duplicates */
+    size_t n;
+};
+
+/* Parses a file name "NNNN_name.sql" (name of [a-z0-9_]); returns the
+ * version, or -1 if the name is not a migration's. */
+int meter_migration_version(const char *file);
+
+/* Reads every migration of dir. Files not ending in ".sql" are ignored;
+ * a ".sql" file with a malformed name, two files of one version, or an
+ * unreadable file are errors naming the file. */
+int meter_migrations_load(const char *dir, struct meter_migration_set *set,
+                          struct meter_err *e);
+void meter_migrations_release(struct meter_migration_set *set);
+
+/* The migrations directory: $METER_MIGRATIONS_DIR, else the source
+ * tree's migrations/ this binary was built from. */
+const char *meter_migrations_default_dir(void);
+
+enum meter_migration_state {
+    METER_MIGRATION_PENDING,
+    METER_MIGRATION_APPLIED,
+    METER_MIGRATION_CHANGED, /* applied, file differs from what was applied */
+    METER_MIGRATION_MISSING, /* applied, no file any more */
+};
+
+struct meter_migration_status {
+    int version;
+    char file[256];
+    enum meter_migration_state state;
+    char applied_at[64]; /* empty when pending */
+};
+
+/* Called once per migration applied by meter_migrate. */
+typedef void meter_migrate_cb(const struct meter_migration *m, void *arg);
+
+/*
+ * Applies the pending migrations of set in version order, each in its
+ * own transaction together with its record (version, file, SHA-256 of
+ * the contents) in schema_migrations. Concurrent callers serialize on an
+ * advisory lock. Refuses to apply anything, with an error naming the
+ * file, if an applied migration's file has changed or disappeared.
+ * *applied receives the number applied now; *version the schema version
+ * after the run (0 for an empty schema).
+ */
+int meter_migrate(PGconn *db, const struct meter_migration_set *set,
+                  meter_migrate_cb *cb, void *arg, int *applied, int *version,
+                  struct meter_err *e);
+
+/* Lists every migration known to the database or to set, by version, in
+ * a malloc'd array of *n items that the caller frees. */
+int meter_migrate_status(PGconn *db, const struct meter_migration_set *set,
+                         struct meter_migration_status **out, size_t *n,
+                         struct meter_err *e);
+
+#endif

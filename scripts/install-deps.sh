@@ -1,0 +1,33 @@
+#!/bin/sh
+# Installs the Debian packages the project builds and tests with, and
+# only those that are missing, so a second run is quick and needs no
+# network. As root it calls apt-get directly; otherwise through sudo.
+set -eu
+
+packages="cmake make gcc pkg-config libpq-dev libmicrohttpd-dev
+libjansson-dev libgsl-dev zlib1g-dev postgresql-15 postgresql-client-15
+util-linux"
+
+missing=""
+for p in $packages; do
+    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+    case "$status" in
+    *" installed") ;;
+    *) missing="$missing $p" ;;
+    esac
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then
+    sudo=""
+elif command -v sudo >/dev/null 2>&1; then
+    sudo="sudo"
+else
+    echo "install-deps: missing packages:$missing; run as root or install sudo" >&2
+    exit 1
+fi
+echo "install-deps: installing$missing"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+# shellcheck disable=SC2086
+$sudo apt-get install -y -qq --no-install-recommends $missing

@@ -1,0 +1,44 @@
+#!/bin/bash
+# Bad input to meterctl: a clear message and a non-zero exit.
+. "$(dirname "$0")/lib.sh"
+
+expect_status 2 "$METERCTL"
+contains "$err" "usage: meterctl" "no command"
+expect_status 2 "$METERCTL" frobnicate
+contains "$err" "unknown command 'frobnicate'" "unknown command"
+expect_status 2 "$METERCTL" --frob migrate
+contains "$err" "--frob" "unknown option"
+expect_status 2 "$METERCTL" db
+expect_status 2 "$METERCTL" db frob
+contains "$err" "unknown db subcommand 'frob'" "unknown db subcommand"
+expect_status 2 "$METERCTL" db destroy
+contains "$err" "--yes" "destroy without --yes"
+expect_status 2 "$METERCTL" --db x db start
+contains "$err" "does not apply" "--db with db"
+expect_status 2 "$METERCTL" migrate --frob
+contains "$err" "--frob" "unknown migrate option"
+expect_status 2 "$METERCTL" migrate extra
+contains "$err" "unexpected argument 'extra'" "extra argument"
+expect_status 0 "$METERCTL" help
+contains "$out" "usage: meterctl" "help"
+expect_status 0 "$METERCTL" --version
+contains "$out" "meterctl " "version"
+
+# Malformed --db: says which and why, touches nothing.
+expect_status 1 "$METERCTL" --db "host=x port" migrate
+contains "$err" "invalid database conninfo 'host=x port'" "malformed --db"
+expect_status 1 "$METERCTL" --db "postgresql://[::1" migrate
+contains "$err" "invalid database conninfo" "malformed URI"
+# A password in a malformed conninfo is not echoed.
+expect_status 1 "$METERCTL" --db "password=hunter2 port" migrate
+case "$err" in *hunter2*) fail "password echoed: $err" ;; esac
+# Unreachable database: names where it tried.
+expect_status 1 "$METERCTL" --db "host=/nonexistent-dir port=5999" migrate
+contains "$err" "cannot connect to the database at host '/nonexistent-dir' port '5999'" "unreachable"
+expect_status 1 env METER_DATABASE_URL="host=/nonexistent-dir dbname=x" "$METERCTL" migrate
+contains "$err" "cannot connect" "unreachable from the environment"
+# A missing migrations directory.
+expect_status 1 "$METERCTL" --db "host=/nonexistent-dir" migrate --migrations /nonexistent
+contains "$err" "/nonexistent" "missing migrations directory"
+
+finish
