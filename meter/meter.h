@@ -15,7 +15,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
 #include <libpq-fe.h>
+
+#include "pricing.h"
 
 struct meter_err {
     char msg[1024];
@@ -147,5 +150,38 @@ int meter_migrate(PGconn *db, const struct meter_migration_set *set,
 int meter_migrate_status(PGconn *db, const struct meter_migration_set *set,
                          struct meter_migration_status **out, size_t *n,
                          struct meter_err *e);
+
+/* ---- samples ---------------------------------------------------------- */
+
+/* One sample (PRICING-RULES section 1), parsed and validated. */
+struct meter_sample {
+    char account_id[PRICING_ID_MAX + 1];
+    char sandbox_id[PRICING_ID_MAX + 1];
+    struct pricing_second s;
+};
+
+/* Why a sample is invalid: the field, its value (JSON text, shortened)
+ * and the reason. */
+struct meter_sample_err {
+    char field[32];
+    char value[96];
+    char reason[160];
+};
+
+/* Latest second accepted: 9999-12-31T23:59:59Z. */
+#define METER_TS_MAX 253402300799LL
+
+/*
+ * Validates the JSON object obj as a sample and fills *out: ts as an
+ * integer or "YYYY-MM-DDTHH:MM:SSZ"; vcpu and cpu_used with at most 4
+ * decimals; integers as JSON integers; unknown fields refused; on a
+ * paused sample the running-only fields are ignored (left 0).
+ */
+int meter_sample_parse(const json_t *obj, struct meter_sample *out,
+                       struct meter_sample_err *err);
+
+/* Parses "YYYY-MM-DDTHH:MM:SSZ" (UTC, no fraction, no offset, no leap
+ * second) into Unix seconds; -1 if malformed. */
+int meter_parse_rfc3339(const char *s, int64_t *ts);
 
 #endif

@@ -4,15 +4,13 @@
  *
  * Exit status: 0 done, 1 failed (the message says why), 2 usage error.
  */
-#include "meter.h"
+#include "ctl_int.h"
 
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum { EXIT_FAILED = 1, EXIT_USAGE = 2 };
 
 static const char usage_text[] =
     "usage: meterctl [--db CONNINFO] COMMAND [ARGS]\n"
@@ -24,6 +22,10 @@ static const char usage_text[] =
     "  migrate [--status] [--migrations DIR]\n"
     "                             apply pending schema migrations, or list\n"
     "                             applied and pending ones\n"
+    "  rate --price-book FILE --usage FILE [--usage FILE ...]\n"
+    "       [--period YYYY-MM] [--format json|table] [--memory-limit MIB]\n"
+    "                             rate files of samples (JSON array or\n"
+    "                             NDJSON) with no database\n"
     "  help                       show this text\n"
     "\n"
     "options:\n"
@@ -34,11 +36,8 @@ static const char usage_text[] =
 /* The database given by --db, before or after the command. */
 static const char *db_flag;
 
-static int usage_error(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
-
-static int
-usage_error(const char *fmt, ...)
+int
+ctl_usage_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -46,14 +45,14 @@ usage_error(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputs("\nrun 'meterctl help' for usage\n", stderr);
-    return EXIT_USAGE;
+    return CTL_USAGE;
 }
 
 static int
 failed(const struct meter_err *e)
 {
     fprintf(stderr, "meterctl: %s\n", e->msg);
-    return EXIT_FAILED;
+    return CTL_FAILED;
 }
 
 /* ---- db ------------------------------------------------------------- */
@@ -63,24 +62,25 @@ cmd_db(int argc, char **argv)
 {
     struct meter_err e = {{0}};
     struct meter_cluster *c = NULL;
-    int rc = EXIT_FAILED;
+    int rc = CTL_FAILED;
     if (argc < 2)
-        return usage_error("db needs a subcommand: %s",
-                           "start, stop, status, url or destroy");
+        return ctl_usage_error("db needs a subcommand: %s",
+                               "start, stop, status, url or destroy");
     const char *sub = argv[1];
     bool yes = argc == 3 && strcmp(argv[2], "--yes") == 0;
     if (argc > 2 && !(strcmp(sub, "destroy") == 0 && yes))
-        return usage_error("unexpected argument '%s'", argv[2]);
+        return ctl_usage_error("unexpected argument '%s'", argv[2]);
     if (db_flag)
-        return usage_error("--db '%s' does not apply to 'db', which manages "
-                           "the embedded database",
-                           db_flag);
+        return ctl_usage_error(
+            "--db '%s' does not apply to 'db', which manages "
+            "the embedded database",
+            db_flag);
     if (strcmp(sub, "start") != 0 && strcmp(sub, "stop") != 0 &&
         strcmp(sub, "status") != 0 && strcmp(sub, "url") != 0 &&
         strcmp(sub, "destroy") != 0)
-        return usage_error("unknown db subcommand '%s'", sub);
+        return ctl_usage_error("unknown db subcommand '%s'", sub);
     if (strcmp(sub, "destroy") == 0 && !yes)
-        return usage_error("%s", "db destroy deletes the data: add --yes");
+        return ctl_usage_error("%s", "db destroy deletes the data: add --yes");
 
     c = meter_cluster_open(NULL, &e);
     if (!c)
@@ -180,17 +180,18 @@ cmd_migrate(int argc, char **argv)
             db_flag = optarg;
             break;
         default:
-            return usage_error("migrate: unknown or incomplete option '%s'",
-                               argv[optind - 1]);
+            return ctl_usage_error("migrate: unknown or incomplete option '%s'",
+                                   argv[optind - 1]);
         }
     }
     if (optind < argc)
-        return usage_error("migrate: unexpected argument '%s'", argv[optind]);
+        return ctl_usage_error("migrate: unexpected argument '%s'",
+                               argv[optind]);
 
     struct meter_err e = {{0}};
     struct meter_migration_set set = {0};
     PGconn *db = NULL;
-    int rc = EXIT_FAILED;
+    int rc = CTL_FAILED;
     if (meter_migrations_load(dir, &set, &e) < 0)
         goto out;
     db = meter_db_connect(db_flag, &e);
@@ -247,13 +248,13 @@ main(int argc, char **argv)
             printf("meterctl %s\n", METER_VERSION);
             return 0;
         default:
-            return usage_error("unknown or incomplete option '%s'",
-                               argv[optind - 1]);
+            return ctl_usage_error("unknown or incomplete option '%s'",
+                                   argv[optind - 1]);
         }
     }
     if (optind >= argc) {
         fputs(usage_text, stderr);
-        return EXIT_USAGE;
+        return CTL_USAGE;
     }
     const char *cmd = argv[optind];
     argc -= optind;
@@ -266,5 +267,7 @@ main(int argc, char **argv)
         return cmd_db(argc, argv);
     if (strcmp(cmd, "migrate") == 0)
         return cmd_migrate(argc, argv);
-    return usage_error("unknown command '%s'", cmd);
+    if (strcmp(cmd, "rate") == 0)
+        return ctl_rate(argc, argv);
+    return ctl_usage_error("unknown command '%s'", cmd);
 }

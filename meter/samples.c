@@ -1,0 +1,200 @@
+/*
+ * samples.c - validating one sample (PRICING-RULES section 1) from its
+ * JSON object, for the service and for meterctl rate alike.
+ *
+ * jansson reads JSON numbers with a fraction as doubles. vcpu and
+ * cpu_used may have up to 4 decimals: such a value is accepted only if
+ * it is exactly the double nearest to k/10,000 for an integer k, and k
+ * is what is kept; no floating point goes further than this file.
+ */
+#include "meter.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static int
+invalid(struct meter_sample_err *err, const char *field, const json_t *v,
+        const char *reason)
+{
+    snprintf(err->field, sizeof(err->field), "%s", field);
+    err->value[0] = '\0';
+    if (v) {
+        char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        if (s && strlen(s) > 80)
+            snprintf(err->value, sizeof(err->value), "%.77s...", s);
+        else if (s)
+            snprintf(err->value, sizeof(err->value), "%s", s);
+        free(s);
+    }
+    snprintf(err->reason, sizeof(err->reason), "%s", reason);
+    return -1;
+}
+
+int
+meter_parse_rfc3339(const char *s, int64_t *ts)
+{
+    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    static const char shape[] = "dddd-dd-ddTdd:dd:ddZ";
+    if (strlen(s) != sizeof(shape) - 1)
+        return -1;
+    for (size_t i = 0; shape[i]; i++) {
+        if (shape[i] == 'd' ? s[i] < '0' || s[i] > '9' : s[i] != shape[i])
+            return -1;
+    }
+#define NUM2(i) ((s[i] - '0') * 10 + (s[(i) + 1] - '0'))
+    int year = NUM2(0) * 100 + NUM2(2), month = NUM2(5), day = NUM2(8);
+    int hour = NUM2(11), min = NUM2(14), sec = NUM2(17);
+#undef NUM2
+    bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    if (year < 1970 || month < 1 || month > 12 || day < 1 ||
+        day > mdays[month - 1] + (month == 2 && leap) || hour > 23 ||
+        min > 59 || sec > 59)
+        return -1;
+    *ts = pricing_days_from_civil(year, month, day) * 86400 + hour * 3600 +
+          min * 60 + sec;
+    return 0;
+}
+
+/* A vCPU count with at most 4 decimals, in 1/10,000. */
+static int
+get_cpu(const json_t *v, const char *field, uint32_t *out,
+        struct meter_sample_err *err)
+{
+    const double max = (double)UINT32_MAX / PRICING_CPU_UNIT;
+    if (json_is_integer(v)) {
+        json_int_t i = json_integer_value(v);
+        if (i < 0 || i > (json_int_t)max)
+            return invalid(err, field, v, "out of range");
+        *out = (uint32_t)i * PRICING_CPU_UNIT;
+        return 0;
+    }
+    if (!json_is_real(v))
+        return invalid(err, field, v, "must be a number");
+    double x = json_real_value(v);
+    if (!(x >= 0) || x > max)
+        return invalid(err, field, v, "out of range");
+    long long k = llround(x * PRICING_CPU_UNIT);
+    if ((double)k / PRICING_CPU_UNIT != x)
+        return invalid(err, field, v, "more than 4 decimals");
+    *out = (uint32_t)k;
+    return 0;
+}
+
+static int
+get_bytes(const json_t *v, const char *field, uint64_t *out,
+          struct meter_sample_err *err)
+{
+    if (!json_is_integer(v))
+        return invalid(err, field, v,
+                       "must be an integer (no fraction, no exponent)");
+    json_int_t i = json_integer_value(v);
+    if (i < 0)
+        return invalid(err, field, v, "must be >= 0");
+    *out = (uint64_t)i;
+    return 0;
+}
+
+static int
+get_id(const json_t *obj, const char *field, char *out,
+       struct meter_sample_err *err)
+{
+    const json_t *v = json_object_get(obj, field);
+    if (!v)
+        return invalid(err, field, NULL, "required");
+    if (!json_is_string(v) || !pricing_id_valid(json_string_value(v)))
+        return invalid(err, field, v,
+                       "must be a string of 1-64 of A-Za-z0-9._:-");
+    memcpy(out, json_string_value(v), strlen(json_string_value(v)) + 1);
+    return 0;
+}
+
+int
+meter_sample_parse(const json_t *obj, struct meter_sample *out,
+                   struct meter_sample_err *err)
+{
+    static const char *const fields[] = {
+        "ts",         "account_id",   "sandbox_id", "state",
+        "vcpu",       "cpu_used",     "mem_bytes",  "mem_used_bytes",
+        "disk_bytes", "egress_bytes", NULL};
+    const char *key;
+    json_t *v;
+
+    memset(out, 0, sizeof(*out));
+    if (!json_is_object(obj))
+        return invalid(err, "(sample)", obj, "must be a JSON object");
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        bool known = false;
+        for (const char *const *f = fields; *f; f++)
+            known |= strcmp(*f, key) == 0;
+        if (!known)
+            return invalid(err, key, v, "unknown field");
+    }
+
+    v = json_object_get(obj, "ts");
+    if (!v)
+        return invalid(err, "ts", NULL, "required");
+    if (json_is_integer(v)) {
+        json_int_t t = json_integer_value(v);
+        if (t < 0 || t > METER_TS_MAX)
+            return invalid(err, "ts", v,
+                           "out of range (1970 to 9999, Unix seconds)");
+        out->s.ts = t;
+    } else if (!json_is_string(v) ||
+               meter_parse_rfc3339(json_string_value(v), &out->s.ts) < 0) {
+        return invalid(err, "ts", v,
+                       "must be Unix seconds or \"YYYY-MM-DDTHH:MM:SSZ\"");
+    }
+    if (get_id(obj, "account_id", out->account_id, err) < 0 ||
+        get_id(obj, "sandbox_id", out->sandbox_id, err) < 0)
+        return -1;
+
+    v = json_object_get(obj, "state");
+    if (!v)
+        return invalid(err, "state", NULL, "required");
+    const char *state = json_is_string(v) ? json_string_value(v) : "";
+    bool running = strcmp(state, "running") == 0;
+    if (!running && strcmp(state, "paused") != 0)
+        return invalid(err, "state", v, "must be \"running\" or \"paused\"");
+
+    v = json_object_get(obj, "disk_bytes");
+    if (!v)
+        return invalid(err, "disk_bytes", NULL, "required");
+    if (get_bytes(v, "disk_bytes", &out->s.disk_bytes, err) < 0)
+        return -1;
+    v = json_object_get(obj, "egress_bytes");
+    if (v && get_bytes(v, "egress_bytes", &out->s.egress_bytes, err) < 0)
+        return -1;
+    if (!running)
+        return 0;
+
+    const json_t *vcpu = json_object_get(obj, "vcpu");
+    const json_t *used = json_object_get(obj, "cpu_used");
+    const json_t *mem = json_object_get(obj, "mem_bytes");
+    if (!vcpu)
+        return invalid(err, "vcpu", NULL, "required when running");
+    if (get_cpu(vcpu, "vcpu", &out->s.vcpu, err) < 0)
+        return -1;
+    if (out->s.vcpu == 0)
+        return invalid(err, "vcpu", vcpu, "must be > 0");
+    if (!used)
+        return invalid(err, "cpu_used", NULL, "required when running");
+    if (get_cpu(used, "cpu_used", &out->s.cpu_used, err) < 0)
+        return -1;
+    if (out->s.cpu_used > out->s.vcpu)
+        return invalid(err, "cpu_used", used, "must be <= vcpu");
+    if (!mem)
+        return invalid(err, "mem_bytes", NULL, "required when running");
+    if (get_bytes(mem, "mem_bytes", &out->s.mem_bytes, err) < 0)
+        return -1;
+    out->s.mem_used_bytes = out->s.mem_bytes;
+    v = json_object_get(obj, "mem_used_bytes");
+    if (v) {
+        if (get_bytes(v, "mem_used_bytes", &out->s.mem_used_bytes, err) < 0)
+            return -1;
+        if (out->s.mem_used_bytes > out->s.mem_bytes)
+            return invalid(err, "mem_used_bytes", v, "must be <= mem_bytes");
+    }
+    return 0;
+}

@@ -1,0 +1,662 @@
+/*
+ * book.c - loading and validating price books (docs/pricing.md). Every
+ * error names the key path and the offending value; unknown keys, wrong
+ * types and impossible values are all refused.
+ */
+#include "pricing_int.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct loader {
+    struct pricing_err *e;
+    const char *origin;
+};
+
+static int fail(struct loader *l, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int
+fail(struct loader *l, const char *path, const char *fmt, ...)
+{
+    char detail[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof(detail), fmt, ap);
+    va_end(ap);
+    if (l->e)
+        snprintf(l->e->msg, sizeof(l->e->msg), "%s%s%s: %s",
+                 l->origin ? l->origin : "", l->origin ? ": " : "", path,
+                 detail);
+    return -1;
+}
+
+/* The JSON text of v, shortened, for messages. */
+static void
+show(const json_t *v, char *buf, size_t n)
+{
+    char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+    if (!s) {
+        snprintf(buf, n, "?");
+        return;
+    }
+    if (strlen(s) > 60)
+        snprintf(buf, n, "%.57s...", s);
+    else
+        snprintf(buf, n, "%s", s);
+    free(s);
+}
+
+static const char *
+type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+        return "an integer";
+    case JSON_REAL:
+        return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+        return "null";
+    }
+    return "?";
+}
+
+static int
+wrong_type(struct loader *l, const char *path, const json_t *v,
+           const char *want)
+{
+    char text[80];
+    show(v, text, sizeof(text));
+    return fail(l, path, "expected %s, got %s %s", want, type_name(v), text);
+}
+
+/* Refuses keys of obj not in the NULL-terminated list allowed. */
+static int
+only_keys(struct loader *l, const char *path, const json_t *obj,
+          const char *const *allowed)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        bool ok = false;
+        for (const char *const *a = allowed; *a; a++)
+            ok |= strcmp(*a, key) == 0;
+        if (!ok) {
+            char p[128];
+            snprintf(p, sizeof(p), "%s%s%s", path, *path ? "." : "", key);
+            return fail(l, p, "unknown key");
+        }
+    }
+    return 0;
+}
+
+static void
+join(char *out, size_t n, const char *path, const char *key)
+{
+    snprintf(out, n, "%s%s%s", path, *path ? "." : "", key);
+}
+
+/* A decimal string >= 0 with at most 12 decimals. */
+static int
+get_dec(struct loader *l, const char *path, const json_t *v,
+        struct pricing_dec *out)
+{
+    if (!json_is_string(v))
+        return wrong_type(l, path, v, "a decimal string such as \"0.5\"");
+    const char *s = json_string_value(v);
+    enum pricing_status st = pricing_dec_parse(s, PRICING_SCALE, out);
+    if (st != PRICING_OK)
+        return fail(l, path, "'%s': %s%s", s, pricing_status_str(st),
+                    st == PRICING_EDECIMALS ? " (at most 12)" : "");
+    if (out->v < 0)
+        return fail(l, path,
+                    "'%s' is negative; prices, credits and "
+                    "quantities are >= 0",
+                    s);
+    return 0;
+}
+
+/* A required key; missing is an error that says what null would mean. */
+static const json_t *
+need(struct loader *l, const char *path, const json_t *obj, const char *key)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v) {
+        char p[128];
+        join(p, sizeof(p), path, key);
+        fail(l, p, "missing (required; null if the price is unknown)");
+    }
+    return v;
+}
+
+static int
+get_string(struct loader *l, const char *path, const json_t *v,
+           const char **out)
+{
+    if (!json_is_string(v))
+        return wrong_type(l, path, v, "a string");
+    *out = json_string_value(v);
+    return 0;
+}
+
+static int
+get_uint(struct loader *l, const char *path, const json_t *v, int64_t min,
+         int64_t max, int64_t *out)
+{
+    if (!json_is_integer(v))
+        return wrong_type(l, path, v, "an integer");
+    json_int_t i = json_integer_value(v);
+    if (i < min || i > max)
+        return fail(l, path, "%lld is out of range [%lld, %lld]", (long long)i,
+                    (long long)min, (long long)max);
+    *out = (int64_t)i;
+    return 0;
+}
+
+static int
+get_per(struct loader *l, const char *path, const json_t *v, int64_t *per_s,
+        const char **name)
+{
+    static const struct {
+        const char *name;
+        int64_t s;
+    } units[] = {{"second", 1},
+                 {"minute", 60},
+                 {"hour", SECONDS_PER_HOUR},
+                 {"day", 86400},
+                 {"month", SECONDS_PER_STORAGE_MONTH}};
+    const char *s;
+    if (get_string(l, path, v, &s) < 0)
+        return -1;
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcmp(s, units[i].name) == 0) {
+            *per_s = units[i].s;
+            *name = units[i].name;
+            return 0;
+        }
+    }
+    return fail(l, path,
+                "'%s' is not a time unit (second, minute, hour, "
+                "day, month)",
+                s);
+}
+
+static int
+load_tiers(struct loader *l, const char *path, const json_t *v, struct price *p)
+{
+    static const char *const keys[] = {"mode", "bands", NULL};
+    char kp[128];
+    if (!json_is_object(v))
+        return wrong_type(l, path, v, "an object");
+    if (only_keys(l, path, v, keys) < 0)
+        return -1;
+    const json_t *mode = need(l, path, v, "mode");
+    const json_t *bands = need(l, path, v, "bands");
+    if (!mode || !bands)
+        return -1;
+    const char *m;
+    join(kp, sizeof(kp), path, "mode");
+    if (get_string(l, kp, mode, &m) < 0)
+        return -1;
+    if (strcmp(m, "graduated") == 0)
+        p->mode = TIERS_GRADUATED;
+    else if (strcmp(m, "volume") == 0)
+        p->mode = TIERS_VOLUME;
+    else
+        return fail(l, kp, "'%s' is not a tier mode (graduated, volume)", m);
+    join(kp, sizeof(kp), path, "bands");
+    if (!json_is_array(bands) || json_array_size(bands) == 0)
+        return wrong_type(l, kp, bands, "a non-empty array");
+    size_t n = json_array_size(bands);
+    p->tiers = calloc(n, sizeof(*p->tiers));
+    if (!p->tiers)
+        return fail(l, kp, "out of memory");
+    p->ntiers = n;
+    for (size_t i = 0; i < n; i++) {
+        static const char *const tkeys[] = {"up_to", "rate", NULL};
+        const json_t *b = json_array_get(bands, i);
+        char bp[160], fp[176];
+        snprintf(bp, sizeof(bp), "%s[%zu]", kp, i);
+        if (!json_is_object(b))
+            return wrong_type(l, bp, b, "an object {\"up_to\", \"rate\"}");
+        if (only_keys(l, bp, b, tkeys) < 0)
+            return -1;
+        const json_t *up = need(l, bp, b, "up_to");
+        const json_t *rate = need(l, bp, b, "rate");
+        if (!up || !rate)
+            return -1;
+        join(fp, sizeof(fp), bp, "rate");
+        if (get_dec(l, fp, rate, &p->tiers[i].rate) < 0)
+            return -1;
+        join(fp, sizeof(fp), bp, "up_to");
+        if (json_is_null(up)) {
+            if (i != n - 1)
+                return fail(l, fp,
+                            "null (unbounded) is only for the last "
+                            "tier");
+            p->tiers[i].unbounded = true;
+            continue;
+        }
+        if (i == n - 1)
+            return fail(l, fp, "the last tier must be unbounded (null)");
+        if (get_dec(l, fp, up, &p->tiers[i].up_to) < 0)
+            return -1;
+        if (i > 0 &&
+            pricing_dec_cmp(p->tiers[i].up_to, p->tiers[i - 1].up_to) <= 0) {
+            char a[48];
+            pricing_dec_format(p->tiers[i].up_to, 12, a, sizeof(a));
+            return fail(l, fp, "'%s' is not above the previous tier's bound",
+                        json_string_value(up));
+        }
+        if (i == 0 && p->tiers[0].up_to.v == 0)
+            return fail(l, fp, "'0': the first tier's bound must be above 0");
+    }
+    return 0;
+}
+
+/*
+ * A dimension: null (unknown) or an object with the given extra keys
+ * (handled by the caller) plus either rate (and per, when timed) or tiers.
+ */
+static int
+load_price(struct loader *l, const char *path, const json_t *v, bool timed,
+           const char *const *keys, struct price *p)
+{
+    char kp[128];
+    if (json_is_null(v)) {
+        p->known = false;
+        return 0;
+    }
+    if (!json_is_object(v))
+        return wrong_type(l, path, v, "an object or null (price unknown)");
+    if (only_keys(l, path, v, keys) < 0)
+        return -1;
+    p->known = true;
+    const json_t *rate = json_object_get(v, "rate");
+    const json_t *tiers = json_object_get(v, "tiers");
+    const json_t *per = json_object_get(v, "per");
+    if (rate && tiers)
+        return fail(l, path, "has both 'rate' and 'tiers'; give one");
+    if (tiers) {
+        join(kp, sizeof(kp), path, "tiers");
+        if (per) {
+            join(kp, sizeof(kp), path, "per");
+            return fail(l, kp,
+                        "tier rates are per display unit; 'per' "
+                        "applies to 'rate' only");
+        }
+        return load_tiers(l, kp, tiers, p);
+    }
+    if (!rate)
+        return fail(l, path, "needs 'rate' or 'tiers'");
+    p->mode = TIERS_NONE;
+    join(kp, sizeof(kp), path, "rate");
+    if (get_dec(l, kp, rate, &p->rate) < 0)
+        return -1;
+    p->per_s = 1;
+    p->per_name = NULL;
+    if (timed) {
+        join(kp, sizeof(kp), path, "per");
+        if (!per)
+            return fail(l, kp,
+                        "missing: the rate's time unit (second, "
+                        "minute, hour, day, month)");
+        if (get_per(l, kp, per, &p->per_s, &p->per_name) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int
+get_basis(struct loader *l, const char *path, const json_t *obj, bool *used)
+{
+    char kp[128];
+    join(kp, sizeof(kp), path, "basis");
+    const json_t *v = json_object_get(obj, "basis");
+    const char *s;
+    if (!v)
+        return fail(l, kp, "missing: allocated or used");
+    if (get_string(l, kp, v, &s) < 0)
+        return -1;
+    if (strcmp(s, "allocated") != 0 && strcmp(s, "used") != 0)
+        return fail(l, kp, "'%s' is not a basis (allocated, used)", s);
+    *used = strcmp(s, "used") == 0;
+    return 0;
+}
+
+/* A decimal quantity of units times unit_bytes, which must come out a
+ * whole number of bytes. */
+static int
+get_bytes(struct loader *l, const char *path, const json_t *v,
+          uint64_t unit_bytes, uint64_t *out)
+{
+    struct pricing_dec d;
+    if (get_dec(l, path, v, &d) < 0)
+        return -1;
+    pricing_u128 scaled;
+    if (__builtin_mul_overflow((pricing_u128)d.v, (pricing_u128)unit_bytes,
+                               &scaled) ||
+        scaled % (pricing_u128)PRICING_ONE != 0 ||
+        scaled / (pricing_u128)PRICING_ONE > UINT64_MAX)
+        return fail(l, path, "'%s' is not a whole number of bytes below 2^64",
+                    json_string_value(v));
+    *out = (uint64_t)(scaled / (pricing_u128)PRICING_ONE);
+    return 0;
+}
+
+static bool
+valid_date(const char *s)
+{
+    int y, m, d;
+    char tail;
+    if (strlen(s) != 10 || s[4] != '-' || s[7] != '-' ||
+        sscanf(s, "%4d-%2d-%2d%c", &y, &m, &d, &tail) != 3)
+        return false;
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return y >= 1970 && m >= 1 && m <= 12 && d >= 1 &&
+           d <= mdays[m - 1] - (m == 2 && !leap);
+}
+
+/* An optional decimal; absent means 0. */
+static int
+opt_dec(struct loader *l, const char *path, const json_t *obj, const char *key,
+        struct pricing_dec *out)
+{
+    char kp[128];
+    const json_t *v = json_object_get(obj, key);
+    out->v = 0;
+    if (!v)
+        return 0;
+    join(kp, sizeof(kp), path, key);
+    return get_dec(l, kp, v, out);
+}
+
+static int
+load_subscription(struct loader *l, const json_t *v, struct pricing_book *b)
+{
+    static const char *const keys[] = {"monthly_fee", "included_credit",
+                                       "max_concurrency", "max_session_s",
+                                       NULL};
+    if (!json_is_object(v))
+        return wrong_type(l, "subscription", v, "an object");
+    if (only_keys(l, "subscription", v, keys) < 0)
+        return -1;
+    b->has_subscription = true;
+    const json_t *fee = need(l, "subscription", v, "monthly_fee");
+    if (!fee)
+        return -1;
+    b->monthly_fee_known = !json_is_null(fee);
+    if (b->monthly_fee_known &&
+        get_dec(l, "subscription.monthly_fee", fee, &b->monthly_fee) < 0)
+        return -1;
+    const json_t *inc = json_object_get(v, "included_credit");
+    b->included_credit_known = !json_is_null(inc);
+    if (inc && b->included_credit_known &&
+        get_dec(l, "subscription.included_credit", inc, &b->included_credit) <
+            0)
+        return -1;
+    /* Limits: integers > 0 or null (none); the simulator checks them. */
+    const char *limits[] = {"max_concurrency", "max_session_s"};
+    for (size_t i = 0; i < 2; i++) {
+        const json_t *lim = json_object_get(v, limits[i]);
+        char kp[64];
+        int64_t x;
+        snprintf(kp, sizeof(kp), "subscription.%s", limits[i]);
+        if (lim && !json_is_null(lim) &&
+            get_uint(l, kp, lim, 1, INT32_MAX, &x) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int
+load_autopause(struct loader *l, const json_t *v, struct pricing_book *b)
+{
+    static const char *const keys[] = {"idle_below", "after_s", NULL};
+    if (!json_is_object(v))
+        return wrong_type(l, "autopause", v, "an object");
+    if (only_keys(l, "autopause", v, keys) < 0)
+        return -1;
+    const json_t *idle = need(l, "autopause", v, "idle_below");
+    const json_t *after = need(l, "autopause", v, "after_s");
+    int64_t x;
+    if (!idle || !after ||
+        get_dec(l, "autopause.idle_below", idle, &b->idle_below) < 0 ||
+        get_uint(l, "autopause.after_s", after, 0, INT32_MAX, &x) < 0)
+        return -1;
+    if (b->idle_below.v > PRICING_ONE)
+        return fail(l, "autopause.idle_below",
+                    "'%s' is above 1 (a fraction of the allocated vCPUs)",
+                    json_string_value(idle));
+    b->autopause = true;
+    b->after_s = (uint32_t)x;
+    return 0;
+}
+
+static int
+load(struct loader *l, const json_t *root, struct pricing_book *b)
+{
+    static const char *const top[] = {"id",
+                                      "name",
+                                      "currency",
+                                      "effective_from",
+                                      "source",
+                                      "as_of",
+                                      "notes",
+                                      "unsupported",
+                                      "cpu",
+                                      "memory",
+                                      "storage",
+                                      "egress",
+                                      "per_run",
+                                      "granularity_s",
+                                      "min_billed_s",
+                                      "subscription",
+                                      "promotional_credit",
+                                      "minimum_commit",
+                                      "autopause",
+                                      NULL};
+    static const char *const cpu_keys[] = {"basis", "rate", "per", "tiers",
+                                           NULL};
+    static const char *const mem_keys[] = {"basis", "unit",  "rate",
+                                           "per",   "tiers", NULL};
+    static const char *const storage_keys[] = {"rate", "per", "tiers",
+                                               "included_gib", NULL};
+    static const char *const egress_keys[] = {"rate", "tiers", "free_gb", NULL};
+    const json_t *v;
+    const char *s;
+    int64_t x;
+
+    if (!json_is_object(root))
+        return wrong_type(l, "(top)", root, "an object");
+    if (only_keys(l, "", root, top) < 0)
+        return -1;
+
+    if (!(v = need(l, "", root, "id")) || get_string(l, "id", v, &s) < 0)
+        return -1;
+    if (!pricing_id_valid(s))
+        return fail(l, "id", "'%s' is not 1-64 of A-Za-z0-9._:-", s);
+    snprintf(b->id, sizeof(b->id), "%s", s);
+
+    if (!(v = need(l, "", root, "currency")) ||
+        get_string(l, "currency", v, &s) < 0)
+        return -1;
+    b->minor_unit = pricing_currency_minor_unit(s);
+    if (b->minor_unit < 0)
+        return fail(l, "currency",
+                    "'%s' is not a currency this project "
+                    "accepts (ISO 4217, such as USD)",
+                    s);
+    snprintf(b->currency, sizeof(b->currency), "%s", s);
+
+    if (!(v = need(l, "", root, "effective_from")) ||
+        get_string(l, "effective_from", v, &s) < 0)
+        return -1;
+    if (!valid_date(s))
+        return fail(l, "effective_from", "'%s' is not a date YYYY-MM-DD", s);
+
+    static const char *const texts[] = {"name", "source", "as_of", "notes"};
+    for (size_t i = 0; i < 4; i++)
+        if ((v = json_object_get(root, texts[i])) &&
+            get_string(l, texts[i], v, &s) < 0)
+            return -1;
+    if ((v = json_object_get(root, "unsupported"))) {
+        if (!json_is_array(v))
+            return wrong_type(l, "unsupported", v, "an array of strings");
+        for (size_t i = 0; i < json_array_size(v); i++) {
+            char kp[64];
+            snprintf(kp, sizeof(kp), "unsupported[%zu]", i);
+            if (get_string(l, kp, json_array_get(v, i), &s) < 0)
+                return -1;
+        }
+    }
+
+    if (!(v = need(l, "", root, "cpu")) ||
+        load_price(l, "cpu", v, true, cpu_keys, &b->cpu) < 0)
+        return -1;
+    if (b->cpu.known && get_basis(l, "cpu", v, &b->cpu_used) < 0)
+        return -1;
+
+    if (!(v = need(l, "", root, "memory")) ||
+        load_price(l, "memory", v, true, mem_keys, &b->memory) < 0)
+        return -1;
+    b->memory_unit = (uint64_t)1 << 30;
+    b->memory_unit_name = "GiB";
+    if (b->memory.known) {
+        if (get_basis(l, "memory", v, &b->memory_used) < 0)
+            return -1;
+        const json_t *u = json_object_get(v, "unit");
+        if (!u)
+            return fail(l, "memory.unit", "missing: GiB or GB");
+        if (get_string(l, "memory.unit", u, &s) < 0)
+            return -1;
+        if (strcmp(s, "GB") == 0) {
+            b->memory_unit = 1000000000;
+            b->memory_unit_name = "GB";
+        } else if (strcmp(s, "GiB") != 0) {
+            return fail(l, "memory.unit", "'%s' is not GiB or GB", s);
+        }
+    }
+
+    if (!(v = need(l, "", root, "storage")) ||
+        load_price(l, "storage", v, true, storage_keys, &b->storage) < 0)
+        return -1;
+    const json_t *inc;
+    if (b->storage.known && (inc = json_object_get(v, "included_gib")) &&
+        get_bytes(l, "storage.included_gib", inc, (uint64_t)1 << 30,
+                  &b->included_bytes) < 0)
+        return -1;
+
+    if (!(v = need(l, "", root, "egress")) ||
+        load_price(l, "egress", v, false, egress_keys, &b->egress) < 0)
+        return -1;
+    const json_t *free_gb;
+    if (b->egress.known && (free_gb = json_object_get(v, "free_gb")) &&
+        get_bytes(l, "egress.free_gb", free_gb, 1000000000, &b->free_bytes) < 0)
+        return -1;
+
+    if (!(v = need(l, "", root, "per_run")))
+        return -1;
+    b->per_run_known = !json_is_null(v);
+    if (b->per_run_known && get_dec(l, "per_run", v, &b->per_run) < 0)
+        return -1;
+
+    b->granularity_s = 1;
+    if ((v = json_object_get(root, "granularity_s"))) {
+        if (get_uint(l, "granularity_s", v, 1, 86400, &x) < 0)
+            return -1;
+        b->granularity_s = (uint32_t)x;
+    }
+    if ((v = json_object_get(root, "min_billed_s"))) {
+        if (get_uint(l, "min_billed_s", v, 0, 86400, &x) < 0)
+            return -1;
+        b->min_billed_s = (uint32_t)x;
+    }
+    if ((v = json_object_get(root, "subscription")) &&
+        load_subscription(l, v, b) < 0)
+        return -1;
+    if (opt_dec(l, "", root, "promotional_credit", &b->promotional_credit) <
+            0 ||
+        opt_dec(l, "", root, "minimum_commit", &b->minimum_commit) < 0)
+        return -1;
+    if ((v = json_object_get(root, "autopause")) && load_autopause(l, v, b) < 0)
+        return -1;
+    return 0;
+}
+
+struct pricing_book *
+pricing_book_parse(const char *json, size_t len, const char *origin,
+                   struct pricing_err *e)
+{
+    struct loader l = {e, origin};
+    json_error_t jerr;
+    json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        if (e)
+            snprintf(e->msg, sizeof(e->msg), "%s%sline %d column %d: %s",
+                     origin ? origin : "", origin ? ": " : "", jerr.line,
+                     jerr.column, jerr.text);
+        return NULL;
+    }
+    struct pricing_book *b = calloc(1, sizeof(*b));
+    if (!b) {
+        fail(&l, "(top)", "out of memory");
+    } else if (load(&l, root, b) < 0) {
+        pricing_book_free(b);
+        b = NULL;
+    }
+    json_decref(root);
+    return b;
+}
+
+void
+pricing_book_free(struct pricing_book *b)
+{
+    if (!b)
+        return;
+    free(b->cpu.tiers);
+    free(b->memory.tiers);
+    free(b->storage.tiers);
+    free(b->egress.tiers);
+    free(b);
+}
+
+const char *
+pricing_book_id(const struct pricing_book *b)
+{
+    return b->id;
+}
+
+const char *
+pricing_book_currency(const struct pricing_book *b)
+{
+    return b->currency;
+}
+
+bool
+pricing_id_valid(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++) {
+        char c = s[n];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+              (c >= '0' && c <= '9') || c == '.' || c == '_' || c == ':' ||
+              c == '-'))
+            return false;
+    }
+    return n >= 1 && n <= PRICING_ID_MAX;
+}

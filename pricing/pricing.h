@@ -1,0 +1,235 @@
+/*
+ * pricing.h - the pricing library: exact decimal money, price books, and
+ * the rating engine that turns per-second usage into invoice lines
+ * (../shared/PRICING-RULES.md; docs/pricing.md).
+ *
+ * Pure: no I/O, no database, no floating point. Functions return 0 on
+ * success and -1 on failure with a message in the caller's struct
+ * pricing_err, or a status of enum pricing_status where noted. Objects
+ * from *_new / *_load belong to the caller and are released with the
+ * matching *_free, which accepts NULL.
+ */
+#ifndef PRICING_H
+#define PRICING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+__extension__ typedef __int128 pricing_i128;
+__extension__ typedef unsigned __int128 pricing_u128;
+
+struct pricing_err {
+    char msg[512];
+};
+
+enum pricing_status {
+    PRICING_OK = 0,
+    PRICING_ESYNTAX,   /* not a decimal string of the accepted form */
+    PRICING_EDECIMALS, /* more decimals than allowed */
+    PRICING_ERANGE,    /* overflow: the value does not fit */
+    PRICING_ECURRENCY, /* amounts of two currencies */
+};
+
+/* A description of a status, for messages. */
+const char *pricing_status_str(enum pricing_status st);
+
+/* ---- exact decimals --------------------------------------------------- */
+
+/* Decimal places of struct pricing_dec: every rate, fee and amount. */
+#define PRICING_SCALE 12
+#define PRICING_ONE ((pricing_i128)1000000000000LL)
+
+/* An exact signed decimal: v / 10^12. Magnitudes up to about 1.7e26. */
+struct pricing_dec {
+    pricing_i128 v;
+};
+
+/*
+ * Parses "-?[0-9]+(\.[0-9]+)?" with at most max_decimals (<= 12)
+ * decimals. No leading '+', no exponent, no spaces, no empty parts
+ * (".5", "5."). "-0" is zero.
+ */
+enum pricing_status pricing_dec_parse(const char *s, unsigned max_decimals,
+                                      struct pricing_dec *out);
+
+/* Writes d rounded half to even to `decimals` places (<= 12), e.g.
+ * "-1.250000"; zero is never written with a minus sign. Returns the
+ * length; the output is truncated to n - 1 bytes like snprintf. 48
+ * bytes always suffice. */
+size_t pricing_dec_format(struct pricing_dec d, unsigned decimals, char *buf,
+                          size_t n);
+
+enum pricing_status pricing_dec_add(struct pricing_dec a, struct pricing_dec b,
+                                    struct pricing_dec *out);
+enum pricing_status pricing_dec_sub(struct pricing_dec a, struct pricing_dec b,
+                                    struct pricing_dec *out);
+enum pricing_status pricing_dec_mul_int(struct pricing_dec a, int64_t k,
+                                        struct pricing_dec *out);
+/* Rounds to `decimals` places, half to even, symmetric around zero:
+ * -0.0000125 to 6 places is -0.000012. */
+enum pricing_status pricing_dec_round(struct pricing_dec a, unsigned decimals,
+                                      struct pricing_dec *out);
+int pricing_dec_cmp(struct pricing_dec a, struct pricing_dec b);
+
+/* ---- money ------------------------------------------------------------ */
+
+/* An amount in a currency (ISO 4217 code). */
+struct pricing_money {
+    struct pricing_dec amount;
+    char currency[4];
+};
+
+/* Digits after the decimal point of a currency's minor unit (USD 2,
+ * JPY 0, KWD 3), or -1 for a currency this project does not accept. */
+int pricing_currency_minor_unit(const char *code);
+
+/* a + b, a - b: PRICING_ECURRENCY if the currencies differ. */
+enum pricing_status pricing_money_add(const struct pricing_money *a,
+                                      const struct pricing_money *b,
+                                      struct pricing_money *out);
+enum pricing_status pricing_money_sub(const struct pricing_money *a,
+                                      const struct pricing_money *b,
+                                      struct pricing_money *out);
+
+/* ---- price books ------------------------------------------------------ */
+
+/* A validated, immutable price book (format: docs/pricing.md). */
+struct pricing_book;
+
+/* Parses and validates a book from JSON text. Errors name the key path
+ * and the value, e.g. "cpu.rate: '0.1.2' is not a decimal". origin names
+ * the text in messages (a file name) and may be NULL. */
+struct pricing_book *pricing_book_parse(const char *json, size_t len,
+                                        const char *origin,
+                                        struct pricing_err *e);
+void pricing_book_free(struct pricing_book *b);
+const char *pricing_book_id(const struct pricing_book *b);
+const char *pricing_book_currency(const struct pricing_book *b);
+
+/* ---- usage ------------------------------------------------------------ */
+
+/*
+ * One second [ts, ts+1) of one sandbox, as the engine consumes it. A
+ * paused second has vcpu = 0, and cpu_used, mem_bytes and mem_used_bytes
+ * 0 (they are ignored on paused samples); a running second has vcpu > 0.
+ */
+struct pricing_second {
+    int64_t ts;              /* Unix seconds, UTC */
+    uint32_t vcpu;           /* allocated vCPUs, in 1/10,000 */
+    uint32_t cpu_used;       /* vCPUs used, in 1/10,000, <= vcpu */
+    uint64_t mem_bytes;      /* allocated memory */
+    uint64_t mem_used_bytes; /* <= mem_bytes */
+    uint64_t disk_bytes;     /* storage held */
+    uint64_t egress_bytes;   /* sent during the second */
+};
+
+#define PRICING_CPU_UNIT 10000 /* pricing_second.vcpu per vCPU */
+#define PRICING_ID_MAX 64      /* longest account or sandbox id */
+
+/* Whether s is a valid id: 1-64 characters of A-Za-z0-9._:- */
+bool pricing_id_valid(const char *s);
+
+/*
+ * A block of seconds of one sandbox, ts ascending; equal ts (a repeated
+ * second) in arrival order. All the blocks of a sandbox must come one
+ * after another, in ts order, before the next sandbox's.
+ */
+struct pricing_block {
+    const char *account_id;
+    const char *sandbox_id;
+    const struct pricing_second *s;
+    size_t n;
+};
+
+/* The rating input, pulled block by block: next() fills *b (valid until
+ * the following call) and returns 1, 0 at the end, or -1 on error with
+ * a message in e. */
+struct pricing_source {
+    int (*next)(void *ctx, struct pricing_block *b, struct pricing_err *e);
+    void *ctx;
+};
+
+/* ---- rating ----------------------------------------------------------- */
+
+enum { PRICING_MAX_LINES = 10 };
+
+struct pricing_line {
+    const char *kind; /* "cpu", "memory", ... (PRICING-RULES 8) */
+    char description[96];
+    bool has_quantity;           /* quantity and unit are set */
+    struct pricing_dec quantity; /* display units, 6 decimals */
+    char unit[24];               /* "vCPU-second", "GiB-month", "run", ... */
+    bool has_unit_price;         /* one rate applies */
+    struct pricing_dec unit_price;
+    struct pricing_dec amount; /* rounded to 6 decimals */
+};
+
+/* The exact quantities behind an invoice, in internal units. */
+struct pricing_quantities {
+    pricing_u128 cpu_gross; /* 1/10,000 vCPU-seconds, padding included */
+    pricing_u128 cpu_credited;
+    pricing_u128 mem_gross; /* byte-seconds */
+    pricing_u128 mem_credited;
+    pricing_u128 storage; /* byte-seconds, after included_gib */
+    pricing_u128 egress;  /* bytes, before free_gb */
+    uint64_t running_s;   /* running seconds (no padding) */
+    uint64_t padding_s;   /* seconds added by granularity/minimums */
+    uint64_t credited_s;  /* idle seconds credited */
+    uint64_t runs;
+};
+
+struct pricing_invoice {
+    char account_id[PRICING_ID_MAX + 1];
+    int year, month; /* the period: a calendar month, UTC */
+    char currency[4];
+    char price_book[PRICING_ID_MAX + 1];
+    struct pricing_line lines[PRICING_MAX_LINES];
+    size_t nlines;            /* zero lines are left out */
+    struct pricing_dec total; /* to the currency's minor unit, >= 0 */
+    struct pricing_quantities q;
+    uint64_t duplicates; /* repeated seconds with equal values */
+    uint64_t conflicts;  /* repeated seconds with other values */
+};
+
+/*
+ * The rating engine. Push blocks with pricing_rater_add (the order of
+ * struct pricing_block), then pricing_rater_finish. Memory holds one
+ * sandbox's state plus one accumulator per (account, period), whatever
+ * the number of samples.
+ */
+struct pricing_rater;
+
+struct pricing_rater *pricing_rater_new(const struct pricing_book *book,
+                                        struct pricing_err *e);
+void pricing_rater_free(struct pricing_rater *r);
+
+/* Rates one block. Fails on seconds out of order or a sandbox seen
+ * under two accounts; the error names the sandbox and the second. */
+int pricing_rater_add(struct pricing_rater *r, const struct pricing_block *b,
+                      struct pricing_err *e);
+
+/*
+ * Ends the input and prices every (account, period): *out receives a
+ * malloc'd array of *n invoices ordered by account, then period; free
+ * it with free(). Fails, naming the dimension, if the usage needs a
+ * price the book leaves unknown (null), or on overflow.
+ */
+int pricing_rater_finish(struct pricing_rater *r, struct pricing_invoice **out,
+                         size_t *n, struct pricing_err *e);
+
+/* Pulls every block of src through a new rater and finishes it. */
+int pricing_rate(const struct pricing_book *book, struct pricing_source *src,
+                 struct pricing_invoice **out, size_t *n,
+                 struct pricing_err *e);
+
+/* ---- periods ---------------------------------------------------------- */
+
+/* The calendar month (UTC) holding ts, and its bounds [*start, *end). */
+void pricing_period_of(int64_t ts, int *year, int *month, int64_t *start,
+                       int64_t *end);
+
+/* Days since 1970-01-01 of the proleptic Gregorian date y-m-d. */
+int64_t pricing_days_from_civil(int64_t y, int m, int d);
+
+#endif

@@ -1,0 +1,66 @@
+/*
+ * pricing_int.h - the price book as the engine reads it; private to
+ * pricing/.
+ */
+#ifndef PRICING_INT_H
+#define PRICING_INT_H
+
+#include "pricing.h"
+
+/* Seconds in each time unit a rate may be given per. */
+#define SECONDS_PER_HOUR 3600
+#define SECONDS_PER_STORAGE_MONTH 2628000 /* 730 hours */
+
+enum tier_mode { TIERS_NONE, TIERS_GRADUATED, TIERS_VOLUME };
+
+struct tier {
+    bool unbounded;           /* up_to is null: the last tier */
+    struct pricing_dec up_to; /* display units, inclusive */
+    struct pricing_dec rate;  /* per display unit */
+};
+
+/* The price of one dimension. */
+struct price {
+    bool known; /* false: null in the book, price unknown */
+    enum tier_mode mode;
+    struct pricing_dec rate; /* TIERS_NONE: per unit per per_s seconds */
+    int64_t per_s;           /* TIERS_NONE: the rate's time unit */
+    struct tier *tiers;
+    size_t ntiers;
+    const char *per_name; /* "second", "hour", ... */
+};
+
+struct pricing_book {
+    char id[PRICING_ID_MAX + 1];
+    char currency[4];
+    int minor_unit;
+
+    struct price cpu;
+    bool cpu_used; /* basis "used" (cpu_used), else vcpu */
+    struct price memory;
+    bool memory_used;
+    uint64_t memory_unit; /* bytes per GiB or GB */
+    const char *memory_unit_name;
+    struct price storage; /* per GiB */
+    uint64_t included_bytes;
+    struct price egress; /* per GB, no time unit */
+    uint64_t free_bytes;
+    bool per_run_known;
+    struct pricing_dec per_run;
+
+    uint32_t granularity_s;
+    uint32_t min_billed_s;
+
+    bool has_subscription;
+    bool monthly_fee_known, included_credit_known;
+    struct pricing_dec monthly_fee;
+    struct pricing_dec included_credit;
+    struct pricing_dec promotional_credit;
+    struct pricing_dec minimum_commit;
+
+    bool autopause;
+    struct pricing_dec idle_below; /* fraction of vcpu, 0..1 */
+    uint32_t after_s;
+};
+
+#endif

@@ -1,0 +1,408 @@
+/*
+ * rate.c - the streaming rating engine: per-second usage in, exact
+ * quantities per (account, period) out (PRICING-RULES sections 5-7).
+ *
+ * The engine keeps the state of one sandbox (its open segment and idle
+ * streak, its quantities in the current period) and one accumulator per
+ * (account, period). Per-sandbox sums are 128-bit sums of 64-bit values,
+ * which cannot overflow below 2^64 samples; sums across sandboxes are
+ * checked. Pricing the quantities is invoice.c's.
+ */
+#include "pricing_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rate_int.h"
+
+struct pricing_rater {
+    const struct pricing_book *book;
+    /* (account, period) accumulators: a chained hash table. */
+    struct rate_acct **buckets;
+    size_t nbuckets, nacct;
+
+    /* The current sandbox. */
+    bool in_sandbox;
+    char sandbox[PRICING_ID_MAX + 1];
+    char account[PRICING_ID_MAX + 1];
+    bool ran;              /* has had a running second */
+    struct rate_acct *cur; /* its current period's accumulator */
+    int64_t period_end;    /* end of that period */
+    int64_t prev_ts;       /* last second kept, INT64_MIN before any */
+    struct pricing_second prev;
+    /* Its quantities in the current period. */
+    struct pricing_quantities q;
+    uint64_t dups, conflicts;
+    /* Its open segment and idle streak. */
+    uint64_t seg_n, last_qc, last_qm;
+    uint64_t streak;
+};
+
+static uint64_t
+hash_acct(const char *account, int year, int month)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (const char *p = account; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    h = (h ^ (uint64_t)year) * 1099511628211ULL;
+    return (h ^ (uint64_t)month) * 1099511628211ULL;
+}
+
+static int
+grow(struct pricing_rater *r)
+{
+    size_t n = r->nbuckets ? 2 * r->nbuckets : 64;
+    struct rate_acct **b = calloc(n, sizeof(*b));
+    if (!b)
+        return -1;
+    for (size_t i = 0; i < r->nbuckets; i++) {
+        struct rate_acct *a = r->buckets[i], *next;
+        for (; a; a = next) {
+            next = a->next;
+            size_t k = hash_acct(a->account_id, a->year, a->month) & (n - 1);
+            a->next = b[k];
+            b[k] = a;
+        }
+    }
+    free(r->buckets);
+    r->buckets = b;
+    r->nbuckets = n;
+    return 0;
+}
+
+/* The accumulator of (account, period of ts), created if new. */
+static struct rate_acct *
+acct_for(struct pricing_rater *r, const char *account, int64_t ts, int64_t *end)
+{
+    int year, month;
+    int64_t start;
+    pricing_period_of(ts, &year, &month, &start, end);
+    size_t k = hash_acct(account, year, month) & (r->nbuckets - 1);
+    for (struct rate_acct *a = r->buckets[k]; a; a = a->next)
+        if (a->year == year && a->month == month &&
+            strcmp(a->account_id, account) == 0)
+            return a;
+    if (2 * (r->nacct + 1) > r->nbuckets) {
+        if (grow(r) < 0)
+            return NULL;
+        k = hash_acct(account, year, month) & (r->nbuckets - 1);
+    }
+    struct rate_acct *a = calloc(1, sizeof(*a));
+    if (!a)
+        return NULL;
+    snprintf(a->account_id, sizeof(a->account_id), "%s", account);
+    a->year = year;
+    a->month = month;
+    a->start = start;
+    a->end = *end;
+    a->next = r->buckets[k];
+    r->buckets[k] = a;
+    r->nacct++;
+    return a;
+}
+
+struct pricing_rater *
+pricing_rater_new(const struct pricing_book *book, struct pricing_err *e)
+{
+    struct pricing_rater *r = calloc(1, sizeof(*r));
+    if (!r || grow(r) < 0) {
+        free(r);
+        snprintf(e->msg, sizeof(e->msg), "out of memory");
+        return NULL;
+    }
+    r->book = book;
+    return r;
+}
+
+void
+pricing_rater_free(struct pricing_rater *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->nbuckets; i++) {
+        struct rate_acct *a = r->buckets[i], *next;
+        for (; a; a = next) {
+            next = a->next;
+            free(a);
+        }
+    }
+    free(r->buckets);
+    free(r);
+}
+
+/* Closes the open running segment: pads it to the granularity and the
+ * minimum with its last second's quantities. */
+static inline void
+close_segment(struct pricing_rater *r)
+{
+    if (r->seg_n == 0)
+        return;
+    uint64_t g = r->book->granularity_s;
+    uint64_t billed = (r->seg_n + g - 1) / g * g;
+    if (billed < r->book->min_billed_s)
+        billed = r->book->min_billed_s;
+    uint64_t pad = billed - r->seg_n;
+    r->q.cpu_gross += (pricing_u128)pad * r->last_qc;
+    r->q.mem_gross += (pricing_u128)pad * r->last_qm;
+    r->q.padding_s += pad;
+    r->seg_n = 0;
+}
+
+static bool
+add_u128(pricing_u128 *a, pricing_u128 b)
+{
+    return !__builtin_add_overflow(*a, b, a);
+}
+
+static bool
+add_u64(uint64_t *a, uint64_t b)
+{
+    return !__builtin_add_overflow(*a, b, a);
+}
+
+/* Ends the sandbox's current period: closes its segment and streak and
+ * adds its quantities to the account's. */
+static int
+flush_period(struct pricing_rater *r, struct pricing_err *e)
+{
+    close_segment(r);
+    r->streak = 0;
+    struct rate_acct *a = r->cur;
+    if (!a)
+        return 0;
+    const struct pricing_quantities *s = &r->q;
+    struct pricing_quantities *d = &a->q;
+    bool ok =
+        add_u128(&d->cpu_gross, s->cpu_gross) &&
+        add_u128(&d->cpu_credited, s->cpu_credited) &&
+        add_u128(&d->mem_gross, s->mem_gross) &&
+        add_u128(&d->mem_credited, s->mem_credited) &&
+        add_u128(&d->storage, s->storage) && add_u128(&d->egress, s->egress) &&
+        add_u64(&d->running_s, s->running_s) &&
+        add_u64(&d->padding_s, s->padding_s) &&
+        add_u64(&d->credited_s, s->credited_s) && add_u64(&d->runs, s->runs) &&
+        add_u64(&a->dups, r->dups) && add_u64(&a->conflicts, r->conflicts);
+    memset(&r->q, 0, sizeof(r->q));
+    r->dups = r->conflicts = 0;
+    r->cur = NULL;
+    if (!ok) {
+        snprintf(e->msg, sizeof(e->msg),
+                 "account '%s' %04d-%02d: quantity overflow", a->account_id,
+                 a->year, a->month);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+start_sandbox(struct pricing_rater *r, const struct pricing_block *b,
+              struct pricing_err *e)
+{
+    if (r->in_sandbox && flush_period(r, e) < 0)
+        return -1;
+    snprintf(r->sandbox, sizeof(r->sandbox), "%s", b->sandbox_id);
+    snprintf(r->account, sizeof(r->account), "%s", b->account_id);
+    r->in_sandbox = true;
+    r->ran = false;
+    r->cur = NULL;
+    r->period_end = INT64_MIN;
+    r->prev_ts = INT64_MIN;
+    r->seg_n = 0;
+    r->streak = 0;
+    return 0;
+}
+
+int
+pricing_rater_add(struct pricing_rater *r, const struct pricing_block *b,
+                  struct pricing_err *e)
+{
+    if (!r->in_sandbox || strcmp(r->sandbox, b->sandbox_id) != 0) {
+        if (start_sandbox(r, b, e) < 0)
+            return -1;
+    } else if (strcmp(r->account, b->account_id) != 0) {
+        snprintf(e->msg, sizeof(e->msg),
+                 "sandbox '%s' belongs to account '%s', not '%s'", r->sandbox,
+                 r->account, b->account_id);
+        return -1;
+    }
+    const struct pricing_book *book = r->book;
+    const bool cpu_used = book->cpu_used, mem_used = book->memory_used;
+    const bool autopause = book->autopause;
+    const uint64_t incl = book->included_bytes, after = book->after_s;
+    const pricing_u128 idle_below = (pricing_u128)book->idle_below.v;
+    const struct pricing_second *prev =
+        r->prev_ts == INT64_MIN ? NULL : &r->prev;
+    int64_t prev_ts = r->prev_ts;
+
+    for (size_t i = 0; i < b->n; i++) {
+        const struct pricing_second *s = &b->s[i];
+        const int64_t ts = s->ts;
+        if (__builtin_expect(ts <= prev_ts, 0)) {
+            if (ts < prev_ts || !prev) {
+                snprintf(e->msg, sizeof(e->msg),
+                         "sandbox '%s': second %lld comes after %lld; "
+                         "seconds must be in order",
+                         r->sandbox, (long long)ts, (long long)prev_ts);
+                return -1;
+            }
+            /* A repeated second: the first stands. */
+            if (memcmp(s, prev, sizeof(*s)) == 0)
+                r->dups++;
+            else
+                r->conflicts++;
+            continue;
+        }
+        if (__builtin_expect(ts >= r->period_end, 0)) {
+            if (flush_period(r, e) < 0)
+                return -1;
+            r->cur = acct_for(r, r->account, ts, &r->period_end);
+            if (!r->cur) {
+                snprintf(e->msg, sizeof(e->msg), "out of memory");
+                return -1;
+            }
+        } else if (ts != prev_ts + 1) {
+            /* A missing second closes the segment and the streak. */
+            close_segment(r);
+            r->streak = 0;
+        }
+        prev = s;
+        prev_ts = ts;
+        r->q.egress += s->egress_bytes;
+        if (s->vcpu == 0) { /* paused: storage (all of it) and egress */
+            close_segment(r);
+            r->streak = 0;
+            r->q.storage += s->disk_bytes;
+            continue;
+        }
+        const uint64_t qc = cpu_used ? s->cpu_used : s->vcpu;
+        const uint64_t qm = mem_used ? s->mem_used_bytes : s->mem_bytes;
+        r->seg_n++;
+        r->last_qc = qc;
+        r->last_qm = qm;
+        r->q.cpu_gross += qc;
+        r->q.mem_gross += qm;
+        r->q.storage += s->disk_bytes > incl ? s->disk_bytes - incl : 0;
+        r->q.running_s++;
+        if (__builtin_expect(!r->ran, 0)) {
+            r->ran = true;
+            r->q.runs++;
+        }
+        if (autopause) {
+            /* idle: cpu_used < idle_below x vcpu, exactly */
+            if ((pricing_u128)s->cpu_used * (pricing_u128)PRICING_ONE <
+                idle_below * s->vcpu) {
+                if (++r->streak > after) {
+                    r->q.cpu_credited += qc;
+                    r->q.mem_credited += qm;
+                    r->q.credited_s++;
+                }
+            } else {
+                r->streak = 0;
+            }
+        }
+    }
+    if (prev && prev != &r->prev)
+        r->prev = *prev;
+    r->prev_ts = prev_ts;
+    return 0;
+}
+
+static int
+by_account_period(const void *x, const void *y)
+{
+    const struct rate_acct *a = *(const struct rate_acct *const *)x;
+    const struct rate_acct *b = *(const struct rate_acct *const *)y;
+    int c = strcmp(a->account_id, b->account_id);
+    if (c)
+        return c;
+    return (a->start > b->start) - (a->start < b->start);
+}
+
+int
+pricing_rater_finish(struct pricing_rater *r, struct pricing_invoice **out,
+                     size_t *n, struct pricing_err *e)
+{
+    *out = NULL;
+    *n = 0;
+    if (r->in_sandbox && flush_period(r, e) < 0)
+        return -1;
+    r->in_sandbox = false;
+    struct rate_acct **list = calloc(r->nacct ? r->nacct : 1, sizeof(*list));
+    struct pricing_invoice *inv = calloc(r->nacct ? r->nacct : 1, sizeof(*inv));
+    int rc = -1;
+    if (!list || !inv) {
+        snprintf(e->msg, sizeof(e->msg), "out of memory");
+        goto out;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < r->nbuckets; i++)
+        for (struct rate_acct *a = r->buckets[i]; a; a = a->next)
+            list[k++] = a;
+    qsort(list, k, sizeof(*list), by_account_period);
+    for (size_t i = 0; i < k; i++)
+        if (rate_price(r->book, list[i], &inv[i], e) < 0)
+            goto out;
+    *out = inv;
+    *n = k;
+    inv = NULL;
+    rc = 0;
+out:
+    free(list);
+    free(inv);
+    return rc;
+}
+
+int
+pricing_rate(const struct pricing_book *book, struct pricing_source *src,
+             struct pricing_invoice **out, size_t *n, struct pricing_err *e)
+{
+    struct pricing_rater *r = pricing_rater_new(book, e);
+    struct pricing_block b;
+    int rc = -1, got;
+    if (!r)
+        return -1;
+    while ((got = src->next(src->ctx, &b, e)) > 0)
+        if (pricing_rater_add(r, &b, e) < 0)
+            goto out;
+    if (got == 0)
+        rc = pricing_rater_finish(r, out, n, e);
+out:
+    pricing_rater_free(r);
+    return rc;
+}
+
+/* ---- periods ---------------------------------------------------------- */
+
+/* H. Hinnant's algorithm. */
+int64_t
+pricing_days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+void
+pricing_period_of(int64_t ts, int *year, int *month, int64_t *start,
+                  int64_t *end)
+{
+    int64_t days = ts >= 0 ? ts / 86400 : -((-ts + 86399) / 86400);
+    int64_t z = days + 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    int m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    int64_t y = yoe + era * 400 + (m <= 2);
+    *year = (int)y;
+    *month = m;
+    *start = pricing_days_from_civil(y, m, 1) * 86400;
+    *end =
+        pricing_days_from_civil(m == 12 ? y + 1 : y, m == 12 ? 1 : m + 1, 1) *
+        86400;
+}

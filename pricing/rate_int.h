@@ -1,0 +1,24 @@
+/*
+ * rate_int.h - what the rating engine (rate.c) hands to the pricing of
+ * invoices (invoice.c); private to pricing/.
+ */
+#ifndef RATE_INT_H
+#define RATE_INT_H
+
+#include "pricing_int.h"
+
+/* The quantities of one account in one period. */
+struct rate_acct {
+    char account_id[PRICING_ID_MAX + 1];
+    int year, month;
+    int64_t start, end; /* the period, [start, end) in Unix seconds */
+    struct pricing_quantities q;
+    uint64_t dups, conflicts;
+    struct rate_acct *next; /* hash chain */
+};
+
+/* Prices a's quantities with book into *inv (PRICING-RULES section 8). */
+int rate_price(const struct pricing_book *book, const struct rate_acct *a,
+               struct pricing_invoice *inv, struct pricing_err *e);
+
+#endif
