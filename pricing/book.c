@@ -337,6 +337,27 @@ get_basis(struct loader *l, const char *path, const json_t *obj, bool *used)
     return 0;
 }
 
+/* The "unit" of a dimension: GiB or GB; absent is GiB unless required. */
+static int
+get_unit(struct loader *l, const char *path, const json_t *obj, bool required,
+         enum byte_unit *out)
+{
+    char kp[128];
+    const char *s;
+    join(kp, sizeof(kp), path, "unit");
+    const json_t *u = json_object_get(obj, "unit");
+    *out = UNIT_GIB;
+    if (!u)
+        return required ? fail(l, kp, "missing: GiB or GB") : 0;
+    if (get_string(l, kp, u, &s) < 0)
+        return -1;
+    if (strcmp(s, "GB") == 0)
+        *out = UNIT_GB;
+    else if (strcmp(s, "GiB") != 0)
+        return fail(l, kp, "'%s' is not GiB or GB", s);
+    return 0;
+}
+
 /* A decimal quantity of units times unit_bytes, which must come out a
  * whole number of bytes. */
 static int
@@ -474,8 +495,8 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
                                            NULL};
     static const char *const mem_keys[] = {"basis", "unit",  "rate",
                                            "per",   "tiers", NULL};
-    static const char *const storage_keys[] = {"rate", "per", "tiers",
-                                               "included_gib", NULL};
+    static const char *const storage_keys[] = {
+        "unit", "rate", "per", "tiers", "included_gib", NULL};
     static const char *const egress_keys[] = {"rate", "tiers", "free_gb", NULL};
     const json_t *v;
     const char *s;
@@ -534,31 +555,20 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
     if (!(v = need(l, "", root, "memory")) ||
         load_price(l, "memory", v, true, mem_keys, &b->memory) < 0)
         return -1;
-    b->memory_unit = (uint64_t)1 << 30;
-    b->memory_unit_name = "GiB";
-    if (b->memory.known) {
-        if (get_basis(l, "memory", v, &b->memory_used) < 0)
-            return -1;
-        const json_t *u = json_object_get(v, "unit");
-        if (!u)
-            return fail(l, "memory.unit", "missing: GiB or GB");
-        if (get_string(l, "memory.unit", u, &s) < 0)
-            return -1;
-        if (strcmp(s, "GB") == 0) {
-            b->memory_unit = 1000000000;
-            b->memory_unit_name = "GB";
-        } else if (strcmp(s, "GiB") != 0) {
-            return fail(l, "memory.unit", "'%s' is not GiB or GB", s);
-        }
-    }
+    if (b->memory.known && (get_basis(l, "memory", v, &b->memory_used) < 0 ||
+                            get_unit(l, "memory", v, true, &b->memory_unit) < 0))
+        return -1;
 
     if (!(v = need(l, "", root, "storage")) ||
         load_price(l, "storage", v, true, storage_keys, &b->storage) < 0)
         return -1;
+    b->storage_unit = UNIT_GIB;
     const json_t *inc;
-    if (b->storage.known && (inc = json_object_get(v, "included_gib")) &&
-        get_bytes(l, "storage.included_gib", inc, (uint64_t)1 << 30,
-                  &b->included_bytes) < 0)
+    if (b->storage.known &&
+        (get_unit(l, "storage", v, false, &b->storage_unit) < 0 ||
+         ((inc = json_object_get(v, "included_gib")) &&
+          get_bytes(l, "storage.included_gib", inc, (uint64_t)1 << 30,
+                    &b->included_bytes) < 0)))
         return -1;
 
     if (!(v = need(l, "", root, "egress")) ||

@@ -221,19 +221,22 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
     inv->duplicates = a->dups;
     inv->conflicts = a->conflicts;
 
-    const char *mem = b->memory_unit_name;
-    bool mem_gb = strcmp(mem, "GB") == 0;
+    bool mem_gb = b->memory_unit == UNIT_GB;
+    bool disk_gb = b->storage_unit == UNIT_GB;
     const struct dim cpu = {"cpu",  &b->cpu,          PRICING_CPU_UNIT,
                             "vCPU", SECONDS_PER_HOUR, "vCPU-hour"};
-    const struct dim memory = {
-        "memory", &b->memory,       b->memory_unit,
-        mem,      SECONDS_PER_HOUR, mem_gb ? "GB-hour" : "GiB-hour"};
+    const struct dim memory = {"memory",
+                               &b->memory,
+                               UNIT_BYTES(b->memory_unit),
+                               UNIT_NAME(b->memory_unit),
+                               SECONDS_PER_HOUR,
+                               mem_gb ? "GB-hour" : "GiB-hour"};
     const struct dim storage = {"storage",
                                 &b->storage,
-                                (uint64_t)1 << 30,
-                                "GiB",
+                                UNIT_BYTES(b->storage_unit),
+                                UNIT_NAME(b->storage_unit),
                                 SECONDS_PER_STORAGE_MONTH,
-                                "GiB-month"};
+                                disk_gb ? "GB-month" : "GiB-month"};
     const struct dim egress = {"egress", &b->egress, 1000000000, "GB", 1, "GB"};
 
     pricing_u128 egress_q =

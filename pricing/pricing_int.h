@@ -11,6 +11,11 @@
 #define SECONDS_PER_HOUR 3600
 #define SECONDS_PER_STORAGE_MONTH 2628000 /* 730 hours */
 
+/* Units of memory and storage rates. */
+enum byte_unit { UNIT_GIB, UNIT_GB };
+#define UNIT_BYTES(u) ((u) == UNIT_GB ? (uint64_t)1000000000 : (uint64_t)1 << 30)
+#define UNIT_NAME(u) ((u) == UNIT_GB ? "GB" : "GiB")
+
 enum tier_mode { TIERS_NONE, TIERS_GRADUATED, TIERS_VOLUME };
 
 struct tier {
@@ -39,9 +44,9 @@ struct pricing_book {
     bool cpu_used; /* basis "used" (cpu_used), else vcpu */
     struct price memory;
     bool memory_used;
-    uint64_t memory_unit; /* bytes per GiB or GB */
-    const char *memory_unit_name;
-    struct price storage; /* per GiB */
+    enum byte_unit memory_unit;
+    struct price storage;
+    enum byte_unit storage_unit;
     uint64_t included_bytes;
     struct price egress; /* per GB, no time unit */
     uint64_t free_bytes;

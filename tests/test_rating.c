@@ -1,0 +1,603 @@
+/*
+ * test_rating.c - the rating engine, case by case, with every expected
+ * amount computed by hand in the comment beside it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pricing.h"
+#include "testutil.h"
+
+#define JAN 1767225600LL          /* 2026-01-01T00:00:00Z */
+#define FEB (JAN + 31 * 86400LL)  /* 2026-02-01T00:00:00Z */
+#define V(x) ((uint32_t)((x) * 10000)) /* vCPUs in 1/10,000 */
+#define GIB (1ULL << 30)
+
+/* n consecutive seconds of one sandbox with the same values; vcpu 0 is
+ * paused. */
+struct run {
+    const char *sandbox;
+    int64_t ts;
+    uint32_t n;
+    uint32_t vcpu, used;
+    uint64_t mem, disk, egress;
+    uint64_t mem_used; /* 0: same as mem */
+};
+
+static struct pricing_book *
+book(const char *json)
+{
+    struct pricing_err e = {{0}};
+    struct pricing_book *b = pricing_book_parse(json, strlen(json), "test", &e);
+    if (!b) {
+        fprintf(stderr, "test book refused: %s\n", e.msg);
+        exit(1);
+    }
+    return b;
+}
+
+static struct pricing_invoice inv[8];
+static size_t ninv;
+static char err[512];
+
+/* Rates runs (in order) with the book; returns 0, or -1 with err set. */
+static int
+rate(const char *book_json, const struct run *runs, size_t n)
+{
+    struct pricing_book *b = book(book_json);
+    struct pricing_err e = {{0}};
+    struct pricing_rater *r = pricing_rater_new(b, &e);
+    struct pricing_invoice *out = NULL;
+    int rc = -1;
+    err[0] = '\0';
+    ninv = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct run *x = &runs[i];
+        struct pricing_second *s = calloc(x->n, sizeof(*s));
+        for (uint32_t k = 0; k < x->n; k++) {
+            s[k].ts = x->ts + k;
+            s[k].vcpu = x->vcpu;
+            s[k].cpu_used = x->used;
+            s[k].mem_bytes = x->mem;
+            s[k].mem_used_bytes = x->mem_used ? x->mem_used : x->mem;
+            s[k].disk_bytes = x->disk;
+            s[k].egress_bytes = x->egress;
+        }
+        struct pricing_block blk = {"acme", x->sandbox ? x->sandbox : "sb-1",
+                                    s, x->n};
+        int bad = pricing_rater_add(r, &blk, &e);
+        free(s);
+        if (bad)
+            goto out;
+    }
+    if (pricing_rater_finish(r, &out, &ninv, &e) < 0)
+        goto out;
+    if (ninv > 8) {
+        fprintf(stderr, "too many invoices\n");
+        exit(1);
+    }
+    memcpy(inv, out, ninv * sizeof(*out));
+    rc = 0;
+out:
+    snprintf(err, sizeof(err), "%s", e.msg);
+    free(out);
+    pricing_rater_free(r);
+    pricing_book_free(b);
+    return rc;
+}
+
+/* The amount of line kind of invoice i with 6 decimals, or "-" if the
+ * invoice has no such line. */
+static const char *
+amount(size_t i, const char *kind)
+{
+    static char buf[8][64];
+    static int k;
+    char *out = buf[k++ % 8];
+    if (i >= ninv)
+        return "no invoice";
+    for (size_t l = 0; l < inv[i].nlines; l++) {
+        if (strcmp(inv[i].lines[l].kind, kind) == 0) {
+            pricing_dec_format(inv[i].lines[l].amount, 6, out, 64);
+            return out;
+        }
+    }
+    return "-";
+}
+
+static const char *
+total(size_t i)
+{
+    static char buf[64];
+    pricing_dec_format(inv[i].total, 2, buf, sizeof(buf));
+    return buf;
+}
+
+/* cpu at `rate` per vCPU-second, allocated; memory free; storage and
+ * egress unknown (null); runs free; then the extra keys. */
+static char *
+simple_book(const char *rate_, const char *extra)
+{
+    static char buf[2048];
+    snprintf(buf, sizeof(buf),
+             "{\"id\": \"t\", \"currency\": \"USD\", \"effective_from\": "
+             "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": "
+             "\"%s\", \"per\": \"second\"}, \"memory\": {\"basis\": "
+             "\"allocated\", \"unit\": \"GiB\", \"rate\": \"0\", \"per\": "
+             "\"second\"}, \"storage\": null, \"egress\": null, \"per_run\": "
+             "\"0\"%s%s}",
+             rate_, *extra ? ", " : "", extra);
+    return buf;
+}
+
+static void
+test_published_examples(void)
+{
+    const char *e2b =
+        "{\"id\": \"e2b\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": "
+        "\"0.000014\", \"per\": \"second\"}, \"memory\": {\"basis\": "
+        "\"allocated\", \"unit\": \"GiB\", \"rate\": \"0.0000045\", \"per\": "
+        "\"second\"}, \"storage\": null, \"egress\": null, \"per_run\": "
+        "\"0\"}";
+    /* E2B: 8 vCPU + 4 GiB for one hour: 8 x 3600 x 0.000014 = 0.4032 and
+     * 4 x 3600 x 0.0000045 = 0.0648; 0.468 invoiced as 0.47. */
+    struct run one_hour[] = {{NULL, JAN, 3600, V(8), V(8), 4 * GIB, 0, 0, 0}};
+    CHECK(rate(e2b, one_hour, 1) == 0);
+    CHECK(ninv == 1 && inv[0].nlines == 2);
+    CHECK_STR(amount(0, "cpu"), "0.403200");
+    CHECK_STR(amount(0, "memory"), "0.064800");
+    CHECK_STR(total(0), "0.47");
+    char q[64];
+    pricing_dec_format(inv[0].lines[0].quantity, 6, q, sizeof(q));
+    CHECK_STR(q, "28800.000000");
+    CHECK_STR(inv[0].lines[0].unit, "vCPU-second");
+    CHECK(inv[0].lines[0].has_unit_price);
+    CHECK(inv[0].year == 2026 && inv[0].month == 1);
+
+    /* Daytona: 2 vCPU + 4 GiB for 730 hours in January: 2 x 2,628,000 x
+     * 0.000014 = 73.584 and 4 x 2,628,000 x 0.0000045 = 47.304. */
+    struct run month[] = {{NULL, JAN, 2628000, V(2), V(1), 4 * GIB, 0, 0, 0}};
+    CHECK(rate(e2b, month, 1) == 0);
+    CHECK_STR(amount(0, "cpu"), "73.584000");
+    CHECK_STR(amount(0, "memory"), "47.304000");
+    CHECK_STR(total(0), "120.89");
+}
+
+static void
+test_granularity(void)
+{
+    const char *per_minute = simple_book("0.001", "\"granularity_s\": 60");
+    /* Segments of 1, 59, 60, 61 s are billed 60, 60, 60, 120 s. */
+    static const struct {
+        uint32_t n;
+        const char *cpu;
+        uint64_t padding;
+    } cases[] = {{1, "0.060000", 59},
+                 {59, "0.060000", 1},
+                 {60, "0.060000", 0},
+                 {61, "0.120000", 59}};
+    for (size_t i = 0; i < 4; i++) {
+        struct run r[] = {{NULL, JAN, cases[i].n, V(1), V(1), 0, 0, 0, 0}};
+        CHECK(rate(per_minute, r, 1) == 0);
+        CHECK_STR(amount(0, "cpu"), cases[i].cpu);
+        CHECK(inv[0].q.padding_s == cases[i].padding);
+        CHECK(inv[0].q.running_s == cases[i].n);
+    }
+    /* A missing second splits a segment: 30 + 30 s bill 60 + 60. */
+    struct run gap[] = {{NULL, JAN, 30, V(1), V(1), 0, 0, 0, 0},
+                        {NULL, JAN + 31, 30, V(1), V(1), 0, 0, 0, 0}};
+    CHECK(rate(per_minute, gap, 2) == 0);
+    CHECK_STR(amount(0, "cpu"), "0.120000");
+    /* A paused second splits it too. */
+    struct run pause[] = {{NULL, JAN, 30, V(1), V(1), 0, 0, 0, 0},
+                          {NULL, JAN + 30, 1, 0, 0, 0, 0, 0, 0},
+                          {NULL, JAN + 31, 30, V(1), V(1), 0, 0, 0, 0}};
+    CHECK(rate(per_minute, pause, 3) == 0);
+    CHECK_STR(amount(0, "cpu"), "0.120000");
+    /* Blocks that continue each other do not: 30 + 31 s bill 120. */
+    struct run cont[] = {{NULL, JAN, 30, V(1), V(1), 0, 0, 0, 0},
+                         {NULL, JAN + 30, 31, V(1), V(1), 0, 0, 0, 0}};
+    CHECK(rate(per_minute, cont, 2) == 0);
+    CHECK_STR(amount(0, "cpu"), "0.120000");
+    /* Padding repeats the last second: 1 s at 1 vCPU, 1 s at 2 vCPU,
+     * 58 s of padding at 2 vCPU: 1 + 2 + 116 = 119 vCPU-s. */
+    struct run last[] = {{NULL, JAN, 1, V(1), V(1), 0, 0, 0, 0},
+                         {NULL, JAN + 1, 1, V(2), V(2), 0, 0, 0, 0}};
+    CHECK(rate(per_minute, last, 2) == 0);
+    CHECK_STR(amount(0, "cpu"), "0.119000");
+
+    /* Minimum billed time of 60 s: 10 s bill 60; 100 s bill 100. */
+    const char *minimum = simple_book("0.001", "\"min_billed_s\": 60");
+    struct run ten[] = {{NULL, JAN, 10, V(1), V(1), 0, 0, 0, 0}};
+    CHECK(rate(minimum, ten, 1) == 0);
+    CHECK_STR(amount(0, "cpu"), "0.060000");
+    struct run hundred[] = {{NULL, JAN, 100, V(1), V(1), 0, 0, 0, 0}};
+    CHECK(rate(minimum, hundred, 1) == 0);
+    CHECK_STR(amount(0, "cpu"), "0.100000");
+    /* A segment ends at the period's end: 30 s either side of 1 Feb bill
+     * 60 s in each month. */
+    struct run across[] = {{NULL, FEB - 30, 60, V(1), V(1), 0, 0, 0, 0}};
+    CHECK(rate(minimum, across, 1) == 0);
+    CHECK(ninv == 2);
+    CHECK_STR(amount(0, "cpu"), "0.060000");
+    CHECK_STR(amount(1, "cpu"), "0.060000");
+}
+
+static void
+test_tiers(void)
+{
+    /* cpu per vCPU-hour: the first hour free, the second at 3600 (1 per
+     * vCPU-second), beyond at 7200. One unit is 0.0001 vCPU-s, 1/36e6 of
+     * a vCPU-hour. */
+#define TIERS_BOOK(mode)                                                       \
+    "{\"id\": \"t\", \"currency\": \"USD\", \"effective_from\": " \
+        "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"tiers\": " \
+        "{\"mode\": \"" mode "\", \"bands\": [{\"up_to\": \"1\", \"rate\": \"0\"}, " \
+        "{\"up_to\": \"2\", \"rate\": \"3600\"}, {\"up_to\": null, \"rate\": " \
+        "\"7200\"}]}}, \"memory\": {\"basis\": \"allocated\", \"unit\": " \
+        "\"GiB\", \"rate\": \"0\", \"per\": \"second\"}, \"storage\": null, " \
+        "\"egress\": null, \"per_run\": \"0\"}"
+    static const struct {
+        const char *mode;
+        uint32_t seconds; /* at 1 vCPU */
+        bool extra_unit;  /* plus one second at 0.0001 vCPU */
+        const char *cpu;
+    } cases[] = {
+        /* exactly on the first bound: free, so no line */
+        {"graduated", 3600, false, "-"},
+        /* one unit past: 1/36e6 h x 3600 */
+        {"graduated", 3600, true, "0.000100"},
+        /* on the second bound: the second hour at 3600 */
+        {"graduated", 7200, false, "3600.000000"},
+        /* one unit past: 3600 + 1/36e6 h x 7200 */
+        {"graduated", 7200, true, "3600.000200"},
+        {"volume", 3600, false, "-"},
+        /* all of it at the second tier: (1 + 1/36e6) x 3600 */
+        {"volume", 3600, true, "3600.000100"},
+        {"volume", 7200, false, "7200.000000"},
+        /* all at the third: (2 + 1/36e6) x 7200 */
+        {"volume", 7200, true, "14400.000200"},
+    };
+    char json[2048];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(json, sizeof(json), "%s", strcmp(cases[i].mode, "volume") == 0 ? TIERS_BOOK("volume") : TIERS_BOOK("graduated"));
+        struct run r[] = {
+            {NULL, JAN, cases[i].seconds, V(1), V(1), 0, 0, 0, 0},
+            {NULL, JAN + cases[i].seconds, 1, 1, 1, 0, 0, 0, 0}};
+        CHECK(rate(json, r, cases[i].extra_unit ? 2 : 1) == 0);
+        if (strcmp(amount(0, "cpu"), cases[i].cpu) != 0) {
+            fprintf(stderr, "tiers %s %u s%s: cpu %s, want %s\n",
+                    cases[i].mode, cases[i].seconds,
+                    cases[i].extra_unit ? " + 1 unit" : "", amount(0, "cpu"),
+                    cases[i].cpu);
+            test_failures++;
+        }
+    }
+    /* Volume shows its single rate per vCPU-hour; graduated past the
+     * first tier has none. */
+    snprintf(json, sizeof(json), "%s", TIERS_BOOK("volume"));
+    struct run two_h[] = {{NULL, JAN, 7200, V(1), V(1), 0, 0, 0, 0}};
+    CHECK(rate(json, two_h, 1) == 0);
+    CHECK(inv[0].lines[0].has_unit_price);
+    CHECK_STR(inv[0].lines[0].unit, "vCPU-hour");
+    snprintf(json, sizeof(json), "%s", TIERS_BOOK("graduated"));
+    CHECK(rate(json, two_h, 1) == 0);
+    CHECK(!inv[0].lines[0].has_unit_price);
+}
+
+static void
+test_autopause(void)
+{
+    const char *ap = simple_book(
+        "1", "\"autopause\": {\"idle_below\": \"0.1\", \"after_s\": 5}");
+    /* Idle streaks of 4 (< after_s), 5 (=) and 7 (>) seconds, each closed
+     * by a busy second: 19 s billed; 7 - 5 = 2 s credited. */
+    struct run r[] = {{NULL, JAN, 4, V(1), 0, 0, 0, 0, 0},
+                      {NULL, JAN + 4, 1, V(1), V(1), 0, 0, 0, 0},
+                      {NULL, JAN + 5, 5, V(1), 0, 0, 0, 0, 0},
+                      {NULL, JAN + 10, 1, V(1), V(1), 0, 0, 0, 0},
+                      {NULL, JAN + 11, 7, V(1), 0, 0, 0, 0, 0},
+                      {NULL, JAN + 18, 1, V(1), V(1), 0, 0, 0, 0}};
+    CHECK(rate(ap, r, 6) == 0);
+    CHECK_STR(amount(0, "cpu"), "19.000000");
+    CHECK_STR(amount(0, "autopause_credit"), "-2.000000");
+    CHECK(inv[0].q.credited_s == 2);
+    CHECK_STR(total(0), "17.00");
+
+    /* Idle is strictly below: 0.1 of 1 vCPU is busy, 0.0999 idle. */
+    const char *now = simple_book(
+        "1", "\"autopause\": {\"idle_below\": \"0.1\", \"after_s\": 0}");
+    struct run at[] = {{NULL, JAN, 10, V(1), V(0.1), 0, 0, 0, 0}};
+    CHECK(rate(now, at, 1) == 0);
+    CHECK_STR(amount(0, "autopause_credit"), "-");
+    struct run below[] = {{NULL, JAN, 10, V(1), V(0.0999), 0, 0, 0, 0}};
+    CHECK(rate(now, below, 1) == 0);
+    CHECK_STR(amount(0, "autopause_credit"), "-10.000000");
+    /* A missing second ends a streak: 3 + 3 idle with after_s 3. */
+    const char *three = simple_book(
+        "1", "\"autopause\": {\"idle_below\": \"0.1\", \"after_s\": 3}");
+    struct run gap[] = {{NULL, JAN, 3, V(1), 0, 0, 0, 0, 0},
+                        {NULL, JAN + 4, 3, V(1), 0, 0, 0, 0, 0}};
+    CHECK(rate(three, gap, 2) == 0);
+    CHECK_STR(amount(0, "autopause_credit"), "-");
+    /* A streak across the month's end is two streaks: 4 s in January
+     * and 4 in February, after_s 3: 1 s credited in each. */
+    struct run across[] = {{NULL, FEB - 4, 8, V(1), 0, 0, 0, 0, 0}};
+    CHECK(rate(three, across, 1) == 0);
+    CHECK(ninv == 2);
+    CHECK_STR(amount(0, "autopause_credit"), "-1.000000");
+    CHECK_STR(amount(1, "autopause_credit"), "-1.000000");
+    CHECK_STR(amount(0, "cpu"), "4.000000");
+
+    /* With tiers the credit is P(G) - P(N), not rate x C: first hour
+     * free, then 1 per vCPU-second. 3500 s busy then 200 s idle, all
+     * credited (after_s 0): G = 3700 s, P(G) = 100; N = 3500 s, P(N) = 0;
+     * the credit is 100, not 200. */
+    const char *tiered =
+        "{\"id\": \"t\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"tiers\": "
+        "{\"mode\": \"graduated\", \"bands\": [{\"up_to\": \"1\", \"rate\": "
+        "\"0\"}, {\"up_to\": null, \"rate\": \"3600\"}]}}, \"memory\": "
+        "{\"basis\": \"allocated\", \"unit\": \"GiB\", \"rate\": \"0\", "
+        "\"per\": \"second\"}, \"storage\": null, \"egress\": null, "
+        "\"per_run\": \"0\", \"autopause\": {\"idle_below\": \"0.1\", "
+        "\"after_s\": 0}}";
+    struct run t[] = {{NULL, JAN, 3500, V(1), V(1), 0, 0, 0, 0},
+                      {NULL, JAN + 3500, 200, V(1), 0, 0, 0, 0, 0}};
+    CHECK(rate(tiered, t, 2) == 0);
+    CHECK_STR(amount(0, "cpu"), "100.000000");
+    CHECK_STR(amount(0, "autopause_credit"), "-100.000000");
+    CHECK_STR(total(0), "0.00");
+
+    /* Padding is never credited: idle 10 s, granularity 60, after_s 0:
+     * 60 s billed, 10 credited. */
+    const char *padded = simple_book(
+        "1", "\"granularity_s\": 60, \"autopause\": {\"idle_below\": "
+             "\"0.1\", \"after_s\": 0}");
+    struct run idle10[] = {{NULL, JAN, 10, V(1), 0, 0, 0, 0, 0}};
+    CHECK(rate(padded, idle10, 1) == 0);
+    CHECK_STR(amount(0, "cpu"), "60.000000");
+    CHECK_STR(amount(0, "autopause_credit"), "-10.000000");
+}
+
+static void
+test_repeats_and_order(void)
+{
+    const char *b = simple_book("1", "");
+    /* The first of a repeated second stands: 2 vCPU at JAN, then an equal
+     * repeat (duplicate) and one with other values (conflict), then 1
+     * vCPU at JAN+1: 3 vCPU-s. */
+    struct run r[] = {{NULL, JAN, 1, V(2), V(2), 0, 0, 0, 0},
+                      {NULL, JAN, 1, V(2), V(2), 0, 0, 0, 0},
+                      {NULL, JAN, 1, V(1), V(1), 0, 0, 0, 0},
+                      {NULL, JAN + 1, 1, V(1), V(1), 0, 0, 0, 0}};
+    CHECK(rate(b, r, 4) == 0);
+    CHECK_STR(amount(0, "cpu"), "3.000000");
+    CHECK(inv[0].duplicates == 1 && inv[0].conflicts == 1);
+
+    /* Seconds out of order are refused by the engine, naming them. */
+    struct run back[] = {{NULL, JAN + 5, 1, V(1), V(1), 0, 0, 0, 0},
+                         {NULL, JAN + 1, 1, V(1), V(1), 0, 0, 0, 0}};
+    CHECK(rate(b, back, 2) == -1);
+    CHECK(strstr(err, "sb-1") && strstr(err, "order"));
+}
+
+static void
+test_storage_egress_runs(void)
+{
+    const char *b =
+        "{\"id\": \"t\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": \"0\", "
+        "\"per\": \"second\"}, \"memory\": {\"basis\": \"used\", \"unit\": "
+        "\"GiB\", \"rate\": \"1\", \"per\": \"second\"}, \"storage\": "
+        "{\"rate\": \"0.001\", \"per\": \"second\", \"included_gib\": \"1\"}, "
+        "\"egress\": {\"rate\": \"1\", \"free_gb\": \"1\"}, \"per_run\": "
+        "\"0.5\"}";
+    /* Running 10 s with 3 GiB of disk (1 included): 20 GiB-s; paused 10 s
+     * with 3 GiB: all 30 count; 50 x 0.001 = 0.05. Egress 0.3 GB a
+     * running second and 0.1 GB a paused one: 4 GB, 1 free, 3 x 1.
+     * Memory on the used basis: 1 of 2 GiB for 10 s. One run. */
+    struct run r[] = {
+        {NULL, JAN, 10, V(1), V(1), 2 * GIB, 3 * GIB, 300000000, GIB},
+        {NULL, JAN + 10, 10, 0, 0, 0, 3 * GIB, 100000000, 0}};
+    CHECK(rate(b, r, 2) == 0);
+    CHECK_STR(amount(0, "storage"), "0.050000");
+    CHECK_STR(amount(0, "egress"), "3.000000");
+    CHECK_STR(amount(0, "memory"), "10.000000");
+    CHECK_STR(amount(0, "runs"), "0.500000");
+    CHECK_STR(total(0), "13.55");
+    char q[64];
+    pricing_dec_format(inv[0].lines[0].quantity, 6, q, sizeof(q));
+    CHECK_STR(q, "10.000000"); /* memory, GiB-seconds */
+    CHECK_STR(inv[0].lines[0].kind, "memory");
+    CHECK_STR(inv[0].lines[1].unit, "GiB-second");
+
+    /* Runs count where a sandbox first runs: sb-1 runs from January into
+     * February (one run, in January); sb-2 is paused in January and
+     * first runs in February; sb-3 never runs. */
+    struct run runs[] = {{"sb-1", FEB - 5, 10, V(1), V(1), 0, 0, 0, 0},
+                         {"sb-2", FEB - 5, 5, 0, 0, 0, 0, 0, 0},
+                         {"sb-2", FEB, 5, V(1), V(1), 0, 0, 0, 0},
+                         {"sb-3", FEB, 5, 0, 0, 0, 0, 0, 0}};
+    CHECK(rate(b, runs, 4) == 0);
+    CHECK(ninv == 2);
+    CHECK(inv[0].q.runs == 1 && inv[1].q.runs == 1);
+    CHECK_STR(amount(0, "runs"), "0.500000");
+    CHECK_STR(amount(1, "runs"), "0.500000");
+}
+
+static void
+test_subscription_and_credits(void)
+{
+    const char *b = simple_book(
+        "1", "\"subscription\": {\"monthly_fee\": \"10\", "
+             "\"included_credit\": \"5\"}, \"promotional_credit\": \"2\", "
+             "\"minimum_commit\": \"20\"");
+    static const struct {
+        uint32_t seconds;
+        const char *included, *commit, *total;
+    } cases[] = {
+        /* 3 + 10 - 3 = 10, - 2 = 8, commit tops up 12: 20 */
+        {3, "-3.000000", "12.000000", "20.00"},
+        /* 7 + 10 - 5 = 12, - 2 = 10, commit tops up 10: 20 */
+        {7, "-5.000000", "10.000000", "20.00"},
+        /* 30 + 10 - 5 = 35, - 2 = 33, above the commit: 33 */
+        {30, "-5.000000", "-", "33.00"},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        struct run r[] = {{NULL, JAN, cases[i].seconds, V(1), V(1), 0, 0, 0,
+                           0}};
+        CHECK(rate(b, r, 1) == 0);
+        CHECK_STR(amount(0, "subscription"), "10.000000");
+        CHECK_STR(amount(0, "included_credit"), cases[i].included);
+        CHECK_STR(amount(0, "promotional_credit"), "-2.000000");
+        CHECK_STR(amount(0, "minimum_commit"), cases[i].commit);
+        CHECK_STR(total(0), cases[i].total);
+    }
+    /* The lines come in the order of the rules. */
+    static const char *const order[] = {"cpu", "subscription",
+                                        "included_credit",
+                                        "promotional_credit",
+                                        "minimum_commit"};
+    struct run r[] = {{NULL, JAN, 3, V(1), V(1), 0, 0, 0, 0}};
+    CHECK(rate(b, r, 1) == 0);
+    CHECK(inv[0].nlines == 5);
+    for (size_t i = 0; i < 5 && i < inv[0].nlines; i++)
+        CHECK_STR(inv[0].lines[i].kind, order[i]);
+}
+
+static void
+test_rounding(void)
+{
+    /* Lines round half to even at 6 decimals: 0.0000125 -> 0.000012,
+     * 3 x 0.0000125 = 0.0000375 -> 0.000038. */
+    struct run one[] = {{NULL, JAN, 1, V(1), V(1), 0, 0, 0, 0}};
+    struct run three[] = {{NULL, JAN, 3, V(1), V(1), 0, 0, 0, 0}};
+    CHECK(rate(simple_book("0.0000125", ""), one, 1) == 0);
+    CHECK_STR(amount(0, "cpu"), "0.000012");
+    CHECK(rate(simple_book("0.0000125", ""), three, 1) == 0);
+    CHECK_STR(amount(0, "cpu"), "0.000038");
+    /* The total rounds half to even to cents: 0.005 -> 0.00, 0.015 ->
+     * 0.02. */
+    CHECK(rate(simple_book("0.005", ""), one, 1) == 0);
+    CHECK_STR(amount(0, "cpu"), "0.005000");
+    CHECK_STR(total(0), "0.00");
+    CHECK(rate(simple_book("0.005", ""), three, 1) == 0);
+    CHECK_STR(total(0), "0.02");
+    /* A rate per hour stays exact: 0.128 per vCPU-hour for 1 s is
+     * 0.0000355555... -> 0.000036, not a rounded per-second rate. */
+    const char *hourly =
+        "{\"id\": \"t\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": "
+        "\"0.128\", \"per\": \"hour\"}, \"memory\": null, \"storage\": null, "
+        "\"egress\": null, \"per_run\": \"0\"}";
+    CHECK(rate(hourly, one, 1) == 0);
+    CHECK_STR(amount(0, "cpu"), "0.000036");
+    /* 9 s: 0.00032 exactly. */
+    struct run nine[] = {{NULL, JAN, 9, V(1), V(1), 0, 0, 0, 0}};
+    CHECK(rate(hourly, nine, 1) == 0);
+    CHECK_STR(amount(0, "cpu"), "0.000320");
+    /* In JPY the total has no decimals. */
+    const char *yen =
+        "{\"id\": \"t\", \"currency\": \"JPY\", \"effective_from\": "
+        "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": "
+        "\"2.5\", \"per\": \"second\"}, \"memory\": null, \"storage\": null, "
+        "\"egress\": null, \"per_run\": \"0\"}";
+    CHECK(rate(yen, one, 1) == 0);
+    char t[64];
+    pricing_dec_format(inv[0].total, 0, t, sizeof(t));
+    CHECK_STR(t, "2");
+}
+
+static void
+test_unknown_and_overflow(void)
+{
+    /* storage is null: fine without disk, an error naming it with. */
+    const char *b = simple_book("1", "");
+    struct run no_disk[] = {{NULL, JAN, 5, V(1), V(1), 0, 0, 0, 0}};
+    CHECK(rate(b, no_disk, 1) == 0);
+    struct run disk[] = {{NULL, JAN, 5, V(1), V(1), 0, GIB, 0, 0}};
+    CHECK(rate(b, disk, 1) == -1);
+    CHECK(strstr(err, "storage") && strstr(err, "unknown"));
+    struct run egress[] = {{NULL, JAN, 5, V(1), V(1), 0, 0, 1, 0}};
+    CHECK(rate(b, egress, 1) == -1);
+    CHECK(strstr(err, "egress") != NULL);
+    /* cpu null: paused seconds need no cpu price. */
+    const char *no_cpu =
+        "{\"id\": \"t\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2026-01-01\", \"cpu\": null, \"memory\": null, \"storage\": "
+        "{\"rate\": \"0\", \"per\": \"month\"}, \"egress\": null, "
+        "\"per_run\": null}";
+    struct run paused[] = {{NULL, JAN, 5, 0, 0, 0, GIB, 0, 0}};
+    CHECK(rate(no_cpu, paused, 1) == 0);
+    CHECK(rate(no_cpu, no_disk, 1) == -1);
+    CHECK(strstr(err, "cpu") != NULL);
+    /* An unknown monthly fee is an error whenever the book is rated. */
+    CHECK(rate(simple_book("1", "\"subscription\": {\"monthly_fee\": null}"),
+               no_disk, 1) == -1);
+    CHECK(strstr(err, "monthly_fee") != NULL);
+
+    /* Money overflow is reported, not wrapped: 2^62 bytes (2^32 GiB) at
+     * 10^12 per GiB-second for 100,000 s is about 4.3e26, past the
+     * largest amount (about 8.5e25). */
+    const char *huge =
+        "{\"id\": \"t\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": \"0\", "
+        "\"per\": \"second\"}, \"memory\": {\"basis\": \"allocated\", "
+        "\"unit\": \"GiB\", \"rate\": \"1000000000000\", \"per\": "
+        "\"second\"}, \"storage\": null, \"egress\": null, \"per_run\": "
+        "\"0\"}";
+    struct run big[] = {{NULL, JAN, 100000, V(1), V(1), 1ULL << 62, 0, 0, 0}};
+    CHECK(rate(huge, big, 1) == -1);
+    CHECK(strstr(err, "overflow") != NULL);
+    /* Quantities past 2^64 are exact: 1,000 sandboxes of 2^62 bytes for
+     * 100 s is 2^62 x 10^5 byte-seconds per sandbox, 1.15e26 in all. */
+    const char *cheap =
+        "{\"id\": \"t\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": \"0\", "
+        "\"per\": \"second\"}, \"memory\": {\"basis\": \"allocated\", "
+        "\"unit\": \"GiB\", \"rate\": \"0.000000000001\", \"per\": "
+        "\"second\"}, \"storage\": null, \"egress\": null, \"per_run\": "
+        "\"0\"}";
+    struct pricing_book *bk = book(cheap);
+    struct pricing_err e = {{0}};
+    struct pricing_rater *r = pricing_rater_new(bk, &e);
+    struct pricing_second s[100];
+    for (int i = 0; i < 100; i++)
+        s[i] = (struct pricing_second){JAN + i, V(1), V(1), 1ULL << 62,
+                                       1ULL << 62, 0, 0};
+    char name[32];
+    for (int k = 0; k < 1000; k++) {
+        snprintf(name, sizeof(name), "sb-%d", k);
+        struct pricing_block blk = {"acme", name, s, 100};
+        CHECK(pricing_rater_add(r, &blk, &e) == 0);
+    }
+    struct pricing_invoice *out;
+    size_t n;
+    CHECK(pricing_rater_finish(r, &out, &n, &e) == 0);
+    pricing_u128 want = (pricing_u128)(1ULL << 62) * 100 * 1000;
+    CHECK(n == 1 && out[0].q.mem_gross == want);
+    /* 2^32 GiB x 10^5 s x 1000 x 10^-12 = 429.4967296 */
+    char a[64];
+    pricing_dec_format(out[0].lines[0].amount, 6, a, sizeof(a));
+    CHECK_STR(a, "429.496730");
+    free(out);
+    pricing_rater_free(r);
+    pricing_book_free(bk);
+}
+
+int
+main(void)
+{
+    test_published_examples();
+    test_granularity();
+    test_tiers();
+    test_autopause();
+    test_repeats_and_order();
+    test_storage_egress_runs();
+    test_subscription_and_credits();
+    test_rounding();
+    test_unknown_and_overflow();
+    return test_result();
+}
