@@ -464,6 +464,8 @@ meter_migrate_status(PGconn *db, const struct meter_migration_set *set,
             j++;
             continue;
         }
+        if (!m) /* not reached: a is set and taken above */
+            break;
         o->version = m->version;
         snprintf(o->file, sizeof(o->file), "%s", m->file);
         o->state = METER_MIGRATION_PENDING;

@@ -106,7 +106,9 @@ only_keys(struct loader *l, const char *path, const json_t *obj,
 static void
 join(char *out, size_t n, const char *path, const char *key)
 {
-    snprintf(out, n, "%s%s%s", path, *path ? "." : "", key);
+    /* A path too long for messages is cut; it stays recognizable. */
+    if (snprintf(out, n, "%s%s%s", path, *path ? "." : "", key) >= (int)n)
+        out[n - 1] = '\0';
 }
 
 /* A decimal string >= 0 with at most 12 decimals. */
@@ -178,7 +180,7 @@ get_per(struct loader *l, const char *path, const json_t *v, int64_t *per_s,
                  {"hour", SECONDS_PER_HOUR},
                  {"day", 86400},
                  {"month", SECONDS_PER_STORAGE_MONTH}};
-    const char *s;
+    const char *s = NULL;
     if (get_string(l, path, v, &s) < 0)
         return -1;
     for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
@@ -207,7 +209,7 @@ load_tiers(struct loader *l, const char *path, const json_t *v, struct price *p)
     const json_t *bands = need(l, path, v, "bands");
     if (!mode || !bands)
         return -1;
-    const char *m;
+    const char *m = NULL;
     join(kp, sizeof(kp), path, "mode");
     if (get_string(l, kp, mode, &m) < 0)
         return -1;
@@ -326,7 +328,7 @@ get_basis(struct loader *l, const char *path, const json_t *obj, bool *used)
     char kp[128];
     join(kp, sizeof(kp), path, "basis");
     const json_t *v = json_object_get(obj, "basis");
-    const char *s;
+    const char *s = NULL;
     if (!v)
         return fail(l, kp, "missing: allocated or used");
     if (get_string(l, kp, v, &s) < 0)
@@ -343,7 +345,7 @@ get_unit(struct loader *l, const char *path, const json_t *obj, bool required,
          enum byte_unit *out)
 {
     char kp[128];
-    const char *s;
+    const char *s = NULL;
     join(kp, sizeof(kp), path, "unit");
     const json_t *u = json_object_get(obj, "unit");
     *out = UNIT_GIB;
@@ -435,7 +437,7 @@ load_subscription(struct loader *l, const json_t *v, struct pricing_book *b)
     for (size_t i = 0; i < 2; i++) {
         const json_t *lim = json_object_get(v, limits[i]);
         char kp[64];
-        int64_t x;
+        int64_t x = 0;
         snprintf(kp, sizeof(kp), "subscription.%s", limits[i]);
         if (lim && !json_is_null(lim) &&
             get_uint(l, kp, lim, 1, INT32_MAX, &x) < 0)
@@ -454,7 +456,7 @@ load_autopause(struct loader *l, const json_t *v, struct pricing_book *b)
         return -1;
     const json_t *idle = need(l, "autopause", v, "idle_below");
     const json_t *after = need(l, "autopause", v, "after_s");
-    int64_t x;
+    int64_t x = 0;
     if (!idle || !after ||
         get_dec(l, "autopause.idle_below", idle, &b->idle_below) < 0 ||
         get_uint(l, "autopause.after_s", after, 0, INT32_MAX, &x) < 0)
@@ -495,12 +497,12 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
                                            NULL};
     static const char *const mem_keys[] = {"basis", "unit",  "rate",
                                            "per",   "tiers", NULL};
-    static const char *const storage_keys[] = {
-        "unit", "rate", "per", "tiers", "included_gib", NULL};
+    static const char *const storage_keys[] = {"unit",  "rate",         "per",
+                                               "tiers", "included_gib", NULL};
     static const char *const egress_keys[] = {"rate", "tiers", "free_gb", NULL};
     const json_t *v;
-    const char *s;
-    int64_t x;
+    const char *s = NULL;
+    int64_t x = 0;
 
     if (!json_is_object(root))
         return wrong_type(l, "(top)", root, "an object");
@@ -555,8 +557,9 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
     if (!(v = need(l, "", root, "memory")) ||
         load_price(l, "memory", v, true, mem_keys, &b->memory) < 0)
         return -1;
-    if (b->memory.known && (get_basis(l, "memory", v, &b->memory_used) < 0 ||
-                            get_unit(l, "memory", v, true, &b->memory_unit) < 0))
+    if (b->memory.known &&
+        (get_basis(l, "memory", v, &b->memory_used) < 0 ||
+         get_unit(l, "memory", v, true, &b->memory_unit) < 0))
         return -1;
 
     if (!(v = need(l, "", root, "storage")) ||
@@ -661,6 +664,8 @@ bool
 pricing_id_valid(const char *s)
 {
     size_t n = 0;
+    if (!s)
+        return false;
     for (; s[n]; n++) {
         char c = s[n];
         if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||

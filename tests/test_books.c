@@ -30,8 +30,8 @@ expect_error(const char *body, const char *want1, const char *want2)
     char json[4096];
     struct pricing_err e = {{0}};
     snprintf(json, sizeof(json), base, body);
-    struct pricing_book *b = pricing_book_parse(json, strlen(json), "b.json",
-                                                &e);
+    struct pricing_book *b =
+        pricing_book_parse(json, strlen(json), "b.json", &e);
     if (b) {
         fprintf(stderr, "accepted: %s\n", json);
         test_failures++;
@@ -68,8 +68,7 @@ test_errors(void)
     expect_error(WITH("\"granularity_s\": \"60\""),
                  "granularity_s: expected an integer", "\"60\"");
     expect_error(WITH("\"granularity_s\": 1.5"), "granularity_s", "1.5");
-    expect_error(WITH("\"unsupported\": \"one\""), "unsupported",
-                 "an array");
+    expect_error(WITH("\"unsupported\": \"one\""), "unsupported", "an array");
     expect_error(WITH("\"unsupported\": [\"a\", 2]"), "unsupported[1]",
                  "a string");
     expect_error("\"cpu\": 7, \"memory\": null, \"storage\": null, "
@@ -161,8 +160,8 @@ test_errors(void)
     expect_error(WITH("\"subscription\": {\"monthly_fee\": \"10\", "
                       "\"max_concurrency\": 0}"),
                  "subscription.max_concurrency", "0 is out of range");
-    expect_error(WITH("\"promotional_credit\": \"-3\""),
-                 "promotional_credit", "negative");
+    expect_error(WITH("\"promotional_credit\": \"-3\""), "promotional_credit",
+                 "negative");
     expect_error("\"cpu\": null, \"memory\": null, \"storage\": {\"rate\": "
                  "\"1\", \"per\": \"month\", \"included_gib\": \"0.1\"}, "
                  "\"egress\": null, \"per_run\": \"0\"",
@@ -188,8 +187,8 @@ test_errors(void)
         {"[1, 2]", "expected an object"},
     };
     for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++) {
-        struct pricing_book *b = pricing_book_parse(
-            top[i].json, strlen(top[i].json), NULL, &e);
+        struct pricing_book *b =
+            pricing_book_parse(top[i].json, strlen(top[i].json), NULL, &e);
         CHECK(b == NULL);
         if (!strstr(e.msg, top[i].want)) {
             fprintf(stderr, "error '%s' lacks '%s'\n", e.msg, top[i].want);

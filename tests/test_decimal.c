@@ -17,7 +17,7 @@ test_parse(void)
         const char *out; /* formatted back with 12 decimals */
     } cases[] = {
         {"0", 12, PRICING_OK, "0.000000000000"},
-        {"-0", 12, PRICING_OK, "0.000000000000"},   /* negative zero */
+        {"-0", 12, PRICING_OK, "0.000000000000"}, /* negative zero */
         {"-0.000", 12, PRICING_OK, "0.000000000000"},
         {"1", 12, PRICING_OK, "1.000000000000"},
         {"0.000014", 12, PRICING_OK, "0.000014000000"},
@@ -28,7 +28,7 @@ test_parse(void)
         {"1.0000000000000", 12, PRICING_EDECIMALS, NULL},
         {"0.1234567", 6, PRICING_EDECIMALS, NULL},
         {"0.123456", 6, PRICING_OK, "0.123456000000"},
-        {"+1", 12, PRICING_ESYNTAX, NULL}, /* leading + */
+        {"+1", 12, PRICING_ESYNTAX, NULL},  /* leading + */
         {"1e5", 12, PRICING_ESYNTAX, NULL}, /* exponents */
         {"1.5E3", 12, PRICING_ESYNTAX, NULL},
         {"1e-5", 12, PRICING_ESYNTAX, NULL},
@@ -54,11 +54,11 @@ test_parse(void)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct pricing_dec d = {0};
         char buf[64];
-        enum pricing_status st = pricing_dec_parse(cases[i].in, cases[i].max,
-                                                   &d);
+        enum pricing_status st =
+            pricing_dec_parse(cases[i].in, cases[i].max, &d);
         if (st != cases[i].st) {
-            fprintf(stderr, "parse '%s': status %d, want %d\n", cases[i].in,
-                    st, cases[i].st);
+            fprintf(stderr, "parse '%s': status %d, want %d\n", cases[i].in, st,
+                    cases[i].st);
             test_failures++;
             continue;
         }
@@ -145,8 +145,8 @@ test_arithmetic(void)
     CHECK_STR(buf, "-0.000000000001");
     CHECK(pricing_dec_add(max, dec("0"), &r) == PRICING_OK);
     CHECK(pricing_dec_add(max, one, &r) == PRICING_ERANGE);
-    CHECK(pricing_dec_sub(dec("-85070591730234615865843651.857942052863"),
-                          one, &r) == PRICING_ERANGE);
+    CHECK(pricing_dec_sub(dec("-85070591730234615865843651.857942052863"), one,
+                          &r) == PRICING_ERANGE);
     CHECK(pricing_dec_mul_int(dec("0.000014"), 3600 * 8, &r) == PRICING_OK);
     pricing_dec_format(r, 6, buf, sizeof(buf));
     CHECK_STR(buf, "0.403200");
@@ -193,8 +193,8 @@ test_periods(void)
     pricing_period_of(pricing_days_from_civil(2028, 2, 29) * 86400, &y, &m,
                       &start, &end);
     CHECK(y == 2028 && m == 2 && end - start == 29 * 86400);
-    pricing_period_of(pricing_days_from_civil(2026, 12, 31) * 86400 + 86399,
-                      &y, &m, &start, &end);
+    pricing_period_of(pricing_days_from_civil(2026, 12, 31) * 86400 + 86399, &y,
+                      &m, &start, &end);
     CHECK(y == 2026 && m == 12 &&
           end == pricing_days_from_civil(2027, 1, 1) * 86400);
     CHECK(pricing_days_from_civil(1970, 1, 1) == 0);

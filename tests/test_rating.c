@@ -8,9 +8,9 @@
 #include "pricing.h"
 #include "testutil.h"
 
-#define JAN 1767225600LL          /* 2026-01-01T00:00:00Z */
-#define FEB (JAN + 31 * 86400LL)  /* 2026-02-01T00:00:00Z */
-#define V(x) ((uint32_t)((x) * 10000)) /* vCPUs in 1/10,000 */
+#define JAN 1767225600LL             /* 2026-01-01T00:00:00Z */
+#define FEB (JAN + 31 * 86400LL)     /* 2026-02-01T00:00:00Z */
+#define V(x) ((uint32_t)((x)*10000)) /* vCPUs in 1/10,000 */
 #define GIB (1ULL << 30)
 
 /* n consecutive seconds of one sandbox with the same values; vcpu 0 is
@@ -63,8 +63,8 @@ rate(const char *book_json, const struct run *runs, size_t n)
             s[k].disk_bytes = x->disk;
             s[k].egress_bytes = x->egress;
         }
-        struct pricing_block blk = {"acme", x->sandbox ? x->sandbox : "sb-1",
-                                    s, x->n};
+        struct pricing_block blk = {"acme", x->sandbox ? x->sandbox : "sb-1", s,
+                                    x->n};
         int bad = pricing_rater_add(r, &blk, &e);
         free(s);
         if (bad)
@@ -231,13 +231,14 @@ test_tiers(void)
      * vCPU-second), beyond at 7200. One unit is 0.0001 vCPU-s, 1/36e6 of
      * a vCPU-hour. */
 #define TIERS_BOOK(mode)                                                       \
-    "{\"id\": \"t\", \"currency\": \"USD\", \"effective_from\": " \
-        "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"tiers\": " \
-        "{\"mode\": \"" mode "\", \"bands\": [{\"up_to\": \"1\", \"rate\": \"0\"}, " \
-        "{\"up_to\": \"2\", \"rate\": \"3600\"}, {\"up_to\": null, \"rate\": " \
-        "\"7200\"}]}}, \"memory\": {\"basis\": \"allocated\", \"unit\": " \
-        "\"GiB\", \"rate\": \"0\", \"per\": \"second\"}, \"storage\": null, " \
-        "\"egress\": null, \"per_run\": \"0\"}"
+    "{\"id\": \"t\", \"currency\": \"USD\", \"effective_from\": "              \
+    "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"tiers\": "          \
+    "{\"mode\": \"" mode                                                       \
+    "\", \"bands\": [{\"up_to\": \"1\", \"rate\": \"0\"}, "                    \
+    "{\"up_to\": \"2\", \"rate\": \"3600\"}, {\"up_to\": null, \"rate\": "     \
+    "\"7200\"}]}}, \"memory\": {\"basis\": \"allocated\", \"unit\": "          \
+    "\"GiB\", \"rate\": \"0\", \"per\": \"second\"}, \"storage\": null, "      \
+    "\"egress\": null, \"per_run\": \"0\"}"
     static const struct {
         const char *mode;
         uint32_t seconds; /* at 1 vCPU */
@@ -261,16 +262,17 @@ test_tiers(void)
     };
     char json[2048];
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        snprintf(json, sizeof(json), "%s", strcmp(cases[i].mode, "volume") == 0 ? TIERS_BOOK("volume") : TIERS_BOOK("graduated"));
-        struct run r[] = {
-            {NULL, JAN, cases[i].seconds, V(1), V(1), 0, 0, 0, 0},
-            {NULL, JAN + cases[i].seconds, 1, 1, 1, 0, 0, 0, 0}};
+        snprintf(json, sizeof(json), "%s",
+                 strcmp(cases[i].mode, "volume") == 0
+                     ? TIERS_BOOK("volume")
+                     : TIERS_BOOK("graduated"));
+        struct run r[] = {{NULL, JAN, cases[i].seconds, V(1), V(1), 0, 0, 0, 0},
+                          {NULL, JAN + cases[i].seconds, 1, 1, 1, 0, 0, 0, 0}};
         CHECK(rate(json, r, cases[i].extra_unit ? 2 : 1) == 0);
         if (strcmp(amount(0, "cpu"), cases[i].cpu) != 0) {
-            fprintf(stderr, "tiers %s %u s%s: cpu %s, want %s\n",
-                    cases[i].mode, cases[i].seconds,
-                    cases[i].extra_unit ? " + 1 unit" : "", amount(0, "cpu"),
-                    cases[i].cpu);
+            fprintf(stderr, "tiers %s %u s%s: cpu %s, want %s\n", cases[i].mode,
+                    cases[i].seconds, cases[i].extra_unit ? " + 1 unit" : "",
+                    amount(0, "cpu"), cases[i].cpu);
             test_failures++;
         }
     }
@@ -446,8 +448,8 @@ test_subscription_and_credits(void)
         {30, "-5.000000", "-", "33.00"},
     };
     for (size_t i = 0; i < 3; i++) {
-        struct run r[] = {{NULL, JAN, cases[i].seconds, V(1), V(1), 0, 0, 0,
-                           0}};
+        struct run r[] = {
+            {NULL, JAN, cases[i].seconds, V(1), V(1), 0, 0, 0, 0}};
         CHECK(rate(b, r, 1) == 0);
         CHECK_STR(amount(0, "subscription"), "10.000000");
         CHECK_STR(amount(0, "included_credit"), cases[i].included);
@@ -457,8 +459,7 @@ test_subscription_and_credits(void)
     }
     /* The lines come in the order of the rules. */
     static const char *const order[] = {"cpu", "subscription",
-                                        "included_credit",
-                                        "promotional_credit",
+                                        "included_credit", "promotional_credit",
                                         "minimum_commit"};
     struct run r[] = {{NULL, JAN, 3, V(1), V(1), 0, 0, 0, 0}};
     CHECK(rate(b, r, 1) == 0);
@@ -565,8 +566,8 @@ test_unknown_and_overflow(void)
     struct pricing_rater *r = pricing_rater_new(bk, &e);
     struct pricing_second s[100];
     for (int i = 0; i < 100; i++)
-        s[i] = (struct pricing_second){JAN + i, V(1), V(1), 1ULL << 62,
-                                       1ULL << 62, 0, 0};
+        s[i] = (struct pricing_second){JAN + i,    V(1), V(1), 1ULL << 62,
+                                       1ULL << 62, 0,    0};
     char name[32];
     for (int k = 0; k < 1000; k++) {
         snprintf(name, sizeof(name), "sb-%d", k);
