@@ -214,14 +214,17 @@ pricing_currency_minor_unit(const char *code)
     return -1;
 }
 
-enum pricing_status
-pricing_money_add(const struct pricing_money *a, const struct pricing_money *b,
-                  struct pricing_money *out)
+/* a + sign x b, in a's currency. */
+static enum pricing_status
+money_combine(const struct pricing_money *a, const struct pricing_money *b,
+              bool subtract, struct pricing_money *out)
 {
     if (strcmp(a->currency, b->currency) != 0)
         return PRICING_ECURRENCY;
     struct pricing_dec v;
-    enum pricing_status st = pricing_dec_add(a->amount, b->amount, &v);
+    enum pricing_status st = subtract
+                                 ? pricing_dec_sub(a->amount, b->amount, &v)
+                                 : pricing_dec_add(a->amount, b->amount, &v);
     if (st != PRICING_OK)
         return st;
     memcpy(out->currency, a->currency, sizeof(out->currency));
@@ -230,16 +233,15 @@ pricing_money_add(const struct pricing_money *a, const struct pricing_money *b,
 }
 
 enum pricing_status
+pricing_money_add(const struct pricing_money *a, const struct pricing_money *b,
+                  struct pricing_money *out)
+{
+    return money_combine(a, b, false, out);
+}
+
+enum pricing_status
 pricing_money_sub(const struct pricing_money *a, const struct pricing_money *b,
                   struct pricing_money *out)
 {
-    if (strcmp(a->currency, b->currency) != 0)
-        return PRICING_ECURRENCY;
-    struct pricing_dec v;
-    enum pricing_status st = pricing_dec_sub(a->amount, b->amount, &v);
-    if (st != PRICING_OK)
-        return st;
-    memcpy(out->currency, a->currency, sizeof(out->currency));
-    out->amount = v;
-    return PRICING_OK;
+    return money_combine(a, b, true, out);
 }

@@ -261,28 +261,27 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
         goto out;
     }
 
+    /* cpu and memory: the line for the gross quantity G, and the credit
+     * P(G) - P(N) for N = G - credited. */
+    const struct {
+        const struct dim *d;
+        pricing_u128 gross, credited;
+        const char *what;
+        bool used;
+    } timed[] = {
+        {&cpu, q->cpu_gross, q->cpu_credited, "vCPU time", b->cpu_used},
+        {&memory, q->mem_gross, q->mem_credited, "memory", b->memory_used}};
     mpq_set_ui(credit, 0, 1);
-    if (q->cpu_gross) {
-        snprintf(desc, sizeof(desc), "vCPU time (%s)",
-                 b->cpu_used ? "used" : "allocated");
-        if (usage_line(inv, &cpu, q->cpu_gross, desc, gross, e) < 0)
-            goto out;
-        /* credit: P(G) - P(N), N = G - C */
-        bool one;
-        struct pricing_dec r;
-        price_of(&cpu, q->cpu_gross - q->cpu_credited, net, &one, &r);
-        mpq_sub(t, gross, net);
-        if (mpq_sgn(t) > 0)
-            mpq_add(credit, credit, t);
-    }
-    if (q->mem_gross) {
-        snprintf(desc, sizeof(desc), "memory (%s)",
-                 b->memory_used ? "used" : "allocated");
-        if (usage_line(inv, &memory, q->mem_gross, desc, gross, e) < 0)
+    for (size_t i = 0; i < 2; i++) {
+        if (!timed[i].gross)
+            continue;
+        snprintf(desc, sizeof(desc), "%s (%s)", timed[i].what,
+                 timed[i].used ? "used" : "allocated");
+        if (usage_line(inv, timed[i].d, timed[i].gross, desc, gross, e) < 0)
             goto out;
         bool one;
         struct pricing_dec r;
-        price_of(&memory, q->mem_gross - q->mem_credited, net, &one, &r);
+        price_of(timed[i].d, timed[i].gross - timed[i].credited, net, &one, &r);
         mpq_sub(t, gross, net);
         if (mpq_sgn(t) > 0)
             mpq_add(credit, credit, t);
