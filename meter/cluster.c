@@ -262,10 +262,20 @@ meter_cluster_logfile(const struct meter_cluster *c)
     return c->logfile;
 }
 
+/* Whether the socket directory is the cluster user's own and private:
+ * a directory in /tmp with another owner may hold an impostor's socket. */
+static bool
+sockdir_trusted(const struct meter_cluster *c)
+{
+    struct stat st;
+    return lstat(c->sockdir, &st) == 0 && S_ISDIR(st.st_mode) &&
+           st.st_uid == c->uid && (st.st_mode & 077) == 0;
+}
+
 static bool
 accepting(const struct meter_cluster *c)
 {
-    return PQping(c->conninfo) == PQPING_OK;
+    return sockdir_trusted(c) && PQping(c->conninfo) == PQPING_OK;
 }
 
 enum meter_cluster_state
@@ -289,22 +299,24 @@ make_dir(const struct meter_cluster *c, const char *path, mode_t mode,
          bool private, struct meter_err *e)
 {
     struct stat st;
-    if (mkdir(path, mode) != 0 && errno != EEXIST)
+    bool made = mkdir(path, mode) == 0;
+    if (!made && errno != EEXIST)
         return meter_fail(e, "cannot create directory '%s': %s", path,
                           strerror(errno));
     if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode))
         return meter_fail(e, "'%s' is not a directory", path);
+    /* A private directory someone else made is refused, never taken. */
+    if (private && !made && st.st_uid != c->uid)
+        return meter_fail(e,
+                          "directory '%s' belongs to another user; "
+                          "remove it",
+                          path);
     if (c->as_root && st.st_uid != c->uid && chown(path, c->uid, c->gid) != 0)
         return meter_fail(e, "cannot give '%s' to user '%s': %s", path, c->user,
                           strerror(errno));
-    if (private) {
-        if (lstat(path, &st) != 0 || st.st_uid != c->uid)
-            return meter_fail(e, "directory '%s' belongs to another user",
-                              path);
-        if ((st.st_mode & 0777) != mode && chmod(path, mode) != 0)
-            return meter_fail(e, "cannot set the mode of '%s': %s", path,
-                              strerror(errno));
-    }
+    if (private && (st.st_mode & 0777) != mode && chmod(path, mode) != 0)
+        return meter_fail(e, "cannot set the mode of '%s': %s", path,
+                          strerror(errno));
     return 0;
 }
 
@@ -554,14 +566,16 @@ prepare(struct meter_cluster *c, struct meter_err *e)
 int
 meter_cluster_start(struct meter_cluster *c, struct meter_err *e)
 {
+    /* Running already: make sure of the database too, which a start
+     * killed after pg_ctl may not have created. */
     if (accepting(c))
-        return 0;
+        return create_database(c, e);
     int lock = lock_cluster(c, e);
     if (lock < 0)
         return -1;
     int rc = -1;
     if (accepting(c)) { /* another process started it while we waited */
-        rc = 0;
+        rc = create_database(c, e);
         goto out;
     }
     if (prepare(c, e) < 0)
@@ -582,6 +596,28 @@ out:
     return rc;
 }
 
+/* With the lock held: stops the server if pg_ctl finds one running
+ * (starting up or not), whatever the socket says. */
+static int
+stop_locked(struct meter_cluster *c, struct meter_err *e)
+{
+    struct stat st;
+    char version[PATH_MAX + 16];
+    snprintf(version, sizeof(version), "%s/PG_VERSION", c->datadir);
+    if (stat(version, &st) != 0)
+        return 0;
+    const char *status[] = {"pg_ctl", "status", "-D", c->datadir, NULL};
+    if (run_program(c, status) != 0)
+        return 0; /* 3: not running */
+    const char *argv[] = {"pg_ctl", "stop", "-D", c->datadir, "-m", "fast",
+                          "-w",     "-t",   "60", "-s",       NULL};
+    int rc = run_program(c, argv);
+    if (rc != 0)
+        return meter_fail(e, "pg_ctl stop failed (exit %d); see '%s'", rc,
+                          c->logfile);
+    return 0;
+}
+
 int
 meter_cluster_stop(struct meter_cluster *c, struct meter_err *e)
 {
@@ -590,15 +626,7 @@ meter_cluster_stop(struct meter_cluster *c, struct meter_err *e)
     int lock = lock_cluster(c, e);
     if (lock < 0)
         return -1;
-    int rc = 0;
-    if (accepting(c)) {
-        const char *argv[] = {"pg_ctl", "stop", "-D", c->datadir, "-m", "fast",
-                              "-w",     "-t",   "60", "-s",       NULL};
-        int st = run_program(c, argv);
-        if (st != 0)
-            rc = meter_fail(e, "pg_ctl stop failed (exit %d); see '%s'", st,
-                            c->logfile);
-    }
+    int rc = stop_locked(c, e);
     close(lock);
     return rc;
 }
@@ -606,16 +634,17 @@ meter_cluster_stop(struct meter_cluster *c, struct meter_err *e)
 int
 meter_cluster_destroy(struct meter_cluster *c, struct meter_err *e)
 {
-    if (meter_cluster_stop(c, e) < 0)
-        return -1;
     int lock = lock_cluster(c, e);
     if (lock < 0)
         return -1;
-    int rc = 0;
+    int rc = stop_locked(c, e);
     char link[PATH_MAX + 8];
     snprintf(link, sizeof(link), "%s/data", c->pgdir);
-    if (remove_tree(c->datadir, e) < 0 || remove_tree(c->logfile, e) < 0 ||
-        remove_tree(c->sockdir, e) < 0 || remove_tree(link, e) < 0)
+    if (rc == 0 && (remove_tree(c->datadir, e) < 0 ||
+                    remove_tree(c->logfile, e) < 0 || remove_tree(link, e) < 0))
+        rc = -1;
+    /* The socket directory only if it is ours. */
+    if (rc == 0 && sockdir_trusted(c) && remove_tree(c->sockdir, e) < 0)
         rc = -1;
     if (rc == 0 && strcmp(c->base, c->pgdir) != 0 &&
         remove_tree(c->base, e) < 0)

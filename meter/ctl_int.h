@@ -16,6 +16,8 @@ int ctl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The subcommands. */
 int ctl_rate(int argc, char **argv);
+int ctl_keys(const char *conninfo, int argc, char **argv);
+int ctl_export(const char *conninfo, int argc, char **argv);
 
 /* Invoices as a JSON array, every number a decimal string. */
 int ctl_print_invoices_json(FILE *out, const struct pricing_invoice *inv,

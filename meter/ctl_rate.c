@@ -382,7 +382,8 @@ ctl_rate(int argc, char **argv)
         case 'm':
             errno = 0;
             memory_mib = strtoul(optarg, &end, 10);
-            if (errno || *end || memory_mib < 1 || optarg[0] == '-') {
+            if (errno || *end || memory_mib < 1 || optarg[0] == '-' ||
+                memory_mib > ((size_t)1 << 40)) {
                 ctl_usage_error("rate: --memory-limit '%s' is not a number "
                                 "of MiB",
                                 optarg);
@@ -428,17 +429,28 @@ ctl_rate(int argc, char **argv)
     cur->in = &in;
     cur->i = 0;
     struct pricing_source src = {next_block, cur};
-    int st = pricing_rate(book, &src, &inv, &ninv, &e);
+    struct pricing_rater *rater = pricing_rater_new(book, &e);
+    struct pricing_block blk;
+    int got = -1;
+    if (rater) {
+        /* --period prices one period; all samples still count for runs. */
+        if (period)
+            pricing_rater_select_period(rater, year, month);
+        while ((got = src.next(src.ctx, &blk, &e)) > 0)
+            if (pricing_rater_add(rater, &blk, &e) < 0) {
+                got = -1;
+                break;
+            }
+        if (got == 0 && pricing_rater_finish(rater, &inv, &ninv, &e) < 0)
+            got = -1;
+    }
+    pricing_rater_free(rater);
     free(cur);
-    if (st < 0) {
+    if (got < 0) {
         fprintf(stderr, "meterctl: %s\n", e.msg);
         goto out;
     }
-    /* --period selects invoices; all samples still count for runs. */
-    size_t k = 0;
-    for (size_t i = 0; i < ninv; i++)
-        if (!period || (inv[i].year == year && inv[i].month == month))
-            inv[k++] = inv[i];
+    size_t k = ninv;
     if (strcmp(format, "table") == 0)
         ctl_print_invoices_table(stdout, inv, k, book);
     else if (ctl_print_invoices_json(stdout, inv, k) < 0)

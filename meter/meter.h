@@ -163,7 +163,7 @@ struct meter_sample {
 /* Why a sample is invalid: the field, its value (JSON text, shortened)
  * and the reason. */
 struct meter_sample_err {
-    char field[32];
+    char field[80];
     char value[96];
     char reason[160];
 };
@@ -179,6 +179,138 @@ struct meter_sample_err {
  */
 int meter_sample_parse(const json_t *obj, struct meter_sample *out,
                        struct meter_sample_err *err);
+
+/* The fields of a sample, by number, for forms that are not one object
+ * per sample (the columnar body). */
+enum {
+    METER_F_TS,
+    METER_F_ACCOUNT,
+    METER_F_SANDBOX,
+    METER_F_STATE,
+    METER_F_VCPU,
+    METER_F_CPU_USED,
+    METER_F_MEM,
+    METER_F_MEM_USED,
+    METER_F_DISK,
+    METER_F_EGRESS,
+    METER_NFIELDS
+};
+extern const char *const meter_sample_fields[METER_NFIELDS];
+/* The number of field name, or -1. */
+int meter_sample_field(const char *name);
+/* As meter_sample_parse, from the values of each field (NULL: absent). */
+int meter_sample_from_fields(const json_t *const v[METER_NFIELDS],
+                             struct meter_sample *out,
+                             struct meter_sample_err *err);
+
+/* ---- storage blocks ---------------------------------------------------- */
+
+/* Bytes an encoded block may take, at most. */
+#define METER_BLOCK_MAX 4096
+
+/* Encodes the n (1-60) seconds s, ascending and all in one minute, into
+ * buf (METER_BLOCK_MAX bytes); returns the length. The seconds present
+ * are not encoded: keep their mask beside the data. */
+size_t meter_block_encode(const struct pricing_second *s, size_t n,
+                          uint8_t *buf);
+
+/* Decodes a block of Unix minute `minute` whose seconds are the bits of
+ * mask into out (room for 60) and *n; -1 if data is malformed. */
+int meter_block_decode(int64_t minute, uint64_t mask, const uint8_t *data,
+                       size_t len, struct pricing_second *out, size_t *n);
+
+/* ---- ingestion -------------------------------------------------------- */
+
+/* What a process knows of sandboxes: sandbox -> account and keys, which
+ * never change once stored, and the partitions that exist. Thread-safe. */
+struct meter_registry;
+struct meter_registry *meter_registry_new(void);
+void meter_registry_free(struct meter_registry *r);
+
+struct meter_ingest_result {
+    uint64_t accepted;   /* new seconds stored */
+    uint64_t duplicates; /* seconds already known with equal values */
+    uint64_t conflicts;  /* seconds already known with other values */
+};
+
+/* Why a batch was refused: the first METER_MAX_PROBLEMS of total. */
+enum { METER_MAX_PROBLEMS = 20 };
+struct meter_problem {
+    size_t index; /* of the sample in the batch */
+    struct meter_sample_err err;
+};
+struct meter_problems {
+    size_t n, total;
+    struct meter_problem items[METER_MAX_PROBLEMS];
+};
+void meter_problems_add(struct meter_problems *p, size_t index,
+                        const char *field, const char *value,
+                        const char *reason);
+
+enum meter_ingest_status {
+    METER_INGEST_OK,          /* committed; *res says what */
+    METER_INGEST_INVALID,     /* refused, nothing stored; see problems */
+    METER_INGEST_UNAVAILABLE, /* the database is unreachable: retry later */
+    METER_INGEST_ERROR,       /* another database error, in e */
+};
+
+/*
+ * Stores the n validated samples s exactly once, atomically: all of it
+ * commits, or nothing does. A second already stored (or earlier in the
+ * batch) is a duplicate if equal, a conflict if not; the first stands.
+ * Refused: samples more than 5 minutes after now_us (Unix microseconds,
+ * also the arrival time stored), and a sandbox under another account.
+ */
+enum meter_ingest_status meter_ingest(PGconn *db, struct meter_registry *reg,
+                                      const struct meter_sample *s, size_t n,
+                                      int64_t now_us,
+                                      struct meter_ingest_result *res,
+                                      struct meter_problems *probs,
+                                      struct meter_err *e);
+
+/* ---- reading stored usage ---------------------------------------------- */
+
+/* Stored seconds of [from, to) (Unix seconds), of one account or all
+ * (account NULL), as a pricing source: blocks of one (sandbox, minute),
+ * each sandbox's together and in order. Holds a read transaction on db
+ * until freed; db must not be used for anything else meanwhile. */
+struct meter_store_reader;
+struct meter_store_reader *meter_store_reader_new(PGconn *db,
+                                                  const char *account,
+                                                  int64_t from, int64_t to,
+                                                  struct meter_err *e);
+struct pricing_source meter_store_source(struct meter_store_reader *r);
+void meter_store_reader_free(struct meter_store_reader *r);
+
+/* A sample as one NDJSON line (with its newline) in the canonical form
+ * that export writes and rate reads; returns what snprintf returns. */
+int meter_sample_format(char *buf, size_t n, const char *account,
+                        const char *sandbox, const struct pricing_second *s);
+
+/* ---- request bodies ---------------------------------------------------- */
+
+/* Inflates a gzip stream of len bytes into a malloc'd *out of at most max
+ * bytes: 0, -1 if corrupt or truncated, -2 if larger than max. */
+int meter_gunzip(const char *in, size_t len, size_t max, char **out,
+                 size_t *out_len);
+
+/* Parses and validates a body of samples: NDJSON if ndjson, else a JSON
+ * array of samples or the columnar object (docs in meter/README.md).
+ * *out (malloc'd, n samples) holds every sample read; p lists the
+ * invalid ones and any syntax error. At most max samples. -1 only when
+ * out of memory. */
+int meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
+                     struct meter_sample **out, size_t *n,
+                     struct meter_problems *p);
+
+/* ---- API keys ---------------------------------------------------------- */
+
+enum { METER_TOKEN_LEN = 68 }; /* "mtr_" and 64 hex digits (256 bits) */
+
+/* A new random token, NUL-terminated in out[METER_TOKEN_LEN + 1]. */
+int meter_token_new(char *out);
+/* SHA-256 of the token: what is stored and looked up. */
+void meter_token_hash(const char *token, uint8_t out[32]);
 
 /* Parses "YYYY-MM-DDTHH:MM:SSZ" (UTC, no fraction, no offset, no leap
  * second) into Unix seconds; -1 if malformed. */

@@ -26,6 +26,13 @@ static const char usage_text[] =
     "       [--period YYYY-MM] [--format json|table] [--memory-limit MIB]\n"
     "                             rate files of samples (JSON array or\n"
     "                             NDJSON) with no database\n"
+    "  keys create --role host|account|finance|admin [--account ID]\n"
+    "       --name NAME           create an API key; prints its token once\n"
+    "  keys list                  list keys (never their tokens)\n"
+    "  keys revoke ID             revoke a key\n"
+    "  export [--account ID] --from T --to T\n"
+    "                             write stored samples of [from, to) as\n"
+    "                             NDJSON (T: Unix seconds or RFC 3339)\n"
     "  help                       show this text\n"
     "\n"
     "options:\n"
@@ -269,5 +276,9 @@ main(int argc, char **argv)
         return cmd_migrate(argc, argv);
     if (strcmp(cmd, "rate") == 0)
         return ctl_rate(argc, argv);
+    if (strcmp(cmd, "keys") == 0)
+        return ctl_keys(db_flag, argc, argv);
+    if (strcmp(cmd, "export") == 0)
+        return ctl_export(db_flag, argc, argv);
     return ctl_usage_error("unknown command '%s'", cmd);
 }

@@ -253,8 +253,13 @@ read_applied(PGconn *db, bool create, struct applied **out, size_t *n,
     } else {
         PGresult *r = PQexec(db, "SELECT to_regclass('schema_migrations')"
                                  " IS NOT NULL");
-        bool exists = PQresultStatus(r) == PGRES_TUPLES_OK &&
-                      PQntuples(r) == 1 && *PQgetvalue(r, 0, 0) == 't';
+        if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+            meter_fail(e, "cannot read schema_migrations: %s",
+                       PQerrorMessage(db));
+            PQclear(r);
+            return -1;
+        }
+        bool exists = *PQgetvalue(r, 0, 0) == 't';
         PQclear(r);
         if (!exists) {
             *out = calloc(1, sizeof(**out));

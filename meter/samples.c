@@ -96,10 +96,9 @@ get_bytes(const json_t *v, const char *field, uint64_t *out,
 }
 
 static int
-get_id(const json_t *obj, const char *field, char *out,
+get_id(const json_t *v, const char *field, char *out,
        struct meter_sample_err *err)
 {
-    const json_t *v = json_object_get(obj, field);
     if (!v)
         return invalid(err, field, NULL, "required");
     if (!json_is_string(v) || !pricing_id_valid(json_string_value(v)))
@@ -109,69 +108,63 @@ get_id(const json_t *obj, const char *field, char *out,
     return 0;
 }
 
+const char *const meter_sample_fields[METER_NFIELDS] = {
+    "ts",       "account_id", "sandbox_id",     "state",      "vcpu",
+    "cpu_used", "mem_bytes",  "mem_used_bytes", "disk_bytes", "egress_bytes"};
+
 int
-meter_sample_parse(const json_t *obj, struct meter_sample *out,
-                   struct meter_sample_err *err)
+meter_sample_field(const char *name)
 {
-    static const char *const fields[] = {
-        "ts",         "account_id",   "sandbox_id", "state",
-        "vcpu",       "cpu_used",     "mem_bytes",  "mem_used_bytes",
-        "disk_bytes", "egress_bytes", NULL};
-    const char *key;
-    json_t *v;
+    for (int i = 0; i < METER_NFIELDS; i++)
+        if (strcmp(meter_sample_fields[i], name) == 0)
+            return i;
+    return -1;
+}
 
+int
+meter_sample_from_fields(const json_t *const v[METER_NFIELDS],
+                         struct meter_sample *out, struct meter_sample_err *err)
+{
+    const json_t *ts = v[METER_F_TS];
     memset(out, 0, sizeof(*out));
-    if (!json_is_object(obj))
-        return invalid(err, "(sample)", obj, "must be a JSON object");
-    json_object_foreach((json_t *)obj, key, v)
-    {
-        bool known = false;
-        for (const char *const *f = fields; *f; f++)
-            known |= strcmp(*f, key) == 0;
-        if (!known)
-            return invalid(err, key, v, "unknown field");
-    }
-
-    v = json_object_get(obj, "ts");
-    if (!v)
+    if (!ts)
         return invalid(err, "ts", NULL, "required");
-    if (json_is_integer(v)) {
-        json_int_t t = json_integer_value(v);
+    if (json_is_integer(ts)) {
+        json_int_t t = json_integer_value(ts);
         if (t < 0 || t > METER_TS_MAX)
-            return invalid(err, "ts", v,
+            return invalid(err, "ts", ts,
                            "out of range (1970 to 9999, Unix seconds)");
         out->s.ts = t;
-    } else if (!json_is_string(v) ||
-               meter_parse_rfc3339(json_string_value(v), &out->s.ts) < 0) {
-        return invalid(err, "ts", v,
+    } else if (!json_is_string(ts) ||
+               meter_parse_rfc3339(json_string_value(ts), &out->s.ts) < 0) {
+        return invalid(err, "ts", ts,
                        "must be Unix seconds or \"YYYY-MM-DDTHH:MM:SSZ\"");
     }
-    if (get_id(obj, "account_id", out->account_id, err) < 0 ||
-        get_id(obj, "sandbox_id", out->sandbox_id, err) < 0)
+    if (get_id(v[METER_F_ACCOUNT], "account_id", out->account_id, err) < 0 ||
+        get_id(v[METER_F_SANDBOX], "sandbox_id", out->sandbox_id, err) < 0)
         return -1;
 
-    v = json_object_get(obj, "state");
-    if (!v)
+    const json_t *state = v[METER_F_STATE];
+    if (!state)
         return invalid(err, "state", NULL, "required");
-    const char *state = json_is_string(v) ? json_string_value(v) : "";
-    bool running = strcmp(state, "running") == 0;
-    if (!running && strcmp(state, "paused") != 0)
-        return invalid(err, "state", v, "must be \"running\" or \"paused\"");
+    const char *st = json_is_string(state) ? json_string_value(state) : "";
+    bool running = strcmp(st, "running") == 0;
+    if (!running && strcmp(st, "paused") != 0)
+        return invalid(err, "state", state,
+                       "must be \"running\" or \"paused\"");
 
-    v = json_object_get(obj, "disk_bytes");
-    if (!v)
+    if (!v[METER_F_DISK])
         return invalid(err, "disk_bytes", NULL, "required");
-    if (get_bytes(v, "disk_bytes", &out->s.disk_bytes, err) < 0)
+    if (get_bytes(v[METER_F_DISK], "disk_bytes", &out->s.disk_bytes, err) < 0)
         return -1;
-    v = json_object_get(obj, "egress_bytes");
-    if (v && get_bytes(v, "egress_bytes", &out->s.egress_bytes, err) < 0)
+    if (v[METER_F_EGRESS] && get_bytes(v[METER_F_EGRESS], "egress_bytes",
+                                       &out->s.egress_bytes, err) < 0)
         return -1;
     if (!running)
         return 0;
 
-    const json_t *vcpu = json_object_get(obj, "vcpu");
-    const json_t *used = json_object_get(obj, "cpu_used");
-    const json_t *mem = json_object_get(obj, "mem_bytes");
+    const json_t *vcpu = v[METER_F_VCPU], *used = v[METER_F_CPU_USED];
+    const json_t *mem = v[METER_F_MEM], *mem_used = v[METER_F_MEM_USED];
     if (!vcpu)
         return invalid(err, "vcpu", NULL, "required when running");
     if (get_cpu(vcpu, "vcpu", &out->s.vcpu, err) < 0)
@@ -189,12 +182,32 @@ meter_sample_parse(const json_t *obj, struct meter_sample *out,
     if (get_bytes(mem, "mem_bytes", &out->s.mem_bytes, err) < 0)
         return -1;
     out->s.mem_used_bytes = out->s.mem_bytes;
-    v = json_object_get(obj, "mem_used_bytes");
-    if (v) {
-        if (get_bytes(v, "mem_used_bytes", &out->s.mem_used_bytes, err) < 0)
+    if (mem_used) {
+        if (get_bytes(mem_used, "mem_used_bytes", &out->s.mem_used_bytes, err) <
+            0)
             return -1;
         if (out->s.mem_used_bytes > out->s.mem_bytes)
-            return invalid(err, "mem_used_bytes", v, "must be <= mem_bytes");
+            return invalid(err, "mem_used_bytes", mem_used,
+                           "must be <= mem_bytes");
     }
     return 0;
+}
+
+int
+meter_sample_parse(const json_t *obj, struct meter_sample *out,
+                   struct meter_sample_err *err)
+{
+    const json_t *v[METER_NFIELDS] = {0};
+    const char *key;
+    json_t *x;
+    if (!json_is_object(obj))
+        return invalid(err, "(sample)", obj, "must be a JSON object");
+    json_object_foreach((json_t *)obj, key, x)
+    {
+        int f = meter_sample_field(key);
+        if (f < 0)
+            return invalid(err, key, x, "unknown field");
+        v[f] = x;
+    }
+    return meter_sample_from_fields(v, out, err);
 }

@@ -131,7 +131,7 @@ get_dec(struct loader *l, const char *path, const json_t *v,
     return 0;
 }
 
-/* A required key; missing is an error that says what null would mean. */
+/* A required key. */
 static const json_t *
 need(struct loader *l, const char *path, const json_t *obj, const char *key)
 {
@@ -139,8 +139,18 @@ need(struct loader *l, const char *path, const json_t *obj, const char *key)
     if (!v) {
         char p[128];
         join(p, sizeof(p), path, key);
-        fail(l, p, "missing (required; null if the price is unknown)");
+        fail(l, p, "missing (required)");
     }
+    return v;
+}
+
+/* A required price: missing is an error that says what null means. */
+static const json_t *
+need_price(struct loader *l, const json_t *obj, const char *key)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v)
+        fail(l, key, "missing (required; null if the price is unknown)");
     return v;
 }
 
@@ -383,11 +393,15 @@ get_bytes(struct loader *l, const char *path, const json_t *v,
 static bool
 valid_date(const char *s)
 {
-    int y, m, d;
-    char tail;
-    if (strlen(s) != 10 || s[4] != '-' || s[7] != '-' ||
-        sscanf(s, "%4d-%2d-%2d%c", &y, &m, &d, &tail) != 3)
+    if (strlen(s) != 10 || s[4] != '-' || s[7] != '-')
         return false;
+    for (int i = 0; i < 10; i++)
+        if (i != 4 && i != 7 && (s[i] < '0' || s[i] > '9'))
+            return false;
+    int y = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 +
+            (s[3] - '0');
+    int m = (s[5] - '0') * 10 + (s[6] - '0');
+    int d = (s[8] - '0') * 10 + (s[9] - '0');
     static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
     return y >= 1970 && m >= 1 && m <= 12 && d >= 1 &&
@@ -419,7 +433,10 @@ load_subscription(struct loader *l, const json_t *v, struct pricing_book *b)
     if (only_keys(l, "subscription", v, keys) < 0)
         return -1;
     b->has_subscription = true;
-    const json_t *fee = need(l, "subscription", v, "monthly_fee");
+    const json_t *fee = json_object_get(v, "monthly_fee");
+    if (!fee)
+        fail(l, "subscription.monthly_fee",
+             "missing (required; null if the price is unknown)");
     if (!fee)
         return -1;
     b->monthly_fee_known = !json_is_null(fee);
@@ -548,13 +565,13 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
         }
     }
 
-    if (!(v = need(l, "", root, "cpu")) ||
+    if (!(v = need_price(l, root, "cpu")) ||
         load_price(l, "cpu", v, true, cpu_keys, &b->cpu) < 0)
         return -1;
     if (b->cpu.known && get_basis(l, "cpu", v, &b->cpu_used) < 0)
         return -1;
 
-    if (!(v = need(l, "", root, "memory")) ||
+    if (!(v = need_price(l, root, "memory")) ||
         load_price(l, "memory", v, true, mem_keys, &b->memory) < 0)
         return -1;
     if (b->memory.known &&
@@ -562,7 +579,7 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
          get_unit(l, "memory", v, true, &b->memory_unit) < 0))
         return -1;
 
-    if (!(v = need(l, "", root, "storage")) ||
+    if (!(v = need_price(l, root, "storage")) ||
         load_price(l, "storage", v, true, storage_keys, &b->storage) < 0)
         return -1;
     b->storage_unit = UNIT_GIB;
@@ -574,7 +591,7 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
                     &b->included_bytes) < 0)))
         return -1;
 
-    if (!(v = need(l, "", root, "egress")) ||
+    if (!(v = need_price(l, root, "egress")) ||
         load_price(l, "egress", v, false, egress_keys, &b->egress) < 0)
         return -1;
     const json_t *free_gb;
@@ -582,7 +599,7 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
         get_bytes(l, "egress.free_gb", free_gb, 1000000000, &b->free_bytes) < 0)
         return -1;
 
-    if (!(v = need(l, "", root, "per_run")))
+    if (!(v = need_price(l, root, "per_run")))
         return -1;
     b->per_run_known = !json_is_null(v);
     if (b->per_run_known && get_dec(l, "per_run", v, &b->per_run) < 0)

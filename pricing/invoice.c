@@ -354,6 +354,7 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
                  (long long)days);
         mpq_set_dec(amt, b->monthly_fee);
         mpq_set_si(t, active, (unsigned long)days);
+        mpq_canonicalize(t);
         mpq_mul(amt, amt, t);
         l->has_quantity = true;
         if (round_to(t, 6, &l->quantity, e, "subscription") < 0 ||
@@ -370,10 +371,12 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
             l = add_line(inv, "included_credit");
             snprintf(l->description, sizeof(l->description),
                      "included credit of the subscription");
-            l->amount.v =
-                -(usage.v < b->included_credit.v ? usage.v
-                                                 : b->included_credit.v);
-            if (pricing_dec_add(total, l->amount, &total) != PRICING_OK)
+            /* Credits may have 12 decimals; lines have 6. */
+            struct pricing_dec c = {-(usage.v < b->included_credit.v
+                                          ? usage.v
+                                          : b->included_credit.v)};
+            if (pricing_dec_round(c, 6, &l->amount) != PRICING_OK ||
+                pricing_dec_add(total, l->amount, &total) != PRICING_OK)
                 goto overflow;
             keep_line(inv);
         }
@@ -381,10 +384,11 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
     if (b->promotional_credit.v > 0 && total.v > 0) {
         struct pricing_line *l = add_line(inv, "promotional_credit");
         snprintf(l->description, sizeof(l->description), "promotional credit");
-        l->amount.v =
-            -(total.v < b->promotional_credit.v ? total.v
-                                                : b->promotional_credit.v);
-        if (pricing_dec_add(total, l->amount, &total) != PRICING_OK)
+        struct pricing_dec c = {-(total.v < b->promotional_credit.v
+                                      ? total.v
+                                      : b->promotional_credit.v)};
+        if (pricing_dec_round(c, 6, &l->amount) != PRICING_OK ||
+            pricing_dec_add(total, l->amount, &total) != PRICING_OK)
             goto overflow;
         keep_line(inv);
     }
@@ -394,6 +398,7 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
                  "minimum commit top-up");
         mpq_set_dec(amt, b->minimum_commit);
         mpq_set_si(t, active, (unsigned long)days);
+        mpq_canonicalize(t);
         mpq_mul(amt, amt, t);
         mpq_set_dec(t, total);
         mpq_sub(amt, amt, t);

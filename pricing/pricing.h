@@ -218,6 +218,11 @@ int pricing_rater_add(struct pricing_rater *r, const struct pricing_block *b,
 int pricing_rater_finish(struct pricing_rater *r, struct pricing_invoice **out,
                          size_t *n, struct pricing_err *e);
 
+/* Makes pricing_rater_finish price only the invoices of one period
+ * (year, month); the quantities of the others still count where the
+ * rules look back (runs). */
+void pricing_rater_select_period(struct pricing_rater *r, int year, int month);
+
 /* Pulls every block of src through a new rater and finishes it. */
 int pricing_rate(const struct pricing_book *book, struct pricing_source *src,
                  struct pricing_invoice **out, size_t *n,

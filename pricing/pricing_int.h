@@ -13,7 +13,8 @@
 
 /* Units of memory and storage rates. */
 enum byte_unit { UNIT_GIB, UNIT_GB };
-#define UNIT_BYTES(u) ((u) == UNIT_GB ? (uint64_t)1000000000 : (uint64_t)1 << 30)
+#define UNIT_BYTES(u)                                                          \
+    ((u) == UNIT_GB ? (uint64_t)1000000000 : (uint64_t)1 << 30)
 #define UNIT_NAME(u) ((u) == UNIT_GB ? "GB" : "GiB")
 
 enum tier_mode { TIERS_NONE, TIERS_GRADUATED, TIERS_VOLUME };

@@ -37,6 +37,7 @@ struct pricing_rater {
     /* Its open segment and idle streak. */
     uint64_t seg_n, last_qc, last_qm;
     uint64_t streak;
+    int only_year, only_month; /* 0: price every period */
 };
 
 static uint64_t
@@ -308,6 +309,13 @@ pricing_rater_add(struct pricing_rater *r, const struct pricing_block *b,
     return 0;
 }
 
+void
+pricing_rater_select_period(struct pricing_rater *r, int year, int month)
+{
+    r->only_year = year;
+    r->only_month = month;
+}
+
 static int
 by_account_period(const void *x, const void *y)
 {
@@ -338,7 +346,9 @@ pricing_rater_finish(struct pricing_rater *r, struct pricing_invoice **out,
     size_t k = 0;
     for (size_t i = 0; i < r->nbuckets; i++)
         for (struct rate_acct *a = r->buckets[i]; a; a = a->next)
-            list[k++] = a;
+            if (!r->only_year ||
+                (a->year == r->only_year && a->month == r->only_month))
+                list[k++] = a;
     qsort(list, k, sizeof(*list), by_account_period);
     for (size_t i = 0; i < k; i++)
         if (rate_price(r->book, list[i], &inv[i], e) < 0)

@@ -76,7 +76,18 @@ expect_status 0 "$METERCTL" db start
 expect_status 0 "$METERCTL" db status
 contains "$out" "socket: /tmp/meter-pg-" "deep checkout"
 [ "$(query "$d" 'SELECT 1')" = 1 ] || fail "deep checkout unusable"
+sock=$(sed -n 's/^socket: //p' <<<"$out")
 "$METERCTL" db destroy --yes >/dev/null
+[ ! -e "$sock" ] || fail "destroy left the socket directory $sock"
+if [ "$(id -u)" = 0 ]; then
+    # Someone else's directory where the socket would go is refused, not
+    # trusted or taken over.
+    mkdir -m 0777 "$sock" && chown nobody "$sock"
+    expect_status 1 "$METERCTL" db start
+    contains "$err" "belongs to another user" "foreign socket directory"
+    [ "$(stat -c %U "$sock")" = nobody ] || fail "the foreign directory was taken"
+    rmdir "$sock"
+fi
 
 if [ "$(id -u)" = 0 ]; then
     # --- a checkout the cluster's user cannot enter (a 0700 home) -------

@@ -92,6 +92,13 @@ case "$out" in *'"period": "2026-01"'*) fail "--period kept January" ;; esac
 expect_status 0 "$METERCTL" rate --price-book book.json --usage fleet.ndjson --period 2025-06
 [ "$out" = "[]" ] || fail "an empty period printed $out"
 
+# A price unknown in another period does not stop rating this one.
+running $JAN 10 sb-1 1 1 0 >jan.ndjson
+running $((JAN + 31 * 86400)) 10 sb-1 1 1 0 | sed 's/"disk_bytes":0/"disk_bytes":0,"egress_bytes":5/' >>jan.ndjson
+expect_status 0 "$METERCTL" rate --price-book "$books/e2b-hobby.json" --usage jan.ndjson --period 2026-01
+contains "$out" '"period": "2026-01"' "--period skips other periods"
+expect_status 1 "$METERCTL" rate --price-book "$books/e2b-hobby.json" --usage jan.ndjson
+
 # --- duplicates and conflicts: counted, the first stands ----------------
 head -n 3 e2b.ndjson >rep.ndjson
 head -n 1 e2b.ndjson >>rep.ndjson                       # duplicate

@@ -466,6 +466,20 @@ test_subscription_and_credits(void)
     CHECK(inv[0].nlines == 5);
     for (size_t i = 0; i < 5 && i < inv[0].nlines; i++)
         CHECK_STR(inv[0].lines[i].kind, order[i]);
+
+    /* (simple_book reuses one buffer: b is not valid past here.) */
+    /* Credits with more than 6 decimals round like every line:
+     * 0.015 - 0.0000005 -> 0.015000 - 0.000000 (half to even), and the
+     * zero credit line is left out; the total is 0.02. */
+    const char *fine =
+        simple_book("0.015", "\"subscription\": {\"monthly_fee\": \"0\", "
+                             "\"included_credit\": \"0.0000005\"}, "
+                             "\"promotional_credit\": \"0.0000004\"");
+    struct run one[] = {{NULL, JAN, 1, V(1), V(1), 0, 0, 0, 0}};
+    CHECK(rate(fine, one, 1) == 0);
+    CHECK_STR(amount(0, "included_credit"), "-");
+    CHECK_STR(amount(0, "promotional_credit"), "-");
+    CHECK_STR(total(0), "0.02");
 }
 
 static void

@@ -1,0 +1,905 @@
+/*
+ * ingest.c - stores a validated batch of samples exactly once, in one
+ * transaction: sandboxes registered (accounts created on first sight),
+ * repeats within the batch and against stored seconds told apart as
+ * duplicates and conflicts, new seconds written as per-minute blocks
+ * (binary COPY), and the hourly rollups of exactly those seconds.
+ *
+ * Exactly once with several writers: the transaction takes an advisory
+ * lock per sandbox (in sandbox order, so writers cannot deadlock) before
+ * it reads what is stored, so two batches with seconds of one sandbox
+ * are checked and written one after the other; batches of other
+ * sandboxes do not wait. Nothing is stored unless the batch commits.
+ */
+#include "meter.h"
+
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LOCK_CLASS "7243612"
+#define FUTURE_S 300
+
+/* ---- the registry: sandbox -> account, immutable once known ----------- */
+
+struct reg_entry {
+    char *sandbox_id;
+    char *account_id;
+    int32_t sandbox_pk, account_pk;
+};
+
+struct meter_registry {
+    pthread_rwlock_t lock;
+    struct reg_entry *slots;
+    size_t nslots, n;
+    pthread_mutex_t months_lock;
+    int64_t months[64]; /* partitions known to exist, as y*12+m */
+    size_t nmonths;
+};
+
+static uint64_t
+hash_str(const char *s)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+struct meter_registry *
+meter_registry_new(void)
+{
+    struct meter_registry *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->nslots = 1024;
+    r->slots = calloc(r->nslots, sizeof(*r->slots));
+    if (!r->slots) {
+        free(r);
+        return NULL;
+    }
+    pthread_rwlock_init(&r->lock, NULL);
+    pthread_mutex_init(&r->months_lock, NULL);
+    return r;
+}
+
+void
+meter_registry_free(struct meter_registry *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->nslots; i++) {
+        free(r->slots[i].sandbox_id);
+        free(r->slots[i].account_id);
+    }
+    free(r->slots);
+    pthread_rwlock_destroy(&r->lock);
+    pthread_mutex_destroy(&r->months_lock);
+    free(r);
+}
+
+/* With the lock held: the slot of id, empty if absent. */
+static struct reg_entry *
+slot_of(const struct meter_registry *r, const char *id)
+{
+    size_t k = hash_str(id) & (r->nslots - 1);
+    while (r->slots[k].sandbox_id && strcmp(r->slots[k].sandbox_id, id) != 0)
+        k = (k + 1) & (r->nslots - 1);
+    return &r->slots[k];
+}
+
+/* One sandbox of a batch, and what the registry knows of it. */
+struct group {
+    size_t first, end; /* its samples in ord[first, end) */
+    bool known;        /* the fields below are set */
+    bool fresh;        /* known from the database in this transaction */
+    char account_id[PRICING_ID_MAX + 1];
+    int32_t sandbox_pk, account_pk;
+};
+
+static void
+registry_put(struct meter_registry *r, const char *sandbox_id,
+             const char *account_id, int32_t sandbox_pk, int32_t account_pk)
+{
+    pthread_rwlock_wrlock(&r->lock);
+    if (2 * (r->n + 1) > r->nslots) {
+        size_t ns = 2 * r->nslots;
+        struct reg_entry *slots = calloc(ns, sizeof(*slots));
+        if (!slots)
+            goto out; /* the cache is only a cache */
+        for (size_t i = 0; i < r->nslots; i++) {
+            if (!r->slots[i].sandbox_id)
+                continue;
+            size_t k = hash_str(r->slots[i].sandbox_id) & (ns - 1);
+            while (slots[k].sandbox_id)
+                k = (k + 1) & (ns - 1);
+            slots[k] = r->slots[i];
+        }
+        free(r->slots);
+        r->slots = slots;
+        r->nslots = ns;
+    }
+    struct reg_entry *e = slot_of(r, sandbox_id);
+    if (!e->sandbox_id) {
+        e->sandbox_id = strdup(sandbox_id);
+        e->account_id = strdup(account_id);
+        if (!e->sandbox_id || !e->account_id) {
+            free(e->sandbox_id);
+            free(e->account_id);
+            e->sandbox_id = e->account_id = NULL;
+            goto out;
+        }
+        e->sandbox_pk = sandbox_pk;
+        e->account_pk = account_pk;
+        r->n++;
+    }
+out:
+    pthread_rwlock_unlock(&r->lock);
+}
+
+/* Fills g from the registry; false if the sandbox is not in it. */
+static bool
+registry_get(struct meter_registry *r, const char *id, struct group *g)
+{
+    pthread_rwlock_rdlock(&r->lock);
+    const struct reg_entry *e = slot_of(r, id);
+    bool found = e->sandbox_id != NULL;
+    if (found) {
+        snprintf(g->account_id, sizeof(g->account_id), "%s", e->account_id);
+        g->sandbox_pk = e->sandbox_pk;
+        g->account_pk = e->account_pk;
+    }
+    pthread_rwlock_unlock(&r->lock);
+    return found;
+}
+
+/* ---- problems --------------------------------------------------------- */
+
+void
+meter_problems_add(struct meter_problems *p, size_t index, const char *field,
+                   const char *value, const char *reason)
+{
+    p->total++;
+    if (p->n == METER_MAX_PROBLEMS)
+        return;
+    struct meter_problem *x = &p->items[p->n++];
+    x->index = index;
+    snprintf(x->err.field, sizeof(x->err.field), "%s", field);
+    snprintf(x->err.value, sizeof(x->err.value), "%s", value);
+    snprintf(x->err.reason, sizeof(x->err.reason), "%s", reason);
+}
+
+/* ---- small helpers ---------------------------------------------------- */
+
+/* A growable text buffer for SQL arrays and COPY data. */
+struct buf {
+    char *p;
+    size_t len, cap;
+    bool oom;
+};
+
+static void
+buf_add(struct buf *b, const void *data, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap : 4096;
+        while (nc < b->len + n + 1)
+            nc *= 2;
+        char *p = realloc(b->p, nc);
+        if (!p) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = nc;
+    }
+    memcpy(b->p + b->len, data, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void
+buf_str(struct buf *b, const char *s)
+{
+    buf_add(b, s, strlen(s));
+}
+
+static void
+buf_be32(struct buf *b, uint32_t v)
+{
+    v = htonl(v);
+    buf_add(b, &v, 4);
+}
+
+static void
+buf_be64(struct buf *b, uint64_t v)
+{
+    buf_be32(b, (uint32_t)(v >> 32));
+    buf_be32(b, (uint32_t)v);
+}
+
+static uint64_t
+be64(const char *p)
+{
+    uint32_t hi, lo;
+    memcpy(&hi, p, 4);
+    memcpy(&lo, p + 4, 4);
+    return ((uint64_t)ntohl(hi) << 32) | ntohl(lo);
+}
+
+/* Appends a u128 as decimal digits. */
+static void
+buf_u128(struct buf *b, pricing_u128 v)
+{
+    char tmp[48], *p = tmp + sizeof(tmp);
+    *--p = '\0';
+    do {
+        *--p = (char)('0' + (int)(v % 10));
+        v /= 10;
+    } while (v);
+    buf_str(b, p);
+}
+
+/* ---- the batch -------------------------------------------------------- */
+
+/* One (sandbox, minute) block to write. */
+struct block {
+    size_t group;
+    int64_t minute;
+    uint64_t mask;
+    struct pricing_second s[60]; /* by second of the minute */
+};
+
+struct batch {
+    const struct meter_sample *s;
+    size_t n;
+    size_t *ord; /* sample indexes by (sandbox, ts, index) */
+    struct group *groups;
+    size_t ngroups;
+    struct block *blocks;
+    size_t nblocks;
+    struct meter_ingest_result res;
+};
+
+static const struct meter_sample *sort_base;
+
+static int
+by_sandbox_ts_index(const void *x, const void *y)
+{
+    size_t i = *(const size_t *)x, j = *(const size_t *)y;
+    const struct meter_sample *a = &sort_base[i], *b = &sort_base[j];
+    int c = strcmp(a->sandbox_id, b->sandbox_id);
+    if (c)
+        return c;
+    if (a->s.ts != b->s.ts)
+        return a->s.ts < b->s.ts ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Orders the batch and splits it by sandbox; checks what needs no
+ * database: seconds in the future, a sandbox under two accounts. */
+static int
+prepare(struct batch *b, int64_t now, struct meter_problems *probs)
+{
+    b->ord = malloc((b->n ? b->n : 1) * sizeof(*b->ord));
+    b->groups = malloc((b->n ? b->n : 1) * sizeof(*b->groups));
+    if (!b->ord || !b->groups)
+        return -1;
+    for (size_t i = 0; i < b->n; i++) {
+        b->ord[i] = i;
+        if (b->s[i].s.ts > now + FUTURE_S) {
+            char v[32];
+            snprintf(v, sizeof(v), "%lld", (long long)b->s[i].s.ts);
+            meter_problems_add(probs, i, "ts", v,
+                               "more than 5 minutes in the future");
+        }
+    }
+    /* qsort has no context argument; batches sort one at a time. */
+    pthread_mutex_lock(&sort_lock);
+    sort_base = b->s;
+    qsort(b->ord, b->n, sizeof(*b->ord), by_sandbox_ts_index);
+    pthread_mutex_unlock(&sort_lock);
+    for (size_t i = 0; i < b->n;) {
+        struct group *g = &b->groups[b->ngroups++];
+        const struct meter_sample *first = &b->s[b->ord[i]];
+        g->first = i;
+        g->known = false;
+        size_t j = i;
+        for (; j < b->n &&
+               strcmp(b->s[b->ord[j]].sandbox_id, first->sandbox_id) == 0;
+             j++) {
+            const struct meter_sample *x = &b->s[b->ord[j]];
+            if (strcmp(x->account_id, first->account_id) != 0) {
+                char why[200];
+                snprintf(why, sizeof(why),
+                         "sandbox '%s' belongs to account '%s'", x->sandbox_id,
+                         first->account_id);
+                meter_problems_add(probs, b->ord[j], "account_id",
+                                   x->account_id, why);
+            }
+        }
+        g->end = j;
+        i = j;
+    }
+    return 0;
+}
+
+/* Appends "{"a","b"}" of the batch's groups' sandbox or account ids, for
+ * those not yet known; ids are of [A-Za-z0-9._:-] so need no escaping. */
+static void
+id_array(struct buf *out, const struct batch *b, bool account)
+{
+    bool first = true;
+    buf_str(out, "{");
+    for (size_t i = 0; i < b->ngroups; i++) {
+        if (b->groups[i].known)
+            continue;
+        const struct meter_sample *x = &b->s[b->ord[b->groups[i].first]];
+        buf_str(out, first ? "\"" : ",\"");
+        buf_str(out, account ? x->account_id : x->sandbox_id);
+        buf_str(out, "\"");
+        first = false;
+    }
+    buf_str(out, "}");
+}
+
+enum { TX_OK = 0, TX_FAIL = -1, TX_RETRY = -2, TX_INVALID = -3 };
+
+/* The status of a failed statement: retry serialization failures and
+ * deadlocks, report the rest. */
+static int
+sql_fail(PGconn *db, PGresult *r, const char *what, struct meter_err *e)
+{
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    int rc =
+        state && (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0)
+            ? TX_RETRY
+            : TX_FAIL;
+    meter_fail(e, "%s: %s", what, PQerrorMessage(db));
+    PQclear(r);
+    return rc;
+}
+
+static int
+exec_cmd(PGconn *db, const char *sql, int nparams, const char *const *values,
+         const char *what, struct meter_err *e)
+{
+    PGresult *r = PQexecParams(db, sql, nparams, NULL, values, NULL, NULL, 0);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        return sql_fail(db, r, what, e);
+    PQclear(r);
+    return TX_OK;
+}
+
+/* Fills groups[].reg from the registry, then the database; registers
+ * new sandboxes (and accounts). Checks each sample's account. */
+static int
+resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
+        struct meter_problems *probs, struct meter_err *e)
+{
+    size_t unknown = 0;
+    for (size_t i = 0; i < b->ngroups; i++) {
+        const struct meter_sample *x = &b->s[b->ord[b->groups[i].first]];
+        b->groups[i].known = registry_get(reg, x->sandbox_id, &b->groups[i]);
+        b->groups[i].fresh = false;
+        unknown += !b->groups[i].known;
+    }
+    for (int pass = 0; unknown > 0 && pass < 2; pass++) {
+        struct buf ids = {0}, accts = {0};
+        id_array(&ids, b, false);
+        id_array(&accts, b, true);
+        if (ids.oom || accts.oom) {
+            free(ids.p);
+            free(accts.p);
+            return meter_fail(e, "out of memory");
+        }
+        const char *p1[] = {ids.p, accts.p};
+        int rc = TX_OK;
+        if (pass == 1) {
+            /* Register what is new: accounts first, then sandboxes. A
+             * concurrent registration of the same sandbox waits on the
+             * unique index, then does nothing; the select sees it. */
+            rc = exec_cmd(db,
+                          "INSERT INTO accounts (account_id, auto_created)"
+                          " SELECT DISTINCT unnest($2::text[]), true"
+                          " ON CONFLICT DO NOTHING",
+                          2, p1, "cannot create accounts", e);
+            if (rc == TX_OK)
+                rc = exec_cmd(db,
+                              "INSERT INTO sandboxes (account_pk, sandbox_id)"
+                              " SELECT a.account_pk, x.sid"
+                              " FROM unnest($1::text[], $2::text[])"
+                              "  AS x (sid, aid)"
+                              " JOIN accounts a ON a.account_id = x.aid"
+                              " ON CONFLICT (sandbox_id) DO NOTHING",
+                              2, p1, "cannot register sandboxes", e);
+        }
+        PGresult *r = NULL;
+        if (rc == TX_OK) {
+            r = PQexecParams(db,
+                             "SELECT s.sandbox_id, s.sandbox_pk, s.account_pk,"
+                             " a.account_id FROM sandboxes s"
+                             " JOIN accounts a USING (account_pk)"
+                             " WHERE s.sandbox_id = ANY ($1::text[])",
+                             1, NULL, p1, NULL, NULL, 0);
+            if (PQresultStatus(r) != PGRES_TUPLES_OK)
+                rc = sql_fail(db, r, "cannot read sandboxes", e);
+        }
+        free(ids.p);
+        free(accts.p);
+        if (rc != TX_OK)
+            return rc;
+        for (int row = 0; row < PQntuples(r); row++) {
+            const char *sid = PQgetvalue(r, row, 0);
+            for (size_t i = 0; i < b->ngroups; i++) {
+                struct group *g = &b->groups[i];
+                if (g->known ||
+                    strcmp(b->s[b->ord[g->first]].sandbox_id, sid) != 0)
+                    continue;
+                snprintf(g->account_id, sizeof(g->account_id), "%s",
+                         PQgetvalue(r, row, 3));
+                g->sandbox_pk =
+                    (int32_t)strtol(PQgetvalue(r, row, 1), NULL, 10);
+                g->account_pk =
+                    (int32_t)strtol(PQgetvalue(r, row, 2), NULL, 10);
+                g->known = g->fresh = true;
+                unknown--;
+                break;
+            }
+        }
+        PQclear(r);
+    }
+    if (unknown > 0)
+        return meter_fail(e, "could not register %zu sandboxes", unknown);
+    /* Each sample's account must be its sandbox's. */
+    for (size_t i = 0; i < b->ngroups; i++) {
+        const struct group *g = &b->groups[i];
+        for (size_t k = g->first; k < g->end; k++) {
+            const struct meter_sample *x = &b->s[b->ord[k]];
+            if (strcmp(x->account_id, g->account_id) != 0) {
+                char why[200];
+                snprintf(why, sizeof(why),
+                         "sandbox '%s' belongs to account '%s'", x->sandbox_id,
+                         g->account_id);
+                meter_problems_add(probs, b->ord[k], "account_id",
+                                   x->account_id, why);
+            }
+        }
+    }
+    return probs->total ? TX_INVALID : TX_OK;
+}
+
+/* Groups each sandbox's seconds into minute blocks, counting repeats
+ * within the batch (the first in batch order stands). */
+static int
+build_blocks(struct batch *b)
+{
+    b->blocks = calloc(b->n ? b->n : 1, sizeof(*b->blocks));
+    if (!b->blocks)
+        return -1;
+    for (size_t gi = 0; gi < b->ngroups; gi++) {
+        const struct group *g = &b->groups[gi];
+        struct block *cur = NULL;
+        const struct pricing_second *prev = NULL;
+        for (size_t k = g->first; k < g->end; k++) {
+            const struct pricing_second *s = &b->s[b->ord[k]].s;
+            if (prev && s->ts == prev->ts) {
+                if (memcmp(s, prev, sizeof(*s)) == 0)
+                    b->res.duplicates++;
+                else
+                    b->res.conflicts++;
+                continue;
+            }
+            prev = s;
+            int64_t minute = s->ts / 60;
+            if (!cur || cur->minute != minute) {
+                cur = &b->blocks[b->nblocks++];
+                cur->group = gi;
+                cur->minute = minute;
+                cur->mask = 0;
+            }
+            int sec = (int)(s->ts % 60);
+            cur->mask |= (uint64_t)1 << sec;
+            cur->s[sec] = *s;
+        }
+    }
+    return 0;
+}
+
+/* Drops from the blocks the seconds already stored, counting them. */
+static int
+check_stored(PGconn *db, struct batch *b, struct meter_err *e)
+{
+    struct buf acct = {0}, sb = {0}, min = {0}, mask = {0};
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    char num[32];
+    buf_str(&acct, "{");
+    buf_str(&sb, "{");
+    buf_str(&min, "{");
+    buf_str(&mask, "{");
+    for (size_t i = 0; i < b->nblocks; i++) {
+        const struct block *k = &b->blocks[i];
+        const struct group *g = &b->groups[k->group];
+        const char *sep = i ? "," : "";
+        snprintf(num, sizeof(num), "%s%d", sep, g->account_pk);
+        buf_str(&acct, num);
+        snprintf(num, sizeof(num), "%s%d", sep, g->sandbox_pk);
+        buf_str(&sb, num);
+        snprintf(num, sizeof(num), "%s%lld", sep, (long long)k->minute);
+        buf_str(&min, num);
+        snprintf(num, sizeof(num), "%s%lld", sep, (long long)k->mask);
+        buf_str(&mask, num);
+        lo = k->minute < lo ? k->minute : lo;
+        hi = k->minute > hi ? k->minute : hi;
+    }
+    buf_str(&acct, "}");
+    buf_str(&sb, "}");
+    buf_str(&min, "}");
+    buf_str(&mask, "}");
+    char los[32], his[32];
+    snprintf(los, sizeof(los), "%lld", (long long)lo);
+    snprintf(his, sizeof(his), "%lld", (long long)hi);
+    const char *p[] = {acct.p, sb.p, min.p, mask.p, los, his};
+    int rc = TX_OK;
+    PGresult *r = NULL;
+    if (acct.oom || sb.oom || min.oom || mask.oom) {
+        rc = meter_fail(e, "out of memory");
+        goto out;
+    }
+    /* Binary results: ordinality and seconds as int8, data as bytes. */
+    r = PQexecParams(
+        db,
+        "SELECT k.i, u.seconds, u.data"
+        " FROM unnest($1::int[], $2::int[], $3::int[], $4::bigint[])"
+        "  WITH ORDINALITY AS k (account_pk, sandbox_pk, minute, mask, i)"
+        " JOIN usage_blocks u ON u.account_pk = k.account_pk"
+        "  AND u.sandbox_pk = k.sandbox_pk AND u.minute = k.minute"
+        " WHERE u.seconds & k.mask <> 0"
+        "  AND u.minute BETWEEN $5::int AND $6::int",
+        6, NULL, p, NULL, NULL, 1);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        rc = sql_fail(db, r, "cannot read stored usage", e);
+        r = NULL;
+        goto out;
+    }
+    for (int row = 0; row < PQntuples(r); row++) {
+        struct block *k = &b->blocks[be64(PQgetvalue(r, row, 0)) - 1];
+        uint64_t stored = be64(PQgetvalue(r, row, 1));
+        struct pricing_second old[60];
+        size_t n;
+        if (meter_block_decode(k->minute, stored,
+                               (const uint8_t *)PQgetvalue(r, row, 2),
+                               (size_t)PQgetlength(r, row, 2), old, &n) < 0) {
+            rc = meter_fail(e, "stored block of minute %lld is corrupt",
+                            (long long)k->minute);
+            goto out;
+        }
+        for (size_t i = 0; i < n; i++) {
+            int sec = (int)(old[i].ts % 60);
+            uint64_t bit = (uint64_t)1 << sec;
+            if (!(k->mask & bit))
+                continue;
+            if (memcmp(&old[i], &k->s[sec], sizeof(old[i])) == 0)
+                b->res.duplicates++;
+            else
+                b->res.conflicts++;
+            k->mask &= ~bit;
+        }
+    }
+out:
+    PQclear(r);
+    free(acct.p);
+    free(sb.p);
+    free(min.p);
+    free(mask.p);
+    return rc;
+}
+
+/* Microseconds since 2000-01-01, PostgreSQL's binary timestamptz. */
+static int64_t
+pg_time(int64_t unix_us)
+{
+    return unix_us - 946684800LL * 1000000;
+}
+
+/* Writes the blocks (binary COPY) and the rollups of their seconds. */
+static int
+write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
+             struct meter_err *e)
+{
+    static const char sig[] = "PGCOPY\n\377\r\n";
+    struct buf copy = {0}, roll = {0};
+    uint8_t data[METER_BLOCK_MAX];
+    struct pricing_second tmp[60];
+    int rc = TX_OK;
+    PGresult *r = NULL;
+
+    buf_add(&copy, sig, 11);
+    buf_be32(&copy, 0);
+    buf_be32(&copy, 0);
+    /* Rollups: one accumulator per (account, hour), hours in order per
+     * sandbox, so a short list suffices; merged by key below. */
+    struct roll {
+        int32_t account_pk;
+        int64_t hour;
+        uint64_t samples, running;
+        pricing_u128 vcpu, used, mem, mem_used, disk, egress;
+    } *rolls = calloc(b->nblocks ? b->nblocks : 1, sizeof(*rolls));
+    size_t nrolls = 0;
+    if (!rolls)
+        return meter_fail(e, "out of memory");
+
+    for (size_t i = 0; i < b->nblocks; i++) {
+        const struct block *k = &b->blocks[i];
+        const struct group *g = &b->groups[k->group];
+        if (!k->mask)
+            continue;
+        size_t n = 0;
+        for (int sec = 0; sec < 60; sec++)
+            if (k->mask & ((uint64_t)1 << sec))
+                tmp[n++] = k->s[sec];
+        size_t len = meter_block_encode(tmp, n, data);
+        b->res.accepted += n;
+
+        uint16_t nf = htons(6);
+        buf_add(&copy, &nf, 2);
+        buf_be32(&copy, 4);
+        buf_be32(&copy, (uint32_t)g->account_pk);
+        buf_be32(&copy, 4);
+        buf_be32(&copy, (uint32_t)g->sandbox_pk);
+        buf_be32(&copy, 4);
+        buf_be32(&copy, (uint32_t)k->minute);
+        buf_be32(&copy, 8);
+        buf_be64(&copy, k->mask);
+        buf_be32(&copy, 8);
+        buf_be64(&copy, (uint64_t)pg_time(arrived_us));
+        buf_be32(&copy, (uint32_t)len);
+        buf_add(&copy, data, len);
+
+        int64_t hour = k->minute / 60;
+        struct roll *x = NULL;
+        for (size_t j = nrolls; j-- > 0 && !x;)
+            if (rolls[j].account_pk == g->account_pk && rolls[j].hour == hour)
+                x = &rolls[j];
+        if (!x) {
+            x = &rolls[nrolls++];
+            x->account_pk = g->account_pk;
+            x->hour = hour;
+        }
+        for (size_t j = 0; j < n; j++) {
+            x->samples++;
+            x->running += tmp[j].vcpu != 0;
+            x->vcpu += tmp[j].vcpu;
+            x->used += tmp[j].cpu_used;
+            x->mem += tmp[j].mem_bytes;
+            x->mem_used += tmp[j].mem_used_bytes;
+            x->disk += tmp[j].disk_bytes;
+            x->egress += tmp[j].egress_bytes;
+        }
+    }
+    uint16_t end = htons(0xffff);
+    buf_add(&copy, &end, 2);
+    if (copy.oom) {
+        rc = meter_fail(e, "out of memory");
+        goto out;
+    }
+    if (b->res.accepted == 0)
+        goto out;
+
+    r = PQexec(db, "COPY usage_blocks (account_pk, sandbox_pk, minute,"
+                   " seconds, arrived_at, data) FROM STDIN (FORMAT binary)");
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        rc = sql_fail(db, r, "cannot store usage", e);
+        r = NULL;
+        goto out;
+    }
+    PQclear(r);
+    r = NULL;
+    if (PQputCopyData(db, copy.p, (int)copy.len) != 1 ||
+        PQputCopyEnd(db, NULL) != 1) {
+        rc = meter_fail(e, "cannot store usage: %s", PQerrorMessage(db));
+        goto out;
+    }
+    r = PQgetResult(db);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        rc = sql_fail(db, r, "cannot store usage", e);
+        r = NULL;
+        goto out;
+    }
+    PQclear(r);
+    r = NULL;
+
+    /* Merge rollups of equal key (blocks of several sandboxes). */
+    buf_str(&roll, "INSERT INTO usage_hourly (account_pk, hour, samples,"
+                   " running_s, vcpu_s, cpu_used_s, mem_byte_s,"
+                   " mem_used_byte_s, disk_byte_s, egress_bytes) SELECT"
+                   " a, h, sum(s), sum(r), sum(v) / 10000, sum(u) / 10000,"
+                   " sum(m), sum(mu), sum(d), sum(e) FROM (VALUES ");
+    for (size_t j = 0; j < nrolls; j++) {
+        const struct roll *x = &rolls[j];
+        char head[96];
+        snprintf(
+            head, sizeof(head), "%s(%d, %lld, %llu::bigint, %llu::bigint, ",
+            j ? ", " : "", x->account_pk, (long long)x->hour,
+            (unsigned long long)x->samples, (unsigned long long)x->running);
+        buf_str(&roll, head);
+        pricing_u128 v[] = {x->vcpu,     x->used, x->mem,
+                            x->mem_used, x->disk, x->egress};
+        for (int c = 0; c < 6; c++) {
+            buf_u128(&roll, v[c]);
+            buf_str(&roll, c < 5 ? "::numeric, " : "::numeric)");
+        }
+    }
+    buf_str(&roll, ") AS x (a, h, s, r, v, u, m, mu, d, e) GROUP BY a, h");
+    if (roll.oom) {
+        rc = meter_fail(e, "out of memory");
+        goto out;
+    }
+    rc = exec_cmd(db, roll.p, 0, NULL, "cannot store rollups", e);
+out:
+    PQclear(r);
+    free(rolls);
+    free(copy.p);
+    free(roll.p);
+    return rc;
+}
+
+/* Creates the monthly partitions the batch needs, in their own
+ * transactions, before the batch's. */
+static int
+ensure_partitions(PGconn *db, struct meter_registry *reg, const struct batch *b,
+                  struct meter_err *e)
+{
+    for (size_t i = 0; i < b->nblocks; i++) {
+        int y, m;
+        int64_t start, end;
+        pricing_period_of(b->blocks[i].minute * 60, &y, &m, &start, &end);
+        int64_t key = (int64_t)y * 12 + m;
+        bool known = false;
+        pthread_mutex_lock(&reg->months_lock);
+        for (size_t k = 0; k < reg->nmonths && !known; k++)
+            known = reg->months[k] == key;
+        pthread_mutex_unlock(&reg->months_lock);
+        if (known)
+            continue;
+        char day[16];
+        snprintf(day, sizeof(day), "%04d-%02d-01", y, m);
+        const char *p[] = {day};
+        if (exec_cmd(db, "SELECT usage_blocks_partition($1::date)", 1, p,
+                     "cannot create a partition", e) != TX_OK)
+            return -1;
+        pthread_mutex_lock(&reg->months_lock);
+        if (reg->nmonths < sizeof(reg->months) / sizeof(reg->months[0]))
+            reg->months[reg->nmonths++] = key;
+        pthread_mutex_unlock(&reg->months_lock);
+    }
+    return 0;
+}
+
+static int
+run_tx(PGconn *db, struct meter_registry *reg, struct batch *b,
+       int64_t arrived_us, struct meter_problems *probs, struct meter_err *e)
+{
+    int rc = exec_cmd(db, "BEGIN", 0, NULL, "cannot begin", e);
+    if (rc != TX_OK)
+        return rc;
+    rc = resolve(db, reg, b, probs, e);
+    if (rc == TX_OK) {
+        /* Lock the batch's sandboxes, in sandbox order. */
+        struct buf pks = {0};
+        int32_t *sorted = malloc(b->ngroups * sizeof(*sorted));
+        if (!sorted) {
+            rc = meter_fail(e, "out of memory");
+        } else {
+            for (size_t i = 0; i < b->ngroups; i++)
+                sorted[i] = b->groups[i].sandbox_pk;
+            for (size_t i = 1; i < b->ngroups; i++) /* few: insertion sort */
+                for (size_t j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+                    int32_t t = sorted[j];
+                    sorted[j] = sorted[j - 1];
+                    sorted[j - 1] = t;
+                }
+            buf_str(&pks, "{");
+            for (size_t i = 0; i < b->ngroups; i++) {
+                char num[16];
+                snprintf(num, sizeof(num), "%s%d", i ? "," : "", sorted[i]);
+                buf_str(&pks, num);
+            }
+            buf_str(&pks, "}");
+            const char *p[] = {pks.p};
+            rc = pks.oom ? meter_fail(e, "out of memory")
+                         : exec_cmd(db,
+                                    "SELECT pg_advisory_xact_lock(" LOCK_CLASS
+                                    ", x) FROM unnest($1::int[]) x",
+                                    1, p, "cannot lock sandboxes", e);
+            free(sorted);
+            free(pks.p);
+        }
+    }
+    if (rc == TX_OK)
+        rc = check_stored(db, b, e);
+    if (rc == TX_OK)
+        rc = write_blocks(db, b, arrived_us, e);
+    if (rc == TX_OK)
+        rc = exec_cmd(db, "COMMIT", 0, NULL, "cannot commit", e);
+    if (rc != TX_OK)
+        PQclear(PQexec(db, "ROLLBACK"));
+    return rc;
+}
+
+enum meter_ingest_status
+meter_ingest(PGconn *db, struct meter_registry *reg,
+             const struct meter_sample *s, size_t n, int64_t now_us,
+             struct meter_ingest_result *res, struct meter_problems *probs,
+             struct meter_err *e)
+{
+    struct batch b = {.s = s, .n = n};
+    enum meter_ingest_status st = METER_INGEST_ERROR;
+    memset(res, 0, sizeof(*res));
+    if (prepare(&b, now_us / 1000000, probs) < 0) {
+        meter_fail(e, "out of memory");
+        goto out;
+    }
+    if (probs->total) {
+        st = METER_INGEST_INVALID;
+        goto out;
+    }
+    if (n == 0) {
+        st = METER_INGEST_OK;
+        goto out;
+    }
+    /* The minutes of the batch tell which partitions it needs. */
+    if (build_blocks(&b) < 0) {
+        meter_fail(e, "out of memory");
+        goto out;
+    }
+    if (ensure_partitions(db, reg, &b, e) < 0)
+        goto unavailable;
+    for (int attempt = 0; attempt < 5; attempt++) {
+        /* Each attempt starts from the batch alone: blocks, counts and
+         * registrations of a rolled-back attempt are gone. */
+        if (attempt > 0) {
+            free(b.blocks);
+            b.blocks = NULL;
+            b.nblocks = 0;
+            memset(&b.res, 0, sizeof(b.res));
+            if (build_blocks(&b) < 0) {
+                meter_fail(e, "out of memory");
+                goto out;
+            }
+        }
+        int rc = run_tx(db, reg, &b, now_us, probs, e);
+        if (rc == TX_OK) {
+            *res = b.res;
+            for (size_t i = 0; i < b.ngroups; i++) {
+                const struct group *g = &b.groups[i];
+                if (g->fresh)
+                    registry_put(reg, b.s[b.ord[g->first]].sandbox_id,
+                                 g->account_id, g->sandbox_pk, g->account_pk);
+            }
+            st = METER_INGEST_OK;
+            goto out;
+        }
+        if (rc == TX_INVALID) {
+            st = METER_INGEST_INVALID;
+            goto out;
+        }
+        if (rc != TX_RETRY)
+            goto unavailable;
+    }
+unavailable:
+    st = PQstatus(db) == CONNECTION_OK ? METER_INGEST_ERROR
+                                       : METER_INGEST_UNAVAILABLE;
+out:
+    free(b.ord);
+    free(b.groups);
+    free(b.blocks);
+    return st;
+}
