@@ -292,3 +292,151 @@ meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
     *n = v.n;
     return 0;
 }
+
+/* ---- writing the columnar form ------------------------------------------ */
+
+static void
+text_add(struct meter_text *t, const char *s, size_t n)
+{
+    if (t->oom)
+        return;
+    if (t->len + n + 1 > t->cap) {
+        size_t nc = t->cap ? t->cap : 65536;
+        while (nc < t->len + n + 1)
+            nc *= 2;
+        char *p = realloc(t->p, nc);
+        if (!p) {
+            t->oom = true;
+            return;
+        }
+        t->p = p;
+        t->cap = nc;
+    }
+    memcpy(t->p + t->len, s, n);
+    t->len += n;
+    t->p[t->len] = '\0';
+}
+
+static void
+text_str(struct meter_text *t, const char *s)
+{
+    text_add(t, s, strlen(s));
+}
+
+void
+meter_text_free(struct meter_text *t)
+{
+    free(t->p);
+    memset(t, 0, sizeof(*t));
+}
+
+void
+meter_columnar_begin(struct meter_text *t)
+{
+    t->len = 0;
+    t->items = 0;
+    text_str(t, "{\"sandboxes\":[");
+}
+
+void
+meter_columnar_end(struct meter_text *t)
+{
+    text_str(t, "]}\n");
+}
+
+/* Writes 1/10,000 units as the shortest decimal. */
+static int
+cpu_decimal(char *buf, size_t n, uint64_t v)
+{
+    if (v % 10000 == 0)
+        return snprintf(buf, n, "%llu", (unsigned long long)(v / 10000));
+    int len = snprintf(buf, n, "%llu.%04llu", (unsigned long long)(v / 10000),
+                       (unsigned long long)(v % 10000));
+    while (len > 0 && buf[len - 1] == '0')
+        buf[--len] = '\0';
+    return len;
+}
+
+static uint64_t
+col_value(const struct pricing_second *s, int f)
+{
+    switch (f) {
+    case METER_F_VCPU:
+        return s->vcpu;
+    case METER_F_CPU_USED:
+        return s->cpu_used;
+    case METER_F_MEM:
+        return s->mem_bytes;
+    case METER_F_MEM_USED:
+        return s->mem_used_bytes;
+    case METER_F_DISK:
+        return s->disk_bytes;
+    default:
+        return s->egress_bytes;
+    }
+}
+
+void
+meter_columnar_add(struct meter_text *t, const char *account,
+                   const char *sandbox, const struct pricing_second *s,
+                   size_t n)
+{
+    static const int cols[] = {METER_F_VCPU, METER_F_CPU_USED,
+                               METER_F_MEM,  METER_F_MEM_USED,
+                               METER_F_DISK, METER_F_EGRESS};
+    char num[48];
+    int len;
+    bool any_paused = false, all_paused = true;
+    for (size_t i = 0; i < n; i++) {
+        any_paused |= s[i].vcpu == 0;
+        all_paused &= s[i].vcpu == 0;
+    }
+    if (t->items++)
+        text_str(t, ",");
+    text_str(t, "{\"account_id\":\"");
+    text_str(t, account);
+    text_str(t, "\",\"sandbox_id\":\"");
+    text_str(t, sandbox);
+    len = snprintf(num, sizeof(num), "\",\"start\":%lld,\"seconds\":%zu",
+                   (long long)s[0].ts, n);
+    text_add(t, num, (size_t)len);
+    if (!any_paused || all_paused) {
+        text_str(t, all_paused ? ",\"state\":\"paused\""
+                               : ",\"state\":\"running\"");
+    } else {
+        text_str(t, ",\"state\":[");
+        for (size_t i = 0; i < n; i++)
+            text_str(t, s[i].vcpu ? (i ? ",\"running\"" : "\"running\"")
+                                  : (i ? ",\"paused\"" : "\"paused\""));
+        text_str(t, "]");
+    }
+    for (size_t c = 0; c < sizeof(cols) / sizeof(cols[0]); c++) {
+        int f = cols[c];
+        bool cpu = f == METER_F_VCPU || f == METER_F_CPU_USED;
+        if (all_paused && f != METER_F_DISK && f != METER_F_EGRESS)
+            continue; /* ignored on paused seconds */
+        bool same = true;
+        for (size_t i = 1; i < n && same; i++)
+            same = col_value(&s[i], f) == col_value(&s[0], f);
+        text_str(t, ",\"");
+        text_str(t, meter_sample_fields[f]);
+        text_str(t, same ? "\":" : "\":[");
+        for (size_t i = 0; i < (same ? 1 : n); i++) {
+            uint64_t v = col_value(&s[i], f);
+            /* A paused second's running-only values are ignored; an
+             * allocation it lacks is written as the run's first, so the
+             * array stays valid (vcpu > 0, used <= vcpu). */
+            if (!s[i].vcpu && !same && f != METER_F_DISK && f != METER_F_EGRESS)
+                v = 0;
+            len =
+                cpu ? cpu_decimal(num, sizeof(num), v)
+                    : snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
+            if (i)
+                text_str(t, ",");
+            text_add(t, num, (size_t)len);
+        }
+        if (!same)
+            text_str(t, "]");
+    }
+    text_str(t, "}");
+}

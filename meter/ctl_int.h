@@ -18,6 +18,7 @@ int ctl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int ctl_rate(int argc, char **argv);
 int ctl_keys(const char *conninfo, int argc, char **argv);
 int ctl_export(const char *conninfo, int argc, char **argv);
+int ctl_gen(int argc, char **argv);
 
 /* Invoices as a JSON array, every number a decimal string. */
 int ctl_print_invoices_json(FILE *out, const struct pricing_invoice *inv,

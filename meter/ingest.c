@@ -408,9 +408,9 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
              * unique index, then does nothing; the select sees it. */
             rc = exec_cmd(db,
                           "INSERT INTO accounts (account_id, auto_created)"
-                          " SELECT DISTINCT unnest($2::text[]), true"
+                          " SELECT DISTINCT unnest($1::text[]), true"
                           " ON CONFLICT DO NOTHING",
-                          2, p1, "cannot create accounts", e);
+                          1, p1 + 1, "cannot create accounts", e);
             if (rc == TX_OK)
                 rc = exec_cmd(db,
                               "INSERT INTO sandboxes (account_pk, sandbox_id)"
@@ -720,7 +720,8 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
     buf_str(&roll, "INSERT INTO usage_hourly (account_pk, hour, samples,"
                    " running_s, vcpu_s, cpu_used_s, mem_byte_s,"
                    " mem_used_byte_s, disk_byte_s, egress_bytes) SELECT"
-                   " a, h, sum(s), sum(r), sum(v) / 10000, sum(u) / 10000,"
+                   " a, h, sum(s), sum(r), round(sum(v) / 10000, 4), "
+                   "round(sum(u) / 10000, 4),"
                    " sum(m), sum(mu), sum(d), sum(e) FROM (VALUES ");
     for (size_t j = 0; j < nrolls; j++) {
         const struct roll *x = &rolls[j];

@@ -287,6 +287,26 @@ void meter_store_reader_free(struct meter_store_reader *r);
 int meter_sample_format(char *buf, size_t n, const char *account,
                         const char *sandbox, const struct pricing_second *s);
 
+/* ---- generated fleets -------------------------------------------------- */
+
+/* A deterministic generated fleet (its mix: meter/fleet.c, meter/README.md). */
+struct meter_fleet;
+struct meter_fleet *meter_fleet_new(uint64_t seed, size_t sandboxes,
+                                    size_t accounts, int64_t start);
+void meter_fleet_free(struct meter_fleet *f);
+size_t meter_fleet_size(const struct meter_fleet *f);
+/* The next second meter_fleet_next will generate. */
+int64_t meter_fleet_now(const struct meter_fleet *f);
+
+/* Receives n consecutive seconds of one sandbox. */
+typedef void meter_fleet_cb(const char *account, const char *sandbox,
+                            const struct pricing_second *s, size_t n,
+                            void *arg);
+/* Generates the next `seconds` seconds of every slot, sandbox by sandbox;
+ * returns the number of samples. */
+size_t meter_fleet_next(struct meter_fleet *f, uint32_t seconds,
+                        meter_fleet_cb *cb, void *arg);
+
 /* ---- request bodies ---------------------------------------------------- */
 
 /* Inflates a gzip stream of len bytes into a malloc'd *out of at most max
@@ -302,6 +322,23 @@ int meter_gunzip(const char *in, size_t len, size_t max, char **out,
 int meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
                      struct meter_sample **out, size_t *n,
                      struct meter_problems *p);
+
+/* A growable text buffer; oom is set if an append ran out of memory. */
+struct meter_text {
+    char *p;
+    size_t len, cap;
+    size_t items;
+    bool oom;
+};
+void meter_text_free(struct meter_text *t);
+
+/* Builds a columnar body: begin, one add per run of consecutive seconds
+ * of one sandbox (n >= 1), end. */
+void meter_columnar_begin(struct meter_text *t);
+void meter_columnar_add(struct meter_text *t, const char *account,
+                        const char *sandbox, const struct pricing_second *s,
+                        size_t n);
+void meter_columnar_end(struct meter_text *t);
 
 /* ---- API keys ---------------------------------------------------------- */
 

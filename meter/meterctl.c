@@ -33,6 +33,11 @@ static const char usage_text[] =
     "  export [--account ID] --from T --to T\n"
     "                             write stored samples of [from, to) as\n"
     "                             NDJSON (T: Unix seconds or RFC 3339)\n"
+    "  gen [--sandboxes N] [--accounts N] [--seconds N] [--start T]\n"
+    "      [--seed N] [--output FILE]\n"
+    "                             write a generated fleet as NDJSON\n"
+    "  gen --push URL --token T [--batch-seconds N] [--rate N] [--follow]\n"
+    "                             push it to meterd in columnar batches\n"
     "  help                       show this text\n"
     "\n"
     "options:\n"
@@ -280,5 +285,7 @@ main(int argc, char **argv)
         return ctl_keys(db_flag, argc, argv);
     if (strcmp(cmd, "export") == 0)
         return ctl_export(db_flag, argc, argv);
+    if (strcmp(cmd, "gen") == 0)
+        return ctl_gen(argc, argv);
     return ctl_usage_error("unknown command '%s'", cmd);
 }

@@ -5,7 +5,7 @@
 set -eu
 
 packages="cmake make gcc pkg-config libpq-dev libmicrohttpd-dev
-libjansson-dev libgsl-dev libgmp-dev zlib1g-dev nettle-dev postgresql-15 postgresql-client-15
+libjansson-dev libgsl-dev libgmp-dev zlib1g-dev nettle-dev libcurl4-gnutls-dev curl postgresql-15 postgresql-client-15
 util-linux"
 
 missing=""
