@@ -24,6 +24,7 @@ enum shape { CODING, EVALUATION, CODE_RUN, BROWSER };
 
 struct slot {
     uint64_t rng;
+    uint64_t seed; /* in sandbox ids: fleets of other seeds differ */
     enum shape shape;
     unsigned generation; /* sandboxes this slot has run */
     bool alive, paused;
@@ -64,7 +65,8 @@ start_life(struct slot *x, size_t k, int64_t now)
     x->alive = true;
     x->paused = false;
     x->generation++;
-    snprintf(x->sandbox, sizeof(x->sandbox), "sb-%zu-%u", k, x->generation);
+    snprintf(x->sandbox, sizeof(x->sandbox), "sb-%llu-%zu-%u",
+             (unsigned long long)x->seed, k, x->generation);
     x->vcpu = sizes[between(&x->rng, 0, 4)] * PRICING_CPU_UNIT;
     x->mem = (uint64_t)(x->vcpu / PRICING_CPU_UNIT) << 30;
     x->mem_used = x->mem / 4;
@@ -101,6 +103,7 @@ meter_fleet_new(uint64_t seed, size_t sandboxes, size_t accounts, int64_t start)
     for (size_t k = 0; k < sandboxes; k++) {
         struct slot *x = &f->slots[k];
         x->rng = seed * 0x100000001b3ULL + k;
+        x->seed = seed;
         x->shape = (enum shape)(k % 4);
         snprintf(x->account, sizeof(x->account), "acct-%zu",
                  accounts ? k % accounts : 0);

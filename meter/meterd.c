@@ -189,23 +189,44 @@ render_metrics(size_t *len)
 
 /* ---- database connections: one per thread ------------------------------ */
 
-static _Thread_local PGconn *tl_db;
+/* Each pool thread keeps its connection in slot tl_slot of conns, so
+ * that the main thread can close them all at the end. */
+static PGconn *conns[256];
+static atomic_int nconns;
+static _Thread_local int tl_slot = -1;
 
 /* The thread's connection, (re)connected if needed; NULL if the database
  * cannot be reached. */
 static PGconn *
 thread_db(void)
 {
-    if (tl_db && PQstatus(tl_db) == CONNECTION_OK)
-        return tl_db;
-    PQfinish(tl_db);
+    if (tl_slot < 0) {
+        tl_slot = atomic_fetch_add(&nconns, 1);
+        if (tl_slot >= (int)(sizeof(conns) / sizeof(conns[0])))
+            abort(); /* more threads than --threads allows */
+    }
+    PGconn **db = &conns[tl_slot];
+    if (*db && PQstatus(*db) == CONNECTION_OK)
+        return *db;
+    PQfinish(*db);
     struct meter_err e = {{0}};
-    tl_db = meter_db_connect(cfg.conninfo, &e);
-    if (!tl_db) {
+    *db = meter_db_connect(cfg.conninfo, &e);
+    if (!*db) {
         atomic_fetch_add(&metrics.db_errors, 1);
         logf_(LOG_WARN, "database unreachable: %s", e.msg);
     }
-    return tl_db;
+    return *db;
+}
+
+/* After the daemon has stopped: no thread uses the connections. */
+static void
+close_connections(void)
+{
+    int n = atomic_load(&nconns);
+    for (int i = 0; i < n && i < (int)(sizeof(conns) / sizeof(conns[0])); i++) {
+        PQfinish(conns[i]);
+        conns[i] = NULL;
+    }
 }
 
 /* ---- authentication --------------------------------------------------- */
@@ -740,10 +761,10 @@ config(int argc, char **argv)
     }
     size_t nthreads = 4;
     if (threads && *threads &&
-        (parse_size(threads, &nthreads) < 0 || nthreads > 256)) {
+        (parse_size(threads, &nthreads) < 0 || nthreads > 250)) {
         fprintf(stderr,
                 "meterd: --threads '%s' is not a number from 1 to "
-                "256\n",
+                "250\n",
                 threads);
         return 2;
     }
@@ -885,6 +906,7 @@ main(int argc, char **argv)
     while (atomic_load(&metrics.in_flight) > 0)
         usleep(10000);
     MHD_stop_daemon(d);
+    close_connections();
     meter_registry_free(registry);
     logf_(LOG_INFO, "meterd stopped");
     return 0;

@@ -1,0 +1,259 @@
+#!/bin/bash
+# meterd over real HTTP against a real PostgreSQL: every status, the
+# body forms, gzip, exactly-once counting (also with two meterd at once
+# on overlapping batches), a generated fleet round trip, rollups that
+# agree with the samples, metrics, and a clean stop.
+. "$(dirname "$0")/lib.sh"
+command -v curl >/dev/null || { fail "curl not found"; finish; exit; }
+fresh_db
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    [ -n "${down_dir:-}" ] && (cd "$down_dir" && "$METERCTL" db destroy --yes >/dev/null 2>&1)
+    rm -rf "$tmp"
+    psql "$base dbname=postgres" -qc "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1
+}
+trap cleanup EXIT
+cd "$tmp"
+"$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
+HOST=$("$METERCTL" --db "$db" keys create --role host --name test-host 2>/dev/null)
+FIN=$("$METERCTL" --db "$db" keys create --role finance --name test-finance 2>/dev/null)
+REVOKED=$("$METERCTL" --db "$db" keys create --role host --name old 2>/dev/null)
+rid=$("$METERCTL" --db "$db" keys list | awk '$NF == "old" { print $1 }')
+"$METERCTL" --db "$db" keys revoke "$rid" >/dev/null
+
+# start_meterd NAME CONNINFO [ARGS]: sets url_NAME and pid_NAME.
+start_meterd() {
+    local name=$1 conn=$2 port pid
+    shift 2
+    for attempt in 1 2 3 4 5; do
+        port=$((20000 + RANDOM % 30000))
+        "$METERD" --listen 127.0.0.1:$port --db "$conn" --threads 3 "$@" \
+            >"$tmp/$name.log" 2>&1 &
+        pid=$!
+        for i in $(seq 1 50); do
+            curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
+            kill -0 $pid 2>/dev/null || break
+            sleep 0.1
+        done
+        if curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then
+            pids+=($pid)
+            eval "url_$name=http://127.0.0.1:$port pid_$name=$pid"
+            return 0
+        fi
+        kill $pid 2>/dev/null
+        wait $pid 2>/dev/null
+    done
+    fail "meterd $name did not start: $(cat "$tmp/$name.log")"
+    return 1
+}
+
+# post URL TOKEN TYPE FILE [extra curl args]: sets status and body.
+post() {
+    local url=$1 token=$2 type=$3 file=$4
+    shift 4
+    local auth=()
+    [ -n "$token" ] && auth=(-H "Authorization: Bearer $token")
+    body=$(curl -s -o /dev/stdout -w '\n%{http_code}' -X POST "${auth[@]}" \
+        -H "Content-Type: $type" --data-binary "@$file" "$@" "$url/v1/samples")
+    status=${body##*$'\n'}
+    body=${body%$'\n'*}
+}
+expect_http() { # WANT WHAT
+    checks=$((checks + 1))
+    [ "$status" = "$1" ] || fail "$2: HTTP $status, want $1: $body"
+}
+
+start_meterd a "$db" || { finish; exit; }
+start_meterd b "$db" || { finish; exit; }
+A=$url_a
+B=$url_b
+
+# --- body forms ----------------------------------------------------------
+T=$(( $(date +%s) / 60 * 60 - 3600 ))
+cat >rows.json <<JSON
+[{"ts":$T,"account_id":"acme","sandbox_id":"sb-1","state":"running","vcpu":2,"cpu_used":0.5,"mem_bytes":1073741824,"disk_bytes":0},
+ {"ts":$((T + 1)),"account_id":"acme","sandbox_id":"sb-1","state":"paused","disk_bytes":10}]
+JSON
+post $A "$HOST" application/json rows.json
+expect_http 200 "JSON array"
+contains "$body" '"accepted":2' "JSON array"
+post $A "$HOST" application/json rows.json
+expect_http 200 "repeat"
+contains "$body" '{"accepted":0,"duplicates":2,"conflicts":0}' "a repeated batch is all duplicates"
+sed 's/"cpu_used":0.5/"cpu_used":1/' rows.json >conflict.json
+post $B "$HOST" application/json conflict.json
+contains "$body" '{"accepted":0,"duplicates":1,"conflicts":1}' "a changed second is a conflict"
+"$METERCTL" --db "$db" export --from $T --to $((T + 2)) >out.ndjson
+contains "$(cat out.ndjson)" '"cpu_used":0.5' "the first value stands"
+
+printf '{"ts":%d,"account_id":"acme","sandbox_id":"sb-2","state":"running","vcpu":1,"cpu_used":1,"mem_bytes":0,"disk_bytes":0}\n\n{"ts":%d,"account_id":"acme","sandbox_id":"sb-2","state":"running","vcpu":1,"cpu_used":1,"mem_bytes":0,"disk_bytes":0}\n' $T $((T + 1)) >rows.ndjson
+post $A "$HOST" application/x-ndjson rows.ndjson
+expect_http 200 "NDJSON"
+contains "$body" '"accepted":2' "NDJSON"
+
+cat >col.json <<JSON
+{"sandboxes":[{"account_id":"acme","sandbox_id":"sb-3","start":$T,"seconds":3,
+  "state":["running","paused","running"],"vcpu":2,"cpu_used":[0.25,0,2],
+  "mem_bytes":1073741824,"disk_bytes":[1,2,3],"egress_bytes":0}]}
+JSON
+post $A "$HOST" "application/json; charset=utf-8" col.json
+expect_http 200 "columnar"
+contains "$body" '"accepted":3' "columnar"
+
+gzip -c rows.ndjson | sed 's/sb-2/sb-4/' >/dev/null # (ids are inside the compressed stream)
+sed 's/sb-2/sb-4/' rows.ndjson | gzip -c >rows.ndjson.gz
+post $A "$HOST" application/x-ndjson rows.ndjson.gz -H "Content-Encoding: gzip"
+expect_http 200 "gzip"
+contains "$body" '"accepted":2' "gzip"
+
+# --- refused batches: nothing stored -------------------------------------
+before=$("$METERCTL" --db "$db" export --from 0 --to 9999999999 | wc -l)
+cat >bad.json <<JSON
+[{"ts":$((T + 5)),"account_id":"acme","sandbox_id":"sb-5","state":"running","vcpu":1,"cpu_used":0.5,"mem_bytes":0,"disk_bytes":0},
+ {"ts":$((T + 6)),"account_id":"acme","sandbox_id":"sb-5","state":"running","vcpu":1,"cpu_used":2,"mem_bytes":0,"disk_bytes":0},
+ {"ts":$((T + 7)),"account_id":"acme","sandbox_id":"sb-5","state":"running","vcpu":1,"cpu_used":1,"mem_bytes":1.5,"disk_bytes":0}]
+JSON
+post $A "$HOST" application/json bad.json
+expect_http 400 "invalid samples"
+contains "$body" '"type":"urn:meter:problem:invalid-samples"' "problem type"
+contains "$body" '"index":1,"field":"cpu_used","value":"2","reason":"must be <= vcpu"' "problem lists index, field, value, reason"
+contains "$body" '"index":2,"field":"mem_bytes"' "every problem listed"
+future=$(( $(date +%s) + 600 ))
+printf '[{"ts":%d,"account_id":"acme","sandbox_id":"sb-6","state":"paused","disk_bytes":0}]' $future >future.json
+post $A "$HOST" application/json future.json
+expect_http 400 "future sample"
+contains "$body" "more than 5 minutes in the future" "future sample"
+printf '[{"ts":%d,"account_id":"other","sandbox_id":"sb-1","state":"paused","disk_bytes":0}]' $((T + 9)) >owner.json
+post $B "$HOST" application/json owner.json
+expect_http 400 "sandbox of another account"
+contains "$body" "belongs to account 'acme'" "sandbox of another account"
+printf '[{"ts":1,' >syntax.json
+post $A "$HOST" application/json syntax.json
+expect_http 400 "bad JSON"
+echo 'not gzip' >bad.gz
+post $A "$HOST" application/json bad.gz -H "Content-Encoding: gzip"
+expect_http 400 "bad gzip"
+after=$("$METERCTL" --db "$db" export --from 0 --to 9999999999 | wc -l)
+[ "$before" = "$after" ] || fail "a refused batch stored samples ($before -> $after)"
+
+post $A "" application/json rows.json
+expect_http 401 "no token"
+post $A "mtr_nonsense" application/json rows.json
+expect_http 401 "unknown token"
+post $A "$REVOKED" application/json rows.json
+expect_http 401 "revoked token"
+post $A "$FIN" application/json rows.json
+expect_http 403 "finance token"
+contains "$body" "role 'finance'" "403 says the role"
+post $A "$HOST" text/plain rows.json
+expect_http 415 "text/plain"
+post $A "$HOST" application/json rows.json -H "Content-Encoding: br"
+expect_http 415 "brotli"
+status=$(curl -s -o /dev/null -w '%{http_code}' "$A/v1/samples")
+expect_http 405 "GET /v1/samples"
+status=$(curl -s -o /dev/null -w '%{http_code}' "$A/nowhere")
+expect_http 404 "unknown route"
+
+# 413: a body past --max-body, also once inflated.
+start_meterd small "$db" --max-body 4096
+head -c 8000 /dev/zero | tr '\0' ' ' >big.json
+post $url_small "$HOST" application/json big.json
+expect_http 413 "large body"
+head -c 1000000 /dev/zero | tr '\0' ' ' | gzip -c >bomb.gz
+post $url_small "$HOST" application/json bomb.gz -H "Content-Encoding: gzip"
+expect_http 413 "inflating past the limit"
+
+# --- accounts appear on first sight; late samples keep their arrival -------
+n=$(psql "$db" -qAtc "SELECT count(*) FROM accounts WHERE account_id = 'acme' AND auto_created")
+[ "$n" = 1 ] || fail "account acme was not created on its first sample"
+late=$(psql "$db" -qAtc "SELECT count(*) FROM usage_blocks WHERE arrived_at > to_timestamp((minute + 1) * 60)")
+[ "$late" -ge 1 ] || fail "late samples carry no arrival time after their minute"
+
+# --- exactly once, two meterd, overlapping batches at once ---------------
+"$METERCTL" gen --sandboxes 30 --accounts 3 --seconds 240 --start $((T - 7200)) --seed 11 >fleet.ndjson
+total=$(wc -l <fleet.ndjson)
+# Set one: the fleet in chunks; set two: the same seconds in other chunks,
+# every 7th with another cpu_used (a conflict, whoever comes first).
+split -l 700 fleet.ndjson one.
+awk 'NR % 7 == 0 { sub(/"cpu_used":[0-9.]+/, "\"cpu_used\":0") } { print }' fleet.ndjson |
+    awk 'BEGIN { srand(5) } { print rand() "\t" $0 }' | sort -k1,1 | cut -f2- >shuffled.ndjson
+changed=$(awk 'NR % 7 == 0 && /"cpu_used":/ && !/"cpu_used":0,/' fleet.ndjson | wc -l)
+split -l 500 shuffled.ndjson two.
+for f in one.* two.*; do
+    url=$A; case $f in two.*) url=$B ;; esac
+    curl -s -X POST -H "Authorization: Bearer $HOST" -H "Content-Type: application/x-ndjson" \
+        --data-binary "@$f" "$url/v1/samples" >"$f.reply" &
+done
+wait $(jobs -p | grep -v -e "$pid_a" -e "$pid_b" -e "$pid_small") 2>/dev/null
+sum() { cat one.*.reply two.*.reply | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" | awk '{ s += $1 } END { print s + 0 }'; }
+acc=$(sum accepted); dup=$(sum duplicates); con=$(sum conflicts)
+checks=$((checks + 1))
+[ "$acc" = "$total" ] || fail "two meterd accepted $acc of $total distinct seconds"
+[ "$con" = "$changed" ] || fail "conflicts $con, want $changed"
+[ "$dup" = $((total - changed)) ] || fail "duplicates $dup, want $((total - changed))"
+stored=$("$METERCTL" --db "$db" export --from $((T - 7200)) --to $((T - 7200 + 240)) | wc -l)
+[ "$stored" = "$total" ] || fail "$stored seconds stored, want $total"
+
+# --- a generated fleet round trip, through gen --push -------------------
+"$METERCTL" gen --sandboxes 12 --accounts 2 --seconds 300 --start $((T - 20000)) --seed 4 >gen.ndjson
+expect_status 0 "$METERCTL" gen --sandboxes 12 --accounts 2 --seconds 300 --start $((T - 20000)) --seed 4 \
+    --push "$B/v1/samples" --token "$HOST" --batch-seconds 60
+"$METERCTL" --db "$db" export --from $((T - 20000)) --to $((T - 20000 + 300)) | sort >exported.ndjson
+sort gen.ndjson >generated.ndjson
+checks=$((checks + 1))
+cmp -s exported.ndjson generated.ndjson || fail "exported samples differ from the generated ones"
+[ -s generated.ndjson ] || fail "the generator produced nothing"
+
+# --- rollups agree with the samples -------------------------------------
+"$METERCTL" --db "$db" export --from 0 --to 9999999999 >all.ndjson
+want=$(awk -F'"vcpu":' '{ n++ } NF > 1 { split($2, a, ","); v += a[1] } END { printf "%d %.4f\n", n, v }' all.ndjson)
+got=$(psql "$db" -qAtc "SELECT sum(samples) || ' ' || round(sum(vcpu_s), 4) FROM usage_hourly")
+[ "$got" = "$want" ] || fail "rollups say '$got', the samples '$want'"
+
+# --- the stored samples rate like the generated ones -------------------
+books=$(cd "$(dirname "$0")/../pricing/books" 2>/dev/null && pwd)
+
+# --- 503 while the database is down, then back ---------------------------
+down_dir=$tmp/downdb
+mkdir "$down_dir"
+(cd "$down_dir" && "$METERCTL" db start >/dev/null 2>&1 && "$METERCTL" migrate >/dev/null)
+down_url=$(cd "$down_dir" && "$METERCTL" db url 2>/dev/null)
+DOWNKEY=$(cd "$down_dir" && "$METERCTL" keys create --role host --name h 2>/dev/null)
+start_meterd down "$down_url"
+(cd "$down_dir" && "$METERCTL" db stop >/dev/null)
+post $url_down "$DOWNKEY" application/json rows.json -D headers.txt
+expect_http 503 "database down"
+contains "$(cat headers.txt)" "Retry-After" "503 has Retry-After"
+status=$(curl -s -o /dev/null -w '%{http_code}' "$url_down/readyz")
+expect_http 503 "readyz with the database down"
+(cd "$down_dir" && "$METERCTL" db start >/dev/null 2>&1)
+status=$(curl -s -o /dev/null -w '%{http_code}' "$url_down/readyz")
+expect_http 200 "readyz once the database is back"
+post $url_down "$DOWNKEY" application/json rows.json
+expect_http 200 "ingest once the database is back"
+
+# --- metrics ------------------------------------------------------------
+m=$(curl -s "$A/metrics")
+contains "$m" 'meter_requests_total{route="/v1/samples",status="200"}' "metrics by route and status"
+contains "$m" 'meter_samples_total{outcome="accepted"}' "metrics of samples"
+contains "$m" 'meter_batch_seconds_bucket{le="+Inf"}' "latency histogram"
+contains "$m" 'meter_batches_in_flight 0' "in-flight gauge"
+grep -q "$HOST" "$tmp"/*.log && fail "a token appears in the log"
+
+# --- SIGTERM: exit 0 ----------------------------------------------------
+kill -TERM $pid_a
+wait $pid_a
+rc=$?
+checks=$((checks + 1))
+[ $rc = 0 ] || fail "meterd exited $rc on SIGTERM"
+contains "$(cat "$tmp/a.log")" "meterd stopped" "stop logged"
+
+expect_status 2 "$METERD" --listen nonsense
+expect_status 2 "$METERD" --threads 0
+expect_status 0 "$METERD" --help
+contains "$out" "--max-body" "help documents options"
+
+finish
