@@ -166,9 +166,13 @@ meter_problems_add(struct meter_problems *p, size_t index, const char *field,
         return;
     struct meter_problem *x = &p->items[p->n++];
     x->index = index;
-    snprintf(x->err.field, sizeof(x->err.field), "%s", field);
-    snprintf(x->err.value, sizeof(x->err.value), "%s", value);
-    snprintf(x->err.reason, sizeof(x->err.reason), "%s", reason);
+    /* Cut to the fields' sizes: these are messages, not data. */
+    snprintf(x->err.field, sizeof(x->err.field), "%.*s",
+             (int)sizeof(x->err.field) - 1, field);
+    snprintf(x->err.value, sizeof(x->err.value), "%.*s",
+             (int)sizeof(x->err.value) - 1, value);
+    snprintf(x->err.reason, sizeof(x->err.reason), "%.*s",
+             (int)sizeof(x->err.reason) - 1, reason);
 }
 
 /* ---- small helpers ---------------------------------------------------- */

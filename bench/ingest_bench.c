@@ -1,0 +1,438 @@
+/*
+ * ingest_bench.c - meterd end to end against the baseline of loading the
+ * same samples with psql \copy, in one run on one machine.
+ *
+ *   (a) psql \copy of the samples as CSV into a naive table, one row per
+ *       sample, primary key (sandbox_id, ts);
+ *   (b) meterd, from pre-built columnar batches to durable commit, with
+ *       HTTP, parsing, validation, exactly-once and rollups; also the
+ *       row forms (JSON array, NDJSON) on a slice.
+ * It reports samples per second, p50/p99 batch latency, and bytes per
+ * sample on disk (indexes included) for both stores.
+ *
+ * usage: ingest_bench [SANDBOXES] [SECONDS] [CONNECTIONS]
+ * The database: $METER_DATABASE_URL, else the embedded one of the
+ * current directory. The bench makes and drops its own database.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "meter.h"
+
+#ifndef METERD_PATH
+#define METERD_PATH "meterd"
+#endif
+
+static double
+now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void
+die(const char *what, const char *detail)
+{
+    fprintf(stderr, "ingest_bench: %s: %s\n", what, detail);
+    exit(1);
+}
+
+static PGresult *
+sql(PGconn *db, const char *q)
+{
+    PGresult *r = PQexec(db, q);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        die(q, PQerrorMessage(db));
+    return r;
+}
+
+static long long
+sql_int(PGconn *db, const char *q)
+{
+    PGresult *r = sql(db, q);
+    long long v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return v;
+}
+
+/* ---- the workload ------------------------------------------------------- */
+
+struct batch {
+    struct meter_text body;
+    size_t samples;
+    double latency;
+};
+
+struct build {
+    struct meter_text *t;
+    FILE *csv;
+    char line[512];
+};
+
+static void
+add_run(const char *account, const char *sandbox,
+        const struct pricing_second *s, size_t n, void *arg)
+{
+    struct build *b = arg;
+    meter_columnar_add(b->t, account, sandbox, s, n);
+    for (size_t i = 0; b->csv && i < n; i++) {
+        const struct pricing_second *x = &s[i];
+        fprintf(b->csv, "%s,%lld,%s,%s,%u.%04u,%u.%04u,%llu,%llu,%llu,%llu\n",
+                sandbox, (long long)x->ts, account,
+                x->vcpu ? "running" : "paused", x->vcpu / 10000,
+                x->vcpu % 10000, x->cpu_used / 10000, x->cpu_used % 10000,
+                (unsigned long long)x->mem_bytes,
+                (unsigned long long)x->mem_used_bytes,
+                (unsigned long long)x->disk_bytes,
+                (unsigned long long)x->egress_bytes);
+    }
+}
+
+/* Row forms of a columnar batch, for the slice that measures them. */
+struct rows {
+    struct meter_text json, ndjson;
+    char line[1024];
+};
+
+static void
+add_rows(const char *account, const char *sandbox,
+         const struct pricing_second *s, size_t n, void *arg)
+{
+    struct rows *r = arg;
+    for (size_t i = 0; i < n; i++) {
+        int len = meter_sample_format(r->line, sizeof(r->line), account,
+                                      sandbox, &s[i]);
+        /* NDJSON as is; the array without the newline, comma-separated */
+        struct meter_text *a = &r->json, *b = &r->ndjson;
+        size_t need = (size_t)len + 2;
+        for (int k = 0; k < 2; k++) {
+            struct meter_text *t = k ? b : a;
+            if (t->len + need + 1 > t->cap) {
+                t->cap = (t->cap + need + 1) * 2;
+                t->p = realloc(t->p, t->cap);
+                if (!t->p)
+                    die("rows", "out of memory");
+            }
+        }
+        memcpy(b->p + b->len, r->line, (size_t)len);
+        b->len += (size_t)len;
+        a->p[a->len++] = a->items++ ? ',' : '[';
+        memcpy(a->p + a->len, r->line, (size_t)len - 1);
+        a->len += (size_t)len - 1;
+    }
+}
+
+/* ---- pushing batches ---------------------------------------------------- */
+
+struct pusher {
+    const char *url, *token, *type;
+    struct batch *batches;
+    size_t nbatches;
+    size_t *next; /* shared cursor */
+    pthread_mutex_t *lock;
+    int failures;
+};
+
+static size_t
+discard(char *d, size_t s, size_t n, void *a)
+{
+    (void)d;
+    (void)a;
+    return s * n;
+}
+
+static void *
+push_worker(void *arg)
+{
+    struct pusher *p = arg;
+    CURL *curl = curl_easy_init();
+    char auth[128];
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", p->token);
+    struct curl_slist *h = curl_slist_append(NULL, auth);
+    h = curl_slist_append(h, p->type);
+    h = curl_slist_append(h, "Expect:");
+    curl_easy_setopt(curl, CURLOPT_URL, p->url);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard);
+    for (;;) {
+        pthread_mutex_lock(p->lock);
+        size_t i = (*p->next)++;
+        pthread_mutex_unlock(p->lock);
+        if (i >= p->nbatches)
+            break;
+        struct batch *b = &p->batches[i];
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, b->body.p);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+                         (curl_off_t)b->body.len);
+        double t = now();
+        CURLcode rc = curl_easy_perform(curl);
+        b->latency = now() - t;
+        long status = 0;
+        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+        if (rc != CURLE_OK || status != 200) {
+            fprintf(stderr, "ingest_bench: batch %zu: %s %ld\n", i,
+                    curl_easy_strerror(rc), status);
+            p->failures++;
+        }
+    }
+    curl_slist_free_all(h);
+    curl_easy_cleanup(curl);
+    return NULL;
+}
+
+static int
+by_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Pushes the batches over `conns` connections; returns samples/s. */
+static double
+push_all(const char *url, const char *token, const char *type,
+         struct batch *batches, size_t n, int conns, double *p50, double *p99)
+{
+    pthread_t th[64];
+    struct pusher ps[64];
+    size_t next = 0;
+    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    size_t samples = 0;
+    for (size_t i = 0; i < n; i++)
+        samples += batches[i].samples;
+    double t = now();
+    for (int k = 0; k < conns; k++) {
+        ps[k] = (struct pusher){url, token, type, batches, n, &next, &lock, 0};
+        pthread_create(&th[k], NULL, push_worker, &ps[k]);
+    }
+    int failures = 0;
+    for (int k = 0; k < conns; k++) {
+        pthread_join(th[k], NULL);
+        failures += ps[k].failures;
+    }
+    t = now() - t;
+    if (failures)
+        die("push", "some batches failed");
+    double *lat = malloc(n * sizeof(*lat));
+    for (size_t i = 0; i < n; i++)
+        lat[i] = batches[i].latency;
+    qsort(lat, n, sizeof(*lat), by_double);
+    *p50 = lat[n / 2];
+    *p99 = lat[(size_t)((double)(n - 1) * 0.99)];
+    free(lat);
+    return (double)samples / t;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+int
+main(int argc, char **argv)
+{
+    size_t sandboxes = argc > 1 ? strtoul(argv[1], NULL, 10) : 2500;
+    unsigned seconds = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 10800;
+    int conns = argc > 3 ? atoi(argv[3]) : 4;
+    const unsigned window = 60;
+    if (!sandboxes || seconds < window || conns < 1 || conns > 64)
+        die("usage", "ingest_bench [SANDBOXES] [SECONDS] [CONNECTIONS]");
+
+    /* A database of its own. */
+    struct meter_err e = {{0}};
+    PGconn *admin = meter_db_connect(NULL, &e);
+    if (!admin)
+        die("database", e.msg);
+    char name[64], conninfo[4096], q[8192];
+    snprintf(name, sizeof(name), "ingest_bench_%d", (int)getpid());
+    snprintf(q, sizeof(q), "CREATE DATABASE %s", name);
+    PQclear(sql(admin, q));
+    const char *base = getenv("METER_DATABASE_URL");
+    struct meter_cluster *cl = NULL;
+    if (!base || !*base) {
+        cl = meter_cluster_open(NULL, &e);
+        base = meter_cluster_conninfo(cl);
+    }
+    snprintf(conninfo, sizeof(conninfo), "%s dbname=%s", base, name);
+    PGconn *db = meter_db_connect(conninfo, &e);
+    struct meter_migration_set set;
+    int applied, version;
+    if (!db ||
+        meter_migrations_load(meter_migrations_default_dir(), &set, &e) < 0 ||
+        meter_migrate(db, &set, NULL, NULL, &applied, &version, &e) < 0)
+        die("migrate", e.msg);
+    meter_migrations_release(&set);
+
+    /* The workload: batches of `window` seconds of the whole fleet. */
+    printf("ingest_bench: %zu sandbox slots x %u s, batches of %u s, %d "
+           "connections\n",
+           sandboxes, seconds, window, conns);
+    int64_t start = 1790000000; /* 2026-09-21 */
+    struct meter_fleet *fleet = meter_fleet_new(42, sandboxes, 100, start);
+    size_t nb = seconds / window, total = 0;
+    struct batch *batches = calloc(nb, sizeof(*batches));
+    char csv_path[] = "/tmp/ingest_bench_XXXXXX";
+    int fd = mkstemp(csv_path);
+    struct build bld = {NULL, fdopen(fd, "w"), ""};
+    double t = now();
+    for (size_t i = 0; i < nb; i++) {
+        bld.t = &batches[i].body;
+        meter_columnar_begin(bld.t);
+        batches[i].samples = meter_fleet_next(fleet, window, add_run, &bld);
+        meter_columnar_end(bld.t);
+        if (bld.t->oom)
+            die("workload", "out of memory");
+        total += batches[i].samples;
+    }
+    fclose(bld.csv);
+    size_t body_bytes = 0;
+    for (size_t i = 0; i < nb; i++)
+        body_bytes += batches[i].body.len;
+    printf("workload: %zu samples in %zu batches (%.1f bytes a sample "
+           "columnar), built in %.1f s\n",
+           total, nb, (double)body_bytes / (double)total, now() - t);
+
+    /* (a) psql \copy into a naive table. */
+    PQclear(sql(db, "CREATE TABLE naive (sandbox_id text, ts bigint,"
+                    " account_id text, state text, vcpu numeric,"
+                    " cpu_used numeric, mem_bytes bigint,"
+                    " mem_used_bytes bigint, disk_bytes bigint,"
+                    " egress_bytes bigint, PRIMARY KEY (sandbox_id, ts))"));
+    snprintf(q, sizeof(q),
+             "psql -q -v ON_ERROR_STOP=1 \"%s\" -c \"\\copy naive FROM '%s' "
+             "WITH (FORMAT csv)\"",
+             conninfo, csv_path);
+    t = now();
+    if (system(q) != 0)
+        die("psql \\copy", q);
+    double copy_rate = (double)total / (now() - t);
+    unlink(csv_path);
+    PQclear(sql(db, "CHECKPOINT"));
+    double naive_bytes =
+        (double)sql_int(db, "SELECT pg_total_relation_size('naive')") /
+        (double)total;
+    PQclear(sql(db, "DROP TABLE naive"));
+
+    /* (b) meterd. */
+    char token[METER_TOKEN_LEN + 1];
+    uint8_t hash[32];
+    meter_token_new(token);
+    meter_token_hash(token, hash);
+    const char *kv[] = {(const char *)hash};
+    int kl[] = {32}, kf[] = {1};
+    PGresult *r = PQexecParams(db,
+                               "INSERT INTO api_keys (role, name, token_hash)"
+                               " VALUES ('host', 'bench', $1)",
+                               1, NULL, kv, kl, kf, 0);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        die("key", PQerrorMessage(db));
+    PQclear(r);
+    int port = 20000 + (int)(getpid() % 20000);
+    char listen[64], url[128];
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+    snprintf(url, sizeof(url), "http://%s/v1/samples", listen);
+    pid_t meterd = fork();
+    if (meterd == 0) {
+        execl(METERD_PATH, "meterd", "--listen", listen, "--db", conninfo,
+              "--log-level", "warn", "--threads", "4", (char *)NULL);
+        _exit(127);
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    char health[128];
+    snprintf(health, sizeof(health), "http://%s/readyz", listen);
+    for (int i = 0;; i++) {
+        CURL *c = curl_easy_init();
+        curl_easy_setopt(c, CURLOPT_URL, health);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+        CURLcode rc = curl_easy_perform(c);
+        curl_easy_cleanup(c);
+        if (rc == CURLE_OK)
+            break;
+        if (i > 100)
+            die("meterd", "did not start");
+        usleep(100000);
+    }
+    double p50, p99;
+    double col_rate = push_all(url, token, "Content-Type: application/json",
+                               batches, nb, conns, &p50, &p99);
+    PQclear(sql(db, "CHECKPOINT"));
+    long long stored = sql_int(db, "SELECT sum(samples) FROM usage_hourly");
+    double blocks_bytes =
+        (double)sql_int(db, "SELECT sum(pg_total_relation_size(inhrelid))"
+                            " FROM pg_inherits WHERE inhparent ="
+                            " 'usage_blocks'::regclass") /
+        (double)stored;
+    double all_bytes =
+        (double)sql_int(db, "SELECT sum(pg_total_relation_size(inhrelid))"
+                            " FROM pg_inherits WHERE inhparent ="
+                            " 'usage_blocks'::regclass") /
+            (double)stored +
+        (double)sql_int(db, "SELECT pg_total_relation_size('usage_hourly')"
+                            " + pg_total_relation_size('sandboxes')") /
+            (double)stored;
+    if ((size_t)stored != total)
+        die("meterd", "stored sample count differs from the workload");
+
+    /* Row forms, on a slice of the next 10 minutes of the fleet. */
+    struct batch rows_json[10], rows_nd[10];
+    size_t slice = 0;
+    for (int i = 0; i < 10; i++) {
+        struct rows rw = {{0}, {0}, ""};
+        size_t n = meter_fleet_next(fleet, window, add_rows, &rw);
+        rw.json.p[rw.json.len++] = ']';
+        rows_json[i] = (struct batch){rw.json, n, 0};
+        rows_nd[i] = (struct batch){rw.ndjson, n, 0};
+        slice += n;
+    }
+    /* The same seconds twice: the JSON array stores them, NDJSON then
+     * finds them all duplicates; so NDJSON goes first on fresh seconds
+     * of its own. */
+    double j50, j99, n50, n99;
+    double nd_rate = push_all(url, token, "Content-Type: application/x-ndjson",
+                              rows_nd, 5, conns, &n50, &n99);
+    double js_rate = push_all(url, token, "Content-Type: application/json",
+                              rows_json + 5, 5, conns, &j50, &j99);
+    kill(meterd, SIGTERM);
+    waitpid(meterd, NULL, 0);
+
+    printf("\n%-44s %14s %10s %10s %12s\n", "", "samples/s", "p50 ms", "p99 ms",
+           "bytes/sample");
+    printf("%-44s %14.0f %10s %10s %12.1f\n",
+           "(a) psql \\copy CSV, naive table + PK", copy_rate, "-", "-",
+           naive_bytes);
+    printf("%-44s %14.0f %10.1f %10.1f %12.2f\n",
+           "(b) meterd, columnar JSON, end to end", col_rate, p50 * 1e3,
+           p99 * 1e3, blocks_bytes);
+    printf("%-44s %14.0f %10.1f %10.1f %12s\n",
+           "    meterd, NDJSON rows (slice)", nd_rate, n50 * 1e3, n99 * 1e3,
+           "-");
+    printf("%-44s %14.0f %10.1f %10.1f %12s\n",
+           "    meterd, JSON array rows (slice)", js_rate, j50 * 1e3, j99 * 1e3,
+           "-");
+    printf("\n(b)/(a) = %.2f (target 1.5); usage_blocks %.2f bytes a sample, "
+           "%.2f with rollups and the sandbox registry; row-form slice %zu "
+           "samples\n",
+           col_rate / copy_rate, blocks_bytes, all_bytes, slice);
+
+    for (size_t i = 0; i < nb; i++)
+        meter_text_free(&batches[i].body);
+    for (int i = 0; i < 10; i++) {
+        meter_text_free(&rows_json[i].body);
+        meter_text_free(&rows_nd[i].body);
+    }
+    free(batches);
+    meter_fleet_free(fleet);
+    PQfinish(db);
+    snprintf(q, sizeof(q), "DROP DATABASE %s WITH (FORCE)", name);
+    PQclear(sql(admin, q));
+    PQfinish(admin);
+    meter_cluster_free(cl);
+    curl_global_cleanup();
+    return 0;
+}
