@@ -8,19 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int
-parse_time(const char *s, int64_t *out)
-{
-    char *end;
-    if (meter_parse_rfc3339(s, out) == 0)
-        return 0;
-    long long v = strtoll(s, &end, 10);
-    if (*end || s[0] == '\0' || v < 0 || v > METER_TS_MAX)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 int
 ctl_export(const char *conninfo, int argc, char **argv)
 {
@@ -56,11 +43,11 @@ ctl_export(const char *conninfo, int argc, char **argv)
                                argv[optind]);
     if (!from_s || !to_s)
         return ctl_usage_error("export needs --from and --to");
-    if (parse_time(from_s, &from) < 0)
+    if (ctl_parse_time(from_s, &from) < 0)
         return ctl_usage_error("export: --from '%s' is not Unix seconds or "
                                "YYYY-MM-DDTHH:MM:SSZ",
                                from_s);
-    if (parse_time(to_s, &to) < 0)
+    if (ctl_parse_time(to_s, &to) < 0)
         return ctl_usage_error("export: --to '%s' is not Unix seconds or "
                                "YYYY-MM-DDTHH:MM:SSZ",
                                to_s);

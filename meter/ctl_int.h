@@ -14,8 +14,11 @@ enum { CTL_FAILED = 1, CTL_USAGE = 2 };
 /* Prints "meterctl: MESSAGE" and a hint to stderr; returns CTL_USAGE. */
 int ctl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A time as Unix seconds or "YYYY-MM-DDTHH:MM:SSZ"; -1 if neither. */
+int ctl_parse_time(const char *s, int64_t *out);
+
 /* The subcommands. */
-int ctl_rate(int argc, char **argv);
+int ctl_rate(const char *conninfo, int argc, char **argv);
 int ctl_keys(const char *conninfo, int argc, char **argv);
 int ctl_export(const char *conninfo, int argc, char **argv);
 int ctl_gen(int argc, char **argv);

@@ -327,17 +327,25 @@ parse_period(const char *s, int *year, int *month)
 }
 
 int
-ctl_rate(int argc, char **argv)
+ctl_rate(const char *conninfo, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"price-book", required_argument, NULL, 'b'},
         {"usage", required_argument, NULL, 'u'},
+        {"from", required_argument, NULL, 'F'},
+        {"to", required_argument, NULL, 'T'},
+        {"account", required_argument, NULL, 'a'},
         {"period", required_argument, NULL, 'p'},
         {"format", required_argument, NULL, 'f'},
         {"memory-limit", required_argument, NULL, 'm'},
         {NULL, 0, NULL, 0},
     };
     const char *book_path = NULL, *period = NULL, *format = "json";
+    const char *from_s = NULL, *to_s = NULL, *account = NULL;
+    int64_t from = 0, to = 0;
+    PGconn *db = NULL;
+    struct meter_store_reader *stored = NULL;
+    struct cursor *cur = NULL;
     const char **usage = calloc((size_t)argc + 1, sizeof(*usage));
     size_t nusage = 0, memory_mib = 4096;
     int year = 0, month = 0, opt, rc = CTL_USAGE;
@@ -363,6 +371,15 @@ ctl_rate(int argc, char **argv)
             break;
         case 'u':
             usage[nusage++] = optarg;
+            break;
+        case 'F':
+            from_s = optarg;
+            break;
+        case 'T':
+            to_s = optarg;
+            break;
+        case 'a':
+            account = optarg;
             break;
         case 'p':
             period = optarg;
@@ -400,9 +417,21 @@ ctl_rate(int argc, char **argv)
         ctl_usage_error("rate: unexpected argument '%s'", argv[optind]);
         goto out;
     }
-    if (!book_path || nusage == 0) {
-        ctl_usage_error("rate needs --price-book FILE and at least one "
-                        "--usage FILE");
+    bool from_db = from_s || to_s || account;
+    if (!book_path || (nusage == 0) == !from_db || (from_db && nusage)) {
+        ctl_usage_error("rate needs --price-book FILE and either --usage "
+                        "FILE ... or --from T --to T (stored usage)");
+        goto out;
+    }
+    if (from_db && (!from_s || !to_s || ctl_parse_time(from_s, &from) < 0 ||
+                    ctl_parse_time(to_s, &to) < 0)) {
+        ctl_usage_error("rate: --from and --to must both be Unix seconds or "
+                        "YYYY-MM-DDTHH:MM:SSZ");
+        goto out;
+    }
+    if (account && !pricing_id_valid(account)) {
+        ctl_usage_error("rate: --account '%s' is not 1-64 of A-Za-z0-9._:-",
+                        account);
         goto out;
     }
 
@@ -415,20 +444,30 @@ ctl_rate(int argc, char **argv)
         fprintf(stderr, "meterctl: %s\n", e.msg);
         goto out;
     }
-    in.memory_mib = memory_mib;
-    in.max = memory_mib * (size_t)1048576 / sizeof(struct rec);
-    for (size_t i = 0; i < nusage; i++)
-        if (read_usage(&in, usage[i]) < 0)
+    struct pricing_source src;
+    if (from_db) {
+        struct meter_err me = {{0}};
+        db = meter_db_connect(conninfo, &me);
+        if (!db ||
+            !(stored = meter_store_reader_new(db, account, from, to, &me))) {
+            fprintf(stderr, "meterctl: %s\n", me.msg);
             goto out;
-    if (in.n > 0)
-        qsort(in.recs, in.n, sizeof(*in.recs), by_sandbox_ts_seq);
-
-    struct cursor *cur = malloc(sizeof(*cur));
-    if (!cur)
-        goto out;
-    cur->in = &in;
-    cur->i = 0;
-    struct pricing_source src = {next_block, cur};
+        }
+        src = meter_store_source(stored);
+    } else {
+        in.memory_mib = memory_mib;
+        in.max = memory_mib * (size_t)1048576 / sizeof(struct rec);
+        for (size_t i = 0; i < nusage; i++)
+            if (read_usage(&in, usage[i]) < 0)
+                goto out;
+        if (in.n > 0)
+            qsort(in.recs, in.n, sizeof(*in.recs), by_sandbox_ts_seq);
+        if (!(cur = malloc(sizeof(*cur))))
+            goto out;
+        cur->in = &in;
+        cur->i = 0;
+        src = (struct pricing_source){next_block, cur};
+    }
     struct pricing_rater *rater = pricing_rater_new(book, &e);
     struct pricing_block blk;
     int got = -1;
@@ -445,18 +484,19 @@ ctl_rate(int argc, char **argv)
             got = -1;
     }
     pricing_rater_free(rater);
-    free(cur);
     if (got < 0) {
         fprintf(stderr, "meterctl: %s\n", e.msg);
         goto out;
     }
-    size_t k = ninv;
     if (strcmp(format, "table") == 0)
-        ctl_print_invoices_table(stdout, inv, k, book);
-    else if (ctl_print_invoices_json(stdout, inv, k) < 0)
+        ctl_print_invoices_table(stdout, inv, ninv, book);
+    else if (ctl_print_invoices_json(stdout, inv, ninv) < 0)
         goto out;
     rc = 0;
 out:
+    meter_store_reader_free(stored);
+    PQfinish(db);
+    free(cur);
     free(inv);
     free(text);
     free(usage);

@@ -26,6 +26,8 @@ static const char usage_text[] =
     "       [--period YYYY-MM] [--format json|table] [--memory-limit MIB]\n"
     "                             rate files of samples (JSON array or\n"
     "                             NDJSON) with no database\n"
+    "  rate --price-book FILE --from T --to T [--account ID] [...]\n"
+    "                             rate the stored samples of [from, to)\n"
     "  keys create --role host|account|finance|admin [--account ID]\n"
     "       --name NAME           create an API key; prints its token once\n"
     "  keys list                  list keys (never their tokens)\n"
@@ -280,7 +282,7 @@ main(int argc, char **argv)
     if (strcmp(cmd, "migrate") == 0)
         return cmd_migrate(argc, argv);
     if (strcmp(cmd, "rate") == 0)
-        return ctl_rate(argc, argv);
+        return ctl_rate(db_flag, argc, argv);
     if (strcmp(cmd, "keys") == 0)
         return ctl_keys(db_flag, argc, argv);
     if (strcmp(cmd, "export") == 0)

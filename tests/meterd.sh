@@ -214,7 +214,17 @@ got=$(psql "$db" -qAtc "SELECT sum(samples) || ' ' || round(sum(vcpu_s), 4) FROM
 [ "$got" = "$want" ] || fail "rollups say '$got', the samples '$want'"
 
 # --- the stored samples rate like the generated ones -------------------
-books=$(cd "$(dirname "$0")/../pricing/books" 2>/dev/null && pwd)
+books=$(cd "$(dirname "$0")/../pricing/books" && pwd)
+expect_status 0 "$METERCTL" rate --price-book "$books/vercel-hobby.json" --usage gen.ndjson
+from_file=$out
+contains "$from_file" '"kind": "storage"' "rating the generated fleet"
+expect_status 0 "$METERCTL" --db "$db" rate --price-book "$books/vercel-hobby.json" \
+    --from $((T - 20000)) --to $((T - 20000 + 300))
+[ "$out" = "$from_file" ] || fail "stored usage rates differently from the same samples in a file"
+expect_status 0 "$METERCTL" --db "$db" rate --price-book "$books/vercel-hobby.json" \
+    --from $((T - 20000)) --to $((T - 20000 + 300)) --account acct-1
+contains "$out" '"account_id": "acct-1"' "rating one account"
+case "$out" in *'"account_id": "acct-0"'*) fail "--account rated another account" ;; esac
 
 # --- 503 while the database is down, then back ---------------------------
 down_dir=$tmp/downdb
