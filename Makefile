@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo check bench clean
+.PHONY: all deps build demo demo-stop check bench clean
 
 all: build
 
@@ -16,6 +16,11 @@ build: deps
 
 demo: build
 	@sh scripts/demo.sh build
+
+demo-stop:
+	@for f in var/demo-fleet.pid var/meterd.pid; do \
+	    [ -f $$f ] && kill $$(cat $$f) 2>/dev/null; rm -f $$f; done; \
+	    echo "demo: stopped (the database keeps running: build/meter/meterctl db stop)"
 
 check: deps
 	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=Debug -DMETER_SANITIZE=ON \

@@ -22,6 +22,7 @@ int ctl_rate(const char *conninfo, int argc, char **argv);
 int ctl_keys(const char *conninfo, int argc, char **argv);
 int ctl_export(const char *conninfo, int argc, char **argv);
 int ctl_gen(int argc, char **argv);
+int ctl_admin(const char *conninfo, int argc, char **argv);
 
 /* Invoices as a JSON array, every number a decimal string. */
 int ctl_print_invoices_json(FILE *out, const struct pricing_invoice *inv,

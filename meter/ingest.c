@@ -560,13 +560,15 @@ check_stored(PGconn *db, struct batch *b, struct meter_err *e)
     /* Binary results: ordinality and seconds as int8, data as bytes. */
     r = PQexecParams(
         db,
+        /* LATERAL: one index probe per block, whatever the planner
+         * guesses of the unnest; a join could scan the partition. */
         "SELECT k.i, u.seconds, u.data"
         " FROM unnest($1::int[], $2::int[], $3::int[], $4::bigint[])"
         "  WITH ORDINALITY AS k (account_pk, sandbox_pk, minute, mask, i)"
-        " JOIN usage_blocks u ON u.account_pk = k.account_pk"
-        "  AND u.sandbox_pk = k.sandbox_pk AND u.minute = k.minute"
-        " WHERE u.seconds & k.mask <> 0"
-        "  AND u.minute BETWEEN $5::int AND $6::int",
+        " CROSS JOIN LATERAL (SELECT seconds, data FROM usage_blocks b"
+        "  WHERE b.account_pk = k.account_pk AND b.sandbox_pk = k.sandbox_pk"
+        "  AND b.minute = k.minute AND b.seconds & k.mask <> 0"
+        "  AND b.minute BETWEEN $5::int AND $6::int) u",
         6, NULL, p, NULL, NULL, 1);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = sql_fail(db, r, "cannot read stored usage", e);

@@ -28,6 +28,11 @@ static const char usage_text[] =
     "                             NDJSON) with no database\n"
     "  rate --price-book FILE --from T --to T [--account ID] [...]\n"
     "                             rate the stored samples of [from, to)\n"
+    "  books add FILE             store a price book (validated) as its\n"
+    "                             next version\n"
+    "  accounts add ID [--name NAME] [--book BOOK --from YYYY-MM-DD]\n"
+    "                             add an account, on the latest version\n"
+    "                             of a book from a date\n"
     "  keys create --role host|account|finance|admin [--account ID]\n"
     "       --name NAME           create an API key; prints its token once\n"
     "  keys list                  list keys (never their tokens)\n"
@@ -289,5 +294,7 @@ main(int argc, char **argv)
         return ctl_export(db_flag, argc, argv);
     if (strcmp(cmd, "gen") == 0)
         return ctl_gen(argc, argv);
+    if (strcmp(cmd, "books") == 0 || strcmp(cmd, "accounts") == 0)
+        return ctl_admin(db_flag, argc, argv);
     return ctl_usage_error("unknown command '%s'", cmd);
 }
