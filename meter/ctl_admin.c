@@ -78,7 +78,7 @@ accounts_add(PGconn *db, int argc, char **argv)
     };
     const char *name = NULL, *book = NULL, *from = NULL;
     int opt;
-    optind = 1;
+    optind = 0; /* 0: glibc re-initializes, permuting again */
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {
@@ -115,8 +115,8 @@ accounts_add(PGconn *db, int argc, char **argv)
         "  RETURNING account_id)"
         " INSERT INTO account_price_books (account_id, valid_from,"
         "  price_book_id, version)"
-        " SELECT a.account_id, $4::date, $3, (SELECT max(version)"
-        "  FROM price_books WHERE price_book_id = $3)"
+        " SELECT a.account_id, $4::date, $3::text, (SELECT max(version)"
+        "  FROM price_books WHERE price_book_id = $3::text)"
         " FROM a WHERE $3::text IS NOT NULL"
         " ON CONFLICT (account_id, valid_from) DO UPDATE"
         " SET price_book_id = EXCLUDED.price_book_id,"

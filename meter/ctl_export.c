@@ -20,7 +20,7 @@ ctl_export(const char *conninfo, int argc, char **argv)
     const char *account = NULL, *from_s = NULL, *to_s = NULL;
     int64_t from, to;
     int opt;
-    optind = 1;
+    optind = 0; /* 0: glibc re-initializes, permuting again */
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {

@@ -118,7 +118,7 @@ ctl_gen(int argc, char **argv)
     const char *output = NULL, *url = NULL, *token = getenv("METER_TOKEN");
     bool follow = false;
     int opt;
-    optind = 1;
+    optind = 0; /* 0: glibc re-initializes, permuting again */
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         unsigned long long *target = NULL;

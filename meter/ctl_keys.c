@@ -19,7 +19,7 @@ keys_create(PGconn *db, int argc, char **argv)
     };
     const char *role = NULL, *account = NULL, *name = NULL;
     int opt;
-    optind = 1;
+    optind = 0; /* 0: glibc re-initializes, permuting again */
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {
         case 'r':

@@ -358,7 +358,7 @@ ctl_rate(const char *conninfo, int argc, char **argv)
 
     if (!usage)
         return CTL_FAILED;
-    optind = 1;
+    optind = 0; /* 0: glibc re-initializes, permuting again */
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {

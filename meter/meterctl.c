@@ -185,7 +185,7 @@ cmd_migrate(int argc, char **argv)
     const char *dir = meter_migrations_default_dir();
     bool status = false;
     int opt;
-    optind = 1;
+    optind = 0; /* 0: glibc re-initializes, permuting again */
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {

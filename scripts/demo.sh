@@ -21,12 +21,12 @@ sleep 1
 
 "$ctl" db start
 "$ctl" migrate
-for b in e2b-pro daytona modal-team; do
+for b in e2b-pro fly-machines modal-team; do
     "$ctl" books add "pricing/books/$b.json"
 done
 today=$(date -u +%Y-%m-01)
 "$ctl" accounts add acct-0 --name "Acme Agents" --book e2b-pro --from "$today"
-"$ctl" accounts add acct-1 --name "Globex Evals" --book daytona --from "$today"
+"$ctl" accounts add acct-1 --name "Globex Evals" --book fly-machines --from "$today"
 "$ctl" accounts add acct-2 --name "Initech Browsing" --book modal-team --from "$today"
 token=$("$ctl" keys create --role host --name "demo host $(date -u +%H%M%S)" 2>/dev/null)
 
@@ -66,7 +66,7 @@ demo: send a sample yourself:
 demo: see what came in, and what it costs so far:
   curl -s http://$listen/metrics | grep meter_samples_total
   $ctl export --from $((now - 60)) --to $now | head -3
-  $ctl rate --price-book pricing/books/daytona.json --from $((now - 3600)) --to $((now + 60)) --account acct-1 --format table
+  $ctl rate --price-book pricing/books/fly-machines.json --from $((now - 3600)) --to $((now + 60)) --account acct-1 --format table
 
 demo: logs in var/meterd.log and var/demo-fleet.log; stop with: make demo-stop
 TXT

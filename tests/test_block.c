@@ -1,0 +1,137 @@
+/*
+ * test_block.c - the storage encoding of (sandbox, minute) blocks: every
+ * shape of column round-trips exactly, malformed data is refused, and
+ * typical minutes stay small.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "meter.h"
+#include "testutil.h"
+
+#define MINUTE 29933333LL
+
+static uint64_t rng = 12345;
+
+static uint64_t
+rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* Encodes the seconds of mask from s (indexed by second), decodes, and
+ * checks that the same seconds come back; returns the encoded size. */
+static size_t
+round_trip(const struct pricing_second *s, uint64_t mask)
+{
+    struct pricing_second in[60], out[60];
+    uint8_t buf[METER_BLOCK_MAX];
+    size_t n = 0, got = 0;
+    for (int i = 0; i < 60; i++)
+        if (mask & ((uint64_t)1 << i))
+            in[n++] = s[i];
+    size_t len = meter_block_encode(in, n, buf);
+    CHECK(len <= METER_BLOCK_MAX);
+    CHECK(meter_block_decode(MINUTE, mask, buf, len, out, &got) == 0);
+    CHECK(got == n);
+    CHECK(memcmp(in, out, n * sizeof(*in)) == 0);
+    /* Every cut of the data is refused, never read past. */
+    for (size_t cut = 0; cut < len; cut++) {
+        uint8_t *copy = malloc(cut ? cut : 1);
+        memcpy(copy, buf, cut);
+        if (meter_block_decode(MINUTE, mask, copy, cut, out, &got) == 0) {
+            fprintf(stderr, "a block cut to %zu of %zu bytes decoded\n", cut,
+                    len);
+            test_failures++;
+        }
+        free(copy);
+    }
+    return len;
+}
+
+static void
+fill(struct pricing_second *s, int kind)
+{
+    for (int i = 0; i < 60; i++) {
+        struct pricing_second *x = &s[i];
+        memset(x, 0, sizeof(*x));
+        x->ts = MINUTE * 60 + i;
+        switch (kind) {
+        case 0: /* constant */
+            x->vcpu = 20000;
+            x->cpu_used = 5000;
+            x->mem_bytes = x->mem_used_bytes = 1ULL << 31;
+            x->disk_bytes = 10ULL << 30;
+            break;
+        case 1: /* noisy cpu, drifting memory, bursts of egress */
+            x->vcpu = 40000;
+            x->cpu_used = (uint32_t)(rnd() % 40001);
+            x->mem_bytes = 4ULL << 30;
+            x->mem_used_bytes = (1ULL << 30) + (uint64_t)(i / 7) * 4096;
+            x->disk_bytes = 5ULL << 30;
+            x->egress_bytes = i % 13 < 3 ? rnd() % 2000000 : 0;
+            break;
+        case 2: /* paused and running mixed */
+            if (i % 5 != 0) {
+                x->vcpu = 10000;
+                x->cpu_used = (uint32_t)(rnd() % 10001);
+                x->mem_bytes = x->mem_used_bytes = 1ULL << 30;
+            }
+            x->disk_bytes = 1ULL << 30;
+            break;
+        default: /* extremes */
+            x->vcpu = UINT32_MAX;
+            x->cpu_used = i % 2 ? UINT32_MAX : 0;
+            x->mem_bytes = UINT64_MAX;
+            x->mem_used_bytes = i % 2 ? UINT64_MAX : 0;
+            x->disk_bytes = UINT64_MAX - (uint64_t)i;
+            x->egress_bytes = i % 2 ? 0 : UINT64_MAX;
+        }
+    }
+}
+
+int
+main(void)
+{
+    struct pricing_second s[60];
+    const uint64_t all = (1ULL << 60) - 1;
+    static const uint64_t masks[] = {1, 1ULL << 59, 0x5555555555ULL,
+                                     (1ULL << 60) - 1, 0x0F0F0F0F0F0F0F0ULL};
+    size_t sizes[4];
+    for (int kind = 0; kind < 4; kind++) {
+        fill(s, kind);
+        for (size_t m = 0; m < sizeof(masks) / sizeof(masks[0]); m++)
+            round_trip(s, masks[m]);
+        sizes[kind] = round_trip(s, all);
+    }
+    /* A constant minute is a few bytes a column; a noisy one a few bytes
+     * a second (cpu_used). */
+    CHECK(sizes[0] <= 6 * 12);
+    CHECK(sizes[1] <= 60 * 6);
+    fprintf(stderr,
+            "full minutes: constant %zu bytes, noisy %zu, mixed %zu, "
+            "extreme %zu\n",
+            sizes[0], sizes[1], sizes[2], sizes[3]);
+
+    /* Malformed: an unknown mode, trailing bytes, a bad mask, a run
+     * longer than the seconds, a value past 32 bits for vcpu. */
+    struct pricing_second out[60];
+    size_t n;
+    uint8_t buf[METER_BLOCK_MAX];
+    fill(s, 0);
+    size_t len = meter_block_encode(s, 60, buf);
+    buf[0] = 7;
+    CHECK(meter_block_decode(MINUTE, all, buf, len, out, &n) == -1);
+    len = meter_block_encode(s, 60, buf);
+    buf[len] = 0;
+    CHECK(meter_block_decode(MINUTE, all, buf, len + 1, out, &n) == -1);
+    CHECK(meter_block_decode(MINUTE, 0, buf, len, out, &n) == -1);
+    CHECK(meter_block_decode(MINUTE, 1ULL << 60, buf, len, out, &n) == -1);
+    CHECK(meter_block_decode(MINUTE, 1, buf, len, out, &n) == -1);
+    static const uint8_t wide[] = {0, 1, 0x80, 0x80, 0x80, 0x80, 0x10};
+    CHECK(meter_block_decode(MINUTE, 1, wide, sizeof(wide), out, &n) == -1);
+    return test_result();
+}
