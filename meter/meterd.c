@@ -43,6 +43,9 @@ static const char usage_text[] =
     "                       database of the working directory)\n"
     "  --max-body BYTES     largest request body, after decompression\n"
     "                       ($METER_MAX_BODY; default 67108864)\n"
+    "  --max-buffered BYTES request bodies held at once, past which new\n"
+    "                       batches get 503 ($METER_MAX_BUFFERED;\n"
+    "                       default max-body x threads)\n"
     "  --threads N          request threads, each with a database\n"
     "                       connection ($METER_THREADS; default 4)\n"
     "  --log-level LEVEL    error, warn, info (one line per request) or\n"
@@ -55,11 +58,13 @@ static struct {
     char listen[128];
     const char *conninfo; /* resolved: never NULL once started */
     size_t max_body;
+    size_t max_buffered; /* bodies held at once, all connections */
     unsigned threads;
     enum log_level log_level;
 } cfg;
 
 static struct meter_registry *registry;
+static atomic_size_t buffered; /* bytes reserved by bodies in progress */
 
 /* ---- logging ---------------------------------------------------------- */
 
@@ -271,6 +276,7 @@ struct request {
     char *body;
     size_t len, cap;
     bool too_big;
+    size_t reserved; /* bytes counted against --max-buffered */
     struct timespec start;
     unsigned status;
     char note[160]; /* for the log line */
@@ -596,8 +602,22 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                 rq->route == R_SAMPLES ? "use POST" : "use GET", NULL);
         if (rq->route == R_SAMPLES && !admit_samples(c, rq, &ret))
             return ret;
-        if (rq->route == R_SAMPLES)
+        if (rq->route == R_SAMPLES) {
+            /* Reserve the body's size: past --max-buffered the service is
+             * saturated, and says so rather than run out of memory. */
+            const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                         "Content-Length");
+            size_t want = cl ? (size_t)strtoull(cl, NULL, 10) : cfg.max_body;
+            size_t held = atomic_fetch_add(&buffered, want);
+            rq->reserved = want;
+            if (held + want > cfg.max_buffered)
+                return send_problem(c, rq, 503, "saturated",
+                                    "Service saturated",
+                                    "too many batches are arriving at once; "
+                                    "retry later",
+                                    NULL);
             return MHD_YES; /* the body follows */
+        }
     }
     if (*upload_size) {
         if (!rq->too_big) {
@@ -681,6 +701,7 @@ completed(void *cls, struct MHD_Connection *c, void **con_cls,
     logf_(LOG_INFO, "%s %s %u %.1fms %zuB%s%s%s", peer, route_names[rq->route],
           rq->status, secs * 1e3, rq->len, rq->note[0] ? " " : "", rq->note,
           toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
+    atomic_fetch_sub(&buffered, rq->reserved);
     free(rq->body);
     free(rq);
     *con_cls = NULL;
@@ -708,6 +729,7 @@ config(int argc, char **argv)
         {"db", required_argument, NULL, 'd'},
         {"max-body", required_argument, NULL, 'b'},
         {"threads", required_argument, NULL, 't'},
+        {"max-buffered", required_argument, NULL, 'B'},
         {"log-level", required_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -715,6 +737,7 @@ config(int argc, char **argv)
     const char *listen = getenv("METER_LISTEN");
     const char *max_body = getenv("METER_MAX_BODY");
     const char *threads = getenv("METER_THREADS");
+    const char *max_buffered = getenv("METER_MAX_BUFFERED");
     const char *level = getenv("METER_LOG_LEVEL");
     cfg.conninfo = getenv("METER_DATABASE_URL");
     if (cfg.conninfo && !*cfg.conninfo)
@@ -734,6 +757,9 @@ config(int argc, char **argv)
             break;
         case 't':
             threads = optarg;
+            break;
+        case 'B':
+            max_buffered = optarg;
             break;
         case 'v':
             level = optarg;
@@ -769,6 +795,15 @@ config(int argc, char **argv)
         return 2;
     }
     cfg.threads = (unsigned)nthreads;
+    cfg.max_buffered = cfg.max_body * nthreads;
+    if (max_buffered && *max_buffered &&
+        parse_size(max_buffered, &cfg.max_buffered) < 0) {
+        fprintf(stderr,
+                "meterd: --max-buffered '%s' is not a number of "
+                "bytes\n",
+                max_buffered);
+        return 2;
+    }
     cfg.log_level = LOG_INFO;
     if (level && *level) {
         static const char *const names[] = {"error", "warn", "info", "debug"};

@@ -166,6 +166,21 @@ head -c 1000000 /dev/zero | tr '\0' ' ' | gzip -c >bomb.gz
 post $url_small "$HOST" application/json bomb.gz -H "Content-Encoding: gzip"
 expect_http 413 "inflating past the limit"
 
+# 503 when saturated: a slow upload holds most of --max-buffered.
+start_meterd busy "$db" --max-body 100000 --max-buffered 100000 --threads 1
+head -c 90000 /dev/zero | tr '\0' ' ' >slow.json
+curl -s -o /dev/null --limit-rate 20k -X POST -H "Authorization: Bearer $HOST" \
+    -H "Content-Type: application/json" --data-binary @slow.json "$url_busy/v1/samples" &
+slow=$!
+sleep 1
+{ cat rows.json; head -c 20000 /dev/zero | tr '\0' ' '; } >padded.json
+post $url_busy "$HOST" application/json padded.json -D busy-headers.txt
+expect_http 503 "saturated"
+contains "$body" "saturated" "saturated problem"
+contains "$(cat busy-headers.txt)" "Retry-After" "saturated 503 has Retry-After"
+kill $slow 2>/dev/null
+wait $slow 2>/dev/null
+
 # --- accounts appear on first sight; late samples keep their arrival -------
 n=$(psql "$db" -qAtc "SELECT count(*) FROM accounts WHERE account_id = 'acme' AND auto_created")
 [ "$n" = 1 ] || fail "account acme was not created on its first sample"
@@ -182,12 +197,14 @@ awk 'NR % 7 == 0 { sub(/"cpu_used":[0-9.]+/, "\"cpu_used\":0") } { print }' flee
     awk 'BEGIN { srand(5) } { print rand() "\t" $0 }' | sort -k1,1 | cut -f2- >shuffled.ndjson
 changed=$(awk 'NR % 7 == 0 && /"cpu_used":/ && !/"cpu_used":0,/' fleet.ndjson | wc -l)
 split -l 500 shuffled.ndjson two.
+senders=()
 for f in one.* two.*; do
     url=$A; case $f in two.*) url=$B ;; esac
     curl -s -X POST -H "Authorization: Bearer $HOST" -H "Content-Type: application/x-ndjson" \
         --data-binary "@$f" "$url/v1/samples" >"$f.reply" &
+    senders+=($!)
 done
-wait $(jobs -p | grep -v -e "$pid_a" -e "$pid_b" -e "$pid_small") 2>/dev/null
+wait "${senders[@]}"
 sum() { cat one.*.reply two.*.reply | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" | awk '{ s += $1 } END { print s + 0 }'; }
 acc=$(sum accepted); dup=$(sum duplicates); con=$(sum conflicts)
 checks=$((checks + 1))
