@@ -295,8 +295,8 @@ meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
 
 /* ---- writing the columnar form ------------------------------------------ */
 
-static void
-text_add(struct meter_text *t, const char *s, size_t n)
+void
+meter_text_add(struct meter_text *t, const void *s, size_t n)
 {
     if (t->oom)
         return;
@@ -317,10 +317,10 @@ text_add(struct meter_text *t, const char *s, size_t n)
     t->p[t->len] = '\0';
 }
 
-static void
-text_str(struct meter_text *t, const char *s)
+void
+meter_text_str(struct meter_text *t, const char *s)
 {
-    text_add(t, s, strlen(s));
+    meter_text_add(t, s, strlen(s));
 }
 
 void
@@ -335,13 +335,13 @@ meter_columnar_begin(struct meter_text *t)
 {
     t->len = 0;
     t->items = 0;
-    text_str(t, "{\"sandboxes\":[");
+    meter_text_str(t, "{\"sandboxes\":[");
 }
 
 void
 meter_columnar_end(struct meter_text *t)
 {
-    text_str(t, "]}\n");
+    meter_text_str(t, "]}\n");
 }
 
 /* Writes 1/10,000 units as the shortest decimal. */
@@ -392,23 +392,23 @@ meter_columnar_add(struct meter_text *t, const char *account,
         all_paused &= s[i].vcpu == 0;
     }
     if (t->items++)
-        text_str(t, ",");
-    text_str(t, "{\"account_id\":\"");
-    text_str(t, account);
-    text_str(t, "\",\"sandbox_id\":\"");
-    text_str(t, sandbox);
+        meter_text_str(t, ",");
+    meter_text_str(t, "{\"account_id\":\"");
+    meter_text_str(t, account);
+    meter_text_str(t, "\",\"sandbox_id\":\"");
+    meter_text_str(t, sandbox);
     len = snprintf(num, sizeof(num), "\",\"start\":%lld,\"seconds\":%zu",
                    (long long)s[0].ts, n);
-    text_add(t, num, (size_t)len);
+    meter_text_add(t, num, (size_t)len);
     if (!any_paused || all_paused) {
-        text_str(t, all_paused ? ",\"state\":\"paused\""
-                               : ",\"state\":\"running\"");
+        meter_text_str(t, all_paused ? ",\"state\":\"paused\""
+                                     : ",\"state\":\"running\"");
     } else {
-        text_str(t, ",\"state\":[");
+        meter_text_str(t, ",\"state\":[");
         for (size_t i = 0; i < n; i++)
-            text_str(t, s[i].vcpu ? (i ? ",\"running\"" : "\"running\"")
-                                  : (i ? ",\"paused\"" : "\"paused\""));
-        text_str(t, "]");
+            meter_text_str(t, s[i].vcpu ? (i ? ",\"running\"" : "\"running\"")
+                                        : (i ? ",\"paused\"" : "\"paused\""));
+        meter_text_str(t, "]");
     }
     for (size_t c = 0; c < sizeof(cols) / sizeof(cols[0]); c++) {
         int f = cols[c];
@@ -418,9 +418,9 @@ meter_columnar_add(struct meter_text *t, const char *account,
         bool same = true;
         for (size_t i = 1; i < n && same; i++)
             same = col_value(&s[i], f) == col_value(&s[0], f);
-        text_str(t, ",\"");
-        text_str(t, meter_sample_fields[f]);
-        text_str(t, same ? "\":" : "\":[");
+        meter_text_str(t, ",\"");
+        meter_text_str(t, meter_sample_fields[f]);
+        meter_text_str(t, same ? "\":" : "\":[");
         for (size_t i = 0; i < (same ? 1 : n); i++) {
             uint64_t v = col_value(&s[i], f);
             /* A paused second's running-only values are ignored; an
@@ -432,11 +432,11 @@ meter_columnar_add(struct meter_text *t, const char *account,
                 cpu ? cpu_decimal(num, sizeof(num), v)
                     : snprintf(num, sizeof(num), "%llu", (unsigned long long)v);
             if (i)
-                text_str(t, ",");
-            text_add(t, num, (size_t)len);
+                meter_text_str(t, ",");
+            meter_text_add(t, num, (size_t)len);
         }
         if (!same)
-            text_str(t, "]");
+            meter_text_str(t, "]");
     }
-    text_str(t, "}");
+    meter_text_str(t, "}");
 }

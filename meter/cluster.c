@@ -14,7 +14,7 @@
  * cluster's user; connections through it are trusted (no password), and
  * the server listens on no TCP port.
  */
-#include "meter.h"
+#include "meter_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,17 +55,6 @@ struct meter_cluster {
     gid_t gid;
     char user[64];
 };
-
-static uint64_t
-fnv1a(const char *s)
-{
-    uint64_t h = 14695981039346656037ULL;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
 
 static int fmt_path(char *dst, size_t n, struct meter_err *e, const char *fmt,
                     ...) __attribute__((format(printf, 4, 5)));
@@ -203,7 +192,7 @@ meter_cluster_open(const char *workdir, struct meter_err *e)
         *slash = '\0';
     }
     bool reachable = !c->as_root || as_cluster_user(c, can_enter, probe) == 0;
-    uint64_t h = fnv1a(c->pgdir);
+    uint64_t h = meter_fnv1a(c->pgdir);
     if (reachable) {
         snprintf(c->base, sizeof(c->base), "%s", c->pgdir);
     } else {

@@ -8,6 +8,7 @@
  * and streamed through the pricing engine one sandbox at a time.
  */
 #include "ctl_int.h"
+#include "meter_int.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -39,15 +40,6 @@ struct input {
     size_t memory_mib;
 };
 
-static uint64_t
-str_hash(const char *s)
-{
-    uint64_t h = 14695981039346656037ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
 /* The index of s, added if new (*added set); -1 when out of memory. */
 static long
 intern(struct strtab *t, const char *s, bool *added)
@@ -59,7 +51,7 @@ intern(struct strtab *t, const char *s, bool *added)
         if (!slots)
             return -1;
         for (size_t i = 0; i < t->n; i++) {
-            size_t k = str_hash(t->str[i]) & (ns - 1);
+            size_t k = meter_fnv1a(t->str[i]) & (ns - 1);
             while (slots[k])
                 k = (k + 1) & (ns - 1);
             slots[k] = (uint32_t)i + 1;
@@ -68,7 +60,7 @@ intern(struct strtab *t, const char *s, bool *added)
         t->slots = slots;
         t->nslots = ns;
     }
-    size_t k = str_hash(s) & (t->nslots - 1);
+    size_t k = meter_fnv1a(s) & (t->nslots - 1);
     for (; t->slots[k]; k = (k + 1) & (t->nslots - 1))
         if (strcmp(t->str[t->slots[k] - 1], s) == 0)
             return t->slots[k] - 1;

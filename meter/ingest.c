@@ -11,7 +11,7 @@
  * are checked and written one after the other; batches of other
  * sandboxes do not wait. Nothing is stored unless the batch commits.
  */
-#include "meter.h"
+#include "meter_int.h"
 
 #include <arpa/inet.h>
 #include <pthread.h>
@@ -38,15 +38,6 @@ struct meter_registry {
     int64_t months[64]; /* partitions known to exist, as y*12+m */
     size_t nmonths;
 };
-
-static uint64_t
-hash_str(const char *s)
-{
-    uint64_t h = 14695981039346656037ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
 
 struct meter_registry *
 meter_registry_new(void)
@@ -84,7 +75,7 @@ meter_registry_free(struct meter_registry *r)
 static struct reg_entry *
 slot_of(const struct meter_registry *r, const char *id)
 {
-    size_t k = hash_str(id) & (r->nslots - 1);
+    size_t k = meter_fnv1a(id) & (r->nslots - 1);
     while (r->slots[k].sandbox_id && strcmp(r->slots[k].sandbox_id, id) != 0)
         k = (k + 1) & (r->nslots - 1);
     return &r->slots[k];
@@ -112,7 +103,7 @@ registry_put(struct meter_registry *r, const char *sandbox_id,
         for (size_t i = 0; i < r->nslots; i++) {
             if (!r->slots[i].sandbox_id)
                 continue;
-            size_t k = hash_str(r->slots[i].sandbox_id) & (ns - 1);
+            size_t k = meter_fnv1a(r->slots[i].sandbox_id) & (ns - 1);
             while (slots[k].sandbox_id)
                 k = (k + 1) & (ns - 1);
             slots[k] = r->slots[i];
@@ -177,67 +168,23 @@ meter_problems_add(struct meter_problems *p, size_t index, const char *field,
 
 /* ---- small helpers ---------------------------------------------------- */
 
-/* A growable text buffer for SQL arrays and COPY data. */
-struct buf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-};
-
 static void
-buf_add(struct buf *b, const void *data, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 4096;
-        while (nc < b->len + n + 1)
-            nc *= 2;
-        char *p = realloc(b->p, nc);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = nc;
-    }
-    memcpy(b->p + b->len, data, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void
-buf_str(struct buf *b, const char *s)
-{
-    buf_add(b, s, strlen(s));
-}
-
-static void
-buf_be32(struct buf *b, uint32_t v)
+buf_be32(struct meter_text *b, uint32_t v)
 {
     v = htonl(v);
-    buf_add(b, &v, 4);
+    meter_text_add(b, &v, 4);
 }
 
 static void
-buf_be64(struct buf *b, uint64_t v)
+buf_be64(struct meter_text *b, uint64_t v)
 {
     buf_be32(b, (uint32_t)(v >> 32));
     buf_be32(b, (uint32_t)v);
 }
 
-static uint64_t
-be64(const char *p)
-{
-    uint32_t hi, lo;
-    memcpy(&hi, p, 4);
-    memcpy(&lo, p + 4, 4);
-    return ((uint64_t)ntohl(hi) << 32) | ntohl(lo);
-}
-
 /* Appends a u128 as decimal digits. */
 static void
-buf_u128(struct buf *b, pricing_u128 v)
+buf_u128(struct meter_text *b, pricing_u128 v)
 {
     char tmp[48], *p = tmp + sizeof(tmp);
     *--p = '\0';
@@ -245,7 +192,7 @@ buf_u128(struct buf *b, pricing_u128 v)
         *--p = (char)('0' + (int)(v % 10));
         v /= 10;
     } while (v);
-    buf_str(b, p);
+    meter_text_str(b, p);
 }
 
 /* ---- the batch -------------------------------------------------------- */
@@ -337,20 +284,20 @@ prepare(struct batch *b, int64_t now, struct meter_problems *probs)
 /* Appends "{"a","b"}" of the batch's groups' sandbox or account ids, for
  * those not yet known; ids are of [A-Za-z0-9._:-] so need no escaping. */
 static void
-id_array(struct buf *out, const struct batch *b, bool account)
+id_array(struct meter_text *out, const struct batch *b, bool account)
 {
     bool first = true;
-    buf_str(out, "{");
+    meter_text_str(out, "{");
     for (size_t i = 0; i < b->ngroups; i++) {
         if (b->groups[i].known)
             continue;
         const struct meter_sample *x = &b->s[b->ord[b->groups[i].first]];
-        buf_str(out, first ? "\"" : ",\"");
-        buf_str(out, account ? x->account_id : x->sandbox_id);
-        buf_str(out, "\"");
+        meter_text_str(out, first ? "\"" : ",\"");
+        meter_text_str(out, account ? x->account_id : x->sandbox_id);
+        meter_text_str(out, "\"");
         first = false;
     }
-    buf_str(out, "}");
+    meter_text_str(out, "}");
 }
 
 enum { TX_OK = 0, TX_FAIL = -1, TX_RETRY = -2, TX_INVALID = -3 };
@@ -396,12 +343,12 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
         unknown += !b->groups[i].known;
     }
     for (int pass = 0; unknown > 0 && pass < 2; pass++) {
-        struct buf ids = {0}, accts = {0};
+        struct meter_text ids = {0}, accts = {0};
         id_array(&ids, b, false);
         id_array(&accts, b, true);
         if (ids.oom || accts.oom) {
-            free(ids.p);
-            free(accts.p);
+            meter_text_free(&ids);
+            meter_text_free(&accts);
             return meter_fail(e, "out of memory");
         }
         const char *p1[] = {ids.p, accts.p};
@@ -436,8 +383,8 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
             if (PQresultStatus(r) != PGRES_TUPLES_OK)
                 rc = sql_fail(db, r, "cannot read sandboxes", e);
         }
-        free(ids.p);
-        free(accts.p);
+        meter_text_free(&ids);
+        meter_text_free(&accts);
         if (rc != TX_OK)
             return rc;
         for (int row = 0; row < PQntuples(r); row++) {
@@ -521,32 +468,32 @@ build_blocks(struct batch *b)
 static int
 check_stored(PGconn *db, struct batch *b, struct meter_err *e)
 {
-    struct buf acct = {0}, sb = {0}, min = {0}, mask = {0};
+    struct meter_text acct = {0}, sb = {0}, min = {0}, mask = {0};
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     char num[32];
-    buf_str(&acct, "{");
-    buf_str(&sb, "{");
-    buf_str(&min, "{");
-    buf_str(&mask, "{");
+    meter_text_str(&acct, "{");
+    meter_text_str(&sb, "{");
+    meter_text_str(&min, "{");
+    meter_text_str(&mask, "{");
     for (size_t i = 0; i < b->nblocks; i++) {
         const struct block *k = &b->blocks[i];
         const struct group *g = &b->groups[k->group];
         const char *sep = i ? "," : "";
         snprintf(num, sizeof(num), "%s%d", sep, g->account_pk);
-        buf_str(&acct, num);
+        meter_text_str(&acct, num);
         snprintf(num, sizeof(num), "%s%d", sep, g->sandbox_pk);
-        buf_str(&sb, num);
+        meter_text_str(&sb, num);
         snprintf(num, sizeof(num), "%s%lld", sep, (long long)k->minute);
-        buf_str(&min, num);
+        meter_text_str(&min, num);
         snprintf(num, sizeof(num), "%s%lld", sep, (long long)k->mask);
-        buf_str(&mask, num);
+        meter_text_str(&mask, num);
         lo = k->minute < lo ? k->minute : lo;
         hi = k->minute > hi ? k->minute : hi;
     }
-    buf_str(&acct, "}");
-    buf_str(&sb, "}");
-    buf_str(&min, "}");
-    buf_str(&mask, "}");
+    meter_text_str(&acct, "}");
+    meter_text_str(&sb, "}");
+    meter_text_str(&min, "}");
+    meter_text_str(&mask, "}");
     char los[32], his[32];
     snprintf(los, sizeof(los), "%lld", (long long)lo);
     snprintf(his, sizeof(his), "%lld", (long long)hi);
@@ -576,8 +523,8 @@ check_stored(PGconn *db, struct batch *b, struct meter_err *e)
         goto out;
     }
     for (int row = 0; row < PQntuples(r); row++) {
-        struct block *k = &b->blocks[be64(PQgetvalue(r, row, 0)) - 1];
-        uint64_t stored = be64(PQgetvalue(r, row, 1));
+        struct block *k = &b->blocks[meter_be64(PQgetvalue(r, row, 0)) - 1];
+        uint64_t stored = meter_be64(PQgetvalue(r, row, 1));
         struct pricing_second old[60];
         size_t n;
         if (meter_block_decode(k->minute, stored,
@@ -601,10 +548,10 @@ check_stored(PGconn *db, struct batch *b, struct meter_err *e)
     }
 out:
     PQclear(r);
-    free(acct.p);
-    free(sb.p);
-    free(min.p);
-    free(mask.p);
+    meter_text_free(&acct);
+    meter_text_free(&sb);
+    meter_text_free(&min);
+    meter_text_free(&mask);
     return rc;
 }
 
@@ -621,13 +568,13 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
              struct meter_err *e)
 {
     static const char sig[] = "PGCOPY\n\377\r\n";
-    struct buf copy = {0}, roll = {0};
+    struct meter_text copy = {0}, roll = {0};
     uint8_t data[METER_BLOCK_MAX];
     struct pricing_second tmp[60];
     int rc = TX_OK;
     PGresult *r = NULL;
 
-    buf_add(&copy, sig, 11);
+    meter_text_add(&copy, sig, 11);
     buf_be32(&copy, 0);
     buf_be32(&copy, 0);
     /* Rollups: one accumulator per (account, hour), hours in order per
@@ -655,7 +602,7 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
         b->res.accepted += n;
 
         uint16_t nf = htons(6);
-        buf_add(&copy, &nf, 2);
+        meter_text_add(&copy, &nf, 2);
         buf_be32(&copy, 4);
         buf_be32(&copy, (uint32_t)g->account_pk);
         buf_be32(&copy, 4);
@@ -667,7 +614,7 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
         buf_be32(&copy, 8);
         buf_be64(&copy, (uint64_t)pg_time(arrived_us));
         buf_be32(&copy, (uint32_t)len);
-        buf_add(&copy, data, len);
+        meter_text_add(&copy, data, len);
 
         int64_t hour = k->minute / 60;
         struct roll *x = NULL;
@@ -691,7 +638,7 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
         }
     }
     uint16_t end = htons(0xffff);
-    buf_add(&copy, &end, 2);
+    meter_text_add(&copy, &end, 2);
     if (copy.oom) {
         rc = meter_fail(e, "out of memory");
         goto out;
@@ -723,12 +670,12 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
     r = NULL;
 
     /* Merge rollups of equal key (blocks of several sandboxes). */
-    buf_str(&roll, "INSERT INTO usage_hourly (account_pk, hour, samples,"
-                   " running_s, vcpu_s, cpu_used_s, mem_byte_s,"
-                   " mem_used_byte_s, disk_byte_s, egress_bytes) SELECT"
-                   " a, h, sum(s), sum(r), round(sum(v) / 10000, 4), "
-                   "round(sum(u) / 10000, 4),"
-                   " sum(m), sum(mu), sum(d), sum(e) FROM (VALUES ");
+    meter_text_str(&roll, "INSERT INTO usage_hourly (account_pk, hour, samples,"
+                          " running_s, vcpu_s, cpu_used_s, mem_byte_s,"
+                          " mem_used_byte_s, disk_byte_s, egress_bytes) SELECT"
+                          " a, h, sum(s), sum(r), round(sum(v) / 10000, 4), "
+                          "round(sum(u) / 10000, 4),"
+                          " sum(m), sum(mu), sum(d), sum(e) FROM (VALUES ");
     for (size_t j = 0; j < nrolls; j++) {
         const struct roll *x = &rolls[j];
         char head[96];
@@ -736,15 +683,16 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
             head, sizeof(head), "%s(%d, %lld, %llu::bigint, %llu::bigint, ",
             j ? ", " : "", x->account_pk, (long long)x->hour,
             (unsigned long long)x->samples, (unsigned long long)x->running);
-        buf_str(&roll, head);
+        meter_text_str(&roll, head);
         pricing_u128 v[] = {x->vcpu,     x->used, x->mem,
                             x->mem_used, x->disk, x->egress};
         for (int c = 0; c < 6; c++) {
             buf_u128(&roll, v[c]);
-            buf_str(&roll, c < 5 ? "::numeric, " : "::numeric)");
+            meter_text_str(&roll, c < 5 ? "::numeric, " : "::numeric)");
         }
     }
-    buf_str(&roll, ") AS x (a, h, s, r, v, u, m, mu, d, e) GROUP BY a, h");
+    meter_text_str(&roll,
+                   ") AS x (a, h, s, r, v, u, m, mu, d, e) GROUP BY a, h");
     if (roll.oom) {
         rc = meter_fail(e, "out of memory");
         goto out;
@@ -753,8 +701,8 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
 out:
     PQclear(r);
     free(rolls);
-    free(copy.p);
-    free(roll.p);
+    meter_text_free(&copy);
+    meter_text_free(&roll);
     return rc;
 }
 
@@ -800,7 +748,7 @@ run_tx(PGconn *db, struct meter_registry *reg, struct batch *b,
     rc = resolve(db, reg, b, probs, e);
     if (rc == TX_OK) {
         /* Lock the batch's sandboxes, in sandbox order. */
-        struct buf pks = {0};
+        struct meter_text pks = {0};
         int32_t *sorted = malloc(b->ngroups * sizeof(*sorted));
         if (!sorted) {
             rc = meter_fail(e, "out of memory");
@@ -813,13 +761,13 @@ run_tx(PGconn *db, struct meter_registry *reg, struct batch *b,
                     sorted[j] = sorted[j - 1];
                     sorted[j - 1] = t;
                 }
-            buf_str(&pks, "{");
+            meter_text_str(&pks, "{");
             for (size_t i = 0; i < b->ngroups; i++) {
                 char num[16];
                 snprintf(num, sizeof(num), "%s%d", i ? "," : "", sorted[i]);
-                buf_str(&pks, num);
+                meter_text_str(&pks, num);
             }
-            buf_str(&pks, "}");
+            meter_text_str(&pks, "}");
             const char *p[] = {pks.p};
             rc = pks.oom ? meter_fail(e, "out of memory")
                          : exec_cmd(db,
@@ -827,7 +775,7 @@ run_tx(PGconn *db, struct meter_registry *reg, struct batch *b,
                                     ", x) FROM unnest($1::int[]) x",
                                     1, p, "cannot lock sandboxes", e);
             free(sorted);
-            free(pks.p);
+            meter_text_free(&pks);
         }
     }
     if (rc == TX_OK)

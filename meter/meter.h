@@ -330,6 +330,8 @@ struct meter_text {
     size_t items;
     bool oom;
 };
+void meter_text_add(struct meter_text *t, const void *data, size_t n);
+void meter_text_str(struct meter_text *t, const char *s);
 void meter_text_free(struct meter_text *t);
 
 /* Builds a columnar body: begin, one add per run of consecutive seconds

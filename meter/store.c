@@ -7,7 +7,7 @@
  * order, so each sandbox's seconds come together and in order, and
  * memory does not grow with the range.
  */
-#include "meter.h"
+#include "meter_int.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -26,15 +26,6 @@ struct meter_store_reader {
     char sandbox[PRICING_ID_MAX + 1];
     struct pricing_second out[60];
 };
-
-static uint64_t
-be64(const char *p)
-{
-    uint32_t hi, lo;
-    memcpy(&hi, p, 4);
-    memcpy(&lo, p + 4, 4);
-    return ((uint64_t)ntohl(hi) << 32) | ntohl(lo);
-}
 
 static uint32_t
 be32(const char *p)
@@ -146,7 +137,7 @@ next_block(void *ctx, struct pricing_block *b, struct pricing_err *pe)
                 snprintf(r->sandbox, sizeof(r->sandbox), "%s", sandbox);
                 minute = m;
             }
-            uint64_t mask = be64(PQgetvalue(x, i, 3));
+            uint64_t mask = meter_be64(PQgetvalue(x, i, 3));
             struct pricing_second dec[60];
             size_t n;
             if (meter_block_decode(m, mask,
