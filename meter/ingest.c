@@ -11,6 +11,7 @@
  * are checked and written one after the other; batches of other
  * sandboxes do not wait. Nothing is stored unless the batch commits.
  */
+#define _GNU_SOURCE /* qsort_r */
 #include "meter_int.h"
 
 #include <arpa/inet.h>
@@ -216,13 +217,12 @@ struct batch {
     struct meter_ingest_result res;
 };
 
-static const struct meter_sample *sort_base;
-
 static int
-by_sandbox_ts_index(const void *x, const void *y)
+by_sandbox_ts_index(const void *x, const void *y, void *base)
 {
     size_t i = *(const size_t *)x, j = *(const size_t *)y;
-    const struct meter_sample *a = &sort_base[i], *b = &sort_base[j];
+    const struct meter_sample *a = (const struct meter_sample *)base + i;
+    const struct meter_sample *b = (const struct meter_sample *)base + j;
     int c = strcmp(a->sandbox_id, b->sandbox_id);
     if (c)
         return c;
@@ -230,8 +230,6 @@ by_sandbox_ts_index(const void *x, const void *y)
         return a->s.ts < b->s.ts ? -1 : 1;
     return (i > j) - (i < j);
 }
-
-static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Orders the batch and splits it by sandbox; checks what needs no
  * database: seconds in the future, a sandbox under two accounts. */
@@ -251,11 +249,8 @@ prepare(struct batch *b, int64_t now, struct meter_problems *probs)
                                "more than 5 minutes in the future");
         }
     }
-    /* qsort has no context argument; batches sort one at a time. */
-    pthread_mutex_lock(&sort_lock);
-    sort_base = b->s;
-    qsort(b->ord, b->n, sizeof(*b->ord), by_sandbox_ts_index);
-    pthread_mutex_unlock(&sort_lock);
+    qsort_r(b->ord, b->n, sizeof(*b->ord), by_sandbox_ts_index,
+            (void *)b->s);
     for (size_t i = 0; i < b->n;) {
         struct group *g = &b->groups[b->ngroups++];
         const struct meter_sample *first = &b->s[b->ord[i]];

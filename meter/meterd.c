@@ -173,7 +173,7 @@ render_metrics(size_t *len)
          "# TYPE meter_batches_in_flight gauge\n"
          "meter_batches_in_flight %lld\n",
          atomic_load(&metrics.in_flight));
-    EMIT("# HELP meter_batch_seconds Time from a batch's last byte to its "
+    EMIT("# HELP meter_batch_seconds Time from a batch's headers to its "
          "answer.\n# TYPE meter_batch_seconds histogram\n");
     unsigned long long cum = 0;
     for (size_t b = 0; b <= NBUCKETS; b++) {
@@ -618,6 +618,10 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                     NULL);
             return MHD_YES; /* the body follows */
         }
+    }
+    if (*upload_size && rq->status) {
+        *upload_size = 0; /* answered already (refused): drop the body */
+        return MHD_YES;
     }
     if (*upload_size) {
         if (!rq->too_big) {
