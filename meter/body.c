@@ -30,8 +30,19 @@ meter_gunzip(const char *in, size_t len, size_t max, char **out,
         z.next_out = (Bytef *)buf + z.total_out;
         z.avail_out = (uInt)(cap - z.total_out);
         int st = inflate(&z, Z_NO_FLUSH);
-        if (st == Z_STREAM_END)
-            break;
+        if (st == Z_STREAM_END) {
+            if (z.avail_in == 0)
+                break;
+            /* Another gzip member follows (RFC 1952 allows several);
+             * anything else after the end is an error. */
+            if (z.avail_in < 2 || z.next_in[0] != 0x1f || z.next_in[1] != 0x8b)
+                goto out;
+            uLong done = z.total_out;
+            if (inflateReset(&z) != Z_OK)
+                goto out;
+            z.total_out = done;
+            continue;
+        }
         if (st != Z_OK && st != Z_BUF_ERROR)
             goto out; /* corrupt */
         if (z.avail_out > 0 && z.avail_in == 0)

@@ -20,7 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LOCK_CLASS "7243612"
+/* Advisory locks of sandboxes: class 7243613 (0002_usage.sql's partition
+ * lock is 7243612), LOCK_BUCKETS keys, so that a batch of any size takes
+ * a bounded share of the server's lock table. */
+#define LOCK_CLASS "7243613"
+#define LOCK_BUCKETS 256
 #define FUTURE_S 300
 
 /* ---- the registry: sandbox -> account, immutable once known ----------- */
@@ -202,8 +206,16 @@ buf_u128(struct meter_text *b, pricing_u128 v)
 struct block {
     size_t group;
     int64_t minute;
-    uint64_t mask;
-    struct pricing_second s[60]; /* by second of the minute */
+    uint64_t mask;              /* the seconds still to write */
+    uint32_t at[60];            /* by second: the sample that stands */
+    size_t extra_first, nextra; /* its later copies in batch.extras */
+};
+
+/* A later copy, in batch order, of a second the batch already has. */
+struct extra {
+    uint32_t sample;
+    uint8_t sec;
+    bool counted;
 };
 
 struct batch {
@@ -214,8 +226,28 @@ struct batch {
     size_t ngroups;
     struct block *blocks;
     size_t nblocks;
+    struct extra *extras;
+    size_t nextras;
     struct meter_ingest_result res;
 };
+
+/* The stored value of sample i. */
+static const struct pricing_second *
+second_of(const struct batch *b, uint32_t i)
+{
+    return &b->s[i].s;
+}
+
+/* Counts a repeat of a second against the value that stands. */
+static void
+count_repeat(struct batch *b, const struct pricing_second *standing,
+             const struct pricing_second *repeat)
+{
+    if (memcmp(standing, repeat, sizeof(*repeat)) == 0)
+        b->res.duplicates++;
+    else
+        b->res.conflicts++;
+}
 
 static int
 by_sandbox_ts_index(const void *x, const void *y, void *base)
@@ -249,8 +281,7 @@ prepare(struct batch *b, int64_t now, struct meter_problems *probs)
                                "more than 5 minutes in the future");
         }
     }
-    qsort_r(b->ord, b->n, sizeof(*b->ord), by_sandbox_ts_index,
-            (void *)b->s);
+    qsort_r(b->ord, b->n, sizeof(*b->ord), by_sandbox_ts_index, (void *)b->s);
     for (size_t i = 0; i < b->n;) {
         struct group *g = &b->groups[b->ngroups++];
         const struct meter_sample *first = &b->s[b->ord[i]];
@@ -324,6 +355,24 @@ exec_cmd(PGconn *db, const char *sql, int nparams, const char *const *values,
     return TX_OK;
 }
 
+/* The group of sandbox id: groups are in sandbox id order. */
+static struct group *
+find_group(struct batch *b, const char *id)
+{
+    size_t lo = 0, hi = b->ngroups;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(id, b->s[b->ord[b->groups[mid].first]].sandbox_id);
+        if (c == 0)
+            return &b->groups[mid];
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}
+
 /* Fills groups[].reg from the registry, then the database; registers
  * new sandboxes (and accounts). Checks each sample's account. */
 static int
@@ -383,22 +432,15 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
         if (rc != TX_OK)
             return rc;
         for (int row = 0; row < PQntuples(r); row++) {
-            const char *sid = PQgetvalue(r, row, 0);
-            for (size_t i = 0; i < b->ngroups; i++) {
-                struct group *g = &b->groups[i];
-                if (g->known ||
-                    strcmp(b->s[b->ord[g->first]].sandbox_id, sid) != 0)
-                    continue;
-                snprintf(g->account_id, sizeof(g->account_id), "%s",
-                         PQgetvalue(r, row, 3));
-                g->sandbox_pk =
-                    (int32_t)strtol(PQgetvalue(r, row, 1), NULL, 10);
-                g->account_pk =
-                    (int32_t)strtol(PQgetvalue(r, row, 2), NULL, 10);
-                g->known = g->fresh = true;
-                unknown--;
-                break;
-            }
+            struct group *g = find_group(b, PQgetvalue(r, row, 0));
+            if (!g || g->known)
+                continue;
+            snprintf(g->account_id, sizeof(g->account_id), "%s",
+                     PQgetvalue(r, row, 3));
+            g->sandbox_pk = (int32_t)strtol(PQgetvalue(r, row, 1), NULL, 10);
+            g->account_pk = (int32_t)strtol(PQgetvalue(r, row, 2), NULL, 10);
+            g->known = g->fresh = true;
+            unknown--;
         }
         PQclear(r);
     }
@@ -422,41 +464,67 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
     return probs->total ? TX_INVALID : TX_OK;
 }
 
-/* Groups each sandbox's seconds into minute blocks, counting repeats
- * within the batch (the first in batch order stands). */
+/* Groups each sandbox's seconds into minute blocks. The first copy of a
+ * second in batch order stands for it; later copies are set aside as
+ * extras, counted once it is known what stands (check_stored). */
 static int
 build_blocks(struct batch *b)
 {
-    b->blocks = calloc(b->n ? b->n : 1, sizeof(*b->blocks));
-    if (!b->blocks)
+    size_t nblocks = 0;
+    for (size_t gi = 0; gi < b->ngroups; gi++) {
+        int64_t last = INT64_MIN;
+        for (size_t k = b->groups[gi].first; k < b->groups[gi].end; k++) {
+            int64_t minute = b->s[b->ord[k]].s.ts / 60;
+            nblocks += minute != last;
+            last = minute;
+        }
+    }
+    b->blocks = malloc((nblocks ? nblocks : 1) * sizeof(*b->blocks));
+    b->extras = malloc((b->n ? b->n : 1) * sizeof(*b->extras));
+    if (!b->blocks || !b->extras)
         return -1;
+    b->nblocks = b->nextras = 0;
     for (size_t gi = 0; gi < b->ngroups; gi++) {
         const struct group *g = &b->groups[gi];
         struct block *cur = NULL;
-        const struct pricing_second *prev = NULL;
+        int64_t prev_ts = INT64_MIN;
         for (size_t k = g->first; k < g->end; k++) {
-            const struct pricing_second *s = &b->s[b->ord[k]].s;
-            if (prev && s->ts == prev->ts) {
-                if (memcmp(s, prev, sizeof(*s)) == 0)
-                    b->res.duplicates++;
-                else
-                    b->res.conflicts++;
-                continue;
-            }
-            prev = s;
-            int64_t minute = s->ts / 60;
+            uint32_t idx = (uint32_t)b->ord[k];
+            int64_t ts = b->s[idx].s.ts;
+            int64_t minute = ts / 60;
             if (!cur || cur->minute != minute) {
                 cur = &b->blocks[b->nblocks++];
                 cur->group = gi;
                 cur->minute = minute;
                 cur->mask = 0;
+                cur->extra_first = b->nextras;
+                cur->nextra = 0;
             }
-            int sec = (int)(s->ts % 60);
+            uint8_t sec = (uint8_t)(ts % 60);
+            if (ts == prev_ts) {
+                b->extras[b->nextras++] = (struct extra){idx, sec, false};
+                cur->nextra++;
+                continue;
+            }
+            prev_ts = ts;
             cur->mask |= (uint64_t)1 << sec;
-            cur->s[sec] = *s;
+            cur->at[sec] = idx;
         }
     }
     return 0;
+}
+
+/* Counts the extras that check_stored did not: against the first copy. */
+static void
+count_extras(struct batch *b)
+{
+    for (size_t i = 0; i < b->nblocks; i++) {
+        const struct block *k = &b->blocks[i];
+        for (size_t x = k->extra_first; x < k->extra_first + k->nextra; x++)
+            if (!b->extras[x].counted)
+                count_repeat(b, second_of(b, k->at[b->extras[x].sec]),
+                             second_of(b, b->extras[x].sample));
+    }
 }
 
 /* Drops from the blocks the seconds already stored, counting them. */
@@ -534,10 +602,16 @@ check_stored(PGconn *db, struct batch *b, struct meter_err *e)
             uint64_t bit = (uint64_t)1 << sec;
             if (!(k->mask & bit))
                 continue;
-            if (memcmp(&old[i], &k->s[sec], sizeof(old[i])) == 0)
-                b->res.duplicates++;
-            else
-                b->res.conflicts++;
+            /* The stored value stands: the batch's copies repeat it. */
+            count_repeat(b, &old[i], second_of(b, k->at[sec]));
+            for (size_t x = k->extra_first; x < k->extra_first + k->nextra;
+                 x++) {
+                struct extra *ex = &b->extras[x];
+                if (ex->sec == sec) {
+                    count_repeat(b, &old[i], second_of(b, ex->sample));
+                    ex->counted = true;
+                }
+            }
             k->mask &= ~bit;
         }
     }
@@ -572,8 +646,8 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
     meter_text_add(&copy, sig, 11);
     buf_be32(&copy, 0);
     buf_be32(&copy, 0);
-    /* Rollups: one accumulator per (account, hour), hours in order per
-     * sandbox, so a short list suffices; merged by key below. */
+    /* Rollups: an accumulator per run of blocks of one (account, hour);
+     * the INSERT below sums those of equal key. */
     struct roll {
         int32_t account_pk;
         int64_t hour;
@@ -592,7 +666,7 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
         size_t n = 0;
         for (int sec = 0; sec < 60; sec++)
             if (k->mask & ((uint64_t)1 << sec))
-                tmp[n++] = k->s[sec];
+                tmp[n++] = *second_of(b, k->at[sec]);
         size_t len = meter_block_encode(tmp, n, data);
         b->res.accepted += n;
 
@@ -612,11 +686,8 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
         meter_text_add(&copy, data, len);
 
         int64_t hour = k->minute / 60;
-        struct roll *x = NULL;
-        for (size_t j = nrolls; j-- > 0 && !x;)
-            if (rolls[j].account_pk == g->account_pk && rolls[j].hour == hour)
-                x = &rolls[j];
-        if (!x) {
+        struct roll *x = nrolls ? &rolls[nrolls - 1] : NULL;
+        if (!x || x->account_pk != g->account_pk || x->hour != hour) {
             x = &rolls[nrolls++];
             x->account_pk = g->account_pk;
             x->hour = hour;
@@ -664,7 +735,7 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
     PQclear(r);
     r = NULL;
 
-    /* Merge rollups of equal key (blocks of several sandboxes). */
+    /* Sum the accumulators of equal key (several sandboxes). */
     meter_text_str(&roll, "INSERT INTO usage_hourly (account_pk, hour, samples,"
                           " running_s, vcpu_s, cpu_used_s, mem_byte_s,"
                           " mem_used_byte_s, disk_byte_s, egress_bytes) SELECT"
@@ -742,41 +813,38 @@ run_tx(PGconn *db, struct meter_registry *reg, struct batch *b,
         return rc;
     rc = resolve(db, reg, b, probs, e);
     if (rc == TX_OK) {
-        /* Lock the batch's sandboxes, in sandbox order. */
-        struct meter_text pks = {0};
-        int32_t *sorted = malloc(b->ngroups * sizeof(*sorted));
-        if (!sorted) {
-            rc = meter_fail(e, "out of memory");
-        } else {
-            for (size_t i = 0; i < b->ngroups; i++)
-                sorted[i] = b->groups[i].sandbox_pk;
-            for (size_t i = 1; i < b->ngroups; i++) /* few: insertion sort */
-                for (size_t j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
-                    int32_t t = sorted[j];
-                    sorted[j] = sorted[j - 1];
-                    sorted[j - 1] = t;
-                }
-            meter_text_str(&pks, "{");
-            for (size_t i = 0; i < b->ngroups; i++) {
-                char num[16];
-                snprintf(num, sizeof(num), "%s%d", i ? "," : "", sorted[i]);
-                meter_text_str(&pks, num);
-            }
-            meter_text_str(&pks, "}");
-            const char *p[] = {pks.p};
-            rc = pks.oom ? meter_fail(e, "out of memory")
-                         : exec_cmd(db,
-                                    "SELECT pg_advisory_xact_lock(" LOCK_CLASS
-                                    ", x) FROM unnest($1::int[]) x",
-                                    1, p, "cannot lock sandboxes", e);
-            free(sorted);
-            meter_text_free(&pks);
+        /* Lock the batch's sandboxes by bucket (sandbox_pk % LOCK_BUCKETS),
+         * in bucket order: a bounded number of locks per transaction, and
+         * no deadlock between writers. */
+        uint64_t used[LOCK_BUCKETS / 64] = {0};
+        for (size_t i = 0; i < b->ngroups; i++) {
+            uint32_t k = (uint32_t)b->groups[i].sandbox_pk % LOCK_BUCKETS;
+            used[k / 64] |= (uint64_t)1 << (k % 64);
         }
+        struct meter_text keys = {0};
+        meter_text_str(&keys, "{");
+        for (uint32_t k = 0; k < LOCK_BUCKETS; k++) {
+            if (!(used[k / 64] & ((uint64_t)1 << (k % 64))))
+                continue;
+            char num[16];
+            snprintf(num, sizeof(num), "%s%u", keys.len > 1 ? "," : "", k);
+            meter_text_str(&keys, num);
+        }
+        meter_text_str(&keys, "}");
+        const char *p[] = {keys.p};
+        rc = keys.oom ? meter_fail(e, "out of memory")
+                      : exec_cmd(db,
+                                 "SELECT pg_advisory_xact_lock(" LOCK_CLASS
+                                 ", x) FROM unnest($1::int[]) x",
+                                 1, p, "cannot lock sandboxes", e);
+        meter_text_free(&keys);
     }
     if (rc == TX_OK)
         rc = check_stored(db, b, e);
-    if (rc == TX_OK)
+    if (rc == TX_OK) {
+        count_extras(b);
         rc = write_blocks(db, b, arrived_us, e);
+    }
     if (rc == TX_OK)
         rc = exec_cmd(db, "COMMIT", 0, NULL, "cannot commit", e);
     if (rc != TX_OK)
@@ -817,7 +885,9 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
          * registrations of a rolled-back attempt are gone. */
         if (attempt > 0) {
             free(b.blocks);
+            free(b.extras);
             b.blocks = NULL;
+            b.extras = NULL;
             b.nblocks = 0;
             memset(&b.res, 0, sizeof(b.res));
             if (build_blocks(&b) < 0) {
@@ -844,6 +914,9 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
         if (rc != TX_RETRY)
             goto unavailable;
     }
+    /* Still deadlocking after five tries: busy, not broken. */
+    st = METER_INGEST_UNAVAILABLE;
+    goto out;
 unavailable:
     st = PQstatus(db) == CONNECTION_OK ? METER_INGEST_ERROR
                                        : METER_INGEST_UNAVAILABLE;
@@ -851,5 +924,6 @@ out:
     free(b.ord);
     free(b.groups);
     free(b.blocks);
+    free(b.extras);
     return st;
 }

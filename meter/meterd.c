@@ -27,7 +27,9 @@
 #include <unistd.h>
 
 #define RETRY_AFTER "2"
-#define MAX_BATCH_SAMPLES 2000000
+/* Samples a batch may hold: bounds a batch's memory (about 500 bytes a
+ * sample while it is processed) whatever its body's size. */
+#define MAX_BATCH_SAMPLES 500000
 
 static const char usage_text[] =
     "usage: meterd [OPTIONS]\n"
@@ -483,6 +485,17 @@ ingest_samples(struct MHD_Connection *c, struct request *rq)
             return send_problem(c, rq, 400, "invalid-gzip", "Invalid body",
                                 "the body is not a valid gzip stream", NULL);
         body = plain;
+        /* The inflated body counts against --max-buffered too. */
+        size_t more = len > rq->len ? len - rq->len : 0;
+        size_t held = atomic_fetch_add(&buffered, more);
+        rq->reserved += more;
+        if (held + more > cfg.max_buffered) {
+            free(plain);
+            return send_problem(c, rq, 503, "saturated", "Service saturated",
+                                "too many batches are arriving at once; "
+                                "retry later",
+                                NULL);
+        }
     }
     bool ndjson = header_is(c, "Content-Type", "application/x-ndjson");
     struct meter_sample *s = NULL;

@@ -48,8 +48,12 @@ meter_store_reader_new(PGconn *db, const char *account, int64_t from,
     r->from = from;
     r->to = to;
     char lo[32], hi[32];
-    snprintf(lo, sizeof(lo), "%lld", (long long)(from / 60));
-    snprintf(hi, sizeof(hi), "%lld", (long long)((to + 59) / 60));
+    /* Minutes are int4: clamp a range reaching past their end. */
+    int64_t lo_m = from / 60, hi_m = (to + 59) / 60;
+    snprintf(lo, sizeof(lo), "%lld",
+             (long long)(lo_m < INT32_MAX ? lo_m : INT32_MAX));
+    snprintf(hi, sizeof(hi), "%lld",
+             (long long)(hi_m < INT32_MAX ? hi_m : INT32_MAX));
     const char *values[] = {lo, hi, account};
     PGresult *res = PQexec(db, "BEGIN ISOLATION LEVEL REPEATABLE READ");
     bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;

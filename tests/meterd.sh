@@ -109,6 +109,34 @@ post $A "$HOST" application/x-ndjson rows.ndjson.gz -H "Content-Encoding: gzip"
 expect_http 200 "gzip"
 contains "$body" '"accepted":2' "gzip"
 
+# gzip of several members (RFC 1952) is read to its end.
+{ head -n 1 rows.ndjson | sed 's/sb-2/sb-7/' | gzip -c; tail -n 1 rows.ndjson | sed 's/sb-2/sb-7/' | gzip -c; } >members.gz
+post $A "$HOST" application/x-ndjson members.gz -H "Content-Encoding: gzip"
+contains "$body" '"accepted":2' "a gzip body of two members"
+
+# A second repeated in the batch is judged against what stands: the
+# stored value V; the batch [W, V] is one conflict and one duplicate,
+# [W, W] two conflicts.
+printf '[{"ts":%d,"account_id":"acme","sandbox_id":"sb-8","state":"paused","disk_bytes":1}]' $T >v.json
+printf '[{"ts":%d,"account_id":"acme","sandbox_id":"sb-8","state":"paused","disk_bytes":2},{"ts":%d,"account_id":"acme","sandbox_id":"sb-8","state":"paused","disk_bytes":1}]' $T $T >wv.json
+printf '[{"ts":%d,"account_id":"acme","sandbox_id":"sb-8","state":"paused","disk_bytes":2},{"ts":%d,"account_id":"acme","sandbox_id":"sb-8","state":"paused","disk_bytes":2}]' $T $T >ww.json
+post $A "$HOST" application/json v.json
+post $A "$HOST" application/json wv.json
+contains "$body" '{"accepted":0,"duplicates":1,"conflicts":1}' "[W, V] after V"
+post $A "$HOST" application/json ww.json
+contains "$body" '{"accepted":0,"duplicates":0,"conflicts":2}' "[W, W] after V"
+# Within one batch, the first copy stands for the later ones.
+printf '[{"ts":%d,"account_id":"acme","sandbox_id":"sb-9","state":"paused","disk_bytes":1},{"ts":%d,"account_id":"acme","sandbox_id":"sb-9","state":"paused","disk_bytes":2},{"ts":%d,"account_id":"acme","sandbox_id":"sb-9","state":"paused","disk_bytes":1}]' $T $T $T >inbatch.json
+post $A "$HOST" application/json inbatch.json
+contains "$body" '{"accepted":1,"duplicates":1,"conflicts":1}' "repeats within a batch"
+
+# A batch of many sandboxes (one second each) takes a bounded number of
+# locks and registers them all.
+awk -v t=$T 'BEGIN { printf "{\"sandboxes\":["; for (i = 0; i < 20000; i++) printf "%s{\"account_id\":\"wide\",\"sandbox_id\":\"w-%d\",\"start\":%d,\"seconds\":1,\"state\":\"paused\",\"disk_bytes\":0}", i ? "," : "", i, t; print "]}" }' >wide.json
+post $A "$HOST" application/json wide.json
+expect_http 200 "20,000 sandboxes in one batch"
+contains "$body" '"accepted":20000' "20,000 sandboxes in one batch"
+
 # --- refused batches: nothing stored -------------------------------------
 before=$("$METERCTL" --db "$db" export --from 0 --to 9999999999 | wc -l)
 cat >bad.json <<JSON
@@ -136,6 +164,9 @@ expect_http 400 "bad JSON"
 echo 'not gzip' >bad.gz
 post $A "$HOST" application/json bad.gz -H "Content-Encoding: gzip"
 expect_http 400 "bad gzip"
+{ echo '[]' | gzip -c; echo garbage; } >trailing.gz
+post $A "$HOST" application/json trailing.gz -H "Content-Encoding: gzip"
+expect_http 400 "bytes after the gzip stream"
 after=$("$METERCTL" --db "$db" export --from 0 --to 9999999999 | wc -l)
 [ "$before" = "$after" ] || fail "a refused batch stored samples ($before -> $after)"
 
@@ -223,6 +254,10 @@ sort gen.ndjson >generated.ndjson
 checks=$((checks + 1))
 cmp -s exported.ndjson generated.ndjson || fail "exported samples differ from the generated ones"
 [ -s generated.ndjson ] || fail "the generator produced nothing"
+
+# Export to the last second there is.
+expect_status 0 "$METERCTL" --db "$db" export --from 0 --to 9999-12-31T23:59:59Z
+[ -n "$out" ] || fail "export to 9999-12-31 found nothing"
 
 # --- rollups agree with the samples -------------------------------------
 "$METERCTL" --db "$db" export --from 0 --to 9999999999 >all.ndjson
