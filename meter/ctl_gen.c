@@ -36,21 +36,14 @@ add_columnar(const char *account, const char *sandbox,
     meter_columnar_add(arg, account, sandbox, s, n);
 }
 
+/* Keeps the first 4 kB of a reply, for the error message. */
 static size_t
 keep_reply(char *data, size_t size, size_t n, void *arg)
 {
     struct meter_text *t = arg;
-    size_t len = size * n;
-    if (t->len + len < sizeof(char) * 4096) {
-        char *p = realloc(t->p, t->len + len + 1);
-        if (p) {
-            memcpy(p + t->len, data, len);
-            t->p = p;
-            t->len += len;
-            t->p[t->len] = '\0';
-        }
-    }
-    return len;
+    if (t->len < 4096)
+        meter_text_add(t, data, size * n < 4096 ? size * n : 4096);
+    return size * n;
 }
 
 static double
@@ -79,7 +72,7 @@ post(CURL *curl, const char *url, struct curl_slist *headers,
         long status = 0;
         curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
         if (rc == CURLE_OK && status == 200) {
-            free(reply.p);
+            meter_text_free(&reply);
             return 0;
         }
         bool retry = rc != CURLE_OK || status == 503;
@@ -87,10 +80,10 @@ post(CURL *curl, const char *url, struct curl_slist *headers,
             fprintf(stderr, "meterctl: POST %s: %s%ld %s\n", url,
                     rc != CURLE_OK ? curl_easy_strerror(rc) : "HTTP ",
                     rc != CURLE_OK ? 0L : status, reply.p ? reply.p : "");
-            free(reply.p);
+            meter_text_free(&reply);
             return -1;
         }
-        free(reply.p);
+        meter_text_free(&reply);
         sleep(2); /* the service's Retry-After */
     }
 }

@@ -175,6 +175,10 @@ render_metrics(size_t *len)
          "# TYPE meter_batches_in_flight gauge\n"
          "meter_batches_in_flight %lld\n",
          atomic_load(&metrics.in_flight));
+    EMIT("# HELP meter_buffered_bytes Request bodies held (reserved).\n"
+         "# TYPE meter_buffered_bytes gauge\n"
+         "meter_buffered_bytes %zu\n",
+         atomic_load(&buffered));
     EMIT("# HELP meter_batch_seconds Time from a batch's headers to its "
          "answer.\n# TYPE meter_batch_seconds histogram\n");
     unsigned long long cum = 0;

@@ -203,7 +203,10 @@ head -c 90000 /dev/zero | tr '\0' ' ' >slow.json
 curl -s -o /dev/null --limit-rate 20k -X POST -H "Authorization: Bearer $HOST" \
     -H "Content-Type: application/json" --data-binary @slow.json "$url_busy/v1/samples" &
 slow=$!
-sleep 1
+for i in $(seq 1 50); do # until the slow body holds its reservation
+    curl -s "$url_busy/metrics" | grep -q '^meter_buffered_bytes 90000$' && break
+    sleep 0.1
+done
 { cat rows.json; head -c 20000 /dev/zero | tr '\0' ' '; } >padded.json
 post $url_busy "$HOST" application/json padded.json -D busy-headers.txt
 expect_http 503 "saturated"
