@@ -25,6 +25,8 @@
  * a bounded share of the server's lock table. */
 #define LOCK_CLASS "7243613"
 #define LOCK_BUCKETS 256
+/* Sandboxes the registry keeps in memory at most (about 150 bytes each). */
+#define REGISTRY_MAX 1000000
 #define FUTURE_S 300
 
 /* ---- the registry: sandbox -> account, immutable once known ----------- */
@@ -100,6 +102,15 @@ registry_put(struct meter_registry *r, const char *sandbox_id,
              const char *account_id, int32_t sandbox_pk, int32_t account_pk)
 {
     pthread_rwlock_wrlock(&r->lock);
+    if (r->n >= REGISTRY_MAX) {
+        /* Bounded: past the cap start over; the database has it all. */
+        for (size_t i = 0; i < r->nslots; i++) {
+            free(r->slots[i].sandbox_id);
+            free(r->slots[i].account_id);
+            r->slots[i].sandbox_id = r->slots[i].account_id = NULL;
+        }
+        r->n = 0;
+    }
     if (2 * (r->n + 1) > r->nslots) {
         size_t ns = 2 * r->nslots;
         struct reg_entry *slots = calloc(ns, sizeof(*slots));
