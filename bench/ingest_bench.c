@@ -25,19 +25,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "meter.h"
 
 #ifndef METERD_PATH
 #define METERD_PATH "meterd"
 #endif
-
-static double
-now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void
 die(const char *what, const char *detail)
@@ -174,9 +167,9 @@ push_worker(void *arg)
         curl_easy_setopt(curl, CURLOPT_POSTFIELDS, b->body.p);
         curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
                          (curl_off_t)b->body.len);
-        double t = now();
+        double t = bench_now();
         CURLcode rc = curl_easy_perform(curl);
-        b->latency = now() - t;
+        b->latency = bench_now() - t;
         long status = 0;
         curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
         if (rc != CURLE_OK || status != 200) {
@@ -188,13 +181,6 @@ push_worker(void *arg)
     curl_slist_free_all(h);
     curl_easy_cleanup(curl);
     return NULL;
-}
-
-static int
-by_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* Pushes the batches over `conns` connections; returns samples/s. */
@@ -209,7 +195,7 @@ push_all(const char *url, const char *token, const char *type,
     size_t samples = 0;
     for (size_t i = 0; i < n; i++)
         samples += batches[i].samples;
-    double t = now();
+    double t = bench_now();
     for (int k = 0; k < conns; k++) {
         ps[k] = (struct pusher){url, token, type, batches, n, &next, &lock, 0};
         pthread_create(&th[k], NULL, push_worker, &ps[k]);
@@ -219,15 +205,14 @@ push_all(const char *url, const char *token, const char *type,
         pthread_join(th[k], NULL);
         failures += ps[k].failures;
     }
-    t = now() - t;
+    t = bench_now() - t;
     if (failures)
         die("push", "some batches failed");
     double *lat = malloc(n * sizeof(*lat));
     for (size_t i = 0; i < n; i++)
         lat[i] = batches[i].latency;
-    qsort(lat, n, sizeof(*lat), by_double);
-    *p50 = lat[n / 2];
-    *p99 = lat[(size_t)((double)(n - 1) * 0.99)];
+    *p50 = bench_quantile(lat, n, 0.5);
+    *p99 = bench_quantile(lat, n, 0.99);
     free(lat);
     return (double)samples / t;
 }
@@ -280,7 +265,7 @@ main(int argc, char **argv)
     char csv_path[] = "/tmp/ingest_bench_XXXXXX";
     int fd = mkstemp(csv_path);
     struct build bld = {NULL, fdopen(fd, "w"), ""};
-    double t = now();
+    double t = bench_now();
     for (size_t i = 0; i < nb; i++) {
         bld.t = &batches[i].body;
         meter_columnar_begin(bld.t);
@@ -296,7 +281,7 @@ main(int argc, char **argv)
         body_bytes += batches[i].body.len;
     printf("workload: %zu samples in %zu batches (%.1f bytes a sample "
            "columnar), built in %.1f s\n",
-           total, nb, (double)body_bytes / (double)total, now() - t);
+           total, nb, (double)body_bytes / (double)total, bench_now() - t);
 
     /* (a) psql \copy into a naive table. */
     PQclear(sql(db, "CREATE TABLE naive (sandbox_id text, ts bigint,"
@@ -308,10 +293,10 @@ main(int argc, char **argv)
              "psql -q -v ON_ERROR_STOP=1 \"%s\" -c \"\\copy naive FROM '%s' "
              "WITH (FORMAT csv)\"",
              conninfo, csv_path);
-    t = now();
+    t = bench_now();
     if (system(q) != 0)
         die("psql \\copy", q);
-    double copy_rate = (double)total / (now() - t);
+    double copy_rate = (double)total / (bench_now() - t);
     unlink(csv_path);
     PQclear(sql(db, "CHECKPOINT"));
     double naive_bytes =

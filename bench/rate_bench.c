@@ -15,19 +15,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench.h"
 #include "meter.h"
 #include "pricing.h"
 
 #define DAY 86400
 #define T0 1795996800LL /* 2026-11-30T00:00:00Z */
-
-static double
-now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Keeps the compiler from dropping a memcpy whose result is unread. */
 static void
@@ -117,7 +110,7 @@ run_engine(const struct pricing_book *book, const struct pricing_second *all,
     struct pricing_invoice *inv = NULL;
     size_t ninv;
     char sandbox[32], account[32];
-    double t = now();
+    double t = bench_now();
     for (int k = 0; k < n; k++) {
         snprintf(sandbox, sizeof(sandbox), "sb-%d", k);
         snprintf(account, sizeof(account), "acct-%d", k % 100);
@@ -131,7 +124,7 @@ run_engine(const struct pricing_book *book, const struct pricing_second *all,
         fprintf(stderr, "rate_bench: %s\n", e.msg);
         exit(1);
     }
-    t = now() - t;
+    t = bench_now() - t;
     struct pricing_dec sum = {0};
     for (size_t i = 0; i < ninv; i++)
         pricing_dec_add(sum, inv[i].total, &sum);
@@ -139,13 +132,6 @@ run_engine(const struct pricing_book *book, const struct pricing_second *all,
     free(inv);
     pricing_rater_free(r);
     return t;
-}
-
-static int
-by_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* JSON parsing and validation of a slice, one object per sample. */
@@ -177,7 +163,7 @@ bench_parse(const struct pricing_second *all, size_t n)
                 "\"sb-1\",\"state\":\"paused\",\"disk_bytes\":%llu}\n",
                 (long long)s->ts, (unsigned long long)s->disk_bytes);
     }
-    double t = now();
+    double t = bench_now();
     size_t ok = 0;
     for (char *p = text, *end; p < text + len; p = end + 1) {
         end = memchr(p, '\n', (size_t)(text + len - p));
@@ -189,7 +175,7 @@ bench_parse(const struct pricing_second *all, size_t n)
             ok++;
         json_decref(v);
     }
-    t = now() - t;
+    t = bench_now() - t;
     printf("parse (NDJSON, jansson + validation): %zu of %zu samples in "
            "%.3f s = %.0f samples/s (%.1f MB/s)\n",
            ok, n, t, (double)n / t, (double)len / t / 1e6);
@@ -216,10 +202,10 @@ main(int argc, char **argv)
     printf("rate_bench: %d sandboxes x 86,400 s = %zu samples, %zu bytes "
            "each, %.2f GB in memory\n",
            sandboxes, n, sizeof(struct pricing_second), (double)bytes / 1e9);
-    double t = now();
+    double t = bench_now();
     for (int k = 0; k < sandboxes; k++)
         generate(all + (size_t)k * DAY, k);
-    printf("generated in %.1f s\n", now() - t);
+    printf("generated in %.1f s\n", bench_now() - t);
 
     struct pricing_err e = {{0}};
     struct pricing_book *book =
@@ -236,10 +222,10 @@ main(int argc, char **argv)
     barrier(copy);
     run_engine(book, all, sandboxes, total, sizeof(total));
     for (int i = 0; i < repeats; i++) {
-        t = now();
+        t = bench_now();
         memcpy(copy, all, bytes);
         barrier(copy);
-        cpy[i] = now() - t;
+        cpy[i] = bench_now() - t;
         eng[i] = run_engine(book, all, sandboxes, total, sizeof(total));
         printf("run %d: memcpy %.3f s (%.0f M samples/s, %.2f GB/s); engine "
                "%.3f s (%.1f M samples/s, %.2f GB/s); invoices total %s\n",
@@ -247,9 +233,8 @@ main(int argc, char **argv)
                (double)bytes / cpy[i] / 1e9, eng[i], (double)n / eng[i] / 1e6,
                (double)bytes / eng[i] / 1e9, total);
     }
-    qsort(eng, (size_t)repeats, sizeof(double), by_double);
-    qsort(cpy, (size_t)repeats, sizeof(double), by_double);
-    double me = eng[repeats / 2], mc = cpy[repeats / 2];
+    double me = bench_quantile(eng, (size_t)repeats, 0.5);
+    double mc = bench_quantile(cpy, (size_t)repeats, 0.5);
     printf("median: engine %.1f M samples/s on one core; memcpy of the same "
            "bytes %.1f M samples/s; engine/memcpy %.2f; target 50 M "
            "samples/s\n",
