@@ -105,23 +105,10 @@ add_rows(const char *account, const char *sandbox,
     for (size_t i = 0; i < n; i++) {
         int len = meter_sample_format(r->line, sizeof(r->line), account,
                                       sandbox, &s[i]);
-        /* NDJSON as is; the array without the newline, comma-separated */
-        struct meter_text *a = &r->json, *b = &r->ndjson;
-        size_t need = (size_t)len + 2;
-        for (int k = 0; k < 2; k++) {
-            struct meter_text *t = k ? b : a;
-            if (t->len + need + 1 > t->cap) {
-                t->cap = (t->cap + need + 1) * 2;
-                t->p = realloc(t->p, t->cap);
-                if (!t->p)
-                    die("rows", "out of memory");
-            }
-        }
-        memcpy(b->p + b->len, r->line, (size_t)len);
-        b->len += (size_t)len;
-        a->p[a->len++] = a->items++ ? ',' : '[';
-        memcpy(a->p + a->len, r->line, (size_t)len - 1);
-        a->len += (size_t)len - 1;
+        /* NDJSON as is; the array comma-separated, without newlines */
+        meter_text_add(&r->ndjson, r->line, (size_t)len);
+        meter_text_str(&r->json, r->json.items++ ? "," : "[");
+        meter_text_add(&r->json, r->line, (size_t)len - 1);
     }
 }
 
@@ -370,7 +357,9 @@ main(int argc, char **argv)
     for (int i = 0; i < 10; i++) {
         struct rows rw = {{0}, {0}, ""};
         size_t n = meter_fleet_next(fleet, window, add_rows, &rw);
-        rw.json.p[rw.json.len++] = ']';
+        meter_text_str(&rw.json, "]");
+        if (rw.json.oom || rw.ndjson.oom)
+            die("rows", "out of memory");
         rows_json[i] = (struct batch){rw.json, n, 0};
         rows_nd[i] = (struct batch){rw.ndjson, n, 0};
         slice += n;

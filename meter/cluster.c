@@ -351,6 +351,30 @@ remove_tree(const char *path, struct meter_err *e)
     return 0;
 }
 
+struct program {
+    const char *base;
+    const char *exe;
+    const char *const *argv;
+};
+
+/* In the child, as the cluster's user: the program, from base, its
+ * standard input and output on /dev/null. */
+static int
+exec_program(const void *arg)
+{
+    const struct program *p = arg;
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, STDIN_FILENO);
+        dup2(null, STDOUT_FILENO);
+    }
+    if (chdir(p->base) != 0)
+        return 126;
+    execv(p->exe, (char *const *)p->argv); /* execv does not modify it */
+    fprintf(stderr, "meter: cannot run '%s': %s\n", p->exe, strerror(errno));
+    return 127;
+}
+
 /* Runs a server program (argv[0] is a name in bindir) as the cluster's
  * user from directory base, its standard output discarded. Returns its
  * exit status, or -1 if it could not run. */
@@ -362,29 +386,8 @@ run_program(const struct meter_cluster *c, const char *const argv[])
         (int)sizeof(exe))
         return -1;
     fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        if (null >= 0) {
-            dup2(null, STDIN_FILENO);
-            dup2(null, STDOUT_FILENO);
-        }
-        if (c->as_root && (setgroups(0, NULL) != 0 || setgid(c->gid) != 0 ||
-                           setuid(c->uid) != 0))
-            _exit(126);
-        if (chdir(c->base) != 0)
-            _exit(126);
-        execv(exe, (char *const *)argv); /* execv does not modify it */
-        fprintf(stderr, "meter: cannot run '%s': %s\n", exe, strerror(errno));
-        _exit(127);
-    }
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    struct program p = {c->base, exe, argv};
+    return as_cluster_user(c, exec_program, &p);
 }
 
 static int

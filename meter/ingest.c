@@ -274,6 +274,23 @@ by_sandbox_ts_index(const void *x, const void *y, void *base)
     return (i > j) - (i < j);
 }
 
+/* Lists the samples of group g whose account is not account. */
+static void
+check_account(const struct batch *b, const struct group *g, const char *account,
+              struct meter_problems *probs)
+{
+    for (size_t k = g->first; k < g->end; k++) {
+        const struct meter_sample *x = &b->s[b->ord[k]];
+        if (strcmp(x->account_id, account) != 0) {
+            char why[200];
+            snprintf(why, sizeof(why), "sandbox '%s' belongs to account '%s'",
+                     x->sandbox_id, account);
+            meter_problems_add(probs, b->ord[k], "account_id", x->account_id,
+                               why);
+        }
+    }
+}
+
 /* Orders the batch and splits it by sandbox; checks what needs no
  * database: seconds in the future, a sandbox under two accounts. */
 static int
@@ -299,20 +316,11 @@ prepare(struct batch *b, int64_t now, struct meter_problems *probs)
         g->first = i;
         g->known = false;
         size_t j = i;
-        for (; j < b->n &&
-               strcmp(b->s[b->ord[j]].sandbox_id, first->sandbox_id) == 0;
-             j++) {
-            const struct meter_sample *x = &b->s[b->ord[j]];
-            if (strcmp(x->account_id, first->account_id) != 0) {
-                char why[200];
-                snprintf(why, sizeof(why),
-                         "sandbox '%s' belongs to account '%s'", x->sandbox_id,
-                         first->account_id);
-                meter_problems_add(probs, b->ord[j], "account_id",
-                                   x->account_id, why);
-            }
-        }
+        while (j < b->n &&
+               strcmp(b->s[b->ord[j]].sandbox_id, first->sandbox_id) == 0)
+            j++;
         g->end = j;
+        check_account(b, g, first->account_id, probs);
         i = j;
     }
     return 0;
@@ -458,20 +466,8 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
     if (unknown > 0)
         return meter_fail(e, "could not register %zu sandboxes", unknown);
     /* Each sample's account must be its sandbox's. */
-    for (size_t i = 0; i < b->ngroups; i++) {
-        const struct group *g = &b->groups[i];
-        for (size_t k = g->first; k < g->end; k++) {
-            const struct meter_sample *x = &b->s[b->ord[k]];
-            if (strcmp(x->account_id, g->account_id) != 0) {
-                char why[200];
-                snprintf(why, sizeof(why),
-                         "sandbox '%s' belongs to account '%s'", x->sandbox_id,
-                         g->account_id);
-                meter_problems_add(probs, b->ord[k], "account_id",
-                                   x->account_id, why);
-            }
-        }
-    }
+    for (size_t i = 0; i < b->ngroups; i++)
+        check_account(b, &b->groups[i], b->groups[i].account_id, probs);
     return probs->total ? TX_INVALID : TX_OK;
 }
 

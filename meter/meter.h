@@ -49,8 +49,9 @@ enum meter_cluster_state {
     METER_CLUSTER_RUNNING, /* accepting connections */
 };
 
-/* Resolves the cluster's paths for workdir (NULL: the current directory)
- * without touching the file system. */
+/* Resolves the cluster's paths for workdir (NULL: the current directory).
+ * Creates nothing; as root it checks, in a child process, whether the
+ * cluster's user can reach workdir. */
 struct meter_cluster *meter_cluster_open(const char *workdir,
                                          struct meter_err *e);
 void meter_cluster_free(struct meter_cluster *c);

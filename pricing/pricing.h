@@ -223,11 +223,6 @@ int pricing_rater_finish(struct pricing_rater *r, struct pricing_invoice **out,
  * rules look back (runs). */
 void pricing_rater_select_period(struct pricing_rater *r, int year, int month);
 
-/* Pulls every block of src through a new rater and finishes it. */
-int pricing_rate(const struct pricing_book *book, struct pricing_source *src,
-                 struct pricing_invoice **out, size_t *n,
-                 struct pricing_err *e);
-
 /* ---- periods ---------------------------------------------------------- */
 
 /* The calendar month (UTC) holding ts, and its bounds [*start, *end). */

@@ -363,25 +363,6 @@ out:
     return rc;
 }
 
-int
-pricing_rate(const struct pricing_book *book, struct pricing_source *src,
-             struct pricing_invoice **out, size_t *n, struct pricing_err *e)
-{
-    struct pricing_rater *r = pricing_rater_new(book, e);
-    struct pricing_block b;
-    int rc = -1, got;
-    if (!r)
-        return -1;
-    while ((got = src->next(src->ctx, &b, e)) > 0)
-        if (pricing_rater_add(r, &b, e) < 0)
-            goto out;
-    if (got == 0)
-        rc = pricing_rater_finish(r, out, n, e);
-out:
-    pricing_rater_free(r);
-    return rc;
-}
-
 /* ---- periods ---------------------------------------------------------- */
 
 /* H. Hinnant's algorithm. */
