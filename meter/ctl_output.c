@@ -8,19 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int
-ctl_parse_time(const char *s, int64_t *out)
-{
-    char *end;
-    if (meter_parse_rfc3339(s, out) == 0)
-        return 0;
-    long long v = strtoll(s, &end, 10);
-    if (*end || s[0] == '\0' || v < 0 || v > METER_TS_MAX)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 /* A decimal with its trailing zeros dropped: "0.000014", "150". */
 static void
 format_rate(struct pricing_dec d, char *buf, size_t n)

@@ -1,6 +1,6 @@
 /*
- * meterctl.c - administration and batch work: the embedded database and
- * the schema migrations.
+ * meterctl.c - administration and batch work: the command line, and the
+ * db and migrate subcommands (the others are in ctl_*.c).
  *
  * Exit status: 0 done, 1 failed (the message says why), 2 usage error.
  */
@@ -65,6 +65,19 @@ ctl_usage_error(const char *fmt, ...)
     va_end(ap);
     fputs("\nrun 'meterctl help' for usage\n", stderr);
     return CTL_USAGE;
+}
+
+int
+ctl_parse_time(const char *s, int64_t *out)
+{
+    char *end;
+    if (meter_parse_rfc3339(s, out) == 0)
+        return 0;
+    long long v = strtoll(s, &end, 10);
+    if (*end || s[0] == '\0' || v < 0 || v > METER_TS_MAX)
+        return -1;
+    *out = v;
+    return 0;
 }
 
 static int
