@@ -20,7 +20,7 @@ demo: build
 demo-stop:
 	@for f in var/demo-fleet.pid var/meterd.pid; do \
 	    [ -f $$f ] && kill $$(cat $$f) 2>/dev/null; rm -f $$f; done; \
-	    echo "demo: stopped (the database keeps running: build/meter/meterctl db stop)"
+	    echo "demo: stopped (the database keeps running: build/bin/meterctl db stop)"
 
 check: deps
 	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=Debug -DMETER_SANITIZE=ON \

@@ -26,7 +26,10 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "meter.h"
+#include "meter_cluster.h"
+#include "meter_db.h"
+#include "meter_sample.h"
+#include "sim.h"
 
 #ifndef METERD_PATH
 #define METERD_PATH "meterd"
@@ -61,13 +64,13 @@ sql_int(PGconn *db, const char *q)
 /* ---- the workload ------------------------------------------------------- */
 
 struct batch {
-    struct meter_text body;
+    struct meter_buf body;
     size_t samples;
     double latency;
 };
 
 struct build {
-    struct meter_text *t;
+    struct meter_columnar *t;
     FILE *csv;
     char line[512];
 };
@@ -93,7 +96,8 @@ add_run(const char *account, const char *sandbox,
 
 /* Row forms of a columnar batch, for the slice that measures them. */
 struct rows {
-    struct meter_text json, ndjson;
+    struct meter_buf json, ndjson;
+    size_t items;
     char line[1024];
 };
 
@@ -106,9 +110,9 @@ add_rows(const char *account, const char *sandbox,
         int len = meter_sample_format(r->line, sizeof(r->line), account,
                                       sandbox, &s[i]);
         /* NDJSON as is; the array comma-separated, without newlines */
-        meter_text_add(&r->ndjson, r->line, (size_t)len);
-        meter_text_str(&r->json, r->json.items++ ? "," : "[");
-        meter_text_add(&r->json, r->line, (size_t)len - 1);
+        meter_buf_add(&r->ndjson, r->line, (size_t)len);
+        meter_buf_str(&r->json, r->items++ ? "," : "[");
+        meter_buf_add(&r->json, r->line, (size_t)len - 1);
     }
 }
 
@@ -235,8 +239,9 @@ main(int argc, char **argv)
     PGconn *db = meter_db_connect(conninfo, &e);
     struct meter_migration_set set;
     int applied, version;
-    if (!db ||
-        meter_migrations_load(meter_migrations_default_dir(), &set, &e) < 0 ||
+    char dir[4096];
+    if (!db || meter_migrations_default_dir(dir, sizeof(dir), &e) < 0 ||
+        meter_migrations_load(dir, &set, &e) < 0 ||
         meter_migrate(db, &set, NULL, NULL, &applied, &version, &e) < 0)
         die("migrate", e.msg);
     meter_migrations_release(&set);
@@ -246,20 +251,22 @@ main(int argc, char **argv)
            "connections\n",
            sandboxes, seconds, window, conns);
     int64_t start = 1790000000; /* 2026-09-21 */
-    struct meter_fleet *fleet = meter_fleet_new(42, sandboxes, 100, start);
+    struct sim_fleet *fleet = sim_fleet_new(42, sandboxes, 100, start);
     size_t nb = seconds / window, total = 0;
     struct batch *batches = calloc(nb, sizeof(*batches));
     char csv_path[] = "/tmp/ingest_bench_XXXXXX";
     int fd = mkstemp(csv_path);
-    struct build bld = {NULL, fdopen(fd, "w"), ""};
+    struct meter_columnar col = {0};
+    struct build bld = {&col, fdopen(fd, "w"), ""};
     double t = bench_now();
     for (size_t i = 0; i < nb; i++) {
-        bld.t = &batches[i].body;
-        meter_columnar_begin(bld.t);
-        batches[i].samples = meter_fleet_next(fleet, window, add_run, &bld);
-        meter_columnar_end(bld.t);
-        if (bld.t->oom)
+        meter_columnar_begin(&col);
+        batches[i].samples = sim_fleet_next(fleet, window, add_run, &bld);
+        meter_columnar_end(&col);
+        if (col.body.failed)
             die("workload", "out of memory");
+        batches[i].body = col.body; /* the batch takes the text */
+        col.body = (struct meter_buf){0};
         total += batches[i].samples;
     }
     fclose(bld.csv);
@@ -355,10 +362,10 @@ main(int argc, char **argv)
     struct batch rows_json[10], rows_nd[10];
     size_t slice = 0;
     for (int i = 0; i < 10; i++) {
-        struct rows rw = {{0}, {0}, ""};
-        size_t n = meter_fleet_next(fleet, window, add_rows, &rw);
-        meter_text_str(&rw.json, "]");
-        if (rw.json.oom || rw.ndjson.oom)
+        struct rows rw = {{0}, {0}, 0, ""};
+        size_t n = sim_fleet_next(fleet, window, add_rows, &rw);
+        meter_buf_str(&rw.json, "]");
+        if (rw.json.failed || rw.ndjson.failed)
             die("rows", "out of memory");
         rows_json[i] = (struct batch){rw.json, n, 0};
         rows_nd[i] = (struct batch){rw.ndjson, n, 0};
@@ -395,13 +402,13 @@ main(int argc, char **argv)
            col_rate / copy_rate, blocks_bytes, all_bytes, slice);
 
     for (size_t i = 0; i < nb; i++)
-        meter_text_free(&batches[i].body);
+        meter_buf_release(&batches[i].body);
     for (int i = 0; i < 10; i++) {
-        meter_text_free(&rows_json[i].body);
-        meter_text_free(&rows_nd[i].body);
+        meter_buf_release(&rows_json[i].body);
+        meter_buf_release(&rows_nd[i].body);
     }
     free(batches);
-    meter_fleet_free(fleet);
+    sim_fleet_free(fleet);
     PQfinish(db);
     snprintf(q, sizeof(q), "DROP DATABASE %s WITH (FORCE)", name);
     PQclear(sql(admin, q));

@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "bench.h"
-#include "meter.h"
+#include "meter_sample.h"
 #include "pricing.h"
 
 #define DAY 86400
@@ -107,7 +107,7 @@ run_engine(const struct pricing_book *book, const struct pricing_second *all,
 {
     struct pricing_err e = {{0}};
     struct pricing_rater *r = pricing_rater_new(book, &e);
-    struct pricing_invoice *inv = NULL;
+    struct pricing_statement *inv = NULL;
     size_t ninv;
     char sandbox[32], account[32];
     double t = bench_now();
@@ -129,7 +129,7 @@ run_engine(const struct pricing_book *book, const struct pricing_second *all,
     for (size_t i = 0; i < ninv; i++)
         pricing_dec_add(sum, inv[i].total, &sum);
     pricing_dec_format(sum, 2, total, total_len);
-    free(inv);
+    pricing_statements_free(inv, ninv);
     pricing_rater_free(r);
     return t;
 }

@@ -1,13 +1,14 @@
 /*
  * pricing.h - the pricing library: exact decimal money, price books, and
- * the rating engine that turns per-second usage into invoice lines
- * (../shared/PRICING-RULES.md; docs/pricing.md).
+ * the rating engine that turns per-second usage into statement lines
+ * (the rules: docs/pricing.md; the pipeline: pricing/README.md).
  *
  * Pure: no I/O, no database, no floating point. Functions return 0 on
  * success and -1 on failure with a message in the caller's struct
  * pricing_err, or a status of enum pricing_status where noted. Objects
  * from *_new / *_load belong to the caller and are released with the
- * matching *_free, which accepts NULL.
+ * matching *_free, which accepts NULL. Every object belongs to one thread
+ * at a time; the library keeps no global state.
  */
 #ifndef PRICING_H
 #define PRICING_H
@@ -152,10 +153,8 @@ struct pricing_source {
 
 /* ---- rating ----------------------------------------------------------- */
 
-enum { PRICING_MAX_LINES = 10 };
-
 struct pricing_line {
-    const char *kind; /* "cpu", "memory", ... (PRICING-RULES 8) */
+    const char *kind; /* "cpu", "memory", ... (docs/pricing.md) */
     char description[96];
     bool has_quantity;           /* quantity and unit are set */
     struct pricing_dec quantity; /* display units, 6 decimals */
@@ -165,7 +164,7 @@ struct pricing_line {
     struct pricing_dec amount; /* rounded to 6 decimals */
 };
 
-/* The exact quantities behind an invoice, in internal units. */
+/* The exact quantities behind a statement, in internal units. */
 struct pricing_quantities {
     pricing_u128 cpu_gross; /* 1/10,000 vCPU-seconds, padding included */
     pricing_u128 cpu_credited;
@@ -179,18 +178,29 @@ struct pricing_quantities {
     uint64_t runs;
 };
 
-struct pricing_invoice {
+/*
+ * What one account owes for one period under one price book: the rated
+ * lines and their total. Not yet an invoice (no number, no status): the
+ * invoicing layer builds invoices from statements. lines is a malloc'd
+ * array of nlines, owned by the statement and released with it.
+ */
+struct pricing_statement {
     char account_id[PRICING_ID_MAX + 1];
     int year, month; /* the period: a calendar month, UTC */
     char currency[4];
     char price_book[PRICING_ID_MAX + 1];
-    struct pricing_line lines[PRICING_MAX_LINES];
+    struct pricing_line *lines;
     size_t nlines;            /* zero lines are left out */
+    size_t lines_cap;         /* allocated room in lines */
     struct pricing_dec total; /* to the currency's minor unit, >= 0 */
     struct pricing_quantities q;
     uint64_t duplicates; /* repeated seconds with equal values */
     uint64_t conflicts;  /* repeated seconds with other values */
 };
+
+/* Releases the lines of the n statements of s, then s itself (as
+ * returned by pricing_rate or pricing_rater_finish). s may be NULL. */
+void pricing_statements_free(struct pricing_statement *s, size_t n);
 
 /*
  * The rating engine. Push blocks with pricing_rater_add (the order of
@@ -210,18 +220,31 @@ int pricing_rater_add(struct pricing_rater *r, const struct pricing_block *b,
                       struct pricing_err *e);
 
 /*
- * Ends the input and prices every (account, period): *out receives a
- * malloc'd array of *n invoices ordered by account, then period; free
- * it with free(). Fails, naming the dimension, if the usage needs a
- * price the book leaves unknown (null), or on overflow.
+ * Ends the input and prices every (account, period): *out receives an
+ * array of *n statements ordered by account, then period, released with
+ * pricing_statements_free. Fails, naming the dimension, if the usage
+ * needs a price the book leaves unknown (null), or on overflow.
  */
-int pricing_rater_finish(struct pricing_rater *r, struct pricing_invoice **out,
-                         size_t *n, struct pricing_err *e);
+int pricing_rater_finish(struct pricing_rater *r,
+                         struct pricing_statement **out, size_t *n,
+                         struct pricing_err *e);
 
-/* Makes pricing_rater_finish price only the invoices of one period
+/* Makes pricing_rater_finish price only the statements of one period
  * (year, month); the quantities of the others still count where the
  * rules look back (runs). */
 void pricing_rater_select_period(struct pricing_rater *r, int year, int month);
+
+/*
+ * The rating pipeline, the one way usage becomes statements: pulls every
+ * block of src through a rater of book and finishes it. year 0 prices
+ * every period; otherwise only (year, month), as with
+ * pricing_rater_select_period. *out and *n as pricing_rater_finish. On
+ * failure (the source's error, the rater's, or an unknown price) nothing
+ * is returned and e says why.
+ */
+int pricing_rate(const struct pricing_book *book, struct pricing_source src,
+                 int year, int month, struct pricing_statement **out,
+                 size_t *n, struct pricing_err *e);
 
 /* ---- periods ---------------------------------------------------------- */
 

@@ -6,7 +6,7 @@
  * streak, its quantities in the current period) and one accumulator per
  * (account, period). Per-sandbox sums are 128-bit sums of 64-bit values,
  * which cannot overflow below 2^64 samples; sums across sandboxes are
- * checked. Pricing the quantities is invoice.c's.
+ * checked. Pricing the quantities is statement.c's.
  */
 #include "pricing_int.h"
 
@@ -328,7 +328,7 @@ by_account_period(const void *x, const void *y)
 }
 
 int
-pricing_rater_finish(struct pricing_rater *r, struct pricing_invoice **out,
+pricing_rater_finish(struct pricing_rater *r, struct pricing_statement **out,
                      size_t *n, struct pricing_err *e)
 {
     *out = NULL;
@@ -337,9 +337,9 @@ pricing_rater_finish(struct pricing_rater *r, struct pricing_invoice **out,
         return -1;
     r->in_sandbox = false;
     struct rate_acct **list = calloc(r->nacct ? r->nacct : 1, sizeof(*list));
-    struct pricing_invoice *inv = calloc(r->nacct ? r->nacct : 1, sizeof(*inv));
+    struct pricing_statement *st = calloc(r->nacct ? r->nacct : 1, sizeof(*st));
     int rc = -1;
-    if (!list || !inv) {
+    if (!list || !st) {
         snprintf(e->msg, sizeof(e->msg), "out of memory");
         goto out;
     }
@@ -350,16 +350,53 @@ pricing_rater_finish(struct pricing_rater *r, struct pricing_invoice **out,
                 (a->year == r->only_year && a->month == r->only_month))
                 list[k++] = a;
     qsort(list, k, sizeof(*list), by_account_period);
-    for (size_t i = 0; i < k; i++)
-        if (rate_price(r->book, list[i], &inv[i], e) < 0)
+    size_t priced = 0;
+    for (; priced < k; priced++)
+        if (rate_price(r->book, list[priced], &st[priced], e) < 0) {
+            priced++; /* its lines so far are released below */
             goto out;
-    *out = inv;
+        }
+    *out = st;
     *n = k;
-    inv = NULL;
+    st = NULL;
     rc = 0;
 out:
     free(list);
-    free(inv);
+    pricing_statements_free(st, priced);
+    return rc;
+}
+
+void
+pricing_statements_free(struct pricing_statement *s, size_t n)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(s[i].lines);
+    free(s);
+}
+
+int
+pricing_rate(const struct pricing_book *book, struct pricing_source src,
+             int year, int month, struct pricing_statement **out, size_t *n,
+             struct pricing_err *e)
+{
+    *out = NULL;
+    *n = 0;
+    struct pricing_rater *r = pricing_rater_new(book, e);
+    if (!r)
+        return -1;
+    if (year)
+        pricing_rater_select_period(r, year, month);
+    struct pricing_block b;
+    int got;
+    while ((got = src.next(src.ctx, &b, e)) > 0)
+        if (pricing_rater_add(r, &b, e) < 0) {
+            got = -1;
+            break;
+        }
+    int rc = got < 0 ? -1 : pricing_rater_finish(r, out, n, e);
+    pricing_rater_free(r);
     return rc;
 }
 

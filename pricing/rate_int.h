@@ -1,6 +1,6 @@
 /*
  * rate_int.h - what the rating engine (rate.c) hands to the pricing of
- * invoices (invoice.c); private to pricing/.
+ * statements (statement.c); private to pricing/.
  */
 #ifndef RATE_INT_H
 #define RATE_INT_H
@@ -17,8 +17,9 @@ struct rate_acct {
     struct rate_acct *next; /* hash chain */
 };
 
-/* Prices a's quantities with book into *inv (PRICING-RULES section 8). */
+/* Prices a's quantities with book into *st (docs/pricing.md). On failure
+ * st may hold lines: release them with pricing_statements_free. */
 int rate_price(const struct pricing_book *book, const struct rate_acct *a,
-               struct pricing_invoice *inv, struct pricing_err *e);
+               struct pricing_statement *st, struct pricing_err *e);
 
 #endif

@@ -5,8 +5,8 @@
 # script; `make demo-stop` (or the kill line printed) ends them.
 set -eu
 build=${1:-build}
-ctl="$build/meter/meterctl"
-meterd="$build/meter/meterd"
+ctl="$build/bin/meterctl"
+meterd="$build/bin/meterd"
 listen=${METER_LISTEN:-127.0.0.1:8080}
 mkdir -p var
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "meter.h"
+#include "meter_sample.h"
 #include "testutil.h"
 
 #define MINUTE 29933333LL

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "meter.h"
+#include "meter_db.h"
 #include "testutil.h"
 
 static void
@@ -111,7 +111,9 @@ test_project_migrations(void)
 {
     struct meter_migration_set set;
     struct meter_err e = {{0}};
-    CHECK(meter_migrations_load(meter_migrations_default_dir(), &set, &e) == 0);
+    char dir[4096];
+    CHECK(meter_migrations_default_dir(dir, sizeof(dir), &e) == 0);
+    CHECK(meter_migrations_load(dir, &set, &e) == 0);
     CHECK(set.n >= 1);
     /* Versions are 1, 2, 3, ... with no gap. */
     for (size_t i = 0; i < set.n; i++)

@@ -36,7 +36,8 @@ book(const char *json)
     return b;
 }
 
-static struct pricing_invoice inv[8];
+/* The statements of the last rate(), released by the next. */
+static struct pricing_statement *inv;
 static size_t ninv;
 static char err[512];
 
@@ -47,9 +48,10 @@ rate(const char *book_json, const struct run *runs, size_t n)
     struct pricing_book *b = book(book_json);
     struct pricing_err e = {{0}};
     struct pricing_rater *r = pricing_rater_new(b, &e);
-    struct pricing_invoice *out = NULL;
     int rc = -1;
     err[0] = '\0';
+    pricing_statements_free(inv, ninv);
+    inv = NULL;
     ninv = 0;
     for (size_t i = 0; i < n; i++) {
         const struct run *x = &runs[i];
@@ -70,17 +72,11 @@ rate(const char *book_json, const struct run *runs, size_t n)
         if (bad)
             goto out;
     }
-    if (pricing_rater_finish(r, &out, &ninv, &e) < 0)
+    if (pricing_rater_finish(r, &inv, &ninv, &e) < 0)
         goto out;
-    if (ninv > 8) {
-        fprintf(stderr, "too many invoices\n");
-        exit(1);
-    }
-    memcpy(inv, out, ninv * sizeof(*out));
     rc = 0;
 out:
     snprintf(err, sizeof(err), "%s", e.msg);
-    free(out);
     pricing_rater_free(r);
     pricing_book_free(b);
     return rc;
@@ -588,7 +584,7 @@ test_unknown_and_overflow(void)
         struct pricing_block blk = {"acme", name, s, 100};
         CHECK(pricing_rater_add(r, &blk, &e) == 0);
     }
-    struct pricing_invoice *out;
+    struct pricing_statement *out;
     size_t n;
     CHECK(pricing_rater_finish(r, &out, &n, &e) == 0);
     pricing_u128 want = (pricing_u128)(1ULL << 62) * 100 * 1000;
@@ -597,9 +593,65 @@ test_unknown_and_overflow(void)
     char a[64];
     pricing_dec_format(out[0].lines[0].amount, 6, a, sizeof(a));
     CHECK_STR(a, "429.496730");
-    free(out);
+    pricing_statements_free(out, n);
     pricing_rater_free(r);
     pricing_book_free(bk);
+}
+
+/* A source of two blocks of one sandbox, then an error or the end. */
+struct two_blocks {
+    int calls;
+    bool fail;
+    struct pricing_second s[2];
+};
+
+static int
+two_blocks_next(void *ctx, struct pricing_block *b, struct pricing_err *e)
+{
+    struct two_blocks *t = ctx;
+    if (t->calls == 2) {
+        if (t->fail) {
+            snprintf(e->msg, sizeof(e->msg), "source broke at block 3");
+            return -1;
+        }
+        return 0;
+    }
+    *b = (struct pricing_block){"acme", "sb-1", &t->s[t->calls], 1};
+    t->calls++;
+    return 1;
+}
+
+/* pricing_rate: every block of the source rated, its period selection
+ * applied, a source's error passed on with nothing returned. */
+static void
+test_pipeline(void)
+{
+    struct pricing_book *b = book(simple_book("0.000001", ""));
+    struct pricing_err e = {{0}};
+    struct pricing_statement *st = NULL;
+    size_t n = 99;
+    /* Jan 31 23:59:59 and Feb 1 00:00:00: two periods. */
+    struct two_blocks t = {0, false,
+                           {{JAN + 31 * 86400 - 1, V(1), V(1), GIB, GIB, 0, 0},
+                            {JAN + 31 * 86400, V(1), V(1), GIB, GIB, 0, 0}}};
+    struct pricing_source src = {two_blocks_next, &t};
+    CHECK(pricing_rate(b, src, 0, 0, &st, &n, &e) == 0);
+    CHECK(n == 2 && t.calls == 2);
+    CHECK(n == 2 && st[0].month == 1 && st[1].month == 2);
+    CHECK(n == 2 && st[0].q.running_s == 1 && st[1].q.running_s == 1);
+    pricing_statements_free(st, n);
+
+    t.calls = 0;
+    CHECK(pricing_rate(b, src, 2026, 2, &st, &n, &e) == 0);
+    CHECK(n == 1 && st[0].year == 2026 && st[0].month == 2);
+    pricing_statements_free(st, n);
+
+    t.calls = 0;
+    t.fail = true;
+    CHECK(pricing_rate(b, src, 0, 0, &st, &n, &e) == -1);
+    CHECK(st == NULL && n == 0);
+    CHECK_STR(e.msg, "source broke at block 3");
+    pricing_book_free(b);
 }
 
 int
@@ -614,5 +666,7 @@ main(void)
     test_subscription_and_credits();
     test_rounding();
     test_unknown_and_overflow();
+    test_pipeline();
+    pricing_statements_free(inv, ninv);
     return test_result();
 }

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "meter.h"
-#include "testutil.h"
+#include "meter_db.h"
+#include "testdb.h"
 
 /* Runs sql; checks it fails with SQLSTATE want (NULL: must succeed). */
 static void
@@ -243,7 +243,9 @@ main(void)
     struct testdb t;
     struct meter_err e = {{0}};
     struct meter_migration_set set;
-    if (meter_migrations_load(meter_migrations_default_dir(), &set, &e) < 0) {
+    char dir[4096];
+    if (meter_migrations_default_dir(dir, sizeof(dir), &e) < 0 ||
+        meter_migrations_load(dir, &set, &e) < 0) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }

@@ -1,14 +1,13 @@
 /*
  * testutil.h - the small harness of the C tests: checks that count
- * failures and say where, and a fresh database per test.
+ * failures and say where. No database (testdb.h has that), so that
+ * pure tests link nothing but what they test.
  */
 #ifndef TESTUTIL_H
 #define TESTUTIL_H
 
 #include <stdio.h>
 #include <string.h>
-
-#include <libpq-fe.h>
 
 extern int test_failures;
 
@@ -33,19 +32,5 @@ extern int test_failures;
 
 /* Exit status for the end of main: 0 if every check held. */
 int test_result(void);
-
-struct testdb {
-    char name[64];
-    char conninfo[4096]; /* of the fresh database */
-    char admin[4096];    /* of the maintenance database */
-};
-
-/* Creates a fresh, empty database in the test cluster
- * ($METER_TEST_DATABASE_URL, else the embedded cluster of the current
- * directory, which ctest's fixture starts). If the server cannot be
- * reached it exits: with failure under CI=true, else with 77 (skipped). */
-PGconn *testdb_create(struct testdb *t);
-/* Closes db and drops the database. */
-void testdb_drop(struct testdb *t, PGconn *db);
 
 #endif

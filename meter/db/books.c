@@ -1,0 +1,31 @@
+/*
+ * books.c - price books in the database: each stored version immutable,
+ * a new version only when the text changes.
+ */
+#include "meter_db.h"
+
+#include <stdlib.h>
+
+enum meter_db_status
+meter_db_book_add(PGconn *db, const struct pricing_book *book,
+                  const char *text, int *version, struct meter_err *e)
+{
+    const char *values[] = {pricing_book_id(book), text};
+    PGresult *r;
+    /* The same text as the last version is not a new version. */
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot store the price book",
+        "WITH last AS (SELECT version, book FROM price_books"
+        "  WHERE price_book_id = $1 ORDER BY version DESC LIMIT 1)"
+        " INSERT INTO price_books (price_book_id, version, effective_from,"
+        "  currency, book)"
+        " SELECT $1, coalesce((SELECT version FROM last), 0) + 1,"
+        "  ($2::jsonb ->> 'effective_from')::date, $2::jsonb ->> 'currency',"
+        "  $2::jsonb"
+        " WHERE NOT EXISTS (SELECT 1 FROM last WHERE book = $2::jsonb)"
+        " RETURNING version",
+        2, values, NULL, NULL, &r, e);
+    *version = st == METER_DB_ROWS ? (int)strtol(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+    PQclear(r);
+    return st;
+}

@@ -1,0 +1,38 @@
+/*
+ * db_int.h - shared by the files of meter/db/; private.
+ */
+#ifndef DB_INT_H
+#define DB_INT_H
+
+#include "meter_db.h"
+
+/* The status of a statement that failed (r may be NULL), its message
+ * "what: the server's message" in e: SOFT for serialization failures
+ * and deadlocks, HARD otherwise. Clears r. For the few statements that
+ * cannot go through meter_db_exec (COPY, binary results, cursors). */
+enum meter_db_status db_failed(PGconn *db, PGresult *r, const char *what,
+                               struct meter_err *e);
+
+/* HARD, with a message: for failures that are not the server's. */
+enum meter_db_status db_hard(struct meter_err *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* What the registry knows of a sandbox. */
+struct db_sandbox {
+    char account_id[PRICING_ID_MAX + 1];
+    int32_t sandbox_pk, account_pk;
+};
+
+/* Fills *out from the registry; false if the sandbox is not in it. */
+bool db_registry_get(struct meter_registry *r, const char *sandbox_id,
+                     struct db_sandbox *out);
+/* Remembers a sandbox stored (committed); a cache, so failures to
+ * remember are ignored. */
+void db_registry_put(struct meter_registry *r, const char *sandbox_id,
+                     const struct db_sandbox *s);
+/* Whether the partition of month key (year * 12 + month) is known to
+ * exist; and remembering that it does. */
+bool db_registry_month_known(struct meter_registry *r, int64_t key);
+void db_registry_month_add(struct meter_registry *r, int64_t key);
+
+#endif

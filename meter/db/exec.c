@@ -1,0 +1,81 @@
+/*
+ * exec.c - the one statement helper and the one transaction runner, with
+ * the layer's status convention: retry what the server says a retry can
+ * fix (serialization failures, deadlocks), report the rest.
+ */
+#include "db_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+enum meter_db_status
+db_failed(PGconn *db, PGresult *r, const char *what, struct meter_err *e)
+{
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    bool retry =
+        state && (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0);
+    meter_fail(e, "%s: %s", what, PQerrorMessage(db));
+    PQclear(r);
+    return retry ? METER_DB_SOFT : METER_DB_HARD;
+}
+
+enum meter_db_status
+db_hard(struct meter_err *e, const char *fmt, ...)
+{
+    if (e) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+        va_end(ap);
+    }
+    return METER_DB_HARD;
+}
+
+enum meter_db_status
+meter_db_exec(PGconn *db, const char *what, const char *sql, int n,
+              const char *const *values, const int *lengths,
+              const int *formats, PGresult **res, struct meter_err *e)
+{
+    if (res)
+        *res = NULL;
+    PGresult *r = PQexecParams(db, sql, n, NULL, values, lengths, formats, 0);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        return db_failed(db, r, what, e);
+    enum meter_db_status rc =
+        st == PGRES_TUPLES_OK && PQntuples(r) > 0 ? METER_DB_ROWS
+                                                  : METER_DB_NONE;
+    if (res)
+        *res = r;
+    else
+        PQclear(r);
+    return rc;
+}
+
+enum meter_db_status
+meter_db_transaction(PGconn *db, const char *begin, int attempts,
+                     meter_db_tx_fn *fn, void *arg, struct meter_err *e)
+{
+    enum meter_db_status rc = METER_DB_SOFT;
+    for (int i = 0; i < attempts && rc == METER_DB_SOFT; i++) {
+        rc = meter_db_exec(db, "cannot begin a transaction", begin, 0, NULL,
+                           NULL, NULL, NULL, e);
+        if (rc < 0)
+            return rc;
+        rc = fn(db, arg, e);
+        if (rc >= 0) {
+            enum meter_db_status done =
+                meter_db_exec(db, "cannot commit", "COMMIT", 0, NULL, NULL,
+                              NULL, NULL, e);
+            if (done >= 0)
+                return rc;
+            rc = done;
+        }
+        /* A failed COMMIT has ended the transaction already. */
+        PGTransactionStatusType ts = PQtransactionStatus(db);
+        if (ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR)
+            PQclear(PQexec(db, "ROLLBACK"));
+    }
+    return rc;
+}

@@ -1,0 +1,765 @@
+/*
+ * ingest.c - stores a validated batch of samples exactly once, in one
+ * transaction: sandboxes registered (accounts created on first sight),
+ * repeats within the batch and against stored seconds told apart as
+ * duplicates and conflicts, new seconds written as per-minute blocks
+ * (binary COPY), and the hourly rollups of exactly those seconds.
+ *
+ * Exactly once with several writers: the transaction takes an advisory
+ * lock per sandbox (in sandbox order, so writers cannot deadlock) before
+ * it reads what is stored, so two batches with seconds of one sandbox
+ * are checked and written one after the other; batches of other
+ * sandboxes do not wait. Nothing is stored unless the batch commits.
+ */
+#define _GNU_SOURCE /* qsort_r */
+#include "db_int.h"
+
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Advisory locks of sandboxes: class 7243613 (0002_usage.sql's partition
+ * lock is 7243612), LOCK_BUCKETS keys, so that a batch of any size takes
+ * a bounded share of the server's lock table. */
+#define LOCK_CLASS "7243613"
+#define LOCK_BUCKETS 256
+#define FUTURE_S 300
+
+/* One sandbox of a batch, and what the registry knows of it. */
+struct group {
+    size_t first, end; /* its samples in ord[first, end) */
+    bool known;        /* sb is set */
+    bool fresh;        /* known from the database in this transaction */
+    struct db_sandbox sb;
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static void
+buf_be32(struct meter_buf *b, uint32_t v)
+{
+    v = htonl(v);
+    meter_buf_add(b, &v, 4);
+}
+
+static void
+buf_be64(struct meter_buf *b, uint64_t v)
+{
+    buf_be32(b, (uint32_t)(v >> 32));
+    buf_be32(b, (uint32_t)v);
+}
+
+/* Appends a u128 as decimal digits. */
+static void
+buf_u128(struct meter_buf *b, pricing_u128 v)
+{
+    char tmp[48], *p = tmp + sizeof(tmp);
+    *--p = '\0';
+    do {
+        *--p = (char)('0' + (int)(v % 10));
+        v /= 10;
+    } while (v);
+    meter_buf_str(b, p);
+}
+
+/* ---- the batch -------------------------------------------------------- */
+
+/* One (sandbox, minute) block to write. */
+struct block {
+    size_t group;
+    int64_t minute;
+    uint64_t mask;              /* the seconds still to write */
+    uint32_t at[60];            /* by second: the sample that stands */
+    size_t extra_first, nextra; /* its later copies in batch.extras */
+};
+
+/* A later copy, in batch order, of a second the batch already has. */
+struct extra {
+    uint32_t sample;
+    uint8_t sec;
+    bool counted;
+};
+
+struct batch {
+    const struct meter_sample *s;
+    size_t n;
+    size_t *ord; /* sample indexes by (sandbox, ts, index) */
+    struct group *groups;
+    size_t ngroups;
+    struct block *blocks;
+    size_t nblocks;
+    struct extra *extras;
+    size_t nextras;
+    struct meter_ingest_result res;
+};
+
+/* The stored value of sample i. */
+static const struct pricing_second *
+second_of(const struct batch *b, uint32_t i)
+{
+    return &b->s[i].s;
+}
+
+/* Counts a repeat of a second against the value that stands. */
+static void
+count_repeat(struct batch *b, const struct pricing_second *standing,
+             const struct pricing_second *repeat)
+{
+    if (memcmp(standing, repeat, sizeof(*repeat)) == 0)
+        b->res.duplicates++;
+    else
+        b->res.conflicts++;
+}
+
+static int
+by_sandbox_ts_index(const void *x, const void *y, void *base)
+{
+    size_t i = *(const size_t *)x, j = *(const size_t *)y;
+    const struct meter_sample *a = (const struct meter_sample *)base + i;
+    const struct meter_sample *b = (const struct meter_sample *)base + j;
+    int c = strcmp(a->sandbox_id, b->sandbox_id);
+    if (c)
+        return c;
+    if (a->s.ts != b->s.ts)
+        return a->s.ts < b->s.ts ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+/* Lists the samples of group g whose account is not account. */
+static void
+check_account(const struct batch *b, const struct group *g, const char *account,
+              struct meter_problems *probs)
+{
+    for (size_t k = g->first; k < g->end; k++) {
+        const struct meter_sample *x = &b->s[b->ord[k]];
+        if (strcmp(x->account_id, account) != 0) {
+            char why[200];
+            snprintf(why, sizeof(why), "sandbox '%s' belongs to account '%s'",
+                     x->sandbox_id, account);
+            meter_problems_add(probs, b->ord[k], "account_id", x->account_id,
+                               why);
+        }
+    }
+}
+
+/* Orders the batch and splits it by sandbox; checks what needs no
+ * database: seconds in the future, a sandbox under two accounts. */
+static int
+prepare(struct batch *b, int64_t now, struct meter_problems *probs)
+{
+    b->ord = malloc((b->n ? b->n : 1) * sizeof(*b->ord));
+    b->groups = malloc((b->n ? b->n : 1) * sizeof(*b->groups));
+    if (!b->ord || !b->groups)
+        return -1;
+    for (size_t i = 0; i < b->n; i++) {
+        b->ord[i] = i;
+        if (b->s[i].s.ts > now + FUTURE_S) {
+            char v[32];
+            snprintf(v, sizeof(v), "%lld", (long long)b->s[i].s.ts);
+            meter_problems_add(probs, i, "ts", v,
+                               "more than 5 minutes in the future");
+        }
+    }
+    qsort_r(b->ord, b->n, sizeof(*b->ord), by_sandbox_ts_index, (void *)b->s);
+    for (size_t i = 0; i < b->n;) {
+        struct group *g = &b->groups[b->ngroups++];
+        const struct meter_sample *first = &b->s[b->ord[i]];
+        g->first = i;
+        g->known = false;
+        size_t j = i;
+        while (j < b->n &&
+               strcmp(b->s[b->ord[j]].sandbox_id, first->sandbox_id) == 0)
+            j++;
+        g->end = j;
+        check_account(b, g, first->account_id, probs);
+        i = j;
+    }
+    return 0;
+}
+
+/* Appends "{"a","b"}" of the batch's groups' sandbox or account ids, for
+ * those not yet known; ids are of [A-Za-z0-9._:-] so need no escaping. */
+static void
+id_array(struct meter_buf *out, const struct batch *b, bool account)
+{
+    bool first = true;
+    meter_buf_str(out, "{");
+    for (size_t i = 0; i < b->ngroups; i++) {
+        if (b->groups[i].known)
+            continue;
+        const struct meter_sample *x = &b->s[b->ord[b->groups[i].first]];
+        meter_buf_str(out, first ? "\"" : ",\"");
+        meter_buf_str(out, account ? x->account_id : x->sandbox_id);
+        meter_buf_str(out, "\"");
+        first = false;
+    }
+    meter_buf_str(out, "}");
+}
+
+/* A statement with text parameters and no result wanted. */
+static enum meter_db_status
+exec_cmd(PGconn *db, const char *sql, int nparams, const char *const *values,
+         const char *what, struct meter_err *e)
+{
+    enum meter_db_status st =
+        meter_db_exec(db, what, sql, nparams, values, NULL, NULL, NULL, e);
+    return st < 0 ? st : METER_DB_NONE;
+}
+
+/* The group of sandbox id: groups are in sandbox id order. */
+static struct group *
+find_group(struct batch *b, const char *id)
+{
+    size_t lo = 0, hi = b->ngroups;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(id, b->s[b->ord[b->groups[mid].first]].sandbox_id);
+        if (c == 0)
+            return &b->groups[mid];
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}
+
+/* Fills groups[].reg from the registry, then the database; registers
+ * new sandboxes (and accounts). Checks each sample's account. */
+static enum meter_db_status
+resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
+        struct meter_problems *probs, struct meter_err *e)
+{
+    size_t unknown = 0;
+    for (size_t i = 0; i < b->ngroups; i++) {
+        const struct meter_sample *x = &b->s[b->ord[b->groups[i].first]];
+        b->groups[i].known = db_registry_get(reg, x->sandbox_id, &b->groups[i].sb);
+        b->groups[i].fresh = false;
+        unknown += !b->groups[i].known;
+    }
+    for (int pass = 0; unknown > 0 && pass < 2; pass++) {
+        struct meter_buf ids = {0}, accts = {0};
+        id_array(&ids, b, false);
+        id_array(&accts, b, true);
+        if (ids.failed || accts.failed) {
+            meter_buf_release(&ids);
+            meter_buf_release(&accts);
+            return db_hard(e, "out of memory");
+        }
+        const char *p1[] = {ids.p, accts.p};
+        int rc = METER_DB_NONE;
+        if (pass == 1) {
+            /* Register what is new: accounts first, then sandboxes. A
+             * concurrent registration of the same sandbox waits on the
+             * unique index, then does nothing; the select sees it. */
+            rc = exec_cmd(db,
+                          "INSERT INTO accounts (account_id, auto_created)"
+                          " SELECT DISTINCT unnest($1::text[]), true"
+                          " ON CONFLICT DO NOTHING",
+                          1, p1 + 1, "cannot create accounts", e);
+            if (rc == METER_DB_NONE)
+                rc = exec_cmd(db,
+                              "INSERT INTO sandboxes (account_pk, sandbox_id)"
+                              " SELECT a.account_pk, x.sid"
+                              " FROM unnest($1::text[], $2::text[])"
+                              "  AS x (sid, aid)"
+                              " JOIN accounts a ON a.account_id = x.aid"
+                              " ON CONFLICT (sandbox_id) DO NOTHING",
+                              2, p1, "cannot register sandboxes", e);
+        }
+        PGresult *r = NULL;
+        if (rc == METER_DB_NONE) {
+            r = PQexecParams(db,
+                             "SELECT s.sandbox_id, s.sandbox_pk, s.account_pk,"
+                             " a.account_id FROM sandboxes s"
+                             " JOIN accounts a USING (account_pk)"
+                             " WHERE s.sandbox_id = ANY ($1::text[])",
+                             1, NULL, p1, NULL, NULL, 0);
+            if (PQresultStatus(r) != PGRES_TUPLES_OK)
+                rc = db_failed(db, r, "cannot read sandboxes", e);
+        }
+        meter_buf_release(&ids);
+        meter_buf_release(&accts);
+        if (rc != METER_DB_NONE)
+            return rc;
+        for (int row = 0; row < PQntuples(r); row++) {
+            struct group *g = find_group(b, PQgetvalue(r, row, 0));
+            if (!g || g->known)
+                continue;
+            snprintf(g->sb.account_id, sizeof(g->sb.account_id), "%s",
+                     PQgetvalue(r, row, 3));
+            g->sb.sandbox_pk = (int32_t)strtol(PQgetvalue(r, row, 1), NULL, 10);
+            g->sb.account_pk = (int32_t)strtol(PQgetvalue(r, row, 2), NULL, 10);
+            g->known = g->fresh = true;
+            unknown--;
+        }
+        PQclear(r);
+    }
+    if (unknown > 0)
+        return db_hard(e, "could not register %zu sandboxes", unknown);
+    /* Each sample's account must be its sandbox's. */
+    for (size_t i = 0; i < b->ngroups; i++)
+        check_account(b, &b->groups[i], b->groups[i].sb.account_id, probs);
+    return probs->total ? METER_DB_ABORT : METER_DB_NONE;
+}
+
+/* Groups each sandbox's seconds into minute blocks. The first copy of a
+ * second in batch order stands for it; later copies are set aside as
+ * extras, counted once it is known what stands (check_stored). */
+static int
+build_blocks(struct batch *b)
+{
+    size_t nblocks = 0;
+    for (size_t gi = 0; gi < b->ngroups; gi++) {
+        int64_t last = INT64_MIN;
+        for (size_t k = b->groups[gi].first; k < b->groups[gi].end; k++) {
+            int64_t minute = b->s[b->ord[k]].s.ts / 60;
+            nblocks += minute != last;
+            last = minute;
+        }
+    }
+    b->blocks = malloc((nblocks ? nblocks : 1) * sizeof(*b->blocks));
+    b->extras = malloc((b->n ? b->n : 1) * sizeof(*b->extras));
+    if (!b->blocks || !b->extras)
+        return -1;
+    b->nblocks = b->nextras = 0;
+    for (size_t gi = 0; gi < b->ngroups; gi++) {
+        const struct group *g = &b->groups[gi];
+        struct block *cur = NULL;
+        int64_t prev_ts = INT64_MIN;
+        for (size_t k = g->first; k < g->end; k++) {
+            uint32_t idx = (uint32_t)b->ord[k];
+            int64_t ts = b->s[idx].s.ts;
+            int64_t minute = ts / 60;
+            if (!cur || cur->minute != minute) {
+                cur = &b->blocks[b->nblocks++];
+                cur->group = gi;
+                cur->minute = minute;
+                cur->mask = 0;
+                cur->extra_first = b->nextras;
+                cur->nextra = 0;
+            }
+            uint8_t sec = (uint8_t)(ts % 60);
+            if (ts == prev_ts) {
+                b->extras[b->nextras++] = (struct extra){idx, sec, false};
+                cur->nextra++;
+                continue;
+            }
+            prev_ts = ts;
+            cur->mask |= (uint64_t)1 << sec;
+            cur->at[sec] = idx;
+        }
+    }
+    return 0;
+}
+
+/* Counts the extras that check_stored did not: against the first copy. */
+static void
+count_extras(struct batch *b)
+{
+    for (size_t i = 0; i < b->nblocks; i++) {
+        const struct block *k = &b->blocks[i];
+        for (size_t x = k->extra_first; x < k->extra_first + k->nextra; x++)
+            if (!b->extras[x].counted)
+                count_repeat(b, second_of(b, k->at[b->extras[x].sec]),
+                             second_of(b, b->extras[x].sample));
+    }
+}
+
+/* Drops from the blocks the seconds already stored, counting them. */
+static enum meter_db_status
+check_stored(PGconn *db, struct batch *b, struct meter_err *e)
+{
+    struct meter_buf acct = {0}, sb = {0}, min = {0}, mask = {0};
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    char num[32];
+    meter_buf_str(&acct, "{");
+    meter_buf_str(&sb, "{");
+    meter_buf_str(&min, "{");
+    meter_buf_str(&mask, "{");
+    for (size_t i = 0; i < b->nblocks; i++) {
+        const struct block *k = &b->blocks[i];
+        const struct group *g = &b->groups[k->group];
+        const char *sep = i ? "," : "";
+        snprintf(num, sizeof(num), "%s%d", sep, g->sb.account_pk);
+        meter_buf_str(&acct, num);
+        snprintf(num, sizeof(num), "%s%d", sep, g->sb.sandbox_pk);
+        meter_buf_str(&sb, num);
+        snprintf(num, sizeof(num), "%s%lld", sep, (long long)k->minute);
+        meter_buf_str(&min, num);
+        snprintf(num, sizeof(num), "%s%lld", sep, (long long)k->mask);
+        meter_buf_str(&mask, num);
+        lo = k->minute < lo ? k->minute : lo;
+        hi = k->minute > hi ? k->minute : hi;
+    }
+    meter_buf_str(&acct, "}");
+    meter_buf_str(&sb, "}");
+    meter_buf_str(&min, "}");
+    meter_buf_str(&mask, "}");
+    char los[32], his[32];
+    snprintf(los, sizeof(los), "%lld", (long long)lo);
+    snprintf(his, sizeof(his), "%lld", (long long)hi);
+    const char *p[] = {acct.p, sb.p, min.p, mask.p, los, his};
+    int rc = METER_DB_NONE;
+    PGresult *r = NULL;
+    if (acct.failed || sb.failed || min.failed || mask.failed) {
+        rc = db_hard(e, "out of memory");
+        goto out;
+    }
+    /* Binary results: ordinality and seconds as int8, data as bytes. */
+    r = PQexecParams(
+        db,
+        /* LATERAL: one index probe per block, whatever the planner
+         * guesses of the unnest; a join could scan the partition. */
+        "SELECT k.i, u.seconds, u.data"
+        " FROM unnest($1::int[], $2::int[], $3::int[], $4::bigint[])"
+        "  WITH ORDINALITY AS k (account_pk, sandbox_pk, minute, mask, i)"
+        " CROSS JOIN LATERAL (SELECT seconds, data FROM usage_blocks b"
+        "  WHERE b.account_pk = k.account_pk AND b.sandbox_pk = k.sandbox_pk"
+        "  AND b.minute = k.minute AND b.seconds & k.mask <> 0"
+        "  AND b.minute BETWEEN $5::int AND $6::int) u",
+        6, NULL, p, NULL, NULL, 1);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        rc = db_failed(db, r, "cannot read stored usage", e);
+        r = NULL;
+        goto out;
+    }
+    for (int row = 0; row < PQntuples(r); row++) {
+        struct block *k = &b->blocks[meter_be64(PQgetvalue(r, row, 0)) - 1];
+        uint64_t stored = meter_be64(PQgetvalue(r, row, 1));
+        struct pricing_second old[60];
+        size_t n;
+        if (meter_block_decode(k->minute, stored,
+                               (const uint8_t *)PQgetvalue(r, row, 2),
+                               (size_t)PQgetlength(r, row, 2), old, &n) < 0) {
+            rc = db_hard(e, "stored block of minute %lld is corrupt",
+                            (long long)k->minute);
+            goto out;
+        }
+        for (size_t i = 0; i < n; i++) {
+            int sec = (int)(old[i].ts % 60);
+            uint64_t bit = (uint64_t)1 << sec;
+            if (!(k->mask & bit))
+                continue;
+            /* The stored value stands: the batch's copies repeat it. */
+            count_repeat(b, &old[i], second_of(b, k->at[sec]));
+            for (size_t x = k->extra_first; x < k->extra_first + k->nextra;
+                 x++) {
+                struct extra *ex = &b->extras[x];
+                if (ex->sec == sec) {
+                    count_repeat(b, &old[i], second_of(b, ex->sample));
+                    ex->counted = true;
+                }
+            }
+            k->mask &= ~bit;
+        }
+    }
+out:
+    PQclear(r);
+    meter_buf_release(&acct);
+    meter_buf_release(&sb);
+    meter_buf_release(&min);
+    meter_buf_release(&mask);
+    return rc;
+}
+
+/* Microseconds since 2000-01-01, PostgreSQL's binary timestamptz. */
+static int64_t
+pg_time(int64_t unix_us)
+{
+    return unix_us - 946684800LL * 1000000;
+}
+
+/* Writes the blocks (binary COPY) and the rollups of their seconds. */
+static enum meter_db_status
+write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
+             struct meter_err *e)
+{
+    static const char sig[] = "PGCOPY\n\377\r\n";
+    struct meter_buf copy = {0}, roll = {0};
+    uint8_t data[METER_BLOCK_MAX];
+    struct pricing_second tmp[60];
+    int rc = METER_DB_NONE;
+    PGresult *r = NULL;
+
+    meter_buf_add(&copy, sig, 11);
+    buf_be32(&copy, 0);
+    buf_be32(&copy, 0);
+    /* Rollups: an accumulator per run of blocks of one (account, hour);
+     * the INSERT below sums those of equal key. */
+    struct roll {
+        int32_t account_pk;
+        int64_t hour;
+        uint64_t samples, running;
+        pricing_u128 vcpu, used, mem, mem_used, disk, egress;
+    } *rolls = calloc(b->nblocks ? b->nblocks : 1, sizeof(*rolls));
+    size_t nrolls = 0;
+    if (!rolls)
+        return db_hard(e, "out of memory");
+
+    for (size_t i = 0; i < b->nblocks; i++) {
+        const struct block *k = &b->blocks[i];
+        const struct group *g = &b->groups[k->group];
+        if (!k->mask)
+            continue;
+        size_t n = 0;
+        for (int sec = 0; sec < 60; sec++)
+            if (k->mask & ((uint64_t)1 << sec))
+                tmp[n++] = *second_of(b, k->at[sec]);
+        size_t len = meter_block_encode(tmp, n, data);
+        b->res.accepted += n;
+
+        uint16_t nf = htons(6);
+        meter_buf_add(&copy, &nf, 2);
+        buf_be32(&copy, 4);
+        buf_be32(&copy, (uint32_t)g->sb.account_pk);
+        buf_be32(&copy, 4);
+        buf_be32(&copy, (uint32_t)g->sb.sandbox_pk);
+        buf_be32(&copy, 4);
+        buf_be32(&copy, (uint32_t)k->minute);
+        buf_be32(&copy, 8);
+        buf_be64(&copy, k->mask);
+        buf_be32(&copy, 8);
+        buf_be64(&copy, (uint64_t)pg_time(arrived_us));
+        buf_be32(&copy, (uint32_t)len);
+        meter_buf_add(&copy, data, len);
+
+        int64_t hour = k->minute / 60;
+        struct roll *x = nrolls ? &rolls[nrolls - 1] : NULL;
+        if (!x || x->account_pk != g->sb.account_pk || x->hour != hour) {
+            x = &rolls[nrolls++];
+            x->account_pk = g->sb.account_pk;
+            x->hour = hour;
+        }
+        for (size_t j = 0; j < n; j++) {
+            x->samples++;
+            x->running += tmp[j].vcpu != 0;
+            x->vcpu += tmp[j].vcpu;
+            x->used += tmp[j].cpu_used;
+            x->mem += tmp[j].mem_bytes;
+            x->mem_used += tmp[j].mem_used_bytes;
+            x->disk += tmp[j].disk_bytes;
+            x->egress += tmp[j].egress_bytes;
+        }
+    }
+    uint16_t end = htons(0xffff);
+    meter_buf_add(&copy, &end, 2);
+    if (copy.failed) {
+        rc = db_hard(e, "out of memory");
+        goto out;
+    }
+    if (b->res.accepted == 0)
+        goto out;
+
+    r = PQexec(db, "COPY usage_blocks (account_pk, sandbox_pk, minute,"
+                   " seconds, arrived_at, data) FROM STDIN (FORMAT binary)");
+    if (PQresultStatus(r) != PGRES_COPY_IN) {
+        rc = db_failed(db, r, "cannot store usage", e);
+        r = NULL;
+        goto out;
+    }
+    PQclear(r);
+    r = NULL;
+    if (PQputCopyData(db, copy.p, (int)copy.len) != 1 ||
+        PQputCopyEnd(db, NULL) != 1) {
+        rc = db_hard(e, "cannot store usage: %s", PQerrorMessage(db));
+        goto out;
+    }
+    r = PQgetResult(db);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        rc = db_failed(db, r, "cannot store usage", e);
+        r = NULL;
+        goto out;
+    }
+    PQclear(r);
+    r = NULL;
+
+    /* Sum the accumulators of equal key (several sandboxes). */
+    meter_buf_str(&roll, "INSERT INTO usage_hourly (account_pk, hour, samples,"
+                          " running_s, vcpu_s, cpu_used_s, mem_byte_s,"
+                          " mem_used_byte_s, disk_byte_s, egress_bytes) SELECT"
+                          " a, h, sum(s), sum(r), round(sum(v) / 10000, 4), "
+                          "round(sum(u) / 10000, 4),"
+                          " sum(m), sum(mu), sum(d), sum(e) FROM (VALUES ");
+    for (size_t j = 0; j < nrolls; j++) {
+        const struct roll *x = &rolls[j];
+        char head[96];
+        snprintf(
+            head, sizeof(head), "%s(%d, %lld, %llu::bigint, %llu::bigint, ",
+            j ? ", " : "", x->account_pk, (long long)x->hour,
+            (unsigned long long)x->samples, (unsigned long long)x->running);
+        meter_buf_str(&roll, head);
+        pricing_u128 v[] = {x->vcpu,     x->used, x->mem,
+                            x->mem_used, x->disk, x->egress};
+        for (int c = 0; c < 6; c++) {
+            buf_u128(&roll, v[c]);
+            meter_buf_str(&roll, c < 5 ? "::numeric, " : "::numeric)");
+        }
+    }
+    meter_buf_str(&roll,
+                   ") AS x (a, h, s, r, v, u, m, mu, d, e) GROUP BY a, h");
+    if (roll.failed) {
+        rc = db_hard(e, "out of memory");
+        goto out;
+    }
+    rc = exec_cmd(db, roll.p, 0, NULL, "cannot store rollups", e);
+out:
+    PQclear(r);
+    free(rolls);
+    meter_buf_release(&copy);
+    meter_buf_release(&roll);
+    return rc;
+}
+
+/* Creates the monthly partitions the batch needs, in their own
+ * transactions, before the batch's. */
+static int
+ensure_partitions(PGconn *db, struct meter_registry *reg, const struct batch *b,
+                  struct meter_err *e)
+{
+    for (size_t i = 0; i < b->nblocks; i++) {
+        int y, m;
+        int64_t start, end;
+        pricing_period_of(b->blocks[i].minute * 60, &y, &m, &start, &end);
+        int64_t key = (int64_t)y * 12 + m;
+        if (db_registry_month_known(reg, key))
+            continue;
+        char day[16];
+        snprintf(day, sizeof(day), "%04d-%02d-01", y, m);
+        const char *p[] = {day};
+        if (exec_cmd(db, "SELECT usage_blocks_partition($1::date)", 1, p,
+                     "cannot create a partition", e) != METER_DB_NONE)
+            return -1;
+        db_registry_month_add(reg, key);
+    }
+    return 0;
+}
+
+/* Locks the batch's sandboxes by bucket (sandbox_pk % LOCK_BUCKETS), in
+ * bucket order: a bounded number of locks per transaction, and no
+ * deadlock between writers. */
+static enum meter_db_status
+lock_sandboxes(PGconn *db, const struct batch *b, struct meter_err *e)
+{
+    uint64_t used[LOCK_BUCKETS / 64] = {0};
+    for (size_t i = 0; i < b->ngroups; i++) {
+        uint32_t k = (uint32_t)b->groups[i].sb.sandbox_pk % LOCK_BUCKETS;
+        used[k / 64] |= (uint64_t)1 << (k % 64);
+    }
+    struct meter_buf keys = {0};
+    meter_buf_str(&keys, "{");
+    for (uint32_t k = 0; k < LOCK_BUCKETS; k++)
+        if (used[k / 64] & ((uint64_t)1 << (k % 64)))
+            meter_buf_printf(&keys, "%s%u", keys.len > 1 ? "," : "", k);
+    meter_buf_str(&keys, "}");
+    const char *p[] = {keys.p};
+    enum meter_db_status rc =
+        keys.failed ? db_hard(e, "out of memory")
+                    : exec_cmd(db,
+                               "SELECT pg_advisory_xact_lock(" LOCK_CLASS
+                               ", x) FROM unnest($1::int[]) x",
+                               1, p, "cannot lock sandboxes", e);
+    meter_buf_release(&keys);
+    return rc;
+}
+
+/* One attempt of the batch's transaction (meter_db_transaction). */
+struct attempt {
+    struct meter_registry *reg;
+    struct batch *b;
+    int64_t arrived_us;
+    struct meter_problems *probs;
+    int tries;
+};
+
+static enum meter_db_status
+ingest_attempt(PGconn *db, void *arg, struct meter_err *e)
+{
+    struct attempt *a = arg;
+    struct batch *b = a->b;
+    /* Each attempt starts from the batch alone: blocks, counts and
+     * registrations of a rolled-back attempt are gone. */
+    if (a->tries++ > 0) {
+        free(b->blocks);
+        free(b->extras);
+        b->blocks = NULL;
+        b->extras = NULL;
+        b->nblocks = 0;
+        memset(&b->res, 0, sizeof(b->res));
+        if (build_blocks(b) < 0)
+            return db_hard(e, "out of memory");
+    }
+    enum meter_db_status rc = resolve(db, a->reg, b, a->probs, e);
+    if (rc == METER_DB_NONE)
+        rc = lock_sandboxes(db, b, e);
+    if (rc == METER_DB_NONE)
+        rc = check_stored(db, b, e);
+    if (rc == METER_DB_NONE) {
+        count_extras(b);
+        rc = write_blocks(db, b, a->arrived_us, e);
+    }
+    return rc;
+}
+
+enum meter_ingest_status
+meter_ingest(PGconn *db, struct meter_registry *reg,
+             const struct meter_sample *s, size_t n, int64_t now_us,
+             struct meter_ingest_result *res, struct meter_problems *probs,
+             struct meter_err *e)
+{
+    struct batch b = {.s = s, .n = n};
+    enum meter_ingest_status st = METER_INGEST_ERROR;
+    memset(res, 0, sizeof(*res));
+    if (prepare(&b, now_us / 1000000, probs) < 0) {
+        meter_fail(e, "out of memory");
+        goto out;
+    }
+    if (probs->total) {
+        st = METER_INGEST_INVALID;
+        goto out;
+    }
+    if (n == 0) {
+        st = METER_INGEST_OK;
+        goto out;
+    }
+    /* The minutes of the batch tell which partitions it needs. */
+    if (build_blocks(&b) < 0) {
+        meter_fail(e, "out of memory");
+        goto out;
+    }
+    if (ensure_partitions(db, reg, &b, e) < 0) {
+        st = meter_db_lost(db) ? METER_INGEST_UNAVAILABLE : METER_INGEST_ERROR;
+        goto out;
+    }
+    struct attempt a = {reg, &b, now_us, probs, 0};
+    switch (meter_db_transaction(db, "BEGIN", 5, ingest_attempt, &a, e)) {
+    case METER_DB_NONE:
+    case METER_DB_ROWS:
+        *res = b.res;
+        for (size_t i = 0; i < b.ngroups; i++) {
+            const struct group *g = &b.groups[i];
+            if (g->fresh)
+                db_registry_put(reg, b.s[b.ord[g->first]].sandbox_id, &g->sb);
+        }
+        st = METER_INGEST_OK;
+        break;
+    case METER_DB_ABORT:
+        st = METER_INGEST_INVALID;
+        break;
+    case METER_DB_SOFT:
+        /* Still deadlocking after five tries: busy, not broken. */
+        st = METER_INGEST_UNAVAILABLE;
+        break;
+    case METER_DB_HARD:
+        st = meter_db_lost(db) ? METER_INGEST_UNAVAILABLE : METER_INGEST_ERROR;
+        break;
+    }
+out:
+    free(b.ord);
+    free(b.groups);
+    free(b.blocks);
+    free(b.extras);
+    return st;
+}

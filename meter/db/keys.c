@@ -1,0 +1,163 @@
+/*
+ * keys.c - API keys: tokens random, shown once, stored only as SHA-256;
+ * creating, listing, revoking, and looking a bearer token up.
+ */
+#include "meter_db.h"
+
+#include <inttypes.h>
+#include <nettle/sha2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+static const struct {
+    enum meter_role role;
+    const char *name;
+} roles[] = {
+    {METER_ROLE_HOST, "host"},
+    {METER_ROLE_ACCOUNT, "account"},
+    {METER_ROLE_FINANCE, "finance"},
+    {METER_ROLE_ADMIN, "admin"},
+};
+
+const char *
+meter_role_name(enum meter_role role)
+{
+    for (size_t i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)
+        if (roles[i].role == role)
+            return roles[i].name;
+    return "?";
+}
+
+enum meter_role
+meter_role_parse(const char *s)
+{
+    for (size_t i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)
+        if (strcmp(roles[i].name, s) == 0)
+            return roles[i].role;
+    return 0;
+}
+
+int
+meter_token_new(char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    uint8_t raw[32];
+    size_t got = 0;
+    while (got < sizeof(raw)) {
+        ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+        if (n < 0)
+            return -1;
+        got += (size_t)n;
+    }
+    memcpy(out, "mtr_", 4);
+    for (size_t i = 0; i < sizeof(raw); i++) {
+        out[4 + 2 * i] = hex[raw[i] >> 4];
+        out[5 + 2 * i] = hex[raw[i] & 15];
+    }
+    out[METER_TOKEN_LEN] = '\0';
+    return 0;
+}
+
+void
+meter_token_hash(const char *token, uint8_t out[32])
+{
+    struct sha256_ctx ctx;
+    sha256_init(&ctx);
+    sha256_update(&ctx, strlen(token), (const uint8_t *)token);
+    sha256_digest(&ctx, SHA256_DIGEST_SIZE, out);
+}
+
+enum meter_db_status
+meter_db_key_lookup(PGconn *db, const char *token, struct meter_principal *who,
+                    struct meter_err *e)
+{
+    uint8_t hash[32];
+    meter_token_hash(token, hash);
+    const char *values[] = {(const char *)hash};
+    int lengths[] = {32}, formats[] = {1};
+    PGresult *r;
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot look the key up",
+        "SELECT key_id, role, coalesce(account_id, '') FROM api_keys"
+        " WHERE token_hash = $1 AND revoked_at IS NULL",
+        1, values, lengths, formats, &r, e);
+    if (st == METER_DB_ROWS) {
+        who->key_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        who->role = meter_role_parse(PQgetvalue(r, 0, 1));
+        snprintf(who->account_id, sizeof(who->account_id), "%s",
+                 PQgetvalue(r, 0, 2));
+    }
+    PQclear(r);
+    return st;
+}
+
+enum meter_db_status
+meter_db_key_create(PGconn *db, enum meter_role role, const char *account,
+                    const char *name, char token[METER_TOKEN_LEN + 1],
+                    int64_t *key_id, struct meter_err *e)
+{
+    uint8_t hash[32];
+    if (meter_token_new(token) < 0) {
+        meter_fail(e, "no random bytes for a token");
+        return METER_DB_HARD;
+    }
+    meter_token_hash(token, hash);
+    const char *values[] = {meter_role_name(role), account, name,
+                            (const char *)hash};
+    int lengths[] = {0, 0, 0, 32}, formats[] = {0, 0, 0, 1};
+    PGresult *r;
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot create the key",
+        "WITH acct AS (INSERT INTO accounts (account_id) SELECT $2::text"
+        "  WHERE $2::text IS NOT NULL ON CONFLICT DO NOTHING)"
+        " INSERT INTO api_keys (role, account_id, name, token_hash)"
+        " VALUES ($1, $2, $3, $4) RETURNING key_id",
+        4, values, lengths, formats, &r, e);
+    if (st == METER_DB_ROWS)
+        *key_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return st;
+}
+
+enum meter_db_status
+meter_db_key_list(PGconn *db, meter_key_cb *cb, void *arg, struct meter_err *e)
+{
+    PGresult *r;
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot list keys",
+        "SELECT key_id, role, coalesce(account_id, ''), name,"
+        " to_char(created_at AT TIME ZONE 'UTC',"
+        "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"
+        " coalesce(to_char(revoked_at AT TIME ZONE 'UTC',"
+        "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), '')"
+        " FROM api_keys ORDER BY key_id",
+        0, NULL, NULL, NULL, &r, e);
+    for (int i = 0; st == METER_DB_ROWS && i < PQntuples(r); i++) {
+        struct meter_key k = {
+            .key_id = strtoll(PQgetvalue(r, i, 0), NULL, 10),
+            .role = PQgetvalue(r, i, 1),
+            .account_id = PQgetvalue(r, i, 2),
+            .name = PQgetvalue(r, i, 3),
+            .created_at = PQgetvalue(r, i, 4),
+            .revoked_at = PQgetvalue(r, i, 5),
+        };
+        cb(&k, arg);
+    }
+    PQclear(r);
+    return st;
+}
+
+enum meter_db_status
+meter_db_key_revoke(PGconn *db, int64_t key_id, struct meter_err *e)
+{
+    char id[24];
+    snprintf(id, sizeof(id), "%" PRId64, key_id);
+    const char *values[] = {id};
+    return meter_db_exec(db, "cannot revoke the key",
+                         "UPDATE api_keys SET revoked_at = now()"
+                         " WHERE key_id = $1 AND revoked_at IS NULL"
+                         " RETURNING key_id",
+                         1, values, NULL, NULL, NULL, e);
+}

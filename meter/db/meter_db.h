@@ -1,0 +1,290 @@
+/*
+ * meter_db.h - the database layer: choosing and opening the connection,
+ * one statement helper and one transaction runner with one status
+ * convention, and one file per operation (migrations, API keys, price
+ * books, accounts, partitions, the ingest transaction, reading stored
+ * usage). No SQL lives outside this module.
+ *
+ * Statuses (Taler's GNUNET_DB_QueryStatus is the model): operations that
+ * talk to the server return enum meter_db_status; METER_DB_HARD and
+ * METER_DB_SOFT carry a message in e. Other functions return 0 or -1
+ * with a message in e. A PGconn belongs to one thread at a time; the
+ * registry is the one object meant to be shared between threads.
+ * Objects from *_new belong to the caller and are released with the
+ * matching *_free, which accepts NULL.
+ */
+#ifndef METER_DB_H
+#define METER_DB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+#include "meter_sample.h"
+#include "meter_util.h"
+#include "pricing.h"
+
+enum meter_db_status {
+    METER_DB_ABORT = -3, /* the caller's transaction function chose to roll
+                            back, for a reason of its own (no message) */
+    METER_DB_HARD = -2,  /* an error a retry will not fix, or a lost
+                            connection (see meter_db_lost) */
+    METER_DB_SOFT = -1,  /* a serialization failure or a deadlock: run the
+                            transaction again */
+    METER_DB_NONE = 0,   /* done; no rows */
+    METER_DB_ROWS = 1,   /* done; one row or more */
+};
+
+/* ---- connections ------------------------------------------------------ */
+
+/*
+ * The database to use, into a malloc'd *out: flag (a --db option) if not
+ * NULL, else $METER_DATABASE_URL if set and not empty, else the embedded
+ * cluster of the current directory if it is running. Never starts
+ * anything: with none of these the error says how to get a database.
+ * The string is checked to parse (the message never shows a password).
+ */
+int meter_db_conninfo(const char *flag, char **out, struct meter_err *e);
+
+/* Checks that conninfo parses; the message names it (password hidden). */
+int meter_db_check_conninfo(const char *conninfo, struct meter_err *e);
+
+/* Connects to conninfo (NULL: meter_db_conninfo(NULL)). An unreachable
+ * server is an error naming its host, port and database. Notices below
+ * WARNING are not shown. */
+PGconn *meter_db_connect(const char *conninfo, struct meter_err *e);
+
+/* Whether db's connection is gone (a retry needs a new one). */
+bool meter_db_lost(PGconn *db);
+
+/* ---- statements and transactions ---------------------------------------- */
+
+/*
+ * Runs sql with n text parameters (lengths and formats may be NULL: all
+ * text; else as PQexecParams) and text results. *res receives the
+ * result when res is not NULL and the statement succeeded; the caller
+ * PQclears it. Errors are "what: the server's message".
+ */
+enum meter_db_status meter_db_exec(PGconn *db, const char *what,
+                                   const char *sql, int n,
+                                   const char *const *values,
+                                   const int *lengths, const int *formats,
+                                   PGresult **res, struct meter_err *e);
+
+/* One attempt of a transaction's work, between BEGIN and COMMIT. Must
+ * start over from its inputs each time: a retry follows a rollback. */
+typedef enum meter_db_status meter_db_tx_fn(PGconn *db, void *arg,
+                                            struct meter_err *e);
+
+/*
+ * Runs fn in a transaction opened with begin ("BEGIN", or "BEGIN
+ * ISOLATION LEVEL ..."), committing if fn returns NONE or ROWS and
+ * rolling back otherwise. A SOFT result, from fn or the commit, runs it
+ * again, up to attempts times in all; returns what the last attempt
+ * returned (SOFT if every attempt was). Never leaves a transaction open.
+ */
+enum meter_db_status meter_db_transaction(PGconn *db, const char *begin,
+                                          int attempts, meter_db_tx_fn *fn,
+                                          void *arg, struct meter_err *e);
+
+/* ---- migrations ---------------------------------------------------------- */
+
+/* One migrations/NNNN_name.sql file. */
+struct meter_migration {
+    int version; /* NNNN */
+    char *file;  /* base name, "0001_core.sql" */
+    char *sql;   /* contents */
+    size_t sql_len;
+};
+
+struct meter_migration_set {
+    struct meter_migration *items; /* sorted by version, no duplicates */
+    size_t n;
+};
+
+/* Parses a file name "NNNN_name.sql" (name of [a-z0-9_]); returns the
+ * version, or -1 if the name is not a migration's. */
+int meter_migration_version(const char *file);
+
+/* Reads every migration of dir. Files not ending in ".sql" are ignored;
+ * a ".sql" file with a malformed name, two files of one version, or an
+ * unreadable file are errors naming the file. */
+int meter_migrations_load(const char *dir, struct meter_migration_set *set,
+                          struct meter_err *e);
+void meter_migrations_release(struct meter_migration_set *set);
+
+/* The migrations directory into out: $METER_MIGRATIONS_DIR, else the
+ * installed data's (meter_data_dir). */
+int meter_migrations_default_dir(char *out, size_t n, struct meter_err *e);
+
+enum meter_migration_state {
+    METER_MIGRATION_PENDING,
+    METER_MIGRATION_APPLIED,
+    METER_MIGRATION_CHANGED, /* applied, file differs from what was applied */
+    METER_MIGRATION_MISSING, /* applied, no file any more */
+};
+
+struct meter_migration_status {
+    int version;
+    char file[256];
+    enum meter_migration_state state;
+    char applied_at[64]; /* empty when pending */
+};
+
+/* Called once per migration applied by meter_migrate. */
+typedef void meter_migrate_cb(const struct meter_migration *m, void *arg);
+
+/*
+ * Applies the pending migrations of set in version order, each in its
+ * own transaction together with its record (version, file, SHA-256 of
+ * the contents) in schema_migrations. Concurrent callers serialize on an
+ * advisory lock. Refuses to apply anything, with an error naming the
+ * file, if an applied migration's file has changed or disappeared.
+ * *applied receives the number applied now; *version the schema version
+ * after the run (0 for an empty schema).
+ */
+int meter_migrate(PGconn *db, const struct meter_migration_set *set,
+                  meter_migrate_cb *cb, void *arg, int *applied, int *version,
+                  struct meter_err *e);
+
+/* Lists every migration known to the database or to set, by version, in
+ * a malloc'd array of *n items that the caller frees. */
+int meter_migrate_status(PGconn *db, const struct meter_migration_set *set,
+                         struct meter_migration_status **out, size_t *n,
+                         struct meter_err *e);
+
+/* ---- API keys and who calls ------------------------------------------------ */
+
+enum { METER_TOKEN_LEN = 68 }; /* "mtr_" and 64 hex digits (256 bits) */
+
+/* A new random token, NUL-terminated in out[METER_TOKEN_LEN + 1]. */
+int meter_token_new(char *out);
+/* SHA-256 of the token: what is stored and looked up. */
+void meter_token_hash(const char *token, uint8_t out[32]);
+
+/* The roles of keys, as bits so that a route can allow several. */
+enum meter_role {
+    METER_ROLE_HOST = 1,    /* sends samples */
+    METER_ROLE_ACCOUNT = 2, /* one account's own data */
+    METER_ROLE_FINANCE = 4, /* reports and invoices */
+    METER_ROLE_ADMIN = 8,   /* everything */
+};
+/* "host", "account", ...; "?" for anything else. */
+const char *meter_role_name(enum meter_role role);
+/* The role named s, or 0. */
+enum meter_role meter_role_parse(const char *s);
+
+/* Who a request comes from. */
+struct meter_principal {
+    int64_t key_id;
+    enum meter_role role;
+    char account_id[PRICING_ID_MAX + 1]; /* empty unless role account */
+};
+
+/* Looks a bearer token up among keys not revoked: ROWS and *who filled,
+ * NONE if unknown or revoked, HARD on a database error. */
+enum meter_db_status meter_db_key_lookup(PGconn *db, const char *token,
+                                         struct meter_principal *who,
+                                         struct meter_err *e);
+
+/* Creates a key (account: required for role account, else NULL) and
+ * writes its token, shown only now, to token; ROWS and *key_id. */
+enum meter_db_status meter_db_key_create(PGconn *db, enum meter_role role,
+                                         const char *account,
+                                         const char *name,
+                                         char token[METER_TOKEN_LEN + 1],
+                                         int64_t *key_id,
+                                         struct meter_err *e);
+
+/* One key as listed (never its token); times RFC 3339 UTC, revoked ""
+ * while active, account "" for keys of no account. */
+struct meter_key {
+    int64_t key_id;
+    const char *role, *account_id, *name, *created_at, *revoked_at;
+};
+typedef void meter_key_cb(const struct meter_key *k, void *arg);
+/* Calls cb for each key in key_id order. */
+enum meter_db_status meter_db_key_list(PGconn *db, meter_key_cb *cb,
+                                       void *arg, struct meter_err *e);
+
+/* Revokes key id: ROWS, or NONE if there is no such active key. */
+enum meter_db_status meter_db_key_revoke(PGconn *db, int64_t key_id,
+                                         struct meter_err *e);
+
+/* ---- price books and accounts ---------------------------------------------- */
+
+/* Stores book, parsed from text, as its next immutable version: ROWS
+ * with *version, or NONE (and *version 0) if text equals the latest. */
+enum meter_db_status meter_db_book_add(PGconn *db,
+                                       const struct pricing_book *book,
+                                       const char *text, int *version,
+                                       struct meter_err *e);
+
+/* Adds account id (or renames it if name is not NULL and it exists);
+ * with book (and from, a date YYYY-MM-DD), puts it on the latest version
+ * of that book from that date. */
+enum meter_db_status meter_db_account_add(PGconn *db, const char *id,
+                                          const char *name, const char *book,
+                                          const char *from,
+                                          struct meter_err *e);
+
+/* ---- storage ------------------------------------------------------------ */
+
+/* Creates the monthly usage partitions of this month and the next
+ * `months` - 1, ahead of need; the error suggests migrating. */
+int meter_db_prepare_partitions(PGconn *db, int months, struct meter_err *e);
+
+/* ---- ingestion ------------------------------------------------------------ */
+
+/* What a process knows of sandboxes: sandbox -> account and keys, which
+ * never change once stored, and the partitions that exist. A cache:
+ * bounded, and nothing is lost when it is dropped. Thread-safe. */
+struct meter_registry;
+struct meter_registry *meter_registry_new(void);
+void meter_registry_free(struct meter_registry *r);
+
+struct meter_ingest_result {
+    uint64_t accepted;   /* new seconds stored */
+    uint64_t duplicates; /* seconds already known with equal values */
+    uint64_t conflicts;  /* seconds already known with other values */
+};
+
+enum meter_ingest_status {
+    METER_INGEST_OK,          /* committed; *res says what */
+    METER_INGEST_INVALID,     /* refused, nothing stored; see problems */
+    METER_INGEST_UNAVAILABLE, /* the database is unreachable or too busy:
+                                 retry later */
+    METER_INGEST_ERROR,       /* another database error, in e */
+};
+
+/*
+ * Stores the n validated samples s exactly once, atomically: all of it
+ * commits, or nothing does. A second already stored (or earlier in the
+ * batch) is a duplicate if equal, a conflict if not; the first stands.
+ * Refused: samples more than 5 minutes after now_us (Unix microseconds,
+ * also the arrival time stored), and a sandbox under another account.
+ */
+enum meter_ingest_status meter_ingest(PGconn *db, struct meter_registry *reg,
+                                      const struct meter_sample *s, size_t n,
+                                      int64_t now_us,
+                                      struct meter_ingest_result *res,
+                                      struct meter_problems *probs,
+                                      struct meter_err *e);
+
+/* ---- reading stored usage ------------------------------------------------ */
+
+/* Stored seconds of [from, to) (Unix seconds), of one account or all
+ * (account NULL), as a pricing source: blocks of one (sandbox, minute),
+ * each sandbox's together and in order. Holds a read transaction on db
+ * until freed; db must not be used for anything else meanwhile. */
+struct meter_usage_reader;
+struct meter_usage_reader *meter_usage_reader_new(PGconn *db,
+                                                  const char *account,
+                                                  int64_t from, int64_t to,
+                                                  struct meter_err *e);
+struct pricing_source meter_usage_source(struct meter_usage_reader *r);
+void meter_usage_reader_free(struct meter_usage_reader *r);
+
+#endif

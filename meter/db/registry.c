@@ -1,0 +1,126 @@
+/*
+ * registry.c - what a meterd process knows of sandboxes: sandbox ->
+ * account and keys, immutable once stored, and the monthly partitions
+ * that exist. A bounded cache in front of the database (past
+ * REGISTRY_MAX sandboxes it starts over), so two meterd processes need
+ * not share it.
+ */
+#include "db_int.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Sandboxes kept in memory at most (about 150 bytes each). */
+#define REGISTRY_MAX 1000000
+
+struct entry {
+    uint32_t account; /* index in accounts */
+    int32_t sandbox_pk, account_pk;
+};
+
+struct meter_registry {
+    pthread_rwlock_t lock;
+    struct meter_strtab sandboxes, accounts;
+    struct entry *entries; /* by sandbox index */
+    size_t cap;
+    pthread_mutex_t months_lock;
+    int64_t months[64]; /* partitions known to exist, as y*12+m */
+    size_t nmonths;
+};
+
+struct meter_registry *
+meter_registry_new(void)
+{
+    struct meter_registry *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    pthread_rwlock_init(&r->lock, NULL);
+    pthread_mutex_init(&r->months_lock, NULL);
+    return r;
+}
+
+void
+meter_registry_free(struct meter_registry *r)
+{
+    if (!r)
+        return;
+    meter_strtab_release(&r->sandboxes);
+    meter_strtab_release(&r->accounts);
+    free(r->entries);
+    pthread_rwlock_destroy(&r->lock);
+    pthread_mutex_destroy(&r->months_lock);
+    free(r);
+}
+
+bool
+db_registry_get(struct meter_registry *r, const char *sandbox_id,
+                struct db_sandbox *out)
+{
+    pthread_rwlock_rdlock(&r->lock);
+    long i = meter_strtab_find(&r->sandboxes, sandbox_id);
+    if (i >= 0) {
+        const struct entry *x = &r->entries[i];
+        snprintf(out->account_id, sizeof(out->account_id), "%s",
+                 r->accounts.str[x->account]);
+        out->sandbox_pk = x->sandbox_pk;
+        out->account_pk = x->account_pk;
+    }
+    pthread_rwlock_unlock(&r->lock);
+    return i >= 0;
+}
+
+void
+db_registry_put(struct meter_registry *r, const char *sandbox_id,
+                const struct db_sandbox *s)
+{
+    pthread_rwlock_wrlock(&r->lock);
+    if (r->sandboxes.n >= REGISTRY_MAX) {
+        /* Bounded: past the cap start over; the database has it all. */
+        meter_strtab_clear(&r->sandboxes);
+        meter_strtab_clear(&r->accounts);
+    }
+    bool added;
+    long acct = meter_strtab_intern(&r->accounts, s->account_id, NULL);
+    long i = acct < 0 ? -1
+                      : meter_strtab_intern(&r->sandboxes, sandbox_id, &added);
+    if (i < 0 || !added)
+        goto out;
+    if ((size_t)i >= r->cap) {
+        size_t nc = r->cap ? 2 * r->cap : 1024;
+        struct entry *p = realloc(r->entries, nc * sizeof(*p));
+        if (!p) {
+            /* Forget it again: every index must have its entry. */
+            meter_strtab_clear(&r->sandboxes);
+            meter_strtab_clear(&r->accounts);
+            goto out;
+        }
+        r->entries = p;
+        r->cap = nc;
+    }
+    r->entries[i] = (struct entry){(uint32_t)acct, s->sandbox_pk,
+                                   s->account_pk};
+out:
+    pthread_rwlock_unlock(&r->lock);
+}
+
+bool
+db_registry_month_known(struct meter_registry *r, int64_t key)
+{
+    bool known = false;
+    pthread_mutex_lock(&r->months_lock);
+    for (size_t k = 0; k < r->nmonths && !known; k++)
+        known = r->months[k] == key;
+    pthread_mutex_unlock(&r->months_lock);
+    return known;
+}
+
+void
+db_registry_month_add(struct meter_registry *r, int64_t key)
+{
+    pthread_mutex_lock(&r->months_lock);
+    if (r->nmonths < sizeof(r->months) / sizeof(r->months[0]))
+        r->months[r->nmonths++] = key;
+    pthread_mutex_unlock(&r->months_lock);
+}

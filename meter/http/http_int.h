@@ -1,0 +1,78 @@
+/*
+ * http_int.h - the server and request structures shared by the files of
+ * meter/http/; private.
+ */
+#ifndef HTTP_INT_H
+#define HTTP_INT_H
+
+#include <microhttpd.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "meter_http.h"
+
+/* Statuses counted by route; others count as "other". */
+#define HTTP_NSTATUS 15
+extern const unsigned http_statuses[HTTP_NSTATUS];
+/* Latency buckets, seconds. */
+#define HTTP_NBUCKETS 11
+extern const double http_buckets[HTTP_NBUCKETS];
+
+/* The counters of one route (the last: requests no route matched). */
+struct http_route_metrics {
+    atomic_ullong requests[HTTP_NSTATUS + 1];
+    atomic_ullong latency_bucket[HTTP_NBUCKETS + 1];
+    atomic_ullong latency_count;
+    atomic_ullong latency_us_sum;
+};
+
+/* Threads at most (each holds a database connection slot). */
+#define HTTP_MAX_THREADS 256
+/* {name} segments a route may have. */
+#define HTTP_MAX_PARAMS 4
+
+struct meter_http {
+    struct MHD_Daemon *daemon;
+    struct meter_http_config cfg;
+    char *conninfo;
+    struct http_route_metrics *metrics; /* nroutes + 1 */
+    atomic_size_t buffered;             /* bytes reserved by bodies */
+    atomic_llong in_flight;             /* handlers running */
+    atomic_ullong db_errors;
+    PGconn *conns[HTTP_MAX_THREADS]; /* by thread slot */
+    atomic_int nconns;
+};
+
+struct meter_http_request {
+    struct meter_http *h;
+    struct MHD_Connection *c;
+    const struct meter_http_route *route; /* NULL: none matched */
+    size_t route_index;                   /* nroutes: none */
+    const char *method, *url;
+    struct meter_principal who;
+    const char *param_name[HTTP_MAX_PARAMS];
+    char *param_value[HTTP_MAX_PARAMS];
+    size_t nparams;
+    struct meter_buf body;
+    bool too_big;
+    size_t received; /* body bytes received, kept or not */
+    size_t reserved; /* bytes counted against max_buffered */
+    struct timespec start;
+    unsigned status;           /* 0 until answered */
+    enum MHD_Result result;    /* of queueing the answer */
+    char note[160];            /* for the access log */
+};
+
+/* Queues resp (destroyed here) as the answer with status. */
+void http_queue(struct meter_http_request *rq, unsigned status,
+                struct MHD_Response *resp);
+
+/* Counts a finished request in its route's metrics. */
+void http_observe(struct meter_http_request *rq, double seconds);
+
+/* Inflates a gzip stream of len bytes into a malloc'd *out of at most
+ * max bytes: 0, -1 if corrupt or truncated, -2 if larger than max. */
+int http_gunzip(const char *in, size_t len, size_t max, char **out,
+                size_t *out_len);
+
+#endif

@@ -1,0 +1,139 @@
+/*
+ * meter_http.h - the HTTP layer every service of the project shares
+ * (libmicrohttpd underneath; Taler's mhd/ is the model).
+ *
+ * A service is a table of routes: method, path pattern, the roles whose
+ * keys may call it, whether it takes a body, and a handler. The layer
+ * does the rest the same way for every route: routing (404, 405),
+ * authentication of a bearer key to a principal (401, 403), body
+ * buffering with a cap and gzip inflation (413, 415, 400), the
+ * server-wide bound on bodies held at once (503 saturated), a per-thread
+ * database connection, metrics and an access-log line per request by
+ * route, and a graceful stop.
+ *
+ * A handler receives a struct meter_http_request, valid until the
+ * handler returns, and answers it with exactly one meter_http_reply_*
+ * call; a handler that does not is answered 500. Handlers run on the
+ * server's threads, several at once: what they share must be
+ * thread-safe. Errors for people are RFC 9457 problem+json with a
+ * stable code (type "urn:meter:problem:CODE") and a detail that names
+ * the field and the value.
+ */
+#ifndef METER_HTTP_H
+#define METER_HTTP_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "meter_db.h"
+#include "meter_util.h"
+
+struct meter_http;
+struct meter_http_request;
+
+/* Answers the request (with one meter_http_reply_* call). */
+typedef void meter_http_handler(struct meter_http_request *rq);
+/* Checks a route's own headers before its body arrives: true to go on;
+ * false after replying with a refusal. */
+typedef bool meter_http_admit(struct meter_http_request *rq);
+/* Appends a route's own metrics (Prometheus text) to out. */
+typedef void meter_http_metrics_fn(struct meter_buf *out);
+
+struct meter_http_route {
+    const char *method; /* "GET" (answers HEAD too) or "POST" */
+    const char *path;   /* "/v1/samples"; "{name}" matches one segment */
+    unsigned roles;     /* enum meter_role bits whose keys may call it;
+                           0: no key needed */
+    bool body;          /* takes a body, up to the server's max_body */
+    meter_http_admit *admit;          /* may be NULL */
+    meter_http_handler *handle;
+    meter_http_metrics_fn *metrics;   /* may be NULL */
+};
+
+enum meter_log_level { METER_LOG_ERROR, METER_LOG_WARN, METER_LOG_INFO,
+                       METER_LOG_DEBUG };
+
+struct meter_http_config {
+    struct sockaddr_in listen;
+    const char *conninfo; /* resolved (meter_db_conninfo); copied */
+    size_t max_body;      /* largest body, after inflation */
+    size_t max_buffered;  /* bodies held at once, all requests */
+    unsigned threads;     /* request threads, each with a connection */
+    const struct meter_http_route *routes; /* kept, not copied */
+    size_t nroutes;
+};
+
+/* Starts serving; NULL with e set if it cannot listen. */
+struct meter_http *meter_http_start(const struct meter_http_config *cfg,
+                                    struct meter_err *e);
+/* Stops accepting connections, lets the requests being handled finish,
+ * stops, closes the database connections and frees h. NULL is fine. */
+void meter_http_stop(struct meter_http *h);
+
+/* ---- the request ------------------------------------------------------ */
+
+/* A request header, or NULL. */
+const char *meter_http_header(struct meter_http_request *rq,
+                              const char *name);
+/* Whether header name is media type want, parameters aside
+ * ("application/json; charset=utf-8" is application/json). */
+bool meter_http_header_is(struct meter_http_request *rq, const char *name,
+                          const char *want);
+/* The value of {name} in the route's path, or NULL. */
+const char *meter_http_param(struct meter_http_request *rq, const char *name);
+/* A query-string argument, or NULL. */
+const char *meter_http_query(struct meter_http_request *rq, const char *name);
+/* The body, inflated, NUL-terminated (len excludes the NUL); NULL and 0
+ * for a route without a body. */
+const char *meter_http_body(struct meter_http_request *rq, size_t *len);
+/* Who sent it; NULL on a route with no roles. */
+const struct meter_principal *
+meter_http_principal(struct meter_http_request *rq);
+/* The route's entry and the server. */
+const struct meter_http_route *meter_http_route(struct meter_http_request *rq);
+struct meter_http *meter_http_server(struct meter_http_request *rq);
+
+/* The calling thread's database connection, reconnected if needed; NULL
+ * if the database cannot be reached (logged and counted). */
+PGconn *meter_http_db(struct meter_http_request *rq);
+/* Counts a database error in meter_db_errors_total. */
+void meter_http_count_db_error(struct meter_http_request *rq);
+
+/* Adds text to the request's access-log line. */
+void meter_http_note(struct meter_http_request *rq, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- replies -------------------------------------------------------------- */
+
+/* body is taken (decref'd); written compact with a final newline. */
+void meter_http_reply_json(struct meter_http_request *rq, unsigned status,
+                           json_t *body);
+void meter_http_reply_text(struct meter_http_request *rq, unsigned status,
+                           const char *type, const char *text, size_t len);
+/* A problem: code is the stable part of its type, title a short
+ * summary, detail a printf format. errors (taken, may be NULL) lists
+ * the offending items. A 503 carries Retry-After, a 401
+ * WWW-Authenticate. */
+void meter_http_reply_problem(struct meter_http_request *rq, unsigned status,
+                              const char *code, const char *title,
+                              json_t *errors, const char *detail, ...)
+    __attribute__((format(printf, 6, 7)));
+
+/* ---- metrics and logs ------------------------------------------------------- */
+
+/* The server's metrics, then each route's, as Prometheus text. */
+void meter_http_metrics(struct meter_http *h, struct meter_buf *out);
+
+/* Lines below level are dropped; default METER_LOG_INFO. */
+void meter_log_set_level(enum meter_log_level level);
+/* The level named s ("error", "warn", "info", "debug"); -1 if none. */
+int meter_log_parse_level(const char *s);
+/* A timestamped line to stderr. */
+void meter_log(enum meter_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,531 @@
+/*
+ * server.c - the HTTP server: libmicrohttpd's thread pool (epoll), the
+ * route table, each request's life from headers to answer, and the
+ * per-thread database connections.
+ *
+ * A request goes: route (404/405), key (401/403/503), the route's own
+ * admission (admit), then for a route with a body the encoding and the
+ * declared length (415/413) and a reservation against max_buffered
+ * (503 saturated); the body is buffered up to max_body (413 past it)
+ * and inflated if gzip; then the handler. The request's memory is freed
+ * in one place, when libmicrohttpd says it is complete.
+ */
+#include "http_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* ---- routes ------------------------------------------------------------- */
+
+/* Whether path matches pattern, segment by segment, "{name}" matching
+ * one non-empty segment; the values go to rq's params. */
+static bool
+path_matches(const char *pattern, const char *path,
+             struct meter_http_request *rq)
+{
+    size_t nparams = 0;
+    const char *p = pattern, *u = path;
+    while (*p && *u) {
+        if (*p == '{') {
+            const char *close = strchr(p, '}');
+            size_t seg = strcspn(u, "/");
+            if (!close || seg == 0 || nparams == HTTP_MAX_PARAMS)
+                return false;
+            if (rq) {
+                rq->param_name[nparams] = p + 1;
+                rq->param_value[nparams] = strndup(u, seg);
+            }
+            nparams++;
+            p = close + 1;
+            u += seg;
+        } else if (*p++ != *u++) {
+            return false;
+        }
+    }
+    if (*p || *u)
+        return false;
+    if (rq)
+        rq->nparams = nparams;
+    return true;
+}
+
+static bool
+method_is(const char *method, const char *route_method)
+{
+    if (strcmp(method, route_method) == 0)
+        return true;
+    return strcmp(method, "HEAD") == 0 && strcmp(route_method, "GET") == 0;
+}
+
+/* Finds rq's route; answers 404 or 405 (false) if there is none. */
+static bool
+route(struct meter_http_request *rq)
+{
+    const struct meter_http_config *cfg = &rq->h->cfg;
+    const char *allowed = NULL;
+    for (size_t i = 0; i < cfg->nroutes; i++) {
+        const struct meter_http_route *r = &cfg->routes[i];
+        if (!path_matches(r->path, rq->url, NULL))
+            continue;
+        if (!method_is(rq->method, r->method)) {
+            allowed = r->method;
+            rq->route_index = i; /* counted under the path's route */
+            continue;
+        }
+        rq->route = r;
+        rq->route_index = i;
+        path_matches(r->path, rq->url, rq);
+        return true;
+    }
+    if (allowed)
+        meter_http_reply_problem(rq, 405, "method-not-allowed",
+                                 "Method not allowed", NULL, "use %s", allowed);
+    else
+        meter_http_reply_problem(rq, 404, "not-found", "Not found", NULL,
+                                 "no such route");
+    return false;
+}
+
+/* ---- database connections: one per thread ------------------------------ */
+
+/* Each pool thread keeps its connection in slot tl_slot of h->conns, so
+ * that the stopping thread can close them all. One server a process. */
+static _Thread_local int tl_slot = -1;
+
+PGconn *
+meter_http_db(struct meter_http_request *rq)
+{
+    struct meter_http *h = rq->h;
+    if (tl_slot < 0) {
+        tl_slot = atomic_fetch_add(&h->nconns, 1);
+        if (tl_slot >= HTTP_MAX_THREADS)
+            abort(); /* more threads than meter_http_start allows */
+    }
+    PGconn **db = &h->conns[tl_slot];
+    if (*db && PQstatus(*db) == CONNECTION_OK)
+        return *db;
+    PQfinish(*db);
+    struct meter_err e = {{0}};
+    *db = meter_db_connect(h->conninfo, &e);
+    if (!*db) {
+        atomic_fetch_add(&h->db_errors, 1);
+        meter_log(METER_LOG_WARN, "database unreachable: %s", e.msg);
+    }
+    return *db;
+}
+
+void
+meter_http_count_db_error(struct meter_http_request *rq)
+{
+    atomic_fetch_add(&rq->h->db_errors, 1);
+}
+
+/* ---- admission ----------------------------------------------------------- */
+
+/* The roles of mask as "host or admin". */
+static void
+role_list(unsigned mask, char *out, size_t n)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (unsigned bit = 1; bit <= METER_ROLE_ADMIN; bit <<= 1) {
+        if (!(mask & bit))
+            continue;
+        mask &= ~bit;
+        int k = snprintf(out + len, n - len, "%s%s",
+                         len == 0 ? "" : mask ? ", " : " or ",
+                         meter_role_name((enum meter_role)bit));
+        if (k < 0 || (size_t)k >= n - len)
+            return;
+        len += (size_t)k;
+    }
+}
+
+/* The bearer key of rq, for a route with roles: false after refusing. */
+static bool
+authenticate(struct meter_http_request *rq)
+{
+    char roles[64];
+    role_list(rq->route->roles, roles, sizeof(roles));
+    const char *auth = meter_http_header(rq, "Authorization");
+    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0 || !auth[7]) {
+        meter_http_reply_problem(rq, 401, "unauthenticated",
+                                 "Authentication required", NULL,
+                                 "send 'Authorization: Bearer TOKEN' with a "
+                                 "key of role %s",
+                                 roles);
+        return false;
+    }
+    PGconn *db = meter_http_db(rq);
+    struct meter_err e = {{0}};
+    enum meter_db_status st =
+        db ? meter_db_key_lookup(db, auth + 7, &rq->who, &e) : METER_DB_HARD;
+    if (st < 0) {
+        if (db)
+            meter_http_count_db_error(rq);
+        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
+                                 NULL,
+                                 "the database cannot be reached; retry later");
+        return false;
+    }
+    if (st == METER_DB_NONE) {
+        meter_http_reply_problem(rq, 401, "unauthenticated", "Invalid token",
+                                 NULL, "the bearer token is unknown or revoked");
+        return false;
+    }
+    if (!(rq->who.role & rq->route->roles)) {
+        meter_http_reply_problem(
+            rq, 403, "forbidden", "Wrong role", NULL,
+            "a key of role '%s' cannot use %s %s; use role %s",
+            meter_role_name(rq->who.role), rq->route->method, rq->route->path,
+            roles);
+        return false;
+    }
+    return true;
+}
+
+/* For a route with a body: the encoding, the declared length, and the
+ * reservation against max_buffered. False after refusing. */
+static bool
+admit_body(struct meter_http_request *rq)
+{
+    struct meter_http *h = rq->h;
+    const char *enc = meter_http_header(rq, "Content-Encoding");
+    if (enc && strcasecmp(enc, "gzip") != 0 && strcasecmp(enc, "identity")) {
+        meter_http_reply_problem(rq, 415, "unsupported-media-type",
+                                 "Unsupported content encoding", NULL,
+                                 "content encoding '%s' is not gzip or "
+                                 "identity",
+                                 enc);
+        return false;
+    }
+    const char *cl = meter_http_header(rq, "Content-Length");
+    uint64_t declared = 0;
+    bool has_length = cl && meter_parse_count(cl, UINT64_MAX, &declared) == 0;
+    if (has_length && declared > h->cfg.max_body) {
+        meter_http_reply_problem(rq, 413, "too-large", "Body too large", NULL,
+                                 "the body is larger than %zu bytes",
+                                 h->cfg.max_body);
+        return false;
+    }
+    /* Reserve the body's size: past max_buffered the service is
+     * saturated, and says so rather than run out of memory. */
+    size_t want = has_length ? (size_t)declared : h->cfg.max_body;
+    size_t held = atomic_fetch_add(&h->buffered, want);
+    rq->reserved = want;
+    if (held + want > h->cfg.max_buffered) {
+        meter_http_reply_problem(rq, 503, "saturated", "Service saturated",
+                                 NULL,
+                                 "too many batches are arriving at once; "
+                                 "retry later");
+        return false;
+    }
+    return true;
+}
+
+/* The whole body has arrived: the size cap, then gzip. False after
+ * refusing. */
+static bool
+finish_body(struct meter_http_request *rq)
+{
+    struct meter_http *h = rq->h;
+    if (rq->too_big) {
+        meter_http_reply_problem(rq, 413, "too-large", "Body too large", NULL,
+                                 "the body is larger than %zu bytes",
+                                 h->cfg.max_body);
+        return false;
+    }
+    const char *enc = meter_http_header(rq, "Content-Encoding");
+    if (!enc || strcasecmp(enc, "gzip") != 0)
+        return true;
+    char *plain;
+    size_t len;
+    int rc = http_gunzip(rq->body.p ? rq->body.p : "", rq->body.len,
+                         h->cfg.max_body, &plain, &len);
+    if (rc == -2) {
+        meter_http_reply_problem(rq, 413, "too-large", "Body too large", NULL,
+                                 "the body inflates to more than %zu bytes",
+                                 h->cfg.max_body);
+        return false;
+    }
+    if (rc < 0) {
+        meter_http_reply_problem(rq, 400, "invalid-gzip", "Invalid body", NULL,
+                                 "the body is not a valid gzip stream");
+        return false;
+    }
+    /* The inflated body counts against max_buffered too. */
+    size_t more = len > rq->body.len ? len - rq->body.len : 0;
+    size_t held = atomic_fetch_add(&h->buffered, more);
+    rq->reserved += more;
+    meter_buf_release(&rq->body);
+    rq->body = (struct meter_buf){.p = plain, .len = len, .cap = len + 1};
+    if (held + more > h->cfg.max_buffered) {
+        meter_http_reply_problem(rq, 503, "saturated", "Service saturated",
+                                 NULL,
+                                 "too many batches are arriving at once; "
+                                 "retry later");
+        return false;
+    }
+    return true;
+}
+
+/* ---- the request's life ------------------------------------------------ */
+
+/* The first call, with the headers: every check before the body. False
+ * when the request was refused (answered). */
+static bool
+admit(struct meter_http_request *rq)
+{
+    if (!route(rq))
+        return false;
+    if (rq->route->roles && !authenticate(rq))
+        return false;
+    if (rq->route->admit && !rq->route->admit(rq))
+        return false;
+    if (rq->route->body && !admit_body(rq))
+        return false;
+    return true;
+}
+
+/* Keeps upload data, up to max_body; past it keeps reading, storing
+ * nothing, so that the 413 goes out once the client has sent it all. */
+static void
+take_body(struct meter_http_request *rq, const char *data, size_t n)
+{
+    rq->received += n;
+    if (rq->too_big)
+        return;
+    if (rq->received > rq->h->cfg.max_body) {
+        rq->too_big = true;
+        meter_buf_release(&rq->body);
+        return;
+    }
+    meter_buf_add(&rq->body, data, n);
+    if (rq->body.failed) {
+        /* Out of memory: as good as too big for this server now. */
+        rq->too_big = true;
+        meter_buf_release(&rq->body);
+    }
+}
+
+static enum MHD_Result
+dispatch(void *cls, struct MHD_Connection *c, const char *url,
+         const char *method, const char *version, const char *upload_data,
+         size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    struct meter_http *h = cls;
+    struct meter_http_request *rq = *con_cls;
+    if (!rq) {
+        rq = calloc(1, sizeof(*rq));
+        if (!rq)
+            return MHD_NO;
+        rq->h = h;
+        rq->c = c;
+        rq->method = method;
+        rq->url = url;
+        rq->route_index = h->cfg.nroutes;
+        clock_gettime(CLOCK_MONOTONIC, &rq->start);
+        *con_cls = rq;
+        if (!admit(rq) || rq->route->body)
+            return rq->status ? rq->result : MHD_YES; /* the body follows */
+    } else if (*upload_size) {
+        if (!rq->status) /* else refused already: drop the body */
+            take_body(rq, upload_data, *upload_size);
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (rq->status)
+        return rq->result;
+    if (rq->route->body && !finish_body(rq))
+        return rq->result;
+    atomic_fetch_add(&h->in_flight, 1);
+    rq->route->handle(rq);
+    atomic_fetch_sub(&h->in_flight, 1);
+    if (!rq->status) {
+        meter_log(METER_LOG_ERROR, "%s %s: the handler did not answer",
+                  rq->method, rq->route->path);
+        meter_http_reply_problem(rq, 500, "internal", "Internal error", NULL,
+                                 "the request was not answered");
+    }
+    return rq->result;
+}
+
+/* Called when a request ends, answered or not: count, log, free. */
+static void
+completed(void *cls, struct MHD_Connection *c, void **con_cls,
+          enum MHD_RequestTerminationCode toe)
+{
+    struct meter_http *h = cls;
+    struct meter_http_request *rq = *con_cls;
+    if (!rq)
+        return;
+    struct timespec end;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    double secs = (double)(end.tv_sec - rq->start.tv_sec) +
+                  (double)(end.tv_nsec - rq->start.tv_nsec) / 1e9;
+    if (rq->status)
+        http_observe(rq, secs);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    char peer[64] = "?";
+    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
+        inet_ntop(AF_INET,
+                  &((const struct sockaddr_in *)(const void *)ci->client_addr)
+                       ->sin_addr,
+                  peer, sizeof(peer));
+    meter_log(METER_LOG_INFO, "%s %s %s %u %.1fms %zuB%s%s%s", peer,
+              rq->method,
+              rq->route_index < h->cfg.nroutes
+                  ? h->cfg.routes[rq->route_index].path
+                  : "other",
+              rq->status, secs * 1e3, rq->received, rq->note[0] ? " " : "",
+              rq->note,
+              toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
+    atomic_fetch_sub(&h->buffered, rq->reserved);
+    for (size_t i = 0; i < rq->nparams; i++)
+        free(rq->param_value[i]);
+    meter_buf_release(&rq->body);
+    free(rq);
+    *con_cls = NULL;
+}
+
+/* ---- the request's accessors ---------------------------------------------- */
+
+const char *
+meter_http_header(struct meter_http_request *rq, const char *name)
+{
+    return MHD_lookup_connection_value(rq->c, MHD_HEADER_KIND, name);
+}
+
+bool
+meter_http_header_is(struct meter_http_request *rq, const char *name,
+                     const char *want)
+{
+    const char *v = meter_http_header(rq, name);
+    if (!v)
+        return false;
+    size_t n = strlen(want);
+    return strncasecmp(v, want, n) == 0 &&
+           (v[n] == '\0' || v[n] == ';' || v[n] == ' ');
+}
+
+const char *
+meter_http_param(struct meter_http_request *rq, const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; i < rq->nparams; i++)
+        if (strncmp(rq->param_name[i], name, n) == 0 &&
+            rq->param_name[i][n] == '}')
+            return rq->param_value[i];
+    return NULL;
+}
+
+const char *
+meter_http_query(struct meter_http_request *rq, const char *name)
+{
+    return MHD_lookup_connection_value(rq->c, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *
+meter_http_body(struct meter_http_request *rq, size_t *len)
+{
+    *len = rq->body.len;
+    if (!rq->route || !rq->route->body)
+        return NULL;
+    return rq->body.p ? rq->body.p : "";
+}
+
+const struct meter_principal *
+meter_http_principal(struct meter_http_request *rq)
+{
+    return rq->route && rq->route->roles ? &rq->who : NULL;
+}
+
+const struct meter_http_route *
+meter_http_route(struct meter_http_request *rq)
+{
+    return rq->route;
+}
+
+struct meter_http *
+meter_http_server(struct meter_http_request *rq)
+{
+    return rq->h;
+}
+
+void
+meter_http_note(struct meter_http_request *rq, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rq->note, sizeof(rq->note), fmt, ap);
+    va_end(ap);
+}
+
+/* ---- start and stop ---------------------------------------------------- */
+
+struct meter_http *
+meter_http_start(const struct meter_http_config *cfg, struct meter_err *e)
+{
+    if (cfg->threads < 1 || cfg->threads > HTTP_MAX_THREADS - 1) {
+        meter_fail(e, "threads '%u' is not from 1 to %d", cfg->threads,
+                   HTTP_MAX_THREADS - 1);
+        return NULL;
+    }
+    struct meter_http *h = calloc(1, sizeof(*h));
+    if (!h || !(h->conninfo = strdup(cfg->conninfo)) ||
+        !(h->metrics = calloc(cfg->nroutes + 1, sizeof(*h->metrics)))) {
+        meter_fail(e, "out of memory");
+        goto fail;
+    }
+    h->cfg = *cfg;
+    h->cfg.conninfo = h->conninfo;
+    h->daemon = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+            MHD_USE_ERROR_LOG,
+        0, NULL, NULL, dispatch, h, MHD_OPTION_SOCK_ADDR, &h->cfg.listen,
+        MHD_OPTION_THREAD_POOL_SIZE, cfg->threads,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, h,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
+    if (!h->daemon) {
+        char addr[INET_ADDRSTRLEN] = "?";
+        inet_ntop(AF_INET, &cfg->listen.sin_addr, addr, sizeof(addr));
+        meter_fail(e, "cannot listen on %s:%u: %s", addr,
+                   ntohs(cfg->listen.sin_port), strerror(errno));
+        goto fail;
+    }
+    return h;
+fail:
+    if (h) {
+        free(h->conninfo);
+        free(h->metrics);
+        free(h);
+    }
+    return NULL;
+}
+
+void
+meter_http_stop(struct meter_http *h)
+{
+    if (!h)
+        return;
+    MHD_quiesce_daemon(h->daemon);
+    while (atomic_load(&h->in_flight) > 0)
+        usleep(10000);
+    MHD_stop_daemon(h->daemon);
+    /* The pool's threads are gone: no one uses the connections. */
+    int n = atomic_load(&h->nconns);
+    for (int i = 0; i < n && i < HTTP_MAX_THREADS; i++)
+        PQfinish(h->conns[i]);
+    free(h->metrics);
+    free(h->conninfo);
+    free(h);
+}

@@ -1,0 +1,73 @@
+/*
+ * args.c - the argument helpers every meterctl command shares: usage
+ * errors, option parsing, ids, times, and the database connection.
+ */
+#include "ctl_int.h"
+
+#include <getopt.h>
+#include <stdarg.h>
+
+#include "pricing.h"
+
+int
+ctl_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("meterctl: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\nrun 'meterctl help' for usage\n", stderr);
+    return CTL_USAGE;
+}
+
+int
+ctl_failed(const struct meter_err *e)
+{
+    fprintf(stderr, "meterctl: %s\n", e->msg);
+    return CTL_FAILED;
+}
+
+void
+ctl_getopt_reset(void)
+{
+    optind = 0; /* 0: glibc re-initializes, permuting again */
+    opterr = 0;
+}
+
+int
+ctl_bad_option(const char *cmd, char **argv)
+{
+    return ctl_usage_error("%s: unknown or incomplete option '%s'", cmd,
+                           argv[optind - 1]);
+}
+
+int
+ctl_check_account(const char *cmd, const char *option, const char *id)
+{
+    if (pricing_id_valid(id))
+        return 0;
+    return ctl_usage_error("%s: %s%s'%s' is not 1-64 of A-Za-z0-9._:-", cmd,
+                           option, *option ? " " : "", id);
+}
+
+int
+ctl_parse_time(const char *cmd, const char *option, const char *s,
+               int64_t *out)
+{
+    if (meter_time_parse(s, out) == 0)
+        return 0;
+    return ctl_usage_error("%s: %s '%s' is not Unix seconds or "
+                           "YYYY-MM-DDTHH:MM:SSZ",
+                           cmd, option, s);
+}
+
+PGconn *
+ctl_connect(const struct ctl *ctl)
+{
+    struct meter_err e = {{0}};
+    PGconn *db = meter_db_connect(ctl->db, &e);
+    if (!db)
+        ctl_failed(&e);
+    return db;
+}

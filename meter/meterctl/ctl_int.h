@@ -1,0 +1,52 @@
+/*
+ * ctl_int.h - shared by the files of meterctl, one file a command;
+ * private.
+ *
+ * Exit statuses: 0 done, 1 failed (the message says why), 2 usage error.
+ */
+#ifndef CTL_INT_H
+#define CTL_INT_H
+
+#include <stdio.h>
+
+#include "meter_db.h"
+#include "meter_util.h"
+
+enum { CTL_FAILED = 1, CTL_USAGE = 2 };
+
+/* What every command receives besides its arguments. */
+struct ctl {
+    const char *db; /* --db, or NULL: $METER_DATABASE_URL, else the
+                       embedded database (never started by a command
+                       other than 'db start') */
+};
+
+/* A command: argv[0] is its name. Returns the exit status. */
+typedef int ctl_command(struct ctl *ctl, int argc, char **argv);
+
+ctl_command ctl_db, ctl_migrate, ctl_rate, ctl_books, ctl_accounts, ctl_keys,
+    ctl_export, ctl_gen;
+
+/* ---- argument helpers (args.c) ------------------------------------------ */
+
+/* Prints "meterctl: MESSAGE" and a hint to stderr; returns CTL_USAGE. */
+int ctl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "meterctl: " and e's message; returns CTL_FAILED. */
+int ctl_failed(const struct meter_err *e);
+
+/* Starts getopt_long over a command's arguments (argv[0] its name). */
+void ctl_getopt_reset(void);
+/* The usage error for the option getopt_long just refused. */
+int ctl_bad_option(const char *cmd, char **argv);
+
+/* Checks an account id argument; a usage error names the option. */
+int ctl_check_account(const char *cmd, const char *option, const char *id);
+/* Parses a time option (Unix seconds or RFC 3339); a usage error names
+ * the option and the value. */
+int ctl_parse_time(const char *cmd, const char *option, const char *s,
+                   int64_t *out);
+
+/* Connects to the database of ctl; prints the error. NULL on failure. */
+PGconn *ctl_connect(const struct ctl *ctl);
+
+#endif

@@ -1,0 +1,104 @@
+/*
+ * main.c - meterctl, administration and batch work: the global options
+ * and the table of commands (one file each).
+ *
+ * Exit status: 0 done, 1 failed (the message says why), 2 usage error.
+ */
+#include "ctl_int.h"
+
+#include <getopt.h>
+#include <string.h>
+
+static const char usage_text[] =
+    "usage: meterctl [--db CONNINFO] COMMAND [ARGS]\n"
+    "\n"
+    "commands:\n"
+    "  db start|stop|status|url   manage the embedded database of this\n"
+    "                             directory (var/pg/); other commands use\n"
+    "                             it only while it runs\n"
+    "  db destroy --yes           stop it and delete its data\n"
+    "  migrate [--status] [--migrations DIR]\n"
+    "                             apply pending schema migrations, or list\n"
+    "                             applied and pending ones\n"
+    "  rate --price-book FILE --usage FILE [--usage FILE ...]\n"
+    "       [--period YYYY-MM] [--format json|table] [--memory-limit MIB]\n"
+    "                             rate files of samples (JSON array or\n"
+    "                             NDJSON) with no database\n"
+    "  rate --price-book FILE --from T --to T [--account ID] [...]\n"
+    "                             rate the stored samples of [from, to)\n"
+    "  books add FILE             store a price book (validated) as its\n"
+    "                             next version\n"
+    "  accounts add ID [--name NAME] [--book BOOK --from YYYY-MM-DD]\n"
+    "                             add an account, on the latest version\n"
+    "                             of a book from a date\n"
+    "  keys create --role host|account|finance|admin [--account ID]\n"
+    "       --name NAME           create an API key; prints its token once\n"
+    "  keys list                  list keys (never their tokens)\n"
+    "  keys revoke ID             revoke a key\n"
+    "  export [--account ID] --from T --to T\n"
+    "                             write stored samples of [from, to) as\n"
+    "                             NDJSON (T: Unix seconds or RFC 3339)\n"
+    "  gen [--sandboxes N] [--accounts N] [--seconds N] [--start T]\n"
+    "      [--seed N] [--output FILE]\n"
+    "                             write a generated fleet as NDJSON\n"
+    "  gen --push URL --token T [--batch-seconds N] [--rate N] [--follow]\n"
+    "                             push it to meterd in columnar batches\n"
+    "  help                       show this text\n"
+    "\n"
+    "options:\n"
+    "  --db CONNINFO  the database, as a libpq conninfo or URI; default\n"
+    "                 $METER_DATABASE_URL, else the embedded database\n"
+    "  --version      print the version\n";
+
+static const struct {
+    const char *name;
+    ctl_command *run;
+} commands[] = {
+    {"db", ctl_db},           {"migrate", ctl_migrate}, {"rate", ctl_rate},
+    {"books", ctl_books},     {"accounts", ctl_accounts},
+    {"keys", ctl_keys},       {"export", ctl_export},   {"gen", ctl_gen},
+};
+
+int
+main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"db", required_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    struct ctl ctl = {0};
+    int opt;
+    opterr = 0;
+    /* "+": options stop at the command; its own options follow it. */
+    while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'd':
+            ctl.db = optarg;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            return 0;
+        case 'V':
+            printf("meterctl %s\n", METER_VERSION);
+            return 0;
+        default:
+            return ctl_usage_error("unknown or incomplete option '%s'",
+                                   argv[optind - 1]);
+        }
+    }
+    if (optind >= argc) {
+        fputs(usage_text, stderr);
+        return CTL_USAGE;
+    }
+    const char *cmd = argv[optind];
+    if (strcmp(cmd, "help") == 0) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].run(&ctl, argc - optind, argv + optind);
+    return ctl_usage_error("unknown command '%s'", cmd);
+}

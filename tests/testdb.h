@@ -1,0 +1,25 @@
+/*
+ * testdb.h - a fresh database per test, in the test cluster.
+ */
+#ifndef TESTDB_H
+#define TESTDB_H
+
+#include <libpq-fe.h>
+
+#include "testutil.h"
+
+struct testdb {
+    char name[64];
+    char conninfo[4096]; /* of the fresh database */
+    char admin[4096];    /* of the maintenance database */
+};
+
+/* Creates a fresh, empty database in the test cluster
+ * ($METER_TEST_DATABASE_URL, else the embedded cluster of the current
+ * directory, which ctest's fixture starts). If the server cannot be
+ * reached it exits: with failure under CI=true, else with 77 (skipped). */
+PGconn *testdb_create(struct testdb *t);
+/* Closes db and drops the database. */
+void testdb_drop(struct testdb *t, PGconn *db);
+
+#endif
