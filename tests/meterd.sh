@@ -302,9 +302,23 @@ expect_http 200 "ingest once the database is back"
 
 # --- metrics ------------------------------------------------------------
 m=$(curl -s "$A/metrics")
-contains "$m" 'meter_requests_total{route="/v1/samples",status="200"}' "metrics by route and status"
+# metric NAME{LABELS}: its value in $m, or empty.
+metric() { grep -F "$1 " <<<"$m" | sed 's/.* //'; }
+n200=$(metric 'meter_requests_total{route="/v1/samples",method="POST",status="200"}')
+checks=$((checks + 1))
+[ "${n200:-0}" -gt 0 ] || fail "metrics by route and status: no 200 of POST /v1/samples counted"
+n401=$(metric 'meter_requests_total{route="/v1/samples",method="POST",status="401"}')
+checks=$((checks + 1))
+[ "${n401:-0}" -gt 0 ] || fail "metrics by route and status: no 401 counted"
+n404=$(metric 'meter_requests_total{route="other",method="",status="404"}')
+checks=$((checks + 1))
+[ "${n404:-0}" -gt 0 ] || fail "a request of no route is not counted as other"
 contains "$m" 'meter_samples_total{outcome="accepted"}' "metrics of samples"
-contains "$m" 'meter_batch_seconds_bucket{le="+Inf"}' "latency histogram"
+inf=$(metric 'meter_request_seconds_bucket{route="/v1/samples",method="POST",le="+Inf"}')
+cnt=$(metric 'meter_request_seconds_count{route="/v1/samples",method="POST"}')
+checks=$((checks + 1))
+[ -n "$inf" ] && [ "$inf" = "$cnt" ] && [ "$inf" -gt 0 ] ||
+    fail "latency histogram of POST /v1/samples: +Inf '$inf', count '$cnt'"
 contains "$m" 'meter_batches_in_flight 0' "in-flight gauge"
 grep -q "$HOST" "$tmp"/*.log && fail "a token appears in the log"
 
@@ -315,6 +329,15 @@ rc=$?
 checks=$((checks + 1))
 [ $rc = 0 ] || fail "meterd exited $rc on SIGTERM"
 contains "$(cat "$tmp/a.log")" "meterd stopped" "stop logged"
+
+# No database configured and none running: says so, starts nothing.
+mkdir "$tmp/nodb"
+(cd "$tmp/nodb" && METER_DATABASE_URL= "$METERD" --listen 127.0.0.1:0 >out 2>err)
+rc=$?
+checks=$((checks + 1))
+[ $rc = 1 ] || fail "meterd without a database exited $rc, want 1"
+contains "$(cat "$tmp/nodb/err")" "no database" "meterd without a database says so"
+[ -e "$tmp/nodb/var" ] && fail "meterd without a database created var/"
 
 expect_status 2 "$METERD" --listen nonsense
 expect_status 2 "$METERD" --threads 0

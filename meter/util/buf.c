@@ -101,8 +101,11 @@ meter_buf_detach(struct meter_buf *b, size_t *len)
 {
     if (b->failed)
         return NULL;
-    if (!b->p && !reserve(b, 0))
-        return NULL;
+    if (!b->p) {
+        if (!reserve(b, 0))
+            return NULL;
+        b->p[0] = '\0';
+    }
     char *p = b->p;
     if (len)
         *len = b->len;

@@ -1,0 +1,263 @@
+/*
+ * test_body.c - the body forms of POST /v1/samples without HTTP: a JSON
+ * array, NDJSON and the columnar object, each accepted and refused with
+ * the index, field and value of the problem; the batch cap at its
+ * boundary; the problems cap; and the columnar writer read back.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "meter_sample.h"
+#include "testutil.h"
+
+#define P(ts, sb, disk)                                                        \
+    "{\"ts\":" #ts ",\"account_id\":\"a\",\"sandbox_id\":\"" sb                \
+    "\",\"state\":\"paused\",\"disk_bytes\":" #disk "}"
+
+struct parsed {
+    struct meter_sample *s;
+    size_t n;
+    struct meter_problems p;
+};
+
+static void
+parse(const char *body, bool ndjson, size_t max, struct parsed *out)
+{
+    memset(&out->p, 0, sizeof(out->p));
+    CHECK(meter_body_parse(body, strlen(body), ndjson, max, &out->s, &out->n,
+                           &out->p) == 0);
+}
+
+/* Whether problem i is (index, field, reason substring). */
+static bool
+problem_is(const struct parsed *x, size_t i, size_t index, const char *field,
+           const char *reason)
+{
+    if (i >= x->p.n) {
+        fprintf(stderr, "no problem %zu (of %zu)\n", i, x->p.n);
+        return false;
+    }
+    const struct meter_problem *q = &x->p.items[i];
+    bool ok = q->index == index && strcmp(q->err.field, field) == 0 &&
+              strstr(q->err.reason, reason) != NULL;
+    if (!ok)
+        fprintf(stderr, "problem %zu: index %zu field '%s' value '%s' "
+                        "reason '%s'\n",
+                i, q->index, q->err.field, q->err.value, q->err.reason);
+    return ok;
+}
+
+static void
+test_array(void)
+{
+    struct parsed x;
+    parse("[" P(1, "s", 5) "," P(2, "s", 6) "]", false, 10, &x);
+    CHECK(x.n == 2 && x.p.total == 0);
+    CHECK(x.n == 2 && x.s[1].s.ts == 2 && x.s[1].s.disk_bytes == 6);
+    free(x.s);
+    parse("[" P(1, "s", 5) "," P(2, "s", -6) "," P(3, "s", -1) "]", false, 10,
+          &x);
+    CHECK(x.n == 3 && x.p.total == 2);
+    CHECK(problem_is(&x, 0, 1, "disk_bytes", ">= 0"));
+    CHECK(problem_is(&x, 1, 2, "disk_bytes", ">= 0"));
+    CHECK_STR(x.p.items[0].err.value, "-6");
+    free(x.s);
+    parse("[" P(1, "s", 5) ",", false, 10, &x);
+    CHECK(x.p.total == 1 && problem_is(&x, 0, 0, "(json)", ""));
+    CHECK(strstr(x.p.items[0].err.value, "line 1 column") != NULL);
+    free(x.s);
+    parse("[" P(1, "s", 5) "," P(1, "s", 5) "]", false, 10, &x);
+    CHECK(x.n == 2 && x.p.total == 0); /* repeats are the store's to judge */
+    free(x.s);
+    parse("\"samples\"", false, 10, &x);
+    CHECK(x.p.total == 1 && problem_is(&x, 0, 0, "(body)", "must be an array"));
+    free(x.s);
+    parse("{\"ts\":1,\"ts\":2}", false, 10, &x); /* duplicate keys */
+    CHECK(x.p.total == 1 && problem_is(&x, 0, 0, "(json)", "duplicate"));
+    free(x.s);
+    parse("[]", false, 10, &x);
+    CHECK(x.n == 0 && x.p.total == 0);
+    free(x.s);
+}
+
+static void
+test_ndjson(void)
+{
+    struct parsed x;
+    parse(P(1, "s", 5) "\n\n  \r\n" P(2, "s", 6) "\n", true, 10, &x);
+    CHECK(x.n == 2 && x.p.total == 0);
+    free(x.s);
+    /* No newline after the last line; the index counts samples, not
+     * lines. */
+    parse(P(1, "s", 5) "\n\n" P(2, "s", -6), true, 10, &x);
+    CHECK(x.n == 2 && x.p.total == 1);
+    CHECK(problem_is(&x, 0, 1, "disk_bytes", ">= 0"));
+    free(x.s);
+    parse(P(1, "s", 5) "\n{\"ts\":\n" P(2, "s", 6), true, 10, &x);
+    CHECK(x.p.total == 1 && problem_is(&x, 0, 1, "(json)", ""));
+    CHECK(strncmp(x.p.items[0].err.value, "column", 6) == 0);
+    free(x.s);
+}
+
+static void
+test_columnar(void)
+{
+    struct parsed x;
+    parse("{\"sandboxes\":[{\"account_id\":\"a\",\"sandbox_id\":\"s\","
+          "\"start\":100,\"seconds\":3,\"state\":[\"running\",\"paused\","
+          "\"running\"],\"vcpu\":2,\"cpu_used\":[0.5,0,2],\"mem_bytes\":64,"
+          "\"disk_bytes\":[1,2,3],\"egress_bytes\":9},"
+          "{\"account_id\":\"b\",\"sandbox_id\":\"t\","
+          "\"start\":\"1970-01-01T00:01:00Z\",\"seconds\":1,"
+          "\"state\":\"paused\",\"disk_bytes\":0}]}",
+          false, 10, &x);
+    CHECK(x.n == 4 && x.p.total == 0);
+    if (x.n == 4) {
+        CHECK(x.s[0].s.ts == 100 && x.s[2].s.ts == 102 && x.s[3].s.ts == 60);
+        CHECK(x.s[0].s.vcpu == 20000 && x.s[0].s.cpu_used == 5000);
+        CHECK(x.s[1].s.vcpu == 0 && x.s[1].s.disk_bytes == 2);
+        CHECK(x.s[2].s.cpu_used == 20000 && x.s[2].s.egress_bytes == 9);
+        CHECK_STR(x.s[3].account_id, "b");
+    }
+    free(x.s);
+
+    static const struct {
+        const char *body, *field, *reason;
+        size_t index;
+    } bad[] = {
+        {"{\"sandboxes\":[],\"extra\":1}", "extra", "unknown key", 0},
+        {"{\"sandboxes\":{}}", "sandboxes", "must be an array", 0},
+        {"{\"sandboxes\":[1]}", "sandboxes[0]", "must be an object", 0},
+        {"{\"sandboxes\":[{\"account_id\":\"a\",\"sandbox_id\":\"s\","
+         "\"start\":0,\"seconds\":0,\"state\":\"paused\",\"disk_bytes\":0}]}",
+         "seconds", "from 1 to 86400", 0},
+        {"{\"sandboxes\":[{\"account_id\":\"a\",\"sandbox_id\":\"s\","
+         "\"start\":0,\"seconds\":86401,\"state\":\"paused\","
+         "\"disk_bytes\":0}]}",
+         "seconds", "from 1 to 86400", 0},
+        {"{\"sandboxes\":[{\"account_id\":\"a\",\"sandbox_id\":\"s\","
+         "\"start\":-1,\"seconds\":1,\"state\":\"paused\",\"disk_bytes\":0}]}",
+         "start", "must be Unix seconds", 0},
+        {"{\"sandboxes\":[{\"account_id\":\"a\",\"sandbox_id\":\"s\","
+         "\"start\":\"1767225600\",\"seconds\":1,\"state\":\"paused\","
+         "\"disk_bytes\":0}]}",
+         "start", "must be Unix seconds", 0},
+        {"{\"sandboxes\":[{\"account_id\":\"a\",\"sandbox_id\":\"s\","
+         "\"start\":0,\"seconds\":2,\"state\":\"paused\","
+         "\"disk_bytes\":[1,2,3]}]}",
+         "disk_bytes", "array length differs", 0},
+        {"{\"sandboxes\":[{\"account_id\":\"a\",\"sandbox_id\":\"s\","
+         "\"start\":0,\"seconds\":1,\"ts\":5,\"state\":\"paused\","
+         "\"disk_bytes\":0}]}",
+         "sandboxes[0].ts", "unknown field", 0},
+        /* The index of a per-second problem counts every sample before
+         * it, across sandboxes. */
+        {"{\"sandboxes\":[{\"account_id\":\"a\",\"sandbox_id\":\"s\","
+         "\"start\":0,\"seconds\":2,\"state\":\"paused\",\"disk_bytes\":0},"
+         "{\"account_id\":\"a\",\"sandbox_id\":\"t\",\"start\":0,"
+         "\"seconds\":2,\"state\":\"paused\",\"disk_bytes\":[0,-1]}]}",
+         "disk_bytes", ">= 0", 3},
+        {"{\"sandboxes\":[{\"account_id\":\"a\",\"sandbox_id\":\"s\","
+         "\"start\":253402300799,\"seconds\":2,\"state\":\"paused\","
+         "\"disk_bytes\":0}]}",
+         "ts", "out of range", 1},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        parse(bad[i].body, false, 200000, &x);
+        if (!(x.p.total >= 1 &&
+              problem_is(&x, 0, bad[i].index, bad[i].field, bad[i].reason))) {
+            fprintf(stderr, "columnar case %zu: %s\n", i, bad[i].body);
+            test_failures++;
+        }
+        free(x.s);
+    }
+    /* 86400 seconds is allowed. */
+    parse("{\"sandboxes\":[{\"account_id\":\"a\",\"sandbox_id\":\"s\","
+          "\"start\":0,\"seconds\":86400,\"state\":\"paused\","
+          "\"disk_bytes\":0}]}",
+          false, 100000, &x);
+    CHECK(x.n == 86400 && x.p.total == 0);
+    free(x.s);
+}
+
+static void
+test_caps(void)
+{
+    struct parsed x;
+    /* max samples exactly: accepted; one more: refused, at its index. */
+    parse("[" P(1, "s", 0) "," P(2, "s", 0) "," P(3, "s", 0) "]", false, 3,
+          &x);
+    CHECK(x.n == 3 && x.p.total == 0);
+    free(x.s);
+    parse("[" P(1, "s", 0) "," P(2, "s", 0) "," P(3, "s", 0) "]", false, 2,
+          &x);
+    CHECK(x.p.total == 1 &&
+          problem_is(&x, 0, 2, "(body)", "more samples than a batch"));
+    CHECK_STR(x.p.items[0].err.value, "2");
+    free(x.s);
+    parse("{\"sandboxes\":[{\"account_id\":\"a\",\"sandbox_id\":\"s\","
+          "\"start\":0,\"seconds\":5,\"state\":\"paused\",\"disk_bytes\":0}]}",
+          false, 4, &x);
+    CHECK(x.p.total == 1 && problem_is(&x, 0, 4, "(body)", "more samples"));
+    free(x.s);
+    parse(P(1, "s", 0) "\n" P(2, "s", 0) "\n", true, 1, &x);
+    CHECK(x.p.total == 1 && problem_is(&x, 0, 1, "(body)", "more samples"));
+    free(x.s);
+
+    /* 25 invalid samples: all counted, the first 20 kept. */
+    char body[4096] = "[";
+    for (int i = 0; i < 25; i++)
+        strcat(body, i ? "," P(1, "s", -1) : P(1, "s", -1));
+    strcat(body, "]");
+    parse(body, false, 100, &x);
+    CHECK(x.p.total == 25 && x.p.n == METER_MAX_PROBLEMS);
+    CHECK(x.p.n == METER_MAX_PROBLEMS && x.p.items[19].index == 19);
+    free(x.s);
+}
+
+/* The columnar writer's output parses back to the seconds written. */
+static void
+test_columnar_writer(void)
+{
+    struct pricing_second s[4] = {
+        {1000, 20000, 5000, 1 << 20, 1 << 19, 7, 0},
+        {1001, 0, 0, 0, 0, 7, 3}, /* paused in between */
+        {1002, 20000, 20000, 1 << 20, 1 << 20, 8, 0},
+        {1003, 20000, 1, 1 << 20, 1 << 20, 8, 12},
+    };
+    struct pricing_second p[2] = {{2000, 0, 0, 0, 0, 1, 0},
+                                  {2001, 0, 0, 0, 0, 1, 0}};
+    struct meter_columnar c = {0};
+    meter_columnar_begin(&c);
+    meter_columnar_add(&c, "acct-1", "sb-1", s, 4);
+    meter_columnar_add(&c, "acct-2", "sb-2", p, 2);
+    meter_columnar_end(&c);
+    CHECK(!c.body.failed && c.sandboxes == 2);
+    struct parsed x;
+    parse(c.body.p, false, 100, &x);
+    CHECK(x.n == 6 && x.p.total == 0);
+    for (size_t i = 0; x.n == 6 && i < 4; i++)
+        CHECK(memcmp(&x.s[i].s, &s[i], sizeof(s[i])) == 0);
+    CHECK(x.n == 6 && memcmp(&x.s[5].s, &p[1], sizeof(p[1])) == 0);
+    CHECK(x.n == 6 && strcmp(x.s[4].account_id, "acct-2") == 0);
+    /* All paused: one state, no running-only columns. */
+    CHECK(strstr(c.body.p, "\"state\":\"paused\"") != NULL);
+    free(x.s);
+    /* begin empties what was there. */
+    meter_columnar_begin(&c);
+    meter_columnar_end(&c);
+    CHECK_STR(c.body.p, "{\"sandboxes\":[]}\n");
+    CHECK(c.sandboxes == 0);
+    meter_buf_release(&c.body);
+}
+
+int
+main(void)
+{
+    test_array();
+    test_ndjson();
+    test_columnar();
+    test_caps();
+    test_columnar_writer();
+    return test_result();
+}

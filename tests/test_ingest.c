@@ -1,0 +1,240 @@
+/*
+ * test_ingest.c - the ingest transaction against a real PostgreSQL,
+ * without HTTP: exactly once (duplicates and conflicts, across batches
+ * and within one, the first value standing), the future cutoff on both
+ * sides, a sandbox's account, atomicity, a second process's registry,
+ * month boundaries, the read-back range's ends, and the rollups.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "meter_db.h"
+#include "testdb.h"
+
+#define JAN 1767225600LL /* 2026-01-01T00:00:00Z */
+#define FEB 1769904000LL /* 2026-02-01T00:00:00Z */
+#define NOW_US(s) ((int64_t)(s) * 1000000)
+
+static struct meter_sample
+paused(const char *account, const char *sandbox, int64_t ts, uint64_t disk)
+{
+    struct meter_sample m = {.s = {ts, 0, 0, 0, 0, disk, 0}};
+    snprintf(m.account_id, sizeof(m.account_id), "%s", account);
+    snprintf(m.sandbox_id, sizeof(m.sandbox_id), "%s", sandbox);
+    return m;
+}
+
+struct outcome {
+    enum meter_ingest_status st;
+    struct meter_ingest_result res;
+    struct meter_problems probs;
+    struct meter_err e;
+};
+
+static struct outcome
+ingest(PGconn *db, struct meter_registry *reg, const struct meter_sample *s,
+       size_t n, int64_t now)
+{
+    struct outcome o;
+    memset(&o, 0, sizeof(o));
+    o.st = meter_ingest(db, reg, s, n, NOW_US(now), &o.res, &o.probs, &o.e);
+    if (o.st == METER_INGEST_ERROR || o.st == METER_INGEST_UNAVAILABLE)
+        fprintf(stderr, "ingest: %s\n", o.e.msg);
+    return o;
+}
+
+static bool
+result_is(const struct outcome *o, uint64_t accepted, uint64_t dups,
+          uint64_t conflicts)
+{
+    bool ok = o->st == METER_INGEST_OK && o->res.accepted == accepted &&
+              o->res.duplicates == dups && o->res.conflicts == conflicts;
+    if (!ok)
+        fprintf(stderr, "status %d: accepted %llu duplicates %llu conflicts "
+                        "%llu, want %llu %llu %llu\n",
+                o->st, (unsigned long long)o->res.accepted,
+                (unsigned long long)o->res.duplicates,
+                (unsigned long long)o->res.conflicts,
+                (unsigned long long)accepted, (unsigned long long)dups,
+                (unsigned long long)conflicts);
+    return ok;
+}
+
+static long
+count(PGconn *db, const char *sql)
+{
+    PGresult *r = PQexec(db, sql);
+    long n = -1;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        n = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+    else
+        fprintf(stderr, "%s: %s", sql, PQerrorMessage(db));
+    PQclear(r);
+    return n;
+}
+
+/* The stored seconds of [from, to) of account (NULL: all), by reading
+ * them back; *disk_sum sums their disk_bytes. */
+static size_t
+stored(PGconn *db, const char *account, int64_t from, int64_t to,
+       uint64_t *disk_sum)
+{
+    struct meter_err e = {{0}};
+    struct pricing_err pe = {{0}};
+    struct meter_usage_reader *r =
+        meter_usage_reader_new(db, account, from, to, &e);
+    size_t n = 0;
+    *disk_sum = 0;
+    if (!r) {
+        fprintf(stderr, "reader: %s\n", e.msg);
+        test_failures++;
+        return 0;
+    }
+    struct pricing_source src = meter_usage_source(r);
+    struct pricing_block b;
+    int got;
+    while ((got = src.next(src.ctx, &b, &pe)) > 0)
+        for (size_t i = 0; i < b.n; i++) {
+            n++;
+            *disk_sum += b.s[i].disk_bytes;
+        }
+    CHECK(got == 0);
+    meter_usage_reader_free(r);
+    return n;
+}
+
+static void
+test_exactly_once(PGconn *db, struct meter_registry *reg)
+{
+    struct meter_sample a[] = {paused("acme", "sb-1", JAN, 1),
+                               paused("acme", "sb-1", JAN + 1, 2)};
+    struct outcome o = ingest(db, reg, a, 2, JAN);
+    CHECK(result_is(&o, 2, 0, 0));
+    o = ingest(db, reg, a, 2, JAN);
+    CHECK(result_is(&o, 0, 2, 0));
+    /* A changed value is a conflict; the first value stands. */
+    struct meter_sample w = paused("acme", "sb-1", JAN, 100);
+    o = ingest(db, reg, &w, 1, JAN);
+    CHECK(result_is(&o, 0, 0, 1));
+    uint64_t disk;
+    CHECK(stored(db, "acme", JAN, JAN + 2, &disk) == 2 && disk == 3);
+    /* Within one batch of new seconds: V, W, V is one stored, one
+     * conflict, one duplicate (judged against the first). */
+    struct meter_sample vwv[] = {paused("acme", "sb-2", JAN, 5),
+                                 paused("acme", "sb-2", JAN, 6),
+                                 paused("acme", "sb-2", JAN, 5)};
+    o = ingest(db, reg, vwv, 3, JAN);
+    CHECK(result_is(&o, 1, 1, 1));
+    CHECK(stored(db, "acme", JAN, JAN + 1, &disk) == 2 && disk == 1 + 5);
+    /* Against a stored second: W, W after V is two conflicts. */
+    struct meter_sample ww[] = {paused("acme", "sb-2", JAN, 6),
+                                paused("acme", "sb-2", JAN, 6)};
+    o = ingest(db, reg, ww, 2, JAN);
+    CHECK(result_is(&o, 0, 0, 2));
+    /* An empty batch stores nothing and succeeds. */
+    o = ingest(db, reg, NULL, 0, JAN);
+    CHECK(result_is(&o, 0, 0, 0));
+}
+
+static void
+test_refusals(PGconn *db, struct meter_registry *reg)
+{
+    /* 300 s ahead of now is accepted; 301 is not. */
+    struct meter_sample edge = paused("acme", "sb-3", JAN + 300, 1);
+    struct outcome o = ingest(db, reg, &edge, 1, JAN);
+    CHECK(result_is(&o, 1, 0, 0));
+    struct meter_sample past = paused("acme", "sb-3", JAN + 301, 1);
+    o = ingest(db, reg, &past, 1, JAN);
+    CHECK(o.st == METER_INGEST_INVALID && o.probs.total == 1);
+    CHECK_STR(o.probs.items[0].err.field, "ts");
+    CHECK_STR(o.probs.items[0].err.value, "1767225901");
+    CHECK(strstr(o.probs.items[0].err.reason, "5 minutes in the future"));
+
+    /* A stored sandbox under another account, with a new valid sample
+     * in the same batch: refused whole, nothing stored. */
+    long before = count(db, "SELECT count(*) FROM usage_blocks");
+    struct meter_sample mixed[] = {paused("acme", "sb-new", JAN + 10, 1),
+                                   paused("other", "sb-1", JAN + 10, 1)};
+    o = ingest(db, reg, mixed, 2, JAN);
+    CHECK(o.st == METER_INGEST_INVALID && o.probs.total == 1);
+    CHECK(o.probs.items[0].index == 1);
+    CHECK_STR(o.probs.items[0].err.field, "account_id");
+    CHECK(strstr(o.probs.items[0].err.reason, "belongs to account 'acme'"));
+    CHECK(count(db, "SELECT count(*) FROM usage_blocks") == before);
+    CHECK(count(db, "SELECT count(*) FROM sandboxes"
+                    " WHERE sandbox_id = 'sb-new'") == 0);
+    /* One new sandbox under two accounts in one batch. */
+    struct meter_sample two[] = {paused("x", "sb-9", JAN, 1),
+                                 paused("y", "sb-9", JAN + 1, 1)};
+    o = ingest(db, reg, two, 2, JAN);
+    CHECK(o.st == METER_INGEST_INVALID && o.probs.total == 1);
+    CHECK(o.probs.items[0].index == 1);
+    /* Accounts seen first in samples are created, marked as such. */
+    CHECK(count(db, "SELECT count(*) FROM accounts WHERE account_id = 'acme'"
+                    " AND auto_created") == 1);
+}
+
+static void
+test_second_process(PGconn *db)
+{
+    /* Another meterd (its own empty registry) agrees on what is stored
+     * and on whose sandbox is whose. */
+    struct meter_registry *other = meter_registry_new();
+    struct meter_sample a[] = {paused("acme", "sb-1", JAN, 1),
+                               paused("acme", "sb-1", JAN + 2, 7)};
+    struct outcome o = ingest(db, other, a, 2, JAN);
+    CHECK(result_is(&o, 1, 1, 0));
+    struct meter_sample wrong = paused("other", "sb-1", JAN + 3, 1);
+    o = ingest(db, other, &wrong, 1, JAN);
+    CHECK(o.st == METER_INGEST_INVALID);
+    meter_registry_free(other);
+}
+
+static void
+test_months_and_ranges(PGconn *db, struct meter_registry *reg)
+{
+    /* The last second of January and the first of February: two
+     * partitions, and the reader's range is [from, to). */
+    struct meter_sample edge[] = {paused("acme", "sb-m", FEB - 1, 10),
+                                  paused("acme", "sb-m", FEB, 20)};
+    struct outcome o = ingest(db, reg, edge, 2, FEB);
+    CHECK(result_is(&o, 2, 0, 0));
+    uint64_t disk;
+    CHECK(stored(db, "acme", FEB - 1, FEB, &disk) == 1 && disk == 10);
+    CHECK(stored(db, "acme", FEB, FEB + 1, &disk) == 1 && disk == 20);
+    CHECK(stored(db, "acme", FEB - 1, FEB + 1, &disk) == 2 && disk == 30);
+    CHECK(stored(db, "nobody", 0, FEB + 1, &disk) == 0);
+    CHECK(count(db, "SELECT count(*) FROM pg_class"
+                    " WHERE relname IN ('usage_blocks_202601',"
+                    " 'usage_blocks_202602')") == 2);
+    /* Rollups count exactly the seconds stored. */
+    long hourly = count(db, "SELECT sum(samples) FROM usage_hourly");
+    size_t all = stored(db, NULL, 0, FEB + 3600, &disk);
+    CHECK(hourly == (long)all);
+}
+
+int
+main(void)
+{
+    struct testdb t;
+    PGconn *db = testdb_create(&t);
+    struct meter_err e = {{0}};
+    struct meter_migration_set set = {0};
+    char dir[4096];
+    int applied, version;
+    if (meter_migrations_default_dir(dir, sizeof(dir), &e) < 0 ||
+        meter_migrations_load(dir, &set, &e) < 0 ||
+        meter_migrate(db, &set, NULL, NULL, &applied, &version, &e) < 0) {
+        fprintf(stderr, "migrate: %s\n", e.msg);
+        return 1;
+    }
+    meter_migrations_release(&set);
+    struct meter_registry *reg = meter_registry_new();
+    test_exactly_once(db, reg);
+    test_refusals(db, reg);
+    test_second_process(db);
+    test_months_and_ranges(db, reg);
+    meter_registry_free(reg);
+    testdb_drop(&t, db);
+    return test_result();
+}

@@ -1,0 +1,235 @@
+/*
+ * test_sample.c - one sample's validation (docs/pricing.md, "Samples"),
+ * without HTTP: every field on both sides of each boundary, required
+ * against optional, defaults against explicit values, and the field,
+ * value and reason of each refusal.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "meter_sample.h"
+#include "testutil.h"
+
+/* A running sample with every field; %s is spliced in as more fields or
+ * replaces none. */
+#define RUN "\"account_id\":\"acme\",\"sandbox_id\":\"sb-1\",\"state\":\"running\""
+#define PAUSED "\"account_id\":\"acme\",\"sandbox_id\":\"sb-1\",\"state\":\"paused\""
+
+/* Parses text as a sample: 0 ok, -1 refused with *err. */
+static int
+parse(const char *text, struct meter_sample *out, struct meter_sample_err *err)
+{
+    json_error_t jerr;
+    json_t *v = json_loads(text, 0, &jerr);
+    if (!v) {
+        fprintf(stderr, "bad test JSON %s: %s\n", text, jerr.text);
+        exit(1);
+    }
+    int rc = meter_sample_parse(v, out, err);
+    json_decref(v);
+    return rc;
+}
+
+static void
+test_refusals(void)
+{
+    static const struct {
+        const char *json, *field, *value, *reason;
+    } cases[] = {
+        /* ts */
+        {"{" RUN ",\"vcpu\":1,\"cpu_used\":0,\"mem_bytes\":0,\"disk_bytes\":0}",
+         "ts", "", "required"},
+        {"{\"ts\":-1," RUN ",\"vcpu\":1,\"cpu_used\":0,\"mem_bytes\":0,"
+         "\"disk_bytes\":0}",
+         "ts", "-1", "out of range"},
+        {"{\"ts\":253402300800," RUN ",\"vcpu\":1,\"cpu_used\":0,"
+         "\"mem_bytes\":0,\"disk_bytes\":0}",
+         "ts", "253402300800", "out of range"},
+        {"{\"ts\":1.5," RUN ",\"vcpu\":1,\"cpu_used\":0,\"mem_bytes\":0,"
+         "\"disk_bytes\":0}",
+         "ts", "1.5", "must be Unix seconds"},
+        {"{\"ts\":\"2026-02-29T00:00:00Z\"," RUN ",\"vcpu\":1,\"cpu_used\":0,"
+         "\"mem_bytes\":0,\"disk_bytes\":0}",
+         "ts", "\"2026-02-29T00:00:00Z\"", "must be Unix seconds"},
+        /* ids */
+        {"{\"ts\":0,\"sandbox_id\":\"s\",\"state\":\"paused\","
+         "\"disk_bytes\":0}",
+         "account_id", "", "required"},
+        {"{\"ts\":0,\"account_id\":\"a\",\"state\":\"paused\","
+         "\"disk_bytes\":0}",
+         "sandbox_id", "", "required"},
+        {"{\"ts\":0,\"account_id\":\"a b\",\"sandbox_id\":\"s\","
+         "\"state\":\"paused\",\"disk_bytes\":0}",
+         "account_id", "\"a b\"", "must be a string of 1-64"},
+        {"{\"ts\":0,\"account_id\":\"a\",\"sandbox_id\":\"\","
+         "\"state\":\"paused\",\"disk_bytes\":0}",
+         "sandbox_id", "\"\"", "must be a string of 1-64"},
+        {"{\"ts\":0,\"account_id\":7,\"sandbox_id\":\"s\","
+         "\"state\":\"paused\",\"disk_bytes\":0}",
+         "account_id", "7", "must be a string of 1-64"},
+        {"{\"ts\":0,\"account_id\":\"a\",\"sandbox_id\":"
+         "\"0123456789012345678901234567890123456789012345678901234567890123"
+         "4\",\"state\":\"paused\",\"disk_bytes\":0}",
+         "sandbox_id", NULL, "must be a string of 1-64"}, /* 65 characters */
+        /* state */
+        {"{\"ts\":0,\"account_id\":\"a\",\"sandbox_id\":\"s\","
+         "\"disk_bytes\":0}",
+         "state", "", "required"},
+        {"{\"ts\":0,\"account_id\":\"a\",\"sandbox_id\":\"s\","
+         "\"state\":\"RUNNING\",\"disk_bytes\":0}",
+         "state", "\"RUNNING\"", "must be \"running\" or \"paused\""},
+        /* disk_bytes: required even paused, an integer >= 0 */
+        {"{\"ts\":0," PAUSED "}", "disk_bytes", "", "required"},
+        {"{\"ts\":0," PAUSED ",\"disk_bytes\":-1}", "disk_bytes", "-1",
+         "must be >= 0"},
+        {"{\"ts\":0," PAUSED ",\"disk_bytes\":1.0}", "disk_bytes", "1.0",
+         "must be an integer"},
+        {"{\"ts\":0," PAUSED ",\"disk_bytes\":\"1\"}", "disk_bytes", "\"1\"",
+         "must be an integer"},
+        {"{\"ts\":0," PAUSED ",\"disk_bytes\":0,\"egress_bytes\":-1}",
+         "egress_bytes", "-1", "must be >= 0"},
+        /* vcpu: required when running, > 0, at most 4 decimals */
+        {"{\"ts\":0," RUN ",\"cpu_used\":0,\"mem_bytes\":0,\"disk_bytes\":0}",
+         "vcpu", "", "required when running"},
+        {"{\"ts\":0," RUN ",\"vcpu\":0,\"cpu_used\":0,\"mem_bytes\":0,"
+         "\"disk_bytes\":0}",
+         "vcpu", "0", "must be > 0"},
+        {"{\"ts\":0," RUN ",\"vcpu\":0.00001,\"cpu_used\":0,\"mem_bytes\":0,"
+         "\"disk_bytes\":0}",
+         "vcpu", "1.0000000000000001e-5", "more than 4 decimals"},
+        {"{\"ts\":0," RUN ",\"vcpu\":-1,\"cpu_used\":0,\"mem_bytes\":0,"
+         "\"disk_bytes\":0}",
+         "vcpu", "-1", "out of range"},
+        {"{\"ts\":0," RUN ",\"vcpu\":429497,\"cpu_used\":0,\"mem_bytes\":0,"
+         "\"disk_bytes\":0}",
+         "vcpu", "429497", "out of range"},
+        {"{\"ts\":0," RUN ",\"vcpu\":\"2\",\"cpu_used\":0,\"mem_bytes\":0,"
+         "\"disk_bytes\":0}",
+         "vcpu", "\"2\"", "must be a number"},
+        /* cpu_used: required, <= vcpu */
+        {"{\"ts\":0," RUN ",\"vcpu\":1,\"mem_bytes\":0,\"disk_bytes\":0}",
+         "cpu_used", "", "required when running"},
+        {"{\"ts\":0," RUN ",\"vcpu\":1,\"cpu_used\":1.0001,\"mem_bytes\":0,"
+         "\"disk_bytes\":0}",
+         "cpu_used", "1.0001", "must be <= vcpu"},
+        /* memory: mem_bytes required, mem_used_bytes <= mem_bytes */
+        {"{\"ts\":0," RUN ",\"vcpu\":1,\"cpu_used\":1,\"disk_bytes\":0}",
+         "mem_bytes", "", "required when running"},
+        {"{\"ts\":0," RUN ",\"vcpu\":1,\"cpu_used\":1,\"mem_bytes\":10,"
+         "\"mem_used_bytes\":11,\"disk_bytes\":0}",
+         "mem_used_bytes", "11", "must be <= mem_bytes"},
+        /* shape */
+        {"{\"ts\":0," PAUSED ",\"disk_bytes\":0,\"gpu\":1}", "gpu", "1",
+         "unknown field"},
+        {"[1]", "(sample)", "[1]", "must be a JSON object"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct meter_sample m;
+        struct meter_sample_err err = {"", "", ""};
+        int rc = parse(cases[i].json, &m, &err);
+        bool ok = rc == -1 && strcmp(err.field, cases[i].field) == 0 &&
+                  (!cases[i].value || strcmp(err.value, cases[i].value) == 0) &&
+                  strstr(err.reason, cases[i].reason) != NULL;
+        if (!ok) {
+            fprintf(stderr,
+                    "case %zu %s: rc %d field '%s' value '%s' reason '%s'\n",
+                    i, cases[i].json, rc, err.field, err.value, err.reason);
+            test_failures++;
+        }
+    }
+}
+
+static void
+test_accepted(void)
+{
+    struct meter_sample m;
+    struct meter_sample_err err;
+    /* Boundaries on the accepted side, and what is kept. */
+    CHECK(parse("{\"ts\":253402300799," RUN ",\"vcpu\":429496,"
+                "\"cpu_used\":429496,\"mem_bytes\":5,\"disk_bytes\":0}",
+                &m, &err) == 0);
+    CHECK(m.s.ts == 253402300799LL && m.s.vcpu == 4294960000u);
+    CHECK(m.s.cpu_used == m.s.vcpu);
+    CHECK(parse("{\"ts\":\"2026-01-01T00:00:01Z\"," RUN ",\"vcpu\":0.0001,"
+                "\"cpu_used\":0.0001,\"mem_bytes\":10,\"mem_used_bytes\":10,"
+                "\"disk_bytes\":0,\"egress_bytes\":7}",
+                &m, &err) == 0);
+    CHECK(m.s.ts == 1767225601 && m.s.vcpu == 1 && m.s.cpu_used == 1);
+    CHECK(m.s.mem_used_bytes == 10 && m.s.egress_bytes == 7);
+    CHECK_STR(m.account_id, "acme");
+    CHECK_STR(m.sandbox_id, "sb-1");
+    /* Defaults: mem_used_bytes is mem_bytes, egress 0. */
+    CHECK(parse("{\"ts\":0," RUN ",\"vcpu\":2.5,\"cpu_used\":0,"
+                "\"mem_bytes\":4096,\"disk_bytes\":3}",
+                &m, &err) == 0);
+    CHECK(m.s.vcpu == 25000 && m.s.cpu_used == 0);
+    CHECK(m.s.mem_bytes == 4096 && m.s.mem_used_bytes == 4096);
+    CHECK(m.s.egress_bytes == 0 && m.s.disk_bytes == 3);
+    /* Paused: running-only fields ignored, left 0, even if invalid. */
+    CHECK(parse("{\"ts\":0," PAUSED ",\"vcpu\":0,\"cpu_used\":9,"
+                "\"mem_bytes\":-4,\"disk_bytes\":3,\"egress_bytes\":2}",
+                &m, &err) == 0);
+    CHECK(m.s.vcpu == 0 && m.s.cpu_used == 0 && m.s.mem_bytes == 0);
+    CHECK(m.s.mem_used_bytes == 0 && m.s.disk_bytes == 3);
+    CHECK(m.s.egress_bytes == 2);
+    /* 64 characters is the longest id. */
+    CHECK(parse("{\"ts\":0,\"account_id\":\"a\",\"sandbox_id\":"
+                "\"0123456789012345678901234567890123456789012345678901234567"
+                "890123\",\"state\":\"paused\",\"disk_bytes\":0}",
+                &m, &err) == 0);
+    CHECK(strlen(m.sandbox_id) == 64);
+}
+
+static void
+test_values_shortened(void)
+{
+    /* A long value is cut in the message, not the whole body echoed. */
+    char text[600];
+    snprintf(text, sizeof(text),
+             "{\"ts\":0," PAUSED ",\"disk_bytes\":\"%0200d\"}", 7);
+    struct meter_sample m;
+    struct meter_sample_err err;
+    CHECK(parse(text, &m, &err) == -1);
+    CHECK(strlen(err.value) == 80);
+    CHECK(strcmp(err.value + 77, "...") == 0);
+}
+
+static void
+test_format_round_trip(void)
+{
+    /* The canonical NDJSON line parses back to the same second. */
+    struct pricing_second s = {1767225600, 12345, 1, 1ULL << 40,
+                               (1ULL << 40) - 1, 99, 12};
+    char line[512];
+    int n = meter_sample_format(line, sizeof(line), "acme", "sb-1", &s);
+    CHECK(n > 0 && line[n - 1] == '\n');
+    struct meter_sample m;
+    struct meter_sample_err err;
+    CHECK(parse(line, &m, &err) == 0);
+    CHECK(memcmp(&m.s, &s, sizeof(s)) == 0);
+    CHECK(strstr(line, "\"vcpu\":1.2345,\"cpu_used\":0.0001") != NULL);
+    struct pricing_second p = {5, 0, 0, 0, 0, 7, 8};
+    meter_sample_format(line, sizeof(line), "a", "b", &p);
+    CHECK_STR(line, "{\"ts\":5,\"account_id\":\"a\",\"sandbox_id\":\"b\","
+                    "\"state\":\"paused\",\"disk_bytes\":7,"
+                    "\"egress_bytes\":8}\n");
+    char buf[32];
+    meter_cpu_format(buf, sizeof(buf), 20000);
+    CHECK_STR(buf, "2");
+    meter_cpu_format(buf, sizeof(buf), 2500);
+    CHECK_STR(buf, "0.25");
+    meter_cpu_format(buf, sizeof(buf), 10001);
+    CHECK_STR(buf, "1.0001");
+    meter_cpu_format(buf, sizeof(buf), 0);
+    CHECK_STR(buf, "0");
+}
+
+int
+main(void)
+{
+    test_refusals();
+    test_accepted();
+    test_values_shortened();
+    test_format_round_trip();
+    return test_result();
+}

@@ -1,0 +1,207 @@
+/*
+ * test_util.c - the shared helpers of meter/util: the buffer's cap and
+ * failure, the string table, the time parser at its boundaries, the
+ * capped file reader, counts, big-endian integers.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "meter_util.h"
+#include "testutil.h"
+
+static void
+test_buf(void)
+{
+    struct meter_buf b = {.max = 8};
+    meter_buf_str(&b, "abc");
+    meter_buf_printf(&b, "%d%s", 42, "x");
+    CHECK(!b.failed && b.len == 6);
+    CHECK_STR(b.p, "abc42x");
+    meter_buf_add(&b, "de", 2); /* exactly the cap */
+    CHECK(!b.failed && b.len == 8);
+    meter_buf_add(&b, "f", 1); /* one past: refused, nothing added */
+    CHECK(b.failed && b.len == 8);
+    CHECK_STR(b.p, "abc42xde");
+    meter_buf_str(&b, ""); /* ignored once failed */
+    CHECK(b.failed);
+    CHECK(meter_buf_detach(&b, NULL) == NULL);
+    meter_buf_reset(&b);
+    CHECK(!b.failed && b.len == 0 && b.max == 8);
+    meter_buf_printf(&b, "%s", "0123456789"); /* longer than the cap */
+    CHECK(b.failed && b.len == 0);
+    meter_buf_release(&b);
+
+    struct meter_buf big = {0}; /* no cap: grows past the small buffer */
+    for (int i = 0; i < 1000; i++)
+        meter_buf_printf(&big, "%04d,", i);
+    CHECK(!big.failed && big.len == 5000);
+    size_t len;
+    char *p = meter_buf_detach(&big, &len);
+    CHECK(p && len == 5000 && p[4999] == ',' && p[5000] == '\0');
+    CHECK(big.p == NULL && big.len == 0);
+    free(p);
+    struct meter_buf empty = {0};
+    p = meter_buf_detach(&empty, &len);
+    CHECK(p && len == 0 && p[0] == '\0');
+    free(p);
+}
+
+static void
+test_strtab(void)
+{
+    struct meter_strtab t = {0};
+    bool added;
+    CHECK(meter_strtab_find(&t, "a") == -1);
+    CHECK(meter_strtab_intern(&t, "a", &added) == 0 && added);
+    CHECK(meter_strtab_intern(&t, "b", &added) == 1 && added);
+    CHECK(meter_strtab_intern(&t, "a", &added) == 0 && !added);
+    char name[32];
+    for (int i = 0; i < 5000; i++) { /* through several rehashes */
+        snprintf(name, sizeof(name), "sb-%d", i);
+        CHECK(meter_strtab_intern(&t, name, NULL) == i + 2);
+    }
+    CHECK(meter_strtab_find(&t, "sb-4999") == 5001);
+    CHECK(meter_strtab_find(&t, "b") == 1);
+    CHECK_STR(t.str[3], "sb-1");
+    meter_strtab_clear(&t);
+    CHECK(t.n == 0 && meter_strtab_find(&t, "a") == -1);
+    CHECK(meter_strtab_intern(&t, "z", &added) == 0 && added);
+    meter_strtab_release(&t);
+    /* FNV-1a's published values. */
+    CHECK(meter_hash("") == 14695981039346656037ULL);
+    CHECK(meter_hash("a") == 0xaf63dc4c8601ec8cULL);
+}
+
+static void
+test_time(void)
+{
+    static const struct {
+        const char *s;
+        int ok;
+        int64_t want;
+    } cases[] = {
+        {"0", 1, 0},
+        {"1767225600", 1, 1767225600},
+        {"253402300799", 1, 253402300799LL}, /* the last second */
+        {"253402300800", 0, 0},
+        {"-1", 0, 0},
+        {"", 0, 0},
+        {"12a", 0, 0},
+        {" 1", 0, 0},
+        {"1970-01-01T00:00:00Z", 1, 0},
+        {"2026-01-01T00:00:00Z", 1, 1767225600},
+        {"2028-02-29T23:59:59Z", 1, 1835481599}, /* leap day */
+        {"2026-02-29T00:00:00Z", 0, 0},          /* not a leap year */
+        {"2100-02-29T00:00:00Z", 0, 0},          /* century, not leap */
+        {"2000-02-29T00:00:00Z", 1, 951782400},  /* 400th year, leap */
+        {"9999-12-31T23:59:59Z", 1, 253402300799LL},
+        {"1969-12-31T23:59:59Z", 0, 0},
+        {"2026-13-01T00:00:00Z", 0, 0},
+        {"2026-00-01T00:00:00Z", 0, 0},
+        {"2026-04-31T00:00:00Z", 0, 0},
+        {"2026-01-01T24:00:00Z", 0, 0},
+        {"2026-01-01T23:60:00Z", 0, 0},
+        {"2026-01-01T23:59:60Z", 0, 0}, /* no leap seconds */
+        {"2026-01-01T00:00:00", 0, 0},
+        {"2026-01-01T00:00:00+00:00", 0, 0},
+        {"2026-01-01 00:00:00Z", 0, 0},
+        {"2026-01-01T00:00:00.5Z", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int64_t ts = -42;
+        int rc = meter_time_parse(cases[i].s, &ts);
+        if ((rc == 0) != cases[i].ok || (cases[i].ok && ts != cases[i].want)) {
+            fprintf(stderr, "time '%s': rc %d ts %lld\n", cases[i].s, rc,
+                    (long long)ts);
+            test_failures++;
+        }
+    }
+    int64_t ts;
+    CHECK(meter_time_parse_rfc3339("1767225600", &ts) == -1);
+    int y, m;
+    CHECK(meter_period_parse("2026-01", &y, &m) == 0 && y == 2026 && m == 1);
+    CHECK(meter_period_parse("1970-12", &y, &m) == 0 && y == 1970 && m == 12);
+    CHECK(meter_period_parse("1969-12", &y, &m) == -1);
+    CHECK(meter_period_parse("2026-13", &y, &m) == -1);
+    CHECK(meter_period_parse("2026-00", &y, &m) == -1);
+    CHECK(meter_period_parse("2026-1", &y, &m) == -1);
+    CHECK(meter_period_parse("2026/01", &y, &m) == -1);
+}
+
+static void
+test_files(void)
+{
+    char path[] = "/tmp/test_util_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    CHECK(write(fd, "0123456789", 10) == 10);
+    close(fd);
+    struct meter_err e = {{0}};
+    char *text = NULL;
+    size_t len = 0;
+    CHECK(meter_file_read(path, 10, &text, &len, &e) == 0); /* at the cap */
+    CHECK(len == 10 && text && text[10] == '\0');
+    CHECK_STR(text, "0123456789");
+    free(text);
+    text = NULL;
+    CHECK(meter_file_read(path, 9, &text, &len, &e) == -1); /* one over */
+    CHECK(text == NULL && strstr(e.msg, "larger than 9 bytes"));
+    CHECK(strstr(e.msg, path) != NULL);
+    unlink(path);
+    CHECK(meter_file_read(path, 10, &text, &len, &e) == -1);
+    CHECK(strstr(e.msg, "cannot open") && strstr(e.msg, path));
+
+    char dir[4096];
+    setenv("METER_DATA_DIR", "/opt/meter-data", 1);
+    CHECK(meter_data_dir("books", dir, sizeof(dir), &e) == 0);
+    CHECK_STR(dir, "/opt/meter-data/books");
+    CHECK(meter_data_dir("books", dir, 10, &e) == -1);
+    unsetenv("METER_DATA_DIR");
+    CHECK(meter_data_dir("migrations", dir, sizeof(dir), &e) == 0);
+    CHECK(strstr(dir, "/../share/meter/migrations") != NULL);
+}
+
+static void
+test_numbers(void)
+{
+    uint64_t v = 7;
+    CHECK(meter_parse_count("1", 10, &v) == 0 && v == 1);
+    CHECK(meter_parse_count("10", 10, &v) == 0 && v == 10);
+    v = 7;
+    CHECK(meter_parse_count("11", 10, &v) == -1 && v == 7);
+    CHECK(meter_parse_count("0", 10, &v) == -1);
+    CHECK(meter_parse_count("", 10, &v) == -1);
+    CHECK(meter_parse_count("-1", 10, &v) == -1);
+    CHECK(meter_parse_count("+1", 10, &v) == -1);
+    CHECK(meter_parse_count("1 ", 10, &v) == -1);
+    CHECK(meter_parse_count("18446744073709551615", UINT64_MAX, &v) == 0 &&
+          v == UINT64_MAX);
+    CHECK(meter_parse_count("18446744073709551616", UINT64_MAX, &v) == -1);
+    const unsigned char be[] = {0x01, 0x02, 0x03, 0x04,
+                                0x05, 0x06, 0x07, 0x08};
+    CHECK(meter_be32(be) == 0x01020304u);
+    CHECK(meter_be64(be) == 0x0102030405060708ULL);
+}
+
+static void
+test_fail(void)
+{
+    struct meter_err e = {{0}};
+    CHECK(meter_fail(&e, "cannot %s '%s'\n ", "open", "x") == -1);
+    CHECK_STR(e.msg, "cannot open 'x'");
+    CHECK(meter_fail(NULL, "ignored") == -1);
+}
+
+int
+main(void)
+{
+    test_buf();
+    test_strtab();
+    test_time();
+    test_files();
+    test_numbers();
+    test_fail();
+    return test_result();
+}
