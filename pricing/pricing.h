@@ -243,8 +243,8 @@ void pricing_rater_select_period(struct pricing_rater *r, int year, int month);
  * is returned and e says why.
  */
 int pricing_rate(const struct pricing_book *book, struct pricing_source src,
-                 int year, int month, struct pricing_statement **out,
-                 size_t *n, struct pricing_err *e);
+                 int year, int month, struct pricing_statement **out, size_t *n,
+                 struct pricing_err *e);
 
 /* ---- periods ---------------------------------------------------------- */
 

@@ -1,6 +1,6 @@
 /*
  * rate.c - the streaming rating engine: per-second usage in, exact
- * quantities per (account, period) out (PRICING-RULES sections 5-7).
+ * quantities per (account, period) out (docs/pricing.md, "Rating").
  *
  * The engine keeps the state of one sandbox (its open segment and idle
  * streak, its quantities in the current period) and one accumulator per

@@ -363,7 +363,7 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
             goto overflow;
 
     /* Active days: offline rating has no assignment dates, so the whole
-     * period (PRICING-RULES 8). */
+     * period (docs/pricing.md, "Invoice lines"). */
     int64_t days = (a->end - a->start) / 86400, active = days;
     struct pricing_dec total = usage;
     if (b->has_subscription) {

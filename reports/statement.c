@@ -79,8 +79,8 @@ report_statement_json(const struct pricing_statement *inv)
 }
 
 int
-report_statements_json(FILE *out, const struct pricing_statement *st,
-                       size_t n, struct meter_err *e)
+report_statements_json(FILE *out, const struct pricing_statement *st, size_t n,
+                       struct meter_err *e)
 {
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < n; i++)
@@ -88,8 +88,8 @@ report_statements_json(FILE *out, const struct pricing_statement *st,
             json_decref(arr);
             arr = NULL;
         }
-    int rc = arr ? json_dumpf(arr, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
-                 : -1;
+    int rc =
+        arr ? json_dumpf(arr, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : -1;
     fputc('\n', out);
     json_decref(arr);
     if (rc < 0 || ferror(out))
@@ -98,8 +98,8 @@ report_statements_json(FILE *out, const struct pricing_statement *st,
 }
 
 int
-report_statements_table(FILE *out, const struct pricing_statement *st,
-                        size_t n, struct meter_err *e)
+report_statements_table(FILE *out, const struct pricing_statement *st, size_t n,
+                        struct meter_err *e)
 {
     for (size_t i = 0; i < n; i++) {
         const struct pricing_statement *v = &st[i];
@@ -107,8 +107,7 @@ report_statements_table(FILE *out, const struct pricing_statement *st,
         if (i)
             fputc('\n', out);
         fprintf(out, "account %s, period %04d-%02d, price book %s (%s)\n",
-                v->account_id, v->year, v->month, v->price_book,
-                v->currency);
+                v->account_id, v->year, v->month, v->price_book, v->currency);
         fprintf(out, "  %-18s %22s %-12s %14s %16s\n", "line", "quantity",
                 "unit", "unit price", "amount");
         for (size_t k = 0; k < v->nlines; k++) {

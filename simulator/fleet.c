@@ -202,7 +202,7 @@ sim_fleet_now(const struct sim_fleet *f)
 
 size_t
 sim_fleet_next(struct sim_fleet *f, uint32_t seconds, sim_fleet_cb *cb,
-                 void *arg)
+               void *arg)
 {
     size_t total = 0;
     struct pricing_second *run = malloc((seconds ? seconds : 1) * sizeof(*run));

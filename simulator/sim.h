@@ -30,8 +30,7 @@ int64_t sim_fleet_now(const struct sim_fleet *f);
 
 /* Receives n consecutive seconds of one sandbox. */
 typedef void sim_fleet_cb(const char *account, const char *sandbox,
-                          const struct pricing_second *s, size_t n,
-                          void *arg);
+                          const struct pricing_second *s, size_t n, void *arg);
 /* Generates the next `seconds` seconds of every slot, sandbox by sandbox;
  * returns the number of samples. */
 size_t sim_fleet_next(struct sim_fleet *f, uint32_t seconds, sim_fleet_cb *cb,

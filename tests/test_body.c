@@ -41,8 +41,9 @@ problem_is(const struct parsed *x, size_t i, size_t index, const char *field,
     bool ok = q->index == index && strcmp(q->err.field, field) == 0 &&
               strstr(q->err.reason, reason) != NULL;
     if (!ok)
-        fprintf(stderr, "problem %zu: index %zu field '%s' value '%s' "
-                        "reason '%s'\n",
+        fprintf(stderr,
+                "problem %zu: index %zu field '%s' value '%s' "
+                "reason '%s'\n",
                 i, q->index, q->err.field, q->err.value, q->err.reason);
     return ok;
 }
@@ -185,12 +186,10 @@ test_caps(void)
 {
     struct parsed x;
     /* max samples exactly: accepted; one more: refused, at its index. */
-    parse("[" P(1, "s", 0) "," P(2, "s", 0) "," P(3, "s", 0) "]", false, 3,
-          &x);
+    parse("[" P(1, "s", 0) "," P(2, "s", 0) "," P(3, "s", 0) "]", false, 3, &x);
     CHECK(x.n == 3 && x.p.total == 0);
     free(x.s);
-    parse("[" P(1, "s", 0) "," P(2, "s", 0) "," P(3, "s", 0) "]", false, 2,
-          &x);
+    parse("[" P(1, "s", 0) "," P(2, "s", 0) "," P(3, "s", 0) "]", false, 2, &x);
     CHECK(x.p.total == 1 &&
           problem_is(&x, 0, 2, "(body)", "more samples than a batch"));
     CHECK_STR(x.p.items[0].err.value, "2");

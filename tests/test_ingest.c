@@ -13,7 +13,7 @@
 
 #define JAN 1767225600LL /* 2026-01-01T00:00:00Z */
 #define FEB 1769904000LL /* 2026-02-01T00:00:00Z */
-#define NOW_US(s) ((int64_t)(s) * 1000000)
+#define NOW_US(s) ((int64_t)(s)*1000000)
 
 static struct meter_sample
 paused(const char *account, const char *sandbox, int64_t ts, uint64_t disk)
@@ -50,8 +50,9 @@ result_is(const struct outcome *o, uint64_t accepted, uint64_t dups,
     bool ok = o->st == METER_INGEST_OK && o->res.accepted == accepted &&
               o->res.duplicates == dups && o->res.conflicts == conflicts;
     if (!ok)
-        fprintf(stderr, "status %d: accepted %llu duplicates %llu conflicts "
-                        "%llu, want %llu %llu %llu\n",
+        fprintf(stderr,
+                "status %d: accepted %llu duplicates %llu conflicts "
+                "%llu, want %llu %llu %llu\n",
                 o->st, (unsigned long long)o->res.accepted,
                 (unsigned long long)o->res.duplicates,
                 (unsigned long long)o->res.conflicts,

@@ -631,7 +631,8 @@ test_pipeline(void)
     struct pricing_statement *st = NULL;
     size_t n = 99;
     /* Jan 31 23:59:59 and Feb 1 00:00:00: two periods. */
-    struct two_blocks t = {0, false,
+    struct two_blocks t = {0,
+                           false,
                            {{JAN + 31 * 86400 - 1, V(1), V(1), GIB, GIB, 0, 0},
                             {JAN + 31 * 86400, V(1), V(1), GIB, GIB, 0, 0}}};
     struct pricing_source src = {two_blocks_next, &t};

@@ -12,8 +12,10 @@
 
 /* A running sample with every field; %s is spliced in as more fields or
  * replaces none. */
-#define RUN "\"account_id\":\"acme\",\"sandbox_id\":\"sb-1\",\"state\":\"running\""
-#define PAUSED "\"account_id\":\"acme\",\"sandbox_id\":\"sb-1\",\"state\":\"paused\""
+#define RUN                                                                    \
+    "\"account_id\":\"acme\",\"sandbox_id\":\"sb-1\",\"state\":\"running\""
+#define PAUSED                                                                 \
+    "\"account_id\":\"acme\",\"sandbox_id\":\"sb-1\",\"state\":\"paused\""
 
 /* Parses text as a sample: 0 ok, -1 refused with *err. */
 static int
@@ -132,8 +134,8 @@ test_refusals(void)
                   strstr(err.reason, cases[i].reason) != NULL;
         if (!ok) {
             fprintf(stderr,
-                    "case %zu %s: rc %d field '%s' value '%s' reason '%s'\n",
-                    i, cases[i].json, rc, err.field, err.value, err.reason);
+                    "case %zu %s: rc %d field '%s' value '%s' reason '%s'\n", i,
+                    cases[i].json, rc, err.field, err.value, err.reason);
             test_failures++;
         }
     }
@@ -198,8 +200,8 @@ static void
 test_format_round_trip(void)
 {
     /* The canonical NDJSON line parses back to the same second. */
-    struct pricing_second s = {1767225600, 12345, 1, 1ULL << 40,
-                               (1ULL << 40) - 1, 99, 12};
+    struct pricing_second s = {1767225600,       12345, 1, 1ULL << 40,
+                               (1ULL << 40) - 1, 99,    12};
     char line[512];
     int n = meter_sample_format(line, sizeof(line), "acme", "sb-1", &s);
     CHECK(n > 0 && line[n - 1] == '\n');

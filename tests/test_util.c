@@ -179,8 +179,7 @@ test_numbers(void)
     CHECK(meter_parse_count("18446744073709551615", UINT64_MAX, &v) == 0 &&
           v == UINT64_MAX);
     CHECK(meter_parse_count("18446744073709551616", UINT64_MAX, &v) == -1);
-    const unsigned char be[] = {0x01, 0x02, 0x03, 0x04,
-                                0x05, 0x06, 0x07, 0x08};
+    const unsigned char be[] = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08};
     CHECK(meter_be32(be) == 0x01020304u);
     CHECK(meter_be64(be) == 0x0102030405060708ULL);
 }

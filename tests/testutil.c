@@ -14,4 +14,3 @@ test_result(void)
     }
     return 0;
 }
-

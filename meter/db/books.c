@@ -7,8 +7,8 @@
 #include <stdlib.h>
 
 enum meter_db_status
-meter_db_book_add(PGconn *db, const struct pricing_book *book,
-                  const char *text, int *version, struct meter_err *e)
+meter_db_book_add(PGconn *db, const struct pricing_book *book, const char *text,
+                  int *version, struct meter_err *e)
 {
     const char *values[] = {pricing_book_id(book), text};
     PGresult *r;
@@ -25,7 +25,8 @@ meter_db_book_add(PGconn *db, const struct pricing_book *book,
         " WHERE NOT EXISTS (SELECT 1 FROM last WHERE book = $2::jsonb)"
         " RETURNING version",
         2, values, NULL, NULL, &r, e);
-    *version = st == METER_DB_ROWS ? (int)strtol(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+    *version =
+        st == METER_DB_ROWS ? (int)strtol(PQgetvalue(r, 0, 0), NULL, 10) : 0;
     PQclear(r);
     return st;
 }

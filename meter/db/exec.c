@@ -34,8 +34,8 @@ db_hard(struct meter_err *e, const char *fmt, ...)
 
 enum meter_db_status
 meter_db_exec(PGconn *db, const char *what, const char *sql, int n,
-              const char *const *values, const int *lengths,
-              const int *formats, PGresult **res, struct meter_err *e)
+              const char *const *values, const int *lengths, const int *formats,
+              PGresult **res, struct meter_err *e)
 {
     if (res)
         *res = NULL;
@@ -43,9 +43,9 @@ meter_db_exec(PGconn *db, const char *what, const char *sql, int n,
     ExecStatusType st = PQresultStatus(r);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
         return db_failed(db, r, what, e);
-    enum meter_db_status rc =
-        st == PGRES_TUPLES_OK && PQntuples(r) > 0 ? METER_DB_ROWS
-                                                  : METER_DB_NONE;
+    enum meter_db_status rc = st == PGRES_TUPLES_OK && PQntuples(r) > 0
+                                  ? METER_DB_ROWS
+                                  : METER_DB_NONE;
     if (res)
         *res = r;
     else
@@ -65,9 +65,8 @@ meter_db_transaction(PGconn *db, const char *begin, int attempts,
             return rc;
         rc = fn(db, arg, e);
         if (rc >= 0) {
-            enum meter_db_status done =
-                meter_db_exec(db, "cannot commit", "COMMIT", 0, NULL, NULL,
-                              NULL, NULL, e);
+            enum meter_db_status done = meter_db_exec(
+                db, "cannot commit", "COMMIT", 0, NULL, NULL, NULL, NULL, e);
             if (done >= 0)
                 return rc;
             rc = done;

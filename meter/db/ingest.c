@@ -235,7 +235,8 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
     size_t unknown = 0;
     for (size_t i = 0; i < b->ngroups; i++) {
         const struct meter_sample *x = &b->s[b->ord[b->groups[i].first]];
-        b->groups[i].known = db_registry_get(reg, x->sandbox_id, &b->groups[i].sb);
+        b->groups[i].known =
+            db_registry_get(reg, x->sandbox_id, &b->groups[i].sb);
         b->groups[i].fresh = false;
         unknown += !b->groups[i].known;
     }
@@ -435,7 +436,7 @@ check_stored(PGconn *db, struct batch *b, struct meter_err *e)
                                (const uint8_t *)PQgetvalue(r, row, 2),
                                (size_t)PQgetlength(r, row, 2), old, &n) < 0) {
             rc = db_hard(e, "stored block of minute %lld is corrupt",
-                            (long long)k->minute);
+                         (long long)k->minute);
             goto out;
         }
         for (size_t i = 0; i < n; i++) {
@@ -578,11 +579,11 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
 
     /* Sum the accumulators of equal key (several sandboxes). */
     meter_buf_str(&roll, "INSERT INTO usage_hourly (account_pk, hour, samples,"
-                          " running_s, vcpu_s, cpu_used_s, mem_byte_s,"
-                          " mem_used_byte_s, disk_byte_s, egress_bytes) SELECT"
-                          " a, h, sum(s), sum(r), round(sum(v) / 10000, 4), "
-                          "round(sum(u) / 10000, 4),"
-                          " sum(m), sum(mu), sum(d), sum(e) FROM (VALUES ");
+                         " running_s, vcpu_s, cpu_used_s, mem_byte_s,"
+                         " mem_used_byte_s, disk_byte_s, egress_bytes) SELECT"
+                         " a, h, sum(s), sum(r), round(sum(v) / 10000, 4), "
+                         "round(sum(u) / 10000, 4),"
+                         " sum(m), sum(mu), sum(d), sum(e) FROM (VALUES ");
     for (size_t j = 0; j < nrolls; j++) {
         const struct roll *x = &rolls[j];
         char head[96];
@@ -599,7 +600,7 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
         }
     }
     meter_buf_str(&roll,
-                   ") AS x (a, h, s, r, v, u, m, mu, d, e) GROUP BY a, h");
+                  ") AS x (a, h, s, r, v, u, m, mu, d, e) GROUP BY a, h");
     if (roll.failed) {
         rc = db_hard(e, "out of memory");
         goto out;

@@ -125,15 +125,15 @@ enum meter_db_status
 meter_db_key_list(PGconn *db, meter_key_cb *cb, void *arg, struct meter_err *e)
 {
     PGresult *r;
-    enum meter_db_status st = meter_db_exec(
-        db, "cannot list keys",
-        "SELECT key_id, role, coalesce(account_id, ''), name,"
-        " to_char(created_at AT TIME ZONE 'UTC',"
-        "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"
-        " coalesce(to_char(revoked_at AT TIME ZONE 'UTC',"
-        "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), '')"
-        " FROM api_keys ORDER BY key_id",
-        0, NULL, NULL, NULL, &r, e);
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot list keys",
+                      "SELECT key_id, role, coalesce(account_id, ''), name,"
+                      " to_char(created_at AT TIME ZONE 'UTC',"
+                      "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"
+                      " coalesce(to_char(revoked_at AT TIME ZONE 'UTC',"
+                      "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), '')"
+                      " FROM api_keys ORDER BY key_id",
+                      0, NULL, NULL, NULL, &r, e);
     for (int i = 0; st == METER_DB_ROWS && i < PQntuples(r); i++) {
         struct meter_key k = {
             .key_id = strtoll(PQgetvalue(r, i, 0), NULL, 10),

@@ -155,7 +155,8 @@ int meter_migrate_status(PGconn *db, const struct meter_migration_set *set,
                          struct meter_migration_status **out, size_t *n,
                          struct meter_err *e);
 
-/* ---- API keys and who calls ------------------------------------------------ */
+/* ---- API keys and who calls ------------------------------------------------
+ */
 
 enum { METER_TOKEN_LEN = 68 }; /* "mtr_" and 64 hex digits (256 bits) */
 
@@ -192,11 +193,9 @@ enum meter_db_status meter_db_key_lookup(PGconn *db, const char *token,
 /* Creates a key (account: required for role account, else NULL) and
  * writes its token, shown only now, to token; ROWS and *key_id. */
 enum meter_db_status meter_db_key_create(PGconn *db, enum meter_role role,
-                                         const char *account,
-                                         const char *name,
+                                         const char *account, const char *name,
                                          char token[METER_TOKEN_LEN + 1],
-                                         int64_t *key_id,
-                                         struct meter_err *e);
+                                         int64_t *key_id, struct meter_err *e);
 
 /* One key as listed (never its token); times RFC 3339 UTC, revoked ""
  * while active, account "" for keys of no account. */
@@ -206,14 +205,15 @@ struct meter_key {
 };
 typedef void meter_key_cb(const struct meter_key *k, void *arg);
 /* Calls cb for each key in key_id order. */
-enum meter_db_status meter_db_key_list(PGconn *db, meter_key_cb *cb,
-                                       void *arg, struct meter_err *e);
+enum meter_db_status meter_db_key_list(PGconn *db, meter_key_cb *cb, void *arg,
+                                       struct meter_err *e);
 
 /* Revokes key id: ROWS, or NONE if there is no such active key. */
 enum meter_db_status meter_db_key_revoke(PGconn *db, int64_t key_id,
                                          struct meter_err *e);
 
-/* ---- price books and accounts ---------------------------------------------- */
+/* ---- price books and accounts ----------------------------------------------
+ */
 
 /* Stores book, parsed from text, as its next immutable version: ROWS
  * with *version, or NONE (and *version 0) if text equals the latest. */
@@ -236,7 +236,8 @@ enum meter_db_status meter_db_account_add(PGconn *db, const char *id,
  * `months` - 1, ahead of need; the error suggests migrating. */
 int meter_db_prepare_partitions(PGconn *db, int months, struct meter_err *e);
 
-/* ---- ingestion ------------------------------------------------------------ */
+/* ---- ingestion ------------------------------------------------------------
+ */
 
 /* What a process knows of sandboxes: sandbox -> account and keys, which
  * never change once stored, and the partitions that exist. A cache:

@@ -83,8 +83,8 @@ db_registry_put(struct meter_registry *r, const char *sandbox_id,
     }
     bool added;
     long acct = meter_strtab_intern(&r->accounts, s->account_id, NULL);
-    long i = acct < 0 ? -1
-                      : meter_strtab_intern(&r->sandboxes, sandbox_id, &added);
+    long i =
+        acct < 0 ? -1 : meter_strtab_intern(&r->sandboxes, sandbox_id, &added);
     if (i < 0 || !added)
         goto out;
     if ((size_t)i >= r->cap) {
@@ -99,8 +99,8 @@ db_registry_put(struct meter_registry *r, const char *sandbox_id,
         r->entries = p;
         r->cap = nc;
     }
-    r->entries[i] = (struct entry){(uint32_t)acct, s->sandbox_pk,
-                                   s->account_pk};
+    r->entries[i] =
+        (struct entry){(uint32_t)acct, s->sandbox_pk, s->account_pk};
 out:
     pthread_rwlock_unlock(&r->lock);
 }

@@ -180,4 +180,3 @@ meter_usage_source(struct meter_usage_reader *r)
     struct pricing_source src = {next_block, r};
     return src;
 }
-

@@ -10,8 +10,7 @@
 #include <zlib.h>
 
 int
-http_gunzip(const char *in, size_t len, size_t max, char **out,
-            size_t *out_len)
+http_gunzip(const char *in, size_t len, size_t max, char **out, size_t *out_len)
 {
     z_stream z;
     memset(&z, 0, sizeof(z));
@@ -73,4 +72,3 @@ out:
     inflateEnd(&z);
     return rc;
 }
-

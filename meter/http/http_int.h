@@ -58,9 +58,9 @@ struct meter_http_request {
     size_t received; /* body bytes received, kept or not */
     size_t reserved; /* bytes counted against max_buffered */
     struct timespec start;
-    unsigned status;           /* 0 until answered */
-    enum MHD_Result result;    /* of queueing the answer */
-    char note[160];            /* for the access log */
+    unsigned status;        /* 0 until answered */
+    enum MHD_Result result; /* of queueing the answer */
+    char note[160];         /* for the access log */
 };
 
 /* Queues resp (destroyed here) as the answer with status. */

@@ -44,18 +44,22 @@ typedef bool meter_http_admit(struct meter_http_request *rq);
 typedef void meter_http_metrics_fn(struct meter_buf *out);
 
 struct meter_http_route {
-    const char *method; /* "GET" (answers HEAD too) or "POST" */
-    const char *path;   /* "/v1/samples"; "{name}" matches one segment */
-    unsigned roles;     /* enum meter_role bits whose keys may call it;
-                           0: no key needed */
-    bool body;          /* takes a body, up to the server's max_body */
-    meter_http_admit *admit;          /* may be NULL */
+    const char *method;      /* "GET" (answers HEAD too) or "POST" */
+    const char *path;        /* "/v1/samples"; "{name}" matches one segment */
+    unsigned roles;          /* enum meter_role bits whose keys may call it;
+                                0: no key needed */
+    bool body;               /* takes a body, up to the server's max_body */
+    meter_http_admit *admit; /* may be NULL */
     meter_http_handler *handle;
-    meter_http_metrics_fn *metrics;   /* may be NULL */
+    meter_http_metrics_fn *metrics; /* may be NULL */
 };
 
-enum meter_log_level { METER_LOG_ERROR, METER_LOG_WARN, METER_LOG_INFO,
-                       METER_LOG_DEBUG };
+enum meter_log_level {
+    METER_LOG_ERROR,
+    METER_LOG_WARN,
+    METER_LOG_INFO,
+    METER_LOG_DEBUG
+};
 
 struct meter_http_config {
     struct sockaddr_in listen;
@@ -77,8 +81,7 @@ void meter_http_stop(struct meter_http *h);
 /* ---- the request ------------------------------------------------------ */
 
 /* A request header, or NULL. */
-const char *meter_http_header(struct meter_http_request *rq,
-                              const char *name);
+const char *meter_http_header(struct meter_http_request *rq, const char *name);
 /* Whether header name is media type want, parameters aside
  * ("application/json; charset=utf-8" is application/json). */
 bool meter_http_header_is(struct meter_http_request *rq, const char *name,
@@ -107,7 +110,8 @@ void meter_http_count_db_error(struct meter_http_request *rq);
 void meter_http_note(struct meter_http_request *rq, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* ---- replies -------------------------------------------------------------- */
+/* ---- replies --------------------------------------------------------------
+ */
 
 /* body is taken (decref'd); written compact with a final newline. */
 void meter_http_reply_json(struct meter_http_request *rq, unsigned status,
@@ -123,7 +127,8 @@ void meter_http_reply_problem(struct meter_http_request *rq, unsigned status,
                               json_t *errors, const char *detail, ...)
     __attribute__((format(printf, 6, 7)));
 
-/* ---- metrics and logs ------------------------------------------------------- */
+/* ---- metrics and logs -------------------------------------------------------
+ */
 
 /* The server's metrics, then each route's, as Prometheus text. */
 void meter_http_metrics(struct meter_http *h, struct meter_buf *out);

@@ -53,8 +53,8 @@ static void
 reply_json_typed(struct meter_http_request *rq, unsigned status, json_t *body,
                  const char *type)
 {
-    char *text = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER)
-                      : NULL;
+    char *text =
+        body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(body);
     if (!text) {
         http_queue(rq, 500, NULL);

@@ -140,7 +140,9 @@ role_list(unsigned mask, char *out, size_t n)
             continue;
         mask &= ~bit;
         int k = snprintf(out + len, n - len, "%s%s",
-                         len == 0 ? "" : mask ? ", " : " or ",
+                         len == 0 ? ""
+                         : mask   ? ", "
+                                  : " or ",
                          meter_role_name((enum meter_role)bit));
         if (k < 0 || (size_t)k >= n - len)
             return;
@@ -177,7 +179,8 @@ authenticate(struct meter_http_request *rq)
     }
     if (st == METER_DB_NONE) {
         meter_http_reply_problem(rq, 401, "unauthenticated", "Invalid token",
-                                 NULL, "the bearer token is unknown or revoked");
+                                 NULL,
+                                 "the bearer token is unknown or revoked");
         return false;
     }
     if (!(rq->who.role & rq->route->roles)) {
@@ -381,14 +384,12 @@ completed(void *cls, struct MHD_Connection *c, void **con_cls,
                   &((const struct sockaddr_in *)(const void *)ci->client_addr)
                        ->sin_addr,
                   peer, sizeof(peer));
-    meter_log(METER_LOG_INFO, "%s %s %s %u %.1fms %zuB%s%s%s", peer,
-              rq->method,
-              rq->route_index < h->cfg.nroutes
-                  ? h->cfg.routes[rq->route_index].path
-                  : "other",
-              rq->status, secs * 1e3, rq->received, rq->note[0] ? " " : "",
-              rq->note,
-              toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
+    meter_log(
+        METER_LOG_INFO, "%s %s %s %u %.1fms %zuB%s%s%s", peer, rq->method,
+        rq->route_index < h->cfg.nroutes ? h->cfg.routes[rq->route_index].path
+                                         : "other",
+        rq->status, secs * 1e3, rq->received, rq->note[0] ? " " : "", rq->note,
+        toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
     atomic_fetch_sub(&h->buffered, rq->reserved);
     for (size_t i = 0; i < rq->nparams; i++)
         free(rq->param_value[i]);
@@ -397,7 +398,8 @@ completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
 }
 
-/* ---- the request's accessors ---------------------------------------------- */
+/* ---- the request's accessors ----------------------------------------------
+ */
 
 const char *
 meter_http_header(struct meter_http_request *rq, const char *name)
@@ -492,9 +494,9 @@ meter_http_start(const struct meter_http_config *cfg, struct meter_err *e)
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
             MHD_USE_ERROR_LOG,
         0, NULL, NULL, dispatch, h, MHD_OPTION_SOCK_ADDR, &h->cfg.listen,
-        MHD_OPTION_THREAD_POOL_SIZE, cfg->threads,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, h,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_END);
+        MHD_OPTION_THREAD_POOL_SIZE, cfg->threads, MHD_OPTION_NOTIFY_COMPLETED,
+        completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+        MHD_OPTION_END);
     if (!h->daemon) {
         char addr[INET_ADDRSTRLEN] = "?";
         inet_ntop(AF_INET, &cfg->listen.sin_addr, addr, sizeof(addr));

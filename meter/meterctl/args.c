@@ -52,8 +52,7 @@ ctl_check_account(const char *cmd, const char *option, const char *id)
 }
 
 int
-ctl_parse_time(const char *cmd, const char *option, const char *s,
-               int64_t *out)
+ctl_parse_time(const char *cmd, const char *option, const char *s, int64_t *out)
 {
     if (meter_time_parse(s, out) == 0)
         return 0;

@@ -69,4 +69,3 @@ out:
     meter_cluster_free(c);
     return rc;
 }
-

@@ -108,8 +108,8 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
         {"follow", no_argument, NULL, 'f'},
         {NULL, 0, NULL, 0},
     };
-    uint64_t sandboxes = 100, accounts = 10, seconds = 60, seed = 1,
-                       batch = 10, rate = 0;
+    uint64_t sandboxes = 100, accounts = 10, seconds = 60, seed = 1, batch = 10,
+             rate = 0;
     long long start = (long long)time(NULL);
     const char *output = NULL, *url = NULL, *token = getenv("METER_TOKEN");
     bool follow = false;
@@ -162,8 +162,7 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
         /* 0 is a number here (--rate 0: as fast as possible). */
         if (target && strcmp(optarg, "0") == 0)
             *target = 0;
-        else if (target &&
-                 meter_parse_count(optarg, UINT64_MAX, target) < 0)
+        else if (target && meter_parse_count(optarg, UINT64_MAX, target) < 0)
             return ctl_usage_error("gen: %s '%s' is not a number",
                                    argv[optind - 2], optarg);
     }

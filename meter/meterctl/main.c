@@ -54,9 +54,9 @@ static const struct {
     const char *name;
     ctl_command *run;
 } commands[] = {
-    {"db", ctl_db},           {"migrate", ctl_migrate}, {"rate", ctl_rate},
-    {"books", ctl_books},     {"accounts", ctl_accounts},
-    {"keys", ctl_keys},       {"export", ctl_export},   {"gen", ctl_gen},
+    {"db", ctl_db},         {"migrate", ctl_migrate},   {"rate", ctl_rate},
+    {"books", ctl_books},   {"accounts", ctl_accounts}, {"keys", ctl_keys},
+    {"export", ctl_export}, {"gen", ctl_gen},
 };
 
 int

@@ -78,8 +78,8 @@ ctl_migrate(struct ctl *ctl, int argc, char **argv)
     PGconn *db = NULL;
     int rc = CTL_FAILED;
     if (!dir) {
-        if (meter_migrations_default_dir(default_dir, sizeof(default_dir),
-                                         &e) < 0)
+        if (meter_migrations_default_dir(default_dir, sizeof(default_dir), &e) <
+            0)
             goto out;
         dir = default_dir;
     }
@@ -112,4 +112,3 @@ out:
     meter_migrations_release(&set);
     return rc;
 }
-

@@ -94,8 +94,9 @@ parse_args(int argc, char **argv, struct rate_args *a)
         return ctl_usage_error("rate needs --price-book FILE and either "
                                "--usage FILE ... or --from T --to T (stored "
                                "usage)");
-    if (stored && (!a->from || !a->to || meter_time_parse(a->from, &a->t_from) ||
-                   meter_time_parse(a->to, &a->t_to)))
+    if (stored &&
+        (!a->from || !a->to || meter_time_parse(a->from, &a->t_from) ||
+         meter_time_parse(a->to, &a->t_to)))
         return ctl_usage_error("rate: --from and --to must both be Unix "
                                "seconds or YYYY-MM-DDTHH:MM:SSZ");
     if (a->account && ctl_check_account("rate", "--account", a->account))
@@ -121,8 +122,7 @@ read_usage(const struct rate_args *a, struct meter_err *e)
                            "%s: more than %zu samples, the limit of the "
                            "in-memory sort (--memory-limit %llu MiB); raise "
                            "it, or rate the accounts in separate runs",
-                           a->usage[i], max,
-                           (unsigned long long)a->memory_mib);
+                           a->usage[i], max, (unsigned long long)a->memory_mib);
             meter_sample_set_free(set);
             return NULL;
         }

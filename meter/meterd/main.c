@@ -148,8 +148,9 @@ configure(const struct options *o, struct meter_http_config *cfg)
     cfg->max_body = 64 << 20;
     if (o->max_body && *o->max_body) {
         if (meter_parse_count(o->max_body, SIZE_MAX, &v) < 0) {
-            fprintf(stderr, "meterd: --max-body '%s' is not a number of "
-                            "bytes\n",
+            fprintf(stderr,
+                    "meterd: --max-body '%s' is not a number of "
+                    "bytes\n",
                     o->max_body);
             return 2;
         }
@@ -158,8 +159,9 @@ configure(const struct options *o, struct meter_http_config *cfg)
     cfg->threads = 4;
     if (o->threads && *o->threads) {
         if (meter_parse_count(o->threads, 250, &v) < 0) {
-            fprintf(stderr, "meterd: --threads '%s' is not a number from 1 "
-                            "to 250\n",
+            fprintf(stderr,
+                    "meterd: --threads '%s' is not a number from 1 "
+                    "to 250\n",
                     o->threads);
             return 2;
         }
@@ -168,8 +170,9 @@ configure(const struct options *o, struct meter_http_config *cfg)
     cfg->max_buffered = cfg->max_body * cfg->threads;
     if (o->max_buffered && *o->max_buffered) {
         if (meter_parse_count(o->max_buffered, SIZE_MAX, &v) < 0) {
-            fprintf(stderr, "meterd: --max-buffered '%s' is not a number of "
-                            "bytes\n",
+            fprintf(stderr,
+                    "meterd: --max-buffered '%s' is not a number of "
+                    "bytes\n",
                     o->max_buffered);
             return 2;
         }
@@ -178,8 +181,9 @@ configure(const struct options *o, struct meter_http_config *cfg)
     if (o->log_level && *o->log_level) {
         int level = meter_log_parse_level(o->log_level);
         if (level < 0) {
-            fprintf(stderr, "meterd: --log-level '%s' is not error, warn, "
-                            "info or debug\n",
+            fprintf(stderr,
+                    "meterd: --log-level '%s' is not error, warn, "
+                    "info or debug\n",
                     o->log_level);
             return 2;
         }

@@ -21,22 +21,21 @@ static struct {
 void
 meterd_samples_metrics(struct meter_buf *out)
 {
-    meter_buf_printf(out,
-                     "# HELP meter_samples_total Samples by outcome.\n"
-                     "# TYPE meter_samples_total counter\n"
-                     "meter_samples_total{outcome=\"accepted\"} %llu\n"
-                     "meter_samples_total{outcome=\"duplicate\"} %llu\n"
-                     "meter_samples_total{outcome=\"conflict\"} %llu\n"
-                     "meter_samples_total{outcome=\"rejected\"} %llu\n"
-                     "# HELP meter_batches_in_flight Batches being "
-                     "processed.\n"
-                     "# TYPE meter_batches_in_flight gauge\n"
-                     "meter_batches_in_flight %lld\n",
-                     atomic_load(&counts.accepted),
-                     atomic_load(&counts.duplicates),
-                     atomic_load(&counts.conflicts),
-                     atomic_load(&counts.rejected),
-                     atomic_load(&counts.in_flight));
+    meter_buf_printf(
+        out,
+        "# HELP meter_samples_total Samples by outcome.\n"
+        "# TYPE meter_samples_total counter\n"
+        "meter_samples_total{outcome=\"accepted\"} %llu\n"
+        "meter_samples_total{outcome=\"duplicate\"} %llu\n"
+        "meter_samples_total{outcome=\"conflict\"} %llu\n"
+        "meter_samples_total{outcome=\"rejected\"} %llu\n"
+        "# HELP meter_batches_in_flight Batches being "
+        "processed.\n"
+        "# TYPE meter_batches_in_flight gauge\n"
+        "meter_batches_in_flight %lld\n",
+        atomic_load(&counts.accepted), atomic_load(&counts.duplicates),
+        atomic_load(&counts.conflicts), atomic_load(&counts.rejected),
+        atomic_load(&counts.in_flight));
 }
 
 bool
@@ -110,12 +109,11 @@ reply(struct meter_http_request *rq, enum meter_ingest_status st, size_t n,
     }
     case METER_INGEST_INVALID:
         atomic_fetch_add(&counts.rejected, n);
-        meter_http_reply_problem(rq, 400, "invalid-samples", "Invalid samples",
-                                 problems_json(probs),
-                                 "%zu problem%s in the batch; nothing was "
-                                 "stored (the first %zu are listed)",
-                                 probs->total, probs->total == 1 ? "" : "s",
-                                 probs->n);
+        meter_http_reply_problem(
+            rq, 400, "invalid-samples", "Invalid samples", problems_json(probs),
+            "%zu problem%s in the batch; nothing was "
+            "stored (the first %zu are listed)",
+            probs->total, probs->total == 1 ? "" : "s", probs->n);
         break;
     case METER_INGEST_UNAVAILABLE:
         meter_http_count_db_error(rq);
@@ -140,8 +138,8 @@ meterd_samples(struct meter_http_request *rq)
 {
     size_t len;
     const char *body = meter_http_body(rq, &len);
-    bool ndjson = meter_http_header_is(rq, "Content-Type",
-                                       "application/x-ndjson");
+    bool ndjson =
+        meter_http_header_is(rq, "Content-Type", "application/x-ndjson");
     struct meter_sample *s = NULL;
     size_t n = 0;
     struct meter_problems probs = {0};

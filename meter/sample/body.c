@@ -225,7 +225,8 @@ meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
             line = stop + 1;
         }
     } else {
-        json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+        json_t *root = json_loadb(
+            body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
         if (!root) {
             char where[48];
             snprintf(where, sizeof(where), "line %d column %d", jerr.line,
@@ -256,4 +257,3 @@ meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
     *n = v.n;
     return 0;
 }
-

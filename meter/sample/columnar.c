@@ -68,12 +68,12 @@ meter_columnar_add(struct meter_columnar *c, const char *account,
     meter_buf_add(t, num, (size_t)len);
     if (!any_paused || all_paused) {
         meter_buf_str(t, all_paused ? ",\"state\":\"paused\""
-                                     : ",\"state\":\"running\"");
+                                    : ",\"state\":\"running\"");
     } else {
         meter_buf_str(t, ",\"state\":[");
         for (size_t i = 0; i < n; i++)
             meter_buf_str(t, s[i].vcpu ? (i ? ",\"running\"" : "\"running\"")
-                                        : (i ? ",\"paused\"" : "\"paused\""));
+                                       : (i ? ",\"paused\"" : "\"paused\""));
         meter_buf_str(t, "]");
     }
     for (size_t k = 0; k < sizeof(cols) / sizeof(cols[0]); k++) {

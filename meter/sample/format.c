@@ -10,7 +10,8 @@
 int
 meter_cpu_format(char *buf, size_t n, uint64_t v)
 {
-    unsigned long long whole = v / PRICING_CPU_UNIT, frac = v % PRICING_CPU_UNIT;
+    unsigned long long whole = v / PRICING_CPU_UNIT,
+                       frac = v % PRICING_CPU_UNIT;
     if (frac == 0)
         return snprintf(buf, n, "%llu", whole);
     int len = snprintf(buf, n, "%llu.%04llu", whole, frac);

@@ -112,7 +112,8 @@ meter_sample_from_fields(const json_t *const v[METER_NFIELDS],
                            "out of range (1970 to 9999, Unix seconds)");
         out->s.ts = t;
     } else if (!json_is_string(ts) ||
-               meter_time_parse_rfc3339(json_string_value(ts), &out->s.ts) < 0) {
+               meter_time_parse_rfc3339(json_string_value(ts), &out->s.ts) <
+                   0) {
         return invalid(err, "ts", ts,
                        "must be Unix seconds or \"YYYY-MM-DDTHH:MM:SSZ\"");
     }

@@ -72,9 +72,9 @@ meter_sample_set_add(struct meter_sample_set *set, const struct meter_sample *m,
         return meter_fail(e, "%s: the sample set is already being rated",
                           where);
     long acct = meter_strtab_intern(&set->accounts, m->account_id, NULL);
-    long sb = acct < 0 ? -1
-                       : meter_strtab_intern(&set->sandboxes, m->sandbox_id,
-                                             &added);
+    long sb = acct < 0
+                  ? -1
+                  : meter_strtab_intern(&set->sandboxes, m->sandbox_id, &added);
     if (sb < 0)
         return meter_fail(e, "out of memory");
     if (added) {
@@ -96,8 +96,9 @@ meter_sample_set_add(struct meter_sample_set *set, const struct meter_sample *m,
     }
     if (set->n == set->cap) {
         if (set->n >= set->max)
-            return meter_fail(e, "%s: more than %zu samples, the limit of the "
-                                 "set held in memory",
+            return meter_fail(e,
+                              "%s: more than %zu samples, the limit of the "
+                              "set held in memory",
                               where, set->max);
         size_t nc = set->cap ? 2 * set->cap : 65536;
         if (nc > set->max)
@@ -126,8 +127,7 @@ add_json(struct meter_sample_set *set, const json_t *obj, const char *where,
     struct meter_sample_err err;
     if (meter_sample_parse(obj, &m, &err) < 0)
         return meter_fail(e, "%s: field '%s'%s%s: %s", where, err.field,
-                          err.value[0] ? " value " : "", err.value,
-                          err.reason);
+                          err.value[0] ? " value " : "", err.value, err.reason);
     return meter_sample_set_add(set, &m, where, e);
 }
 
@@ -171,7 +171,8 @@ read_lines(struct meter_sample_set *set, FILE *f, const char *path,
         char where[300];
         snprintf(where, sizeof(where), "%s:%ld", path, lineno);
         json_error_t jerr;
-        json_t *v = json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &jerr);
+        json_t *v =
+            json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &jerr);
         if (!v) {
             rc = meter_fail(e, "%s:%d: %s", where, jerr.column, jerr.text);
             break;
@@ -196,7 +197,8 @@ meter_sample_set_read(struct meter_sample_set *set, const char *path,
         ;
     if (c != EOF)
         ungetc(c, f);
-    int rc = c == '[' ? read_array(set, f, path, e) : read_lines(set, f, path, e);
+    int rc =
+        c == '[' ? read_array(set, f, path, e) : read_lines(set, f, path, e);
     if (rc == 0 && ferror(f))
         rc = meter_fail(e, "cannot read '%s'", path);
     if (!std_in)

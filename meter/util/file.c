@@ -37,7 +37,8 @@ meter_file_read(const char *path, size_t max, char **text, size_t *len,
     if (io_error)
         rc = meter_fail(e, "cannot read '%s': %s", path, strerror(saved));
     else if (too_big)
-        rc = meter_fail(e, "cannot read '%s': larger than %zu bytes", path, max);
+        rc =
+            meter_fail(e, "cannot read '%s': larger than %zu bytes", path, max);
     else if (b.failed || !(*text = meter_buf_detach(&b, len)))
         rc = meter_fail(e, "cannot read '%s': out of memory", path);
     meter_buf_release(&b);
