@@ -61,19 +61,6 @@ result_is(const struct outcome *o, uint64_t accepted, uint64_t dups,
     return ok;
 }
 
-static long
-count(PGconn *db, const char *sql)
-{
-    PGresult *r = PQexec(db, sql);
-    long n = -1;
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
-        n = strtol(PQgetvalue(r, 0, 0), NULL, 10);
-    else
-        fprintf(stderr, "%s: %s", sql, PQerrorMessage(db));
-    PQclear(r);
-    return n;
-}
-
 /* The stored seconds of [from, to) of account (NULL: all), by reading
  * them back; *disk_sum sums their disk_bytes. */
 static size_t
@@ -153,7 +140,7 @@ test_refusals(PGconn *db, struct meter_registry *reg)
 
     /* A stored sandbox under another account, with a new valid sample
      * in the same batch: refused whole, nothing stored. */
-    long before = count(db, "SELECT count(*) FROM usage_blocks");
+    long before = testdb_count(db, "SELECT count(*) FROM usage_blocks");
     struct meter_sample mixed[] = {paused("acme", "sb-new", JAN + 10, 1),
                                    paused("other", "sb-1", JAN + 10, 1)};
     o = ingest(db, reg, mixed, 2, JAN);
@@ -161,9 +148,9 @@ test_refusals(PGconn *db, struct meter_registry *reg)
     CHECK(o.probs.items[0].index == 1);
     CHECK_STR(o.probs.items[0].err.field, "account_id");
     CHECK(strstr(o.probs.items[0].err.reason, "belongs to account 'acme'"));
-    CHECK(count(db, "SELECT count(*) FROM usage_blocks") == before);
-    CHECK(count(db, "SELECT count(*) FROM sandboxes"
-                    " WHERE sandbox_id = 'sb-new'") == 0);
+    CHECK(testdb_count(db, "SELECT count(*) FROM usage_blocks") == before);
+    CHECK(testdb_count(db, "SELECT count(*) FROM sandboxes"
+                           " WHERE sandbox_id = 'sb-new'") == 0);
     /* One new sandbox under two accounts in one batch. */
     struct meter_sample two[] = {paused("x", "sb-9", JAN, 1),
                                  paused("y", "sb-9", JAN + 1, 1)};
@@ -171,8 +158,9 @@ test_refusals(PGconn *db, struct meter_registry *reg)
     CHECK(o.st == METER_INGEST_INVALID && o.probs.total == 1);
     CHECK(o.probs.items[0].index == 1);
     /* Accounts seen first in samples are created, marked as such. */
-    CHECK(count(db, "SELECT count(*) FROM accounts WHERE account_id = 'acme'"
-                    " AND auto_created") == 1);
+    CHECK(testdb_count(db,
+                       "SELECT count(*) FROM accounts WHERE account_id = 'acme'"
+                       " AND auto_created") == 1);
 }
 
 static void
@@ -205,11 +193,11 @@ test_months_and_ranges(PGconn *db, struct meter_registry *reg)
     CHECK(stored(db, "acme", FEB, FEB + 1, &disk) == 1 && disk == 20);
     CHECK(stored(db, "acme", FEB - 1, FEB + 1, &disk) == 2 && disk == 30);
     CHECK(stored(db, "nobody", 0, FEB + 1, &disk) == 0);
-    CHECK(count(db, "SELECT count(*) FROM pg_class"
-                    " WHERE relname IN ('usage_blocks_202601',"
-                    " 'usage_blocks_202602')") == 2);
+    CHECK(testdb_count(db, "SELECT count(*) FROM pg_class"
+                           " WHERE relname IN ('usage_blocks_202601',"
+                           " 'usage_blocks_202602')") == 2);
     /* Rollups count exactly the seconds stored. */
-    long hourly = count(db, "SELECT sum(samples) FROM usage_hourly");
+    long hourly = testdb_count(db, "SELECT sum(samples) FROM usage_hourly");
     size_t all = stored(db, NULL, 0, FEB + 3600, &disk);
     CHECK(hourly == (long)all);
 }

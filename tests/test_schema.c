@@ -28,19 +28,6 @@ expect(PGconn *db, const char *sql, const char *want, int line)
 #define EXPECT_OK(db, sql) expect(db, sql, NULL, __LINE__)
 #define EXPECT_ERR(db, sql, state) expect(db, sql, state, __LINE__)
 
-static long
-count(PGconn *db, const char *sql)
-{
-    PGresult *r = PQexec(db, sql);
-    long n = -1;
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
-        n = strtol(PQgetvalue(r, 0, 0), NULL, 10);
-    else
-        fprintf(stderr, "%s: %s", sql, PQerrorMessage(db));
-    PQclear(r);
-    return n;
-}
-
 static void
 test_migrate(PGconn *db, struct meter_migration_set *set)
 {
@@ -50,7 +37,8 @@ test_migrate(PGconn *db, struct meter_migration_set *set)
     CHECK(meter_migrate(db, set, NULL, NULL, &applied, &version, &e) == 0);
     CHECK(applied == (int)set->n);
     CHECK(version == set->items[set->n - 1].version);
-    CHECK(count(db, "SELECT count(*) FROM schema_migrations") == (long)set->n);
+    CHECK(testdb_count(db, "SELECT count(*) FROM schema_migrations") ==
+          (long)set->n);
 
     /* A second run applies nothing. */
     CHECK(meter_migrate(db, set, NULL, NULL, &applied, &version, &e) == 0);
@@ -99,9 +87,9 @@ test_failed_migration_is_atomic(PGconn *db, struct meter_migration_set *set)
 
     CHECK(meter_migrate(db, &bigger, NULL, NULL, &applied, &version, &e) == -1);
     CHECK(strstr(e.msg, file) && strstr(e.msg, "line 2"));
-    CHECK(count(db, "SELECT count(*) FROM pg_class"
-                    " WHERE relname = 'half_done'") == 0);
-    CHECK(count(db, "SELECT max(version) FROM schema_migrations") ==
+    CHECK(testdb_count(db, "SELECT count(*) FROM pg_class"
+                           " WHERE relname = 'half_done'") == 0);
+    CHECK(testdb_count(db, "SELECT max(version) FROM schema_migrations") ==
           set->items[set->n - 1].version);
 
     struct meter_migration_status *s;
@@ -133,9 +121,10 @@ test_comments(PGconn *db)
         test_failures++;
     }
     PQclear(r);
-    CHECK(count(db, "SELECT count(*) FROM pg_class c JOIN pg_namespace n"
-                    " ON n.oid = c.relnamespace WHERE n.nspname = 'public'"
-                    " AND c.relkind = 'r'") >= 5);
+    CHECK(testdb_count(db,
+                       "SELECT count(*) FROM pg_class c JOIN pg_namespace n"
+                       " ON n.oid = c.relnamespace WHERE n.nspname = 'public'"
+                       " AND c.relkind = 'r'") >= 5);
 }
 
 static void

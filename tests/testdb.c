@@ -75,3 +75,16 @@ testdb_drop(struct testdb *t, PGconn *db)
     PQclear(PQexec(admin, sql));
     PQfinish(admin);
 }
+
+long
+testdb_count(PGconn *db, const char *sql)
+{
+    PGresult *r = PQexec(db, sql);
+    long n = -1;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        n = strtol(PQgetvalue(r, 0, 0), NULL, 10);
+    else
+        fprintf(stderr, "%s: %s", sql, PQerrorMessage(db));
+    PQclear(r);
+    return n;
+}

@@ -194,6 +194,26 @@ authenticate(struct meter_http_request *rq)
     return true;
 }
 
+/* Refuses rq: the bodies held reach max_buffered. Returns false. */
+static bool
+saturated(struct meter_http_request *rq)
+{
+    meter_http_reply_problem(rq, 503, "saturated", "Service saturated", NULL,
+                             "too many batches are arriving at once; retry "
+                             "later");
+    return false;
+}
+
+/* Reserves n more bytes of max_buffered for rq's body; false if that
+ * passes the bound (the bytes stay counted until rq completes). */
+static bool
+reserve(struct meter_http_request *rq, size_t n)
+{
+    size_t held = atomic_fetch_add(&rq->h->buffered, n);
+    rq->reserved += n;
+    return held + n <= rq->h->cfg.max_buffered;
+}
+
 /* For a route with a body: the encoding, the declared length, and the
  * reservation against max_buffered. False after refusing. */
 static bool
@@ -220,17 +240,8 @@ admit_body(struct meter_http_request *rq)
     }
     /* Reserve the body's size: past max_buffered the service is
      * saturated, and says so rather than run out of memory. */
-    size_t want = has_length ? (size_t)declared : h->cfg.max_body;
-    size_t held = atomic_fetch_add(&h->buffered, want);
-    rq->reserved = want;
-    if (held + want > h->cfg.max_buffered) {
-        meter_http_reply_problem(rq, 503, "saturated", "Service saturated",
-                                 NULL,
-                                 "too many batches are arriving at once; "
-                                 "retry later");
-        return false;
-    }
-    return true;
+    return reserve(rq, has_length ? (size_t)declared : h->cfg.max_body) ||
+           saturated(rq);
 }
 
 /* The whole body has arrived: the size cap, then gzip. False after
@@ -265,18 +276,9 @@ finish_body(struct meter_http_request *rq)
     }
     /* The inflated body counts against max_buffered too. */
     size_t more = len > rq->body.len ? len - rq->body.len : 0;
-    size_t held = atomic_fetch_add(&h->buffered, more);
-    rq->reserved += more;
     meter_buf_release(&rq->body);
     rq->body = (struct meter_buf){.p = plain, .len = len, .cap = len + 1};
-    if (held + more > h->cfg.max_buffered) {
-        meter_http_reply_problem(rq, 503, "saturated", "Service saturated",
-                                 NULL,
-                                 "too many batches are arriving at once; "
-                                 "retry later");
-        return false;
-    }
-    return true;
+    return reserve(rq, more) || saturated(rq);
 }
 
 /* ---- the request's life ------------------------------------------------ */

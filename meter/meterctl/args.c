@@ -6,6 +6,7 @@
 
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdlib.h>
 
 #include "pricing.h"
 
@@ -69,4 +70,28 @@ ctl_connect(const struct ctl *ctl)
     if (!db)
         ctl_failed(&e);
     return db;
+}
+
+/* A price book's text is at most this long. */
+#define BOOK_MAX ((size_t)1 << 20)
+
+struct pricing_book *
+ctl_read_book(const char *path, char **text)
+{
+    struct meter_err e = {{0}};
+    struct pricing_err pe = {{0}};
+    char *t;
+    size_t len;
+    if (meter_file_read(path, BOOK_MAX, &t, &len, &e) < 0) {
+        ctl_failed(&e);
+        return NULL;
+    }
+    struct pricing_book *book = pricing_book_parse(t, len, path, &pe);
+    if (!book)
+        fprintf(stderr, "meterctl: %s\n", pe.msg);
+    if (book && text)
+        *text = t;
+    else
+        free(t);
+    return book;
 }

@@ -9,9 +9,6 @@
 
 #include "pricing.h"
 
-/* A book's text is at most this long. */
-#define BOOK_MAX (1 << 20)
-
 int
 ctl_books(struct ctl *ctl, int argc, char **argv)
 {
@@ -21,21 +18,11 @@ ctl_books(struct ctl *ctl, int argc, char **argv)
         return ctl_usage_error("books add needs one price book file");
     const char *path = argv[2];
     struct meter_err e = {{0}};
-    struct pricing_err pe = {{0}};
-    struct pricing_book *book = NULL;
     PGconn *db = NULL;
     char *text = NULL;
-    size_t len;
     int version, rc = CTL_FAILED;
-    if (meter_file_read(path, BOOK_MAX, &text, &len, &e) < 0) {
-        ctl_failed(&e);
-        goto out;
-    }
-    if (!(book = pricing_book_parse(text, len, path, &pe))) {
-        fprintf(stderr, "meterctl: %s\n", pe.msg);
-        goto out;
-    }
-    if (!(db = ctl_connect(ctl)))
+    struct pricing_book *book = ctl_read_book(path, &text);
+    if (!book || !(db = ctl_connect(ctl)))
         goto out;
     switch (meter_db_book_add(db, book, text, &version, &e)) {
     case METER_DB_ROWS:

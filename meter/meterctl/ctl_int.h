@@ -46,6 +46,11 @@ int ctl_check_account(const char *cmd, const char *option, const char *id);
 int ctl_parse_time(const char *cmd, const char *option, const char *s,
                    int64_t *out);
 
+/* Reads and validates the price book of file path: the book, and its
+ * text in *text (malloc'd) when text is not NULL. Prints the error
+ * (file, key path, value); NULL on failure. */
+struct pricing_book *ctl_read_book(const char *path, char **text);
+
 /* Connects to the database of ctl; prints the error. NULL on failure. */
 PGconn *ctl_connect(const struct ctl *ctl);
 

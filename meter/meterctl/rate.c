@@ -14,9 +14,6 @@
 #include "pricing.h"
 #include "report.h"
 
-/* A price book's text is at most this long. */
-#define BOOK_MAX ((size_t)64 << 20)
-
 struct rate_args {
     const char *book, *period, *format, *from, *to, *account;
     const char **usage;
@@ -141,8 +138,7 @@ ctl_rate(struct ctl *ctl, int argc, char **argv)
     struct meter_usage_reader *stored = NULL;
     struct pricing_statement *st = NULL;
     PGconn *db = NULL;
-    char *text = NULL;
-    size_t len, n = 0;
+    size_t n = 0;
     int rc;
 
     if (!(a.usage = calloc((size_t)argc + 1, sizeof(*a.usage))))
@@ -150,14 +146,8 @@ ctl_rate(struct ctl *ctl, int argc, char **argv)
     if ((rc = parse_args(argc, argv, &a)) != 0)
         goto out;
     rc = CTL_FAILED;
-    if (meter_file_read(a.book, BOOK_MAX, &text, &len, &e) < 0) {
-        ctl_failed(&e);
+    if (!(book = ctl_read_book(a.book, NULL)))
         goto out;
-    }
-    if (!(book = pricing_book_parse(text, len, a.book, &pe))) {
-        fprintf(stderr, "meterctl: %s\n", pe.msg);
-        goto out;
-    }
     struct pricing_source src;
     if (a.nusage == 0) {
         if (!(db = ctl_connect(ctl)))
@@ -195,7 +185,6 @@ out:
     meter_sample_set_free(set);
     pricing_statements_free(st, n);
     pricing_book_free(book);
-    free(text);
     free(a.usage);
     return rc;
 }
