@@ -338,19 +338,18 @@ pricing_rater_finish(struct pricing_rater *r, struct pricing_statement **out,
     r->in_sandbox = false;
     struct rate_acct **list = calloc(r->nacct ? r->nacct : 1, sizeof(*list));
     struct pricing_statement *st = calloc(r->nacct ? r->nacct : 1, sizeof(*st));
+    size_t k = 0, priced = 0;
     int rc = -1;
     if (!list || !st) {
         snprintf(e->msg, sizeof(e->msg), "out of memory");
         goto out;
     }
-    size_t k = 0;
     for (size_t i = 0; i < r->nbuckets; i++)
         for (struct rate_acct *a = r->buckets[i]; a; a = a->next)
             if (!r->only_year ||
                 (a->year == r->only_year && a->month == r->only_month))
                 list[k++] = a;
     qsort(list, k, sizeof(*list), by_account_period);
-    size_t priced = 0;
     for (; priced < k; priced++)
         if (rate_price(r->book, list[priced], &st[priced], e) < 0) {
             priced++; /* its lines so far are released below */

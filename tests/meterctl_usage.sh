@@ -41,4 +41,18 @@ contains "$err" "cannot connect" "unreachable from the environment"
 expect_status 1 "$METERCTL" --db "host=/nonexistent-dir" migrate --migrations /nonexistent
 contains "$err" "/nonexistent" "missing migrations directory"
 
+# No database configured and the embedded one not running: every command
+# that needs one says so, and none starts a database by itself.
+empty=$(mktemp -d)
+for cmd in "migrate" "keys list" "export --from 0 --to 1" \
+    "accounts add acme" "rate --price-book $(dirname "$0")/../pricing/books/e2b-pro.json --from 0 --to 1"; do
+    # shellcheck disable=SC2086
+    expect_status 1 sh -c "cd '$empty' && METER_DATABASE_URL= '$METERCTL' $cmd"
+    contains "$err" "no database" "'$cmd' with no database"
+    contains "$err" "meterctl db start" "'$cmd' says how to start one"
+done
+checks=$((checks + 1))
+[ -e "$empty/var" ] && fail "a command without a database created var/"
+rm -rf "$empty"
+
 finish

@@ -183,8 +183,13 @@ post $A "$HOST" text/plain rows.json
 expect_http 415 "text/plain"
 post $A "$HOST" application/json rows.json -H "Content-Encoding: br"
 expect_http 415 "brotli"
-status=$(curl -s -o /dev/null -w '%{http_code}' "$A/v1/samples")
+status=$(curl -s -o /dev/null -D allow.txt -w '%{http_code}' "$A/v1/samples")
 expect_http 405 "GET /v1/samples"
+contains "$(cat allow.txt)" "Allow: POST" "405 names the allowed method"
+status=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$A/healthz")
+expect_http 405 "POST /healthz"
+status=$(curl -s -o /dev/null -w '%{http_code}' -I "$A/healthz")
+expect_http 200 "HEAD /healthz"
 status=$(curl -s -o /dev/null -w '%{http_code}' "$A/nowhere")
 expect_http 404 "unknown route"
 

@@ -3,7 +3,8 @@
  * without HTTP: exactly once (duplicates and conflicts, across batches
  * and within one, the first value standing), the future cutoff on both
  * sides, a sandbox's account, atomicity, a second process's registry,
- * month boundaries, the read-back range's ends, and the rollups.
+ * month boundaries, the read-back range's ends, and the rollups; and
+ * the transaction runner it goes through.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +203,77 @@ test_months_and_ranges(PGconn *db, struct meter_registry *reg)
     CHECK(hourly == (long)all);
 }
 
+/* A transaction function: inserts its attempt number, then returns the
+ * status planned for that attempt (or fails a statement first). */
+struct plan {
+    enum meter_db_status status[5];
+    bool fail_statement;
+    int attempts;
+};
+
+static enum meter_db_status
+planned(PGconn *db, void *arg, struct meter_err *e)
+{
+    struct plan *p = arg;
+    char sql[96];
+    snprintf(sql, sizeof(sql), "INSERT INTO tx_probe VALUES (%d)", p->attempts);
+    PQclear(PQexec(db, sql));
+    if (p->fail_statement)
+        PQclear(PQexec(db, "SELECT 1/0"));
+    if (p->status[p->attempts] < 0 && p->status[p->attempts] != METER_DB_ABORT)
+        meter_fail(e, "planned failure");
+    return p->status[p->attempts++];
+}
+
+static void
+test_runner(PGconn *db)
+{
+    struct meter_err e = {{0}};
+    PQclear(PQexec(db, "CREATE TABLE tx_probe (attempt int)"));
+    /* Retried while SOFT, committed once NONE: only the last attempt's
+     * work stays. */
+    struct plan p = {{METER_DB_SOFT, METER_DB_SOFT, METER_DB_NONE}, false, 0};
+    CHECK(meter_db_transaction(db, "BEGIN", 5, planned, &p, &e) ==
+          METER_DB_NONE);
+    CHECK(p.attempts == 3);
+    CHECK(testdb_count(db, "SELECT count(*) FROM tx_probe") == 1);
+    CHECK(testdb_count(db, "SELECT max(attempt) FROM tx_probe") == 2);
+    /* SOFT every time: gives up after `attempts`, nothing committed. */
+    struct plan soft = {{METER_DB_SOFT, METER_DB_SOFT, METER_DB_SOFT,
+                         METER_DB_SOFT, METER_DB_SOFT},
+                        false,
+                        0};
+    CHECK(meter_db_transaction(db, "BEGIN", 3, planned, &soft, &e) ==
+          METER_DB_SOFT);
+    CHECK(soft.attempts == 3);
+    CHECK(testdb_count(db, "SELECT count(*) FROM tx_probe") == 1);
+    /* HARD and ABORT: one attempt, rolled back. */
+    struct plan hard = {{METER_DB_HARD}, false, 0};
+    CHECK(meter_db_transaction(db, "BEGIN", 5, planned, &hard, &e) ==
+          METER_DB_HARD);
+    struct plan abort_ = {{METER_DB_ABORT}, false, 0};
+    CHECK(meter_db_transaction(db, "BEGIN", 5, planned, &abort_, &e) ==
+          METER_DB_ABORT);
+    CHECK(hard.attempts == 1 && abort_.attempts == 1);
+    CHECK(testdb_count(db, "SELECT count(*) FROM tx_probe") == 1);
+    /* Success claimed over a failed statement: not a commit. */
+    struct plan liar = {{METER_DB_NONE}, true, 0};
+    CHECK(meter_db_transaction(db, "BEGIN", 5, planned, &liar, &e) ==
+          METER_DB_HARD);
+    CHECK(strstr(e.msg, "not committed") != NULL);
+    CHECK(testdb_count(db, "SELECT count(*) FROM tx_probe") == 1);
+    /* No transaction is left open. */
+    CHECK(PQtransactionStatus(db) == PQTRANS_IDLE);
+    /* The exec helper: rows, none, and the server's message. */
+    CHECK(meter_db_exec(db, "w", "SELECT 1", 0, NULL, NULL, NULL, NULL, &e) ==
+          METER_DB_ROWS);
+    CHECK(meter_db_exec(db, "w", "SELECT 1 WHERE false", 0, NULL, NULL, NULL,
+                        NULL, &e) == METER_DB_NONE);
+    CHECK(meter_db_exec(db, "cannot divide", "SELECT 1/0", 0, NULL, NULL, NULL,
+                        NULL, &e) == METER_DB_HARD);
+    CHECK(strstr(e.msg, "cannot divide: ERROR:  division by zero") == e.msg);
+}
+
 int
 main(void)
 {
@@ -223,6 +295,7 @@ main(void)
     test_refusals(db, reg);
     test_second_process(db);
     test_months_and_ranges(db, reg);
+    test_runner(db);
     meter_registry_free(reg);
     testdb_drop(&t, db);
     return test_result();

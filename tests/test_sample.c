@@ -6,6 +6,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "meter_sample.h"
 #include "testutil.h"
@@ -226,6 +227,73 @@ test_format_round_trip(void)
     CHECK_STR(buf, "0");
 }
 
+/* Sample sets: read from files in any order, handed out by (sandbox,
+ * ts, input order); refusals leave the set as it was; the byte cap. */
+static void
+test_set(void)
+{
+    char path[] = "/tmp/test_set_XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "{\"ts\":3," PAUSED ",\"disk_bytes\":30}\n\n"
+               "{\"ts\":1,\"account_id\":\"b\",\"sandbox_id\":\"sb-0\","
+               "\"state\":\"paused\",\"disk_bytes\":10}\n"
+               "{\"ts\":2," PAUSED ",\"disk_bytes\":20}\n"
+               "{\"ts\":3," PAUSED ",\"disk_bytes\":31}\n");
+    fclose(f);
+    struct meter_err e = {{0}};
+    struct meter_sample_set *set = meter_sample_set_new(64 * 5);
+    CHECK(meter_sample_set_read(set, path, &e) == 0);
+    CHECK(meter_sample_set_count(set) == 4);
+    /* sb-1 under another account: refused, named, nothing added. */
+    struct meter_sample other = {"x", "sb-1", {9, 0, 0, 0, 0, 0, 0}};
+    CHECK(meter_sample_set_add(set, &other, "here", &e) == -1);
+    CHECK(strstr(e.msg, "here: field 'account_id' value \"x\"") != NULL);
+    CHECK(strstr(e.msg, "belongs to account 'acme'") != NULL);
+    CHECK(meter_sample_set_count(set) == 4 && !meter_sample_set_full(set));
+    /* The fifth fits in 5 x 64 bytes; the sixth does not. */
+    struct meter_sample fifth = {"b", "sb-0", {0, 0, 0, 0, 0, 5, 0}};
+    CHECK(meter_sample_set_add(set, &fifth, "5th", &e) == 0);
+    CHECK(meter_sample_set_add(set, &fifth, "6th", &e) == -1);
+    CHECK(meter_sample_set_full(set) && meter_sample_set_count(set) == 5);
+    CHECK(strstr(e.msg, "6th: more than 5 samples") != NULL);
+
+    struct pricing_source src = meter_sample_set_source(set);
+    struct pricing_block b;
+    struct pricing_err pe = {{0}};
+    /* sb-1 was seen first, so it comes first; in ts order, the first
+     * copy of ts 3 (disk 30) before the second (31). */
+    CHECK(src.next(src.ctx, &b, &pe) == 1);
+    CHECK_STR(b.sandbox_id, "sb-1");
+    CHECK_STR(b.account_id, "acme");
+    CHECK(b.n == 3 && b.s[0].ts == 2 && b.s[1].disk_bytes == 30 &&
+          b.s[2].disk_bytes == 31);
+    CHECK(src.next(src.ctx, &b, &pe) == 1);
+    CHECK_STR(b.sandbox_id, "sb-0");
+    CHECK(b.n == 2 && b.s[0].ts == 0 && b.s[1].ts == 1);
+    CHECK(src.next(src.ctx, &b, &pe) == 0);
+    CHECK(meter_sample_set_add(set, &fifth, "late", &e) == -1);
+    meter_sample_set_free(set);
+
+    /* A JSON array, and an error naming file, sample, field, value. */
+    f = fopen(path, "w");
+    fprintf(f, "  [{\"ts\":1," PAUSED ",\"disk_bytes\":1},"
+               "{\"ts\":2," PAUSED ",\"disk_bytes\":-1}]");
+    fclose(f);
+    set = meter_sample_set_new(1 << 20);
+    CHECK(meter_sample_set_read(set, path, &e) == -1);
+    CHECK(strstr(e.msg, ": sample [1]: field 'disk_bytes' value -1: must be "
+                        ">= 0") != NULL);
+    CHECK(strstr(e.msg, path) == e.msg);
+    CHECK(meter_sample_set_count(set) == 1);
+    meter_sample_set_free(set);
+    unlink(path);
+    set = meter_sample_set_new(1 << 20);
+    CHECK(meter_sample_set_read(set, path, &e) == -1);
+    CHECK(strstr(e.msg, "cannot open") != NULL);
+    meter_sample_set_free(set);
+}
+
 int
 main(void)
 {
@@ -233,5 +301,6 @@ main(void)
     test_accepted();
     test_values_shortened();
     test_format_round_trip();
+    test_set();
     return test_result();
 }

@@ -64,6 +64,11 @@ meter_db_transaction(PGconn *db, const char *begin, int attempts,
         if (rc < 0)
             return rc;
         rc = fn(db, arg, e);
+        /* A COMMIT of a failed transaction rolls back and says OK: a
+         * function that reports success over a failed statement is an
+         * error, not a commit. */
+        if (rc >= 0 && PQtransactionStatus(db) != PQTRANS_INTRANS)
+            rc = db_hard(e, "the transaction failed and was not committed");
         if (rc >= 0) {
             enum meter_db_status done = meter_db_exec(
                 db, "cannot commit", "COMMIT", 0, NULL, NULL, NULL, NULL, e);

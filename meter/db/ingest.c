@@ -15,7 +15,6 @@
 #include "db_int.h"
 
 #include <arpa/inet.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,7 +225,7 @@ find_group(struct batch *b, const char *id)
     return NULL;
 }
 
-/* Fills groups[].reg from the registry, then the database; registers
+/* Fills groups[].sb from the registry, then the database; registers
  * new sandboxes (and accounts). Checks each sample's account. */
 static enum meter_db_status
 resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
@@ -375,7 +374,6 @@ check_stored(PGconn *db, struct batch *b, struct meter_err *e)
 {
     struct meter_buf acct = {0}, sb = {0}, min = {0}, mask = {0};
     int64_t lo = INT64_MAX, hi = INT64_MIN;
-    char num[32];
     meter_buf_str(&acct, "{");
     meter_buf_str(&sb, "{");
     meter_buf_str(&min, "{");
@@ -384,14 +382,10 @@ check_stored(PGconn *db, struct batch *b, struct meter_err *e)
         const struct block *k = &b->blocks[i];
         const struct group *g = &b->groups[k->group];
         const char *sep = i ? "," : "";
-        snprintf(num, sizeof(num), "%s%d", sep, g->sb.account_pk);
-        meter_buf_str(&acct, num);
-        snprintf(num, sizeof(num), "%s%d", sep, g->sb.sandbox_pk);
-        meter_buf_str(&sb, num);
-        snprintf(num, sizeof(num), "%s%lld", sep, (long long)k->minute);
-        meter_buf_str(&min, num);
-        snprintf(num, sizeof(num), "%s%lld", sep, (long long)k->mask);
-        meter_buf_str(&mask, num);
+        meter_buf_printf(&acct, "%s%d", sep, g->sb.account_pk);
+        meter_buf_printf(&sb, "%s%d", sep, g->sb.sandbox_pk);
+        meter_buf_printf(&min, "%s%lld", sep, (long long)k->minute);
+        meter_buf_printf(&mask, "%s%lld", sep, (long long)k->mask);
         lo = k->minute < lo ? k->minute : lo;
         hi = k->minute > hi ? k->minute : hi;
     }
@@ -586,12 +580,10 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
                          " sum(m), sum(mu), sum(d), sum(e) FROM (VALUES ");
     for (size_t j = 0; j < nrolls; j++) {
         const struct roll *x = &rolls[j];
-        char head[96];
-        snprintf(
-            head, sizeof(head), "%s(%d, %lld, %llu::bigint, %llu::bigint, ",
-            j ? ", " : "", x->account_pk, (long long)x->hour,
-            (unsigned long long)x->samples, (unsigned long long)x->running);
-        meter_buf_str(&roll, head);
+        meter_buf_printf(&roll, "%s(%d, %lld, %llu::bigint, %llu::bigint, ",
+                         j ? ", " : "", x->account_pk, (long long)x->hour,
+                         (unsigned long long)x->samples,
+                         (unsigned long long)x->running);
         pricing_u128 v[] = {x->vcpu,     x->used, x->mem,
                             x->mem_used, x->disk, x->egress};
         for (int c = 0; c < 6; c++) {

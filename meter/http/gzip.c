@@ -63,6 +63,13 @@ http_gunzip(const char *in, size_t len, size_t max, char **out, size_t *out_len)
         rc = -2;
         goto out;
     }
+    if (z.total_out == cap) { /* room for the NUL */
+        char *p = realloc(buf, cap + 1);
+        if (!p)
+            goto out;
+        buf = p;
+    }
+    buf[z.total_out] = '\0';
     *out = buf;
     *out_len = z.total_out;
     buf = NULL;

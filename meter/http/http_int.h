@@ -54,10 +54,12 @@ struct meter_http_request {
     char *param_value[HTTP_MAX_PARAMS];
     size_t nparams;
     struct meter_buf body;
-    bool too_big;
-    size_t received; /* body bytes received, kept or not */
-    size_t reserved; /* bytes counted against max_buffered */
+    bool too_big;       /* past max_body (or out of memory): dropped */
+    bool out_of_memory; /* the body could not be held */
+    size_t received;    /* body bytes received, kept or not */
+    size_t reserved;    /* bytes counted against max_buffered */
     struct timespec start;
+    char allow[32];         /* for a 405: the methods of the path */
     unsigned status;        /* 0 until answered */
     enum MHD_Result result; /* of queueing the answer */
     char note[160];         /* for the access log */
@@ -70,8 +72,9 @@ void http_queue(struct meter_http_request *rq, unsigned status,
 /* Counts a finished request in its route's metrics. */
 void http_observe(struct meter_http_request *rq, double seconds);
 
-/* Inflates a gzip stream of len bytes into a malloc'd *out of at most
- * max bytes: 0, -1 if corrupt or truncated, -2 if larger than max. */
+/* Inflates a gzip stream of len bytes into a malloc'd, NUL-terminated
+ * *out of at most max bytes (*out_len excludes the NUL): 0, -1 if
+ * corrupt, truncated or out of memory, -2 if larger than max. */
 int http_gunzip(const char *in, size_t len, size_t max, char **out,
                 size_t *out_len);
 

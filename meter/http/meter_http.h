@@ -71,7 +71,8 @@ struct meter_http_config {
     size_t nroutes;
 };
 
-/* Starts serving; NULL with e set if it cannot listen. */
+/* Starts serving; NULL with e set if it cannot listen. One server a
+ * process (its threads' database connections are thread-local). */
 struct meter_http *meter_http_start(const struct meter_http_config *cfg,
                                     struct meter_err *e);
 /* Stops accepting connections, lets the requests being handled finish,

@@ -33,6 +33,8 @@ http_queue(struct meter_http_request *rq, unsigned status,
     if (status == 401)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                 "Bearer");
+    if (status == 405 && rq->allow[0])
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rq->allow);
     rq->status = status;
     rq->result = MHD_queue_response(rq->c, status, resp);
     MHD_destroy_response(resp);

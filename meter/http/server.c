@@ -69,24 +69,32 @@ static bool
 route(struct meter_http_request *rq)
 {
     const struct meter_http_config *cfg = &rq->h->cfg;
-    const char *allowed = NULL;
     for (size_t i = 0; i < cfg->nroutes; i++) {
         const struct meter_http_route *r = &cfg->routes[i];
         if (!path_matches(r->path, rq->url, NULL))
             continue;
         if (!method_is(rq->method, r->method)) {
-            allowed = r->method;
-            rq->route_index = i; /* counted under the path's route */
+            /* Counted, as 404s are, under "other". */
+            size_t len = strlen(rq->allow);
+            snprintf(rq->allow + len, sizeof(rq->allow) - len, "%s%s",
+                     len ? ", " : "", r->method);
             continue;
         }
         rq->route = r;
         rq->route_index = i;
         path_matches(r->path, rq->url, rq);
+        for (size_t k = 0; k < rq->nparams; k++)
+            if (!rq->param_value[k]) {
+                meter_http_reply_problem(rq, 503, "saturated", "Out of memory",
+                                         NULL, "retry later");
+                return false;
+            }
         return true;
     }
-    if (allowed)
+    if (rq->allow[0])
         meter_http_reply_problem(rq, 405, "method-not-allowed",
-                                 "Method not allowed", NULL, "use %s", allowed);
+                                 "Method not allowed", NULL, "use %s",
+                                 rq->allow);
     else
         meter_http_reply_problem(rq, 404, "not-found", "Not found", NULL,
                                  "no such route");
@@ -231,7 +239,8 @@ admit_body(struct meter_http_request *rq)
     }
     const char *cl = meter_http_header(rq, "Content-Length");
     uint64_t declared = 0;
-    bool has_length = cl && meter_parse_count(cl, UINT64_MAX, &declared) == 0;
+    bool has_length = cl && (strcmp(cl, "0") == 0 ||
+                             meter_parse_count(cl, UINT64_MAX, &declared) == 0);
     if (has_length && declared > h->cfg.max_body) {
         meter_http_reply_problem(rq, 413, "too-large", "Body too large", NULL,
                                  "the body is larger than %zu bytes",
@@ -250,6 +259,8 @@ static bool
 finish_body(struct meter_http_request *rq)
 {
     struct meter_http *h = rq->h;
+    if (rq->out_of_memory)
+        return saturated(rq);
     if (rq->too_big) {
         meter_http_reply_problem(rq, 413, "too-large", "Body too large", NULL,
                                  "the body is larger than %zu bytes",
@@ -292,8 +303,13 @@ admit(struct meter_http_request *rq)
         return false;
     if (rq->route->roles && !authenticate(rq))
         return false;
-    if (rq->route->admit && !rq->route->admit(rq))
+    if (rq->route->admit && !rq->route->admit(rq)) {
+        if (!rq->status) /* a refusal must answer; this one did not */
+            meter_http_reply_problem(rq, 500, "internal", "Internal error",
+                                     NULL,
+                                     "the request was refused unanswered");
         return false;
+    }
     if (rq->route->body && !admit_body(rq))
         return false;
     return true;
@@ -314,7 +330,9 @@ take_body(struct meter_http_request *rq, const char *data, size_t n)
     }
     meter_buf_add(&rq->body, data, n);
     if (rq->body.failed) {
-        /* Out of memory: as good as too big for this server now. */
+        /* Out of memory: keep reading, storing nothing, and say
+         * saturated (retry later) rather than too large (give up). */
+        rq->out_of_memory = true;
         rq->too_big = true;
         meter_buf_release(&rq->body);
     }
@@ -484,6 +502,10 @@ meter_http_start(const struct meter_http_config *cfg, struct meter_err *e)
                    HTTP_MAX_THREADS - 1);
         return NULL;
     }
+    if (!cfg->conninfo) {
+        meter_fail(e, "no database configured");
+        return NULL;
+    }
     struct meter_http *h = calloc(1, sizeof(*h));
     if (!h || !(h->conninfo = strdup(cfg->conninfo)) ||
         !(h->metrics = calloc(cfg->nroutes + 1, sizeof(*h->metrics)))) {
@@ -521,10 +543,13 @@ meter_http_stop(struct meter_http *h)
 {
     if (!h)
         return;
-    MHD_quiesce_daemon(h->daemon);
+    /* The listening socket is ours once quiesced: closed after the stop. */
+    MHD_socket listener = MHD_quiesce_daemon(h->daemon);
     while (atomic_load(&h->in_flight) > 0)
         usleep(10000);
     MHD_stop_daemon(h->daemon);
+    if (listener != MHD_INVALID_SOCKET)
+        close(listener);
     /* The pool's threads are gone: no one uses the connections. */
     int n = atomic_load(&h->nconns);
     for (int i = 0; i < n && i < HTTP_MAX_THREADS; i++)

@@ -105,21 +105,21 @@ parse_args(int argc, char **argv, struct rate_args *a)
 static struct meter_sample_set *
 read_usage(const struct rate_args *a, struct meter_err *e)
 {
-    /* About 64 bytes a sample held (sample_set's record). */
-    size_t max = (size_t)(a->memory_mib * 1048576 / 64);
-    struct meter_sample_set *set = meter_sample_set_new(max);
+    struct meter_sample_set *set =
+        meter_sample_set_new((size_t)(a->memory_mib << 20));
     if (!set) {
         meter_fail(e, "out of memory");
         return NULL;
     }
     for (size_t i = 0; i < a->nusage; i++) {
         if (meter_sample_set_read(set, a->usage[i], e) < 0) {
-            if (meter_sample_set_count(set) >= max)
+            if (meter_sample_set_full(set))
                 meter_fail(e,
                            "%s: more than %zu samples, the limit of the "
                            "in-memory sort (--memory-limit %llu MiB); raise "
                            "it, or rate the accounts in separate runs",
-                           a->usage[i], max, (unsigned long long)a->memory_mib);
+                           a->usage[i], meter_sample_set_count(set),
+                           (unsigned long long)a->memory_mib);
             meter_sample_set_free(set);
             return NULL;
         }

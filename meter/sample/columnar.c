@@ -89,9 +89,8 @@ meter_columnar_add(struct meter_columnar *c, const char *account,
         meter_buf_str(t, same ? "\":" : "\":[");
         for (size_t i = 0; i < (same ? 1 : n); i++) {
             uint64_t v = col_value(&s[i], f);
-            /* A paused second's running-only values are ignored; an
-             * allocation it lacks is written as the run's first, so the
-             * array stays valid (vcpu > 0, used <= vcpu). */
+            /* A paused second's running-only values are written as 0:
+             * the parser ignores them on paused seconds. */
             if (!s[i].vcpu && !same && f != METER_F_DISK && f != METER_F_EGRESS)
                 v = 0;
             len =

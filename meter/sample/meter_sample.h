@@ -145,13 +145,16 @@ int meter_block_decode(int64_t minute, uint64_t mask, const uint8_t *data,
 /*
  * Samples held in memory, in any order and from several inputs, handed
  * to the rating engine sorted by (sandbox, ts, input order), so that the
- * first of a repeated second in input order stands. Holds at most
- * max_samples; a sandbox seen under two accounts is refused.
+ * first of a repeated second in input order stands. Its samples take at
+ * most max_bytes (64 bytes each); a sandbox seen under two accounts is
+ * refused. A refused sample leaves the set as it was.
  */
 struct meter_sample_set;
 
-struct meter_sample_set *meter_sample_set_new(size_t max_samples);
+struct meter_sample_set *meter_sample_set_new(size_t max_bytes);
 void meter_sample_set_free(struct meter_sample_set *set);
+/* Whether an add was refused because max_bytes were full. */
+bool meter_sample_set_full(const struct meter_sample_set *set);
 
 /* Adds one validated sample; where names its origin in messages. */
 int meter_sample_set_add(struct meter_sample_set *set,

@@ -31,18 +31,28 @@ struct meter_sample_set {
     size_t owner_cap;
     struct rec *recs;
     size_t n, cap, max;
+    size_t max_bytes;
+    bool full; /* an add was refused for want of room */
     bool sorted;
     size_t next; /* the source's cursor */
     struct pricing_second buf[BLOCK];
 };
 
 struct meter_sample_set *
-meter_sample_set_new(size_t max_samples)
+meter_sample_set_new(size_t max_bytes)
 {
     struct meter_sample_set *set = calloc(1, sizeof(*set));
-    if (set)
-        set->max = max_samples;
+    if (set) {
+        set->max_bytes = max_bytes;
+        set->max = max_bytes / sizeof(struct rec);
+    }
     return set;
+}
+
+bool
+meter_sample_set_full(const struct meter_sample_set *set)
+{
+    return set->full;
 }
 
 void
@@ -67,39 +77,19 @@ int
 meter_sample_set_add(struct meter_sample_set *set, const struct meter_sample *m,
                      const char *where, struct meter_err *e)
 {
-    bool added;
     if (set->sorted)
         return meter_fail(e, "%s: the sample set is already being rated",
                           where);
-    long acct = meter_strtab_intern(&set->accounts, m->account_id, NULL);
-    long sb = acct < 0
-                  ? -1
-                  : meter_strtab_intern(&set->sandboxes, m->sandbox_id, &added);
-    if (sb < 0)
-        return meter_fail(e, "out of memory");
-    if (added) {
-        if ((size_t)sb >= set->owner_cap) {
-            size_t nc = set->owner_cap ? 2 * set->owner_cap : 1024;
-            uint32_t *o = realloc(set->owner, nc * sizeof(*o));
-            if (!o)
-                return meter_fail(e, "out of memory");
-            set->owner = o;
-            set->owner_cap = nc;
-        }
-        set->owner[sb] = (uint32_t)acct;
-    } else if (set->owner[sb] != (uint32_t)acct) {
-        return meter_fail(e,
-                          "%s: field 'account_id' value \"%s\": sandbox '%s' "
-                          "belongs to account '%s'",
-                          where, m->account_id, m->sandbox_id,
-                          set->accounts.str[set->owner[sb]]);
-    }
+    /* Room first, for the sample and a new sandbox's owner, so that a
+     * refusal leaves the set as it was. */
     if (set->n == set->cap) {
-        if (set->n >= set->max)
+        if (set->n >= set->max) {
+            set->full = true;
             return meter_fail(e,
-                              "%s: more than %zu samples, the limit of the "
-                              "set held in memory",
-                              where, set->max);
+                              "%s: more than %zu samples, as many as %zu "
+                              "bytes hold",
+                              where, set->max, set->max_bytes);
+        }
         size_t nc = set->cap ? 2 * set->cap : 65536;
         if (nc > set->max)
             nc = set->max;
@@ -108,6 +98,30 @@ meter_sample_set_add(struct meter_sample_set *set, const struct meter_sample *m,
             return meter_fail(e, "out of memory at %zu samples", set->n);
         set->recs = r;
         set->cap = nc;
+    }
+    if (set->sandboxes.n >= set->owner_cap) {
+        size_t nc = set->owner_cap ? 2 * set->owner_cap : 1024;
+        uint32_t *o = realloc(set->owner, nc * sizeof(*o));
+        if (!o)
+            return meter_fail(e, "out of memory");
+        set->owner = o;
+        set->owner_cap = nc;
+    }
+    long sb = meter_strtab_find(&set->sandboxes, m->sandbox_id);
+    long acct = meter_strtab_intern(&set->accounts, m->account_id, NULL);
+    if (acct < 0)
+        return meter_fail(e, "out of memory");
+    if (sb >= 0 && set->owner[sb] != (uint32_t)acct)
+        return meter_fail(e,
+                          "%s: field 'account_id' value \"%s\": sandbox '%s' "
+                          "belongs to account '%s'",
+                          where, m->account_id, m->sandbox_id,
+                          set->accounts.str[set->owner[sb]]);
+    if (sb < 0) {
+        if ((sb = meter_strtab_intern(&set->sandboxes, m->sandbox_id, NULL)) <
+            0)
+            return meter_fail(e, "out of memory");
+        set->owner[sb] = (uint32_t)acct;
     }
     struct rec *r = &set->recs[set->n];
     r->sandbox = (uint32_t)sb;
