@@ -6,7 +6,7 @@
  * Pure: no I/O, no database, no floating point. Functions return 0 on
  * success and -1 on failure with a message in the caller's struct
  * pricing_err, or a status of enum pricing_status where noted. Objects
- * from *_new / *_load belong to the caller and are released with the
+ * from *_new / *_parse belong to the caller and are released with the
  * matching *_free, which accepts NULL. Every object belongs to one thread
  * at a time; the library keeps no global state.
  */

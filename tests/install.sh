@@ -23,13 +23,16 @@ checks=$((checks + 1))
 [ "$n_src" = "$n_inst" ] || fail "installed $n_inst migrations of $n_src"
 # (Debug information names source files; data paths are what matter.)
 for p in meterctl meterd; do
-    for d in migrations pricing/books; do
+    for d in "$src/migrations" "$src/pricing/books" "$METER_BUILD_DIR/share"; do
         checks=$((checks + 1))
-        grep -qF "$src/$d" "$prefix/bin/$p" && fail "$p has '$src/$d' compiled in"
+        grep -qF "$d" "$prefix/bin/$p" && fail "$p has '$d' compiled in"
     done
 done
 
-# The installed meterctl, run from elsewhere, with no hint of the source.
+# The installed meterctl, moved elsewhere and run from there, with no
+# hint of the source or the build tree.
+mv "$prefix" "$tmp/moved"
+prefix=$tmp/moved
 cd "$tmp"
 unset METER_MIGRATIONS_DIR METER_DATA_DIR
 expect_status 0 "$prefix/bin/meterctl" --db "$db" migrate

@@ -11,15 +11,21 @@ contains "$out" " passed, 0 failed" "the tree keeps the rule"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# break FILE LINE WHAT: a copy of the tree whose FILE gets LINE first.
+# break FILE LINE WHAT: a copy of the tree whose FILE gets LINE first
+# (a new file if there is none); the check must fail, saying WHAT.
 break_tree() {
     rm -rf "$tmp/t"
     mkdir "$tmp/t"
     (cd "$top" && tar cf - docs pricing meter reports simulator tests bench) |
         (cd "$tmp/t" && tar xf -)
-    sed -i "1i $2" "$tmp/t/$1"
+    mkdir -p "$(dirname "$tmp/t/$1")"
+    if [ -f "$tmp/t/$1" ]; then
+        sed -i "1i $2" "$tmp/t/$1"
+    else
+        printf '%s\n' "$2" >"$tmp/t/$1"
+    fi
     expect_status 1 sh -c "cd '$tmp/t' && sh '$check'"
-    contains "$err" "$3" "the check catches $3"
+    contains "$err" "$3" "the check catches: $1 with $2"
 }
 break_tree pricing/dec.c '#include "meter_util.h"' "which pricing may not use"
 break_tree meter/sample/body.c '#include "meter_db.h"' "which meter/sample may not use"
@@ -27,4 +33,11 @@ break_tree meter/db/keys.c '#include "meter_http.h"' "which meter/db may not use
 break_tree meter/http/server.c '#include "db_int.h"' "private header db_int.h"
 break_tree pricing/rate.c '#include <libpq-fe.h>' "<libpq-fe.h>, a library pricing may not use"
 break_tree meter/util/buf.c '#include "nowhere.h"' "a header of no module"
+# Spellings of the directive, and the ways around the rule.
+break_tree pricing/dec.c '#  include "meter_util.h"' "which pricing may not use"
+break_tree pricing/dec.c '# include"meter_db.h"' "which pricing may not use"
+break_tree meter/meterd/health.c '#include <http_int.h>' "<http_int.h> in angle brackets"
+break_tree pricing/dec.c '#include <zstd.h>' "<zstd.h>, a library pricing may not use"
+break_tree meter/sample/sub/x.c '#include "meter_db.h"' "which meter/sample may not use"
+break_tree tools/x.c '#include "db_int.h"' "in no module"
 finish

@@ -337,7 +337,7 @@ contains "$(cat "$tmp/a.log")" "meterd stopped" "stop logged"
 
 # No database configured and none running: says so, starts nothing.
 mkdir "$tmp/nodb"
-(cd "$tmp/nodb" && METER_DATABASE_URL= "$METERD" --listen 127.0.0.1:0 >out 2>err)
+(cd "$tmp/nodb" && METER_DATABASE_URL= timeout 20 "$METERD" --listen 127.0.0.1:0 >out 2>err)
 rc=$?
 checks=$((checks + 1))
 [ $rc = 1 ] || fail "meterd without a database exited $rc, want 1"

@@ -240,7 +240,10 @@ test_columnar_writer(void)
     CHECK(x.n == 6 && memcmp(&x.s[5].s, &p[1], sizeof(p[1])) == 0);
     CHECK(x.n == 6 && strcmp(x.s[4].account_id, "acct-2") == 0);
     /* All paused: one state, no running-only columns. */
-    CHECK(strstr(c.body.p, "\"state\":\"paused\"") != NULL);
+    const char *sb2 = strstr(c.body.p, "\"sandbox_id\":\"sb-2\"");
+    CHECK(sb2 && strstr(sb2, "\"state\":\"paused\"") != NULL);
+    CHECK(sb2 && strstr(sb2, "vcpu") == NULL && strstr(sb2, "mem_") == NULL);
+    CHECK(sb2 && strstr(sb2, "\"disk_bytes\":1") != NULL);
     free(x.s);
     /* begin empties what was there. */
     meter_columnar_begin(&c);

@@ -31,6 +31,8 @@ test_buf(void)
     CHECK(!b.failed && b.len == 0 && b.max == 8);
     meter_buf_printf(&b, "%s", "0123456789"); /* longer than the cap */
     CHECK(b.failed && b.len == 0);
+    meter_buf_add(&b, "x", 1); /* room left, but failed: ignored */
+    CHECK(b.failed && b.len == 0);
     meter_buf_release(&b);
 
     struct meter_buf big = {0}; /* no cap: grows past the small buffer */

@@ -83,8 +83,10 @@ testdb_count(PGconn *db, const char *sql)
     long n = -1;
     if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
         n = strtol(PQgetvalue(r, 0, 0), NULL, 10);
-    else
+    else {
         fprintf(stderr, "%s: %s", sql, PQerrorMessage(db));
+        test_failures++;
+    }
     PQclear(r);
     return n;
 }

@@ -19,7 +19,7 @@ struct testdb {
  * directory, which ctest's fixture starts). If the server cannot be
  * reached it exits: with failure under CI=true, else with 77 (skipped). */
 PGconn *testdb_create(struct testdb *t);
-/* The one integer that sql returns, or -1 (the error printed). */
+/* The one integer that sql returns; -1 and a failed check if it fails. */
 long testdb_count(PGconn *db, const char *sql);
 /* Closes db and drops the database. */
 void testdb_drop(struct testdb *t, PGconn *db);

@@ -4,13 +4,17 @@
  */
 #include "meter_db.h"
 
+#include <stdio.h>
+
 enum meter_db_status
 meter_db_account_add(PGconn *db, const char *id, const char *name,
                      const char *book, const char *from, struct meter_err *e)
 {
     const char *values[] = {id, name, book, from};
+    char what[128];
+    snprintf(what, sizeof(what), "cannot add account '%s'", id);
     return meter_db_exec(
-        db, "cannot add the account",
+        db, what,
         "WITH a AS (INSERT INTO accounts (account_id, name) VALUES ($1, $2)"
         "  ON CONFLICT (account_id) DO UPDATE"
         "  SET name = coalesce(EXCLUDED.name, accounts.name)"

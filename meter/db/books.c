@@ -4,6 +4,7 @@
  */
 #include "meter_db.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 enum meter_db_status
@@ -11,10 +12,13 @@ meter_db_book_add(PGconn *db, const struct pricing_book *book, const char *text,
                   int *version, struct meter_err *e)
 {
     const char *values[] = {pricing_book_id(book), text};
+    char what[128];
+    snprintf(what, sizeof(what), "cannot store price book '%s'",
+             pricing_book_id(book));
     PGresult *r;
     /* The same text as the last version is not a new version. */
     enum meter_db_status st = meter_db_exec(
-        db, "cannot store the price book",
+        db, what,
         "WITH last AS (SELECT version, book FROM price_books"
         "  WHERE price_book_id = $1 ORDER BY version DESC LIMIT 1)"
         " INSERT INTO price_books (price_book_id, version, effective_from,"

@@ -122,3 +122,12 @@ meter_db_lost(PGconn *db)
 {
     return !db || PQstatus(db) != CONNECTION_OK;
 }
+
+int
+meter_db_ping(PGconn *db, struct meter_err *e)
+{
+    return meter_db_exec(db, "the database does not answer", "SELECT 1", 0,
+                         NULL, NULL, NULL, NULL, e) < 0
+               ? -1
+               : 0;
+}

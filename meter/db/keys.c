@@ -152,10 +152,11 @@ meter_db_key_list(PGconn *db, meter_key_cb *cb, void *arg, struct meter_err *e)
 enum meter_db_status
 meter_db_key_revoke(PGconn *db, int64_t key_id, struct meter_err *e)
 {
-    char id[24];
+    char id[24], what[64];
     snprintf(id, sizeof(id), "%" PRId64, key_id);
+    snprintf(what, sizeof(what), "cannot revoke key %s", id);
     const char *values[] = {id};
-    return meter_db_exec(db, "cannot revoke the key",
+    return meter_db_exec(db, what,
                          "UPDATE api_keys SET revoked_at = now()"
                          " WHERE key_id = $1 AND revoked_at IS NULL"
                          " RETURNING key_id",

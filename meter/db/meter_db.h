@@ -3,7 +3,8 @@
  * one statement helper and one transaction runner with one status
  * convention, and one file per operation (migrations, API keys, price
  * books, accounts, partitions, the ingest transaction, reading stored
- * usage). No SQL lives outside this module.
+ * usage). No SQL lives outside this module but the embedded cluster's
+ * own CREATE DATABASE.
  *
  * Statuses (Taler's GNUNET_DB_QueryStatus is the model): operations that
  * talk to the server return enum meter_db_status; METER_DB_HARD and
@@ -58,6 +59,9 @@ PGconn *meter_db_connect(const char *conninfo, struct meter_err *e);
 
 /* Whether db's connection is gone (a retry needs a new one). */
 bool meter_db_lost(PGconn *db);
+
+/* Whether the server answers a query on db: 0, or -1 with e set. */
+int meter_db_ping(PGconn *db, struct meter_err *e);
 
 /* ---- statements and transactions ---------------------------------------- */
 

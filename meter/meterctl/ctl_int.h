@@ -17,8 +17,8 @@ enum { CTL_FAILED = 1, CTL_USAGE = 2 };
 /* What every command receives besides its arguments. */
 struct ctl {
     const char *db; /* --db, or NULL: $METER_DATABASE_URL, else the
-                       embedded database (never started by a command
-                       other than 'db start') */
+                       embedded database (started only by 'db start'
+                       and 'db url') */
 };
 
 /* A command: argv[0] is its name. Returns the exit status. */

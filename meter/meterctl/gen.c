@@ -116,7 +116,8 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
     int opt;
     (void)ctl; /* gen needs no database */
     ctl_getopt_reset();
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    int which = 0;
+    while ((opt = getopt_long(argc, argv, "", opts, &which)) != -1) {
         uint64_t *target = NULL;
         switch (opt) {
         case 'n':
@@ -163,8 +164,8 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
         if (target && strcmp(optarg, "0") == 0)
             *target = 0;
         else if (target && meter_parse_count(optarg, UINT64_MAX, target) < 0)
-            return ctl_usage_error("gen: %s '%s' is not a number",
-                                   argv[optind - 2], optarg);
+            return ctl_usage_error("gen: --%s '%s' is not a number",
+                                   opts[which].name, optarg);
     }
     if (optind < argc)
         return ctl_usage_error("gen: unexpected argument '%s'", argv[optind]);

@@ -75,9 +75,20 @@ keys_create(struct ctl *ctl, int argc, char **argv)
 }
 
 static void
+print_header(void)
+{
+    printf("%-6s %-8s %-20s %-21s %-21s %s\n", "id", "role", "account",
+           "created", "revoked", "name");
+}
+
+/* One key a line; the header before the first, once the query worked. */
+static void
 print_key(const struct meter_key *k, void *arg)
 {
-    (void)arg;
+    bool *headed = arg;
+    if (!*headed)
+        print_header();
+    *headed = true;
     printf("%-6" PRId64 " %-8s %-20s %-21s %-21s %s\n", k->key_id, k->role,
            k->account_id[0] ? k->account_id : "-", k->created_at,
            k->revoked_at[0] ? k->revoked_at : "-", k->name);
@@ -91,10 +102,11 @@ keys_list(struct ctl *ctl)
         return CTL_FAILED;
     struct meter_err e = {{0}};
     int rc = 0;
-    printf("%-6s %-8s %-20s %-21s %-21s %s\n", "id", "role", "account",
-           "created", "revoked", "name");
-    if (meter_db_key_list(db, print_key, NULL, &e) < 0)
+    bool headed = false;
+    if (meter_db_key_list(db, print_key, &headed, &e) < 0)
         rc = ctl_failed(&e);
+    else if (!headed)
+        print_header();
     PQfinish(db);
     return rc;
 }

@@ -108,15 +108,16 @@ meter_sample_set_add(struct meter_sample_set *set, const struct meter_sample *m,
         set->owner_cap = nc;
     }
     long sb = meter_strtab_find(&set->sandboxes, m->sandbox_id);
-    long acct = meter_strtab_intern(&set->accounts, m->account_id, NULL);
-    if (acct < 0)
-        return meter_fail(e, "out of memory");
-    if (sb >= 0 && set->owner[sb] != (uint32_t)acct)
+    if (sb >= 0 &&
+        strcmp(set->accounts.str[set->owner[sb]], m->account_id) != 0)
         return meter_fail(e,
                           "%s: field 'account_id' value \"%s\": sandbox '%s' "
                           "belongs to account '%s'",
                           where, m->account_id, m->sandbox_id,
                           set->accounts.str[set->owner[sb]]);
+    long acct = meter_strtab_intern(&set->accounts, m->account_id, NULL);
+    if (acct < 0)
+        return meter_fail(e, "out of memory");
     if (sb < 0) {
         if ((sb = meter_strtab_intern(&set->sandboxes, m->sandbox_id, NULL)) <
             0)

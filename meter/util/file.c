@@ -14,8 +14,7 @@ int
 meter_file_read(const char *path, size_t max, char **text, size_t *len,
                 struct meter_err *e)
 {
-    bool std_in = strcmp(path, "-") == 0;
-    FILE *f = std_in ? stdin : fopen(path, "rb");
+    FILE *f = fopen(path, "rb");
     if (!f)
         return meter_fail(e, "cannot open '%s': %s", path, strerror(errno));
     struct meter_buf b = {0};
@@ -31,8 +30,7 @@ meter_file_read(const char *path, size_t max, char **text, size_t *len,
     }
     bool io_error = ferror(f) != 0;
     int saved = errno;
-    if (!std_in)
-        fclose(f);
+    fclose(f);
     int rc = 0;
     if (io_error)
         rc = meter_fail(e, "cannot read '%s': %s", path, strerror(saved));

@@ -54,8 +54,8 @@ void meter_buf_printf(struct meter_buf *b, const char *fmt, ...)
 /* Empties b, keeping its memory and its cap; clears failed. */
 void meter_buf_reset(struct meter_buf *b);
 void meter_buf_release(struct meter_buf *b);
-/* Hands b's bytes (malloc'd, NUL-terminated, never NULL unless failed)
- * to the caller and empties b. */
+/* Hands b's bytes (malloc'd, NUL-terminated) to the caller and empties
+ * b; NULL, b left as it is, if b failed or memory runs out. */
 char *meter_buf_detach(struct meter_buf *b, size_t *len);
 
 /* ---- hashing and string tables ------------------------------------------ */
@@ -102,7 +102,7 @@ int meter_period_parse(const char *s, int *year, int *month);
 
 /* ---- files ------------------------------------------------------------- */
 
-/* Reads the whole file path ("-": standard input) into a malloc'd,
+/* Reads the whole file path into a malloc'd,
  * NUL-terminated *text of *len bytes, refusing one of more than max
  * bytes; the error names the file and, when too large, the cap. */
 int meter_file_read(const char *path, size_t max, char **text, size_t *len,
