@@ -169,18 +169,21 @@ static void
 test_numbers(void)
 {
     uint64_t v = 7;
-    CHECK(meter_parse_count("1", 10, &v) == 0 && v == 1);
-    CHECK(meter_parse_count("10", 10, &v) == 0 && v == 10);
+    CHECK(meter_parse_uint("1", 1, 10, &v) == 0 && v == 1);
+    CHECK(meter_parse_uint("10", 1, 10, &v) == 0 && v == 10);
     v = 7;
-    CHECK(meter_parse_count("11", 10, &v) == -1 && v == 7);
-    CHECK(meter_parse_count("0", 10, &v) == -1);
-    CHECK(meter_parse_count("", 10, &v) == -1);
-    CHECK(meter_parse_count("-1", 10, &v) == -1);
-    CHECK(meter_parse_count("+1", 10, &v) == -1);
-    CHECK(meter_parse_count("1 ", 10, &v) == -1);
-    CHECK(meter_parse_count("18446744073709551615", UINT64_MAX, &v) == 0 &&
+    CHECK(meter_parse_uint("11", 1, 10, &v) == -1 && v == 7);
+    CHECK(meter_parse_uint("0", 1, 10, &v) == -1);
+    CHECK(meter_parse_uint("0", 0, 10, &v) == 0 && v == 0);
+    CHECK(meter_parse_uint("4", 5, 10, &v) == -1);
+    CHECK(meter_parse_uint("5", 5, 10, &v) == 0 && v == 5);
+    CHECK(meter_parse_uint("", 1, 10, &v) == -1);
+    CHECK(meter_parse_uint("-1", 1, 10, &v) == -1);
+    CHECK(meter_parse_uint("+1", 1, 10, &v) == -1);
+    CHECK(meter_parse_uint("1 ", 1, 10, &v) == -1);
+    CHECK(meter_parse_uint("18446744073709551615", 1, UINT64_MAX, &v) == 0 &&
           v == UINT64_MAX);
-    CHECK(meter_parse_count("18446744073709551616", UINT64_MAX, &v) == -1);
+    CHECK(meter_parse_uint("18446744073709551616", 1, UINT64_MAX, &v) == -1);
     const unsigned char be[] = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08};
     CHECK(meter_be32(be) == 0x01020304u);
     CHECK(meter_be64(be) == 0x0102030405060708ULL);

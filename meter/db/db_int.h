@@ -13,6 +13,12 @@
 enum meter_db_status db_failed(PGconn *db, PGresult *r, const char *what,
                                struct meter_err *e);
 
+/* Runs sql, a COPY ... FROM STDIN, with len bytes of data: NONE, or
+ * the status of the failure with "what: the server's message". */
+enum meter_db_status db_copy_in(PGconn *db, const char *sql, const char *data,
+                                size_t len, const char *what,
+                                struct meter_err *e);
+
 /* HARD, with a message: for failures that are not the server's. */
 enum meter_db_status db_hard(struct meter_err *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -5,6 +5,7 @@
  */
 #include "db_int.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,6 +52,29 @@ meter_db_exec(PGconn *db, const char *what, const char *sql, int n,
     else
         PQclear(r);
     return rc;
+}
+
+enum meter_db_status
+db_copy_in(PGconn *db, const char *sql, const char *data, size_t len,
+           const char *what, struct meter_err *e)
+{
+    if (len > INT_MAX)
+        return db_hard(e, "%s: %zu bytes is more than one COPY takes", what,
+                       len);
+    PGresult *r = PQexec(db, sql);
+    if (PQresultStatus(r) != PGRES_COPY_IN)
+        return db_failed(db, r, what, e);
+    PQclear(r);
+    if (PQputCopyData(db, data, (int)len) != 1 || PQputCopyEnd(db, NULL) != 1)
+        return db_hard(e, "%s: %s", what, PQerrorMessage(db));
+    r = PQgetResult(db);
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        return db_failed(db, r, what, e);
+    PQclear(r);
+    /* The COPY's result is followed by the end of results. */
+    while ((r = PQgetResult(db)))
+        PQclear(r);
+    return METER_DB_NONE;
 }
 
 enum meter_db_status

@@ -477,7 +477,6 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
     uint8_t data[METER_BLOCK_MAX];
     struct pricing_second tmp[60];
     int rc = METER_DB_NONE;
-    PGresult *r = NULL;
 
     meter_buf_add(&copy, sig, 11);
     buf_be32(&copy, 0);
@@ -548,28 +547,12 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
     if (b->res.accepted == 0)
         goto out;
 
-    r = PQexec(db, "COPY usage_blocks (account_pk, sandbox_pk, minute,"
-                   " seconds, arrived_at, data) FROM STDIN (FORMAT binary)");
-    if (PQresultStatus(r) != PGRES_COPY_IN) {
-        rc = db_failed(db, r, "cannot store usage", e);
-        r = NULL;
+    rc = db_copy_in(db,
+                    "COPY usage_blocks (account_pk, sandbox_pk, minute,"
+                    " seconds, arrived_at, data) FROM STDIN (FORMAT binary)",
+                    copy.p, copy.len, "cannot store usage", e);
+    if (rc < 0)
         goto out;
-    }
-    PQclear(r);
-    r = NULL;
-    if (PQputCopyData(db, copy.p, (int)copy.len) != 1 ||
-        PQputCopyEnd(db, NULL) != 1) {
-        rc = db_hard(e, "cannot store usage: %s", PQerrorMessage(db));
-        goto out;
-    }
-    r = PQgetResult(db);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-        rc = db_failed(db, r, "cannot store usage", e);
-        r = NULL;
-        goto out;
-    }
-    PQclear(r);
-    r = NULL;
 
     /* Sum the accumulators of equal key (several sandboxes). */
     meter_buf_str(&roll, "INSERT INTO usage_hourly (account_pk, hour, samples,"
@@ -599,7 +582,6 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
     }
     rc = exec_cmd(db, roll.p, 0, NULL, "cannot store rollups", e);
 out:
-    PQclear(r);
     free(rolls);
     meter_buf_release(&copy);
     meter_buf_release(&roll);

@@ -75,6 +75,8 @@ struct meter_http_config {
  * process (its threads' database connections are thread-local). */
 struct meter_http *meter_http_start(const struct meter_http_config *cfg,
                                     struct meter_err *e);
+/* The port h listens on (the one chosen, when configured with 0). */
+unsigned meter_http_port(const struct meter_http *h);
 /* Stops accepting connections, lets the requests being handled finish,
  * stops, closes the database connections and frees h. NULL is fine. */
 void meter_http_stop(struct meter_http *h);
@@ -97,8 +99,7 @@ const char *meter_http_body(struct meter_http_request *rq, size_t *len);
 /* Who sent it; NULL on a route with no roles. */
 const struct meter_principal *
 meter_http_principal(struct meter_http_request *rq);
-/* The route's entry and the server. */
-const struct meter_http_route *meter_http_route(struct meter_http_request *rq);
+/* The server the request came to. */
 struct meter_http *meter_http_server(struct meter_http_request *rq);
 
 /* The calling thread's database connection, reconnected if needed; NULL

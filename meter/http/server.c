@@ -239,8 +239,7 @@ admit_body(struct meter_http_request *rq)
     }
     const char *cl = meter_http_header(rq, "Content-Length");
     uint64_t declared = 0;
-    bool has_length = cl && (strcmp(cl, "0") == 0 ||
-                             meter_parse_count(cl, UINT64_MAX, &declared) == 0);
+    bool has_length = cl && meter_parse_uint(cl, 0, UINT64_MAX, &declared) == 0;
     if (has_length && declared > h->cfg.max_body) {
         meter_http_reply_problem(rq, 413, "too-large", "Body too large", NULL,
                                  "the body is larger than %zu bytes",
@@ -471,12 +470,6 @@ meter_http_principal(struct meter_http_request *rq)
     return rq->route && rq->route->roles ? &rq->who : NULL;
 }
 
-const struct meter_http_route *
-meter_http_route(struct meter_http_request *rq)
-{
-    return rq->route;
-}
-
 struct meter_http *
 meter_http_server(struct meter_http_request *rq)
 {
@@ -536,6 +529,14 @@ fail:
         free(h);
     }
     return NULL;
+}
+
+unsigned
+meter_http_port(const struct meter_http *h)
+{
+    const union MHD_DaemonInfo *info =
+        MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info ? info->port : 0;
 }
 
 void

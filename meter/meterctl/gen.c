@@ -160,10 +160,7 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
         default:
             return ctl_bad_option("gen", argv);
         }
-        /* 0 is a number here (--rate 0: as fast as possible). */
-        if (target && strcmp(optarg, "0") == 0)
-            *target = 0;
-        else if (target && meter_parse_count(optarg, UINT64_MAX, target) < 0)
+        if (target && meter_parse_uint(optarg, 0, UINT64_MAX, target) < 0)
             return ctl_usage_error("gen: --%s '%s' is not a number",
                                    opts[which].name, optarg);
     }

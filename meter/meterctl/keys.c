@@ -117,7 +117,7 @@ keys_revoke(struct ctl *ctl, int argc, char **argv)
     uint64_t id;
     if (argc != 2)
         return ctl_usage_error("keys revoke needs one key id");
-    if (meter_parse_count(argv[1], INT64_MAX, &id) < 0)
+    if (meter_parse_uint(argv[1], 1, INT64_MAX, &id) < 0)
         return ctl_usage_error("keys revoke: '%s' is not a key id", argv[1]);
     PGconn *db = ctl_connect(ctl);
     if (!db)

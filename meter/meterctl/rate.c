@@ -74,7 +74,7 @@ parse_args(int argc, char **argv, struct rate_args *a)
                                        a->format);
             break;
         case 'm':
-            if (meter_parse_count(optarg, (uint64_t)1 << 40, &a->memory_mib) <
+            if (meter_parse_uint(optarg, 1, (uint64_t)1 << 40, &a->memory_mib) <
                 0)
                 return ctl_usage_error("rate: --memory-limit '%s' is not a "
                                        "number of MiB",

@@ -123,9 +123,7 @@ parse_listen(const char *s, struct sockaddr_in *sa)
         return -1;
     memcpy(host, s, (size_t)(colon - s));
     host[colon - s] = '\0';
-    if (strcmp(colon + 1, "0") == 0)
-        port = 0;
-    else if (meter_parse_count(colon + 1, 65535, &port) < 0)
+    if (meter_parse_uint(colon + 1, 0, 65535, &port) < 0)
         return -1;
     memset(sa, 0, sizeof(*sa));
     sa->sin_family = AF_INET;
@@ -135,49 +133,39 @@ parse_listen(const char *s, struct sockaddr_in *sa)
     return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
 }
 
+/* The count of option name, value (unset or empty: def): 0, or -1 with
+ * a message saying it is not `what`. */
+static int
+count_option(const char *name, const char *value, uint64_t max,
+             const char *what, uint64_t def, uint64_t *out)
+{
+    *out = def;
+    if (!value || !*value || meter_parse_uint(value, 1, max, out) == 0)
+        return 0;
+    fprintf(stderr, "meterd: --%s '%s' is not %s\n", name, value, what);
+    return -1;
+}
+
 /* The server's configuration from the options; 2 on a bad value. */
 static int
 configure(const struct options *o, struct meter_http_config *cfg)
 {
-    uint64_t v;
+    uint64_t body, threads, buffered;
     const char *listen = o->listen && *o->listen ? o->listen : "127.0.0.1:8080";
     if (parse_listen(listen, &cfg->listen) < 0) {
         fprintf(stderr, "meterd: --listen '%s' is not IPV4:PORT\n", listen);
         return 2;
     }
-    cfg->max_body = 64 << 20;
-    if (o->max_body && *o->max_body) {
-        if (meter_parse_count(o->max_body, SIZE_MAX, &v) < 0) {
-            fprintf(stderr,
-                    "meterd: --max-body '%s' is not a number of "
-                    "bytes\n",
-                    o->max_body);
-            return 2;
-        }
-        cfg->max_body = (size_t)v;
-    }
-    cfg->threads = 4;
-    if (o->threads && *o->threads) {
-        if (meter_parse_count(o->threads, 250, &v) < 0) {
-            fprintf(stderr,
-                    "meterd: --threads '%s' is not a number from 1 "
-                    "to 250\n",
-                    o->threads);
-            return 2;
-        }
-        cfg->threads = (unsigned)v;
-    }
-    cfg->max_buffered = cfg->max_body * cfg->threads;
-    if (o->max_buffered && *o->max_buffered) {
-        if (meter_parse_count(o->max_buffered, SIZE_MAX, &v) < 0) {
-            fprintf(stderr,
-                    "meterd: --max-buffered '%s' is not a number of "
-                    "bytes\n",
-                    o->max_buffered);
-            return 2;
-        }
-        cfg->max_buffered = (size_t)v;
-    }
+    if (count_option("max-body", o->max_body, SIZE_MAX, "a number of bytes",
+                     64 << 20, &body) < 0 ||
+        count_option("threads", o->threads, 250, "a number from 1 to 250", 4,
+                     &threads) < 0 ||
+        count_option("max-buffered", o->max_buffered, SIZE_MAX,
+                     "a number of bytes", body * threads, &buffered) < 0)
+        return 2;
+    cfg->max_body = (size_t)body;
+    cfg->threads = (unsigned)threads;
+    cfg->max_buffered = (size_t)buffered;
     if (o->log_level && *o->log_level) {
         int level = meter_log_parse_level(o->log_level);
         if (level < 0) {

@@ -123,8 +123,9 @@ int meter_data_dir(const char *what, char *out, size_t n, struct meter_err *e);
 uint32_t meter_be32(const void *p);
 uint64_t meter_be64(const void *p);
 
-/* Parses a decimal unsigned integer of 1 to max (no sign, no spaces, no
- * trailing characters) into *out; -1 if it is not one. */
-int meter_parse_count(const char *s, uint64_t max, uint64_t *out);
+/* Parses a decimal unsigned integer from min to max (digits only: no
+ * sign, no spaces, nothing after) into *out; -1, *out unchanged, if s is
+ * not one. */
+int meter_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
 #endif

@@ -22,7 +22,7 @@ meter_be64(const void *p)
 }
 
 int
-meter_parse_count(const char *s, uint64_t max, uint64_t *out)
+meter_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
     uint64_t v = 0;
     if (!*s)
@@ -35,7 +35,7 @@ meter_parse_count(const char *s, uint64_t max, uint64_t *out)
             return -1;
         v = v * 10 + d;
     }
-    if (v < 1 || v > max)
+    if (v < min || v > max)
         return -1;
     *out = v;
     return 0;

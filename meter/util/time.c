@@ -38,18 +38,10 @@ meter_time_parse(const char *s, int64_t *ts)
 {
     if (meter_time_parse_rfc3339(s, ts) == 0)
         return 0;
-    /* Unix seconds: digits only, at most METER_TS_MAX. */
-    if (!*s || strlen(s) > 12)
+    uint64_t v;
+    if (meter_parse_uint(s, 0, METER_TS_MAX, &v) < 0)
         return -1;
-    int64_t v = 0;
-    for (const char *p = s; *p; p++) {
-        if (*p < '0' || *p > '9')
-            return -1;
-        v = v * 10 + (*p - '0');
-    }
-    if (v > METER_TS_MAX)
-        return -1;
-    *ts = v;
+    *ts = (int64_t)v;
     return 0;
 }
 
