@@ -231,7 +231,7 @@ test_columnar_writer(void)
     meter_columnar_add(&c, "acct-1", "sb-1", s, 4);
     meter_columnar_add(&c, "acct-2", "sb-2", p, 2);
     meter_columnar_end(&c);
-    CHECK(!c.body.failed && c.sandboxes == 2);
+    CHECK(!c.body.failed && c.runs == 2);
     struct parsed x;
     parse(c.body.p, false, 100, &x);
     CHECK(x.n == 6 && x.p.total == 0);
@@ -249,7 +249,7 @@ test_columnar_writer(void)
     meter_columnar_begin(&c);
     meter_columnar_end(&c);
     CHECK_STR(c.body.p, "{\"sandboxes\":[]}\n");
-    CHECK(c.sandboxes == 0);
+    CHECK(c.runs == 0);
     meter_buf_release(&c.body);
 }
 

@@ -12,7 +12,7 @@ void
 meter_columnar_begin(struct meter_columnar *c)
 {
     meter_buf_reset(&c->body);
-    c->sandboxes = 0;
+    c->runs = 0;
     meter_buf_str(&c->body, "{\"sandboxes\":[");
 }
 
@@ -57,7 +57,7 @@ meter_columnar_add(struct meter_columnar *c, const char *account,
         any_paused |= s[i].vcpu == 0;
         all_paused &= s[i].vcpu == 0;
     }
-    if (c->sandboxes++)
+    if (c->runs++)
         meter_buf_str(t, ",");
     meter_buf_str(t, "{\"account_id\":\"");
     meter_buf_str(t, account);

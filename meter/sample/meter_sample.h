@@ -116,7 +116,7 @@ int meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
  * with meter_buf_release(&c->body). */
 struct meter_columnar {
     struct meter_buf body;
-    size_t sandboxes; /* runs added since begin */
+    size_t runs; /* runs (objects of "sandboxes") added since begin */
 };
 void meter_columnar_begin(struct meter_columnar *c);
 void meter_columnar_add(struct meter_columnar *c, const char *account,
