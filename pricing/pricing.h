@@ -141,6 +141,13 @@ struct pricing_block {
     const char *sandbox_id;
     const struct pricing_second *s;
     size_t n;
+    /* Whether the source knows history beyond its input (stored usage):
+     * then first_run_minute is the Unix minute (ts / 60) of the
+     * sandbox's first running second ever (INT64_MAX if none), and a
+     * sandbox whose first running minute precedes its first block's
+     * starts no run. Read from a sandbox's first block. */
+    bool history;
+    int64_t first_run_minute;
 };
 
 /* The rating input, pulled block by block: next() fills *b (valid until
@@ -229,21 +236,50 @@ int pricing_rater_finish(struct pricing_rater *r,
                          struct pricing_statement **out, size_t *n,
                          struct pricing_err *e);
 
-/* Makes pricing_rater_finish price only the statements of one period
- * (year, month); the quantities of the others still count where the
- * rules look back (runs). */
-void pricing_rater_select_period(struct pricing_rater *r, int year, int month);
+/* A part of a period spent on one book: whole days [from, to). */
+struct pricing_part {
+    const struct pricing_book *book;
+    int64_t from, to; /* Unix seconds, multiples of 86,400 */
+};
+
+/* Which statements to price. */
+struct pricing_scope {
+    int year, month; /* the one period priced; year 0: every period */
+    /* Days of the period on the book (subscription and minimum commit
+     * are prorated by them); 0: the whole period, as offline rating,
+     * which has no assignment dates, counts it. */
+    int active_days;
+    /* Not NULL: only this account is priced, and with year its period
+     * is priced even without usage (a subscription or a minimum commit
+     * is still owed). */
+    const char *account;
+};
+
+/* Makes pricing_rater_finish price what scope says (account is copied);
+ * the quantities of other periods still count where the rules look
+ * back (runs). */
+void pricing_rater_select(struct pricing_rater *r,
+                          const struct pricing_scope *scope);
 
 /*
  * The rating pipeline, the one way usage becomes statements: pulls every
- * block of src through a rater of book and finishes it. year 0 prices
- * every period; otherwise only (year, month), as with
- * pricing_rater_select_period. *out and *n as pricing_rater_finish. On
- * failure (the source's error, the rater's, or an unknown price) nothing
- * is returned and e says why.
+ * block of src through a rater of book and finishes it, pricing what
+ * scope says (NULL: every period, whole). *out and *n as
+ * pricing_rater_finish. On failure (the source's error, the rater's, or
+ * an unknown price) nothing is returned and e says why.
+ *
+ * With nparts > 0, book is NULL and scope names one account's period:
+ * the period is cut into parts, in order and inside the period, each
+ * rated with its own book as if it were a period of its own (segments
+ * and idle streaks stop at its bounds), its subscription and minimum
+ * commit prorated by its days. *out then holds one statement per part,
+ * in order (empty where the part has no usage and owes nothing);
+ * seconds outside every part are not rated.
  */
 int pricing_rate(const struct pricing_book *book, struct pricing_source src,
-                 int year, int month, struct pricing_statement **out, size_t *n,
+                 const struct pricing_scope *scope,
+                 const struct pricing_part *parts, size_t nparts,
+                 struct pricing_statement **out, size_t *n,
                  struct pricing_err *e);
 
 /* ---- periods ---------------------------------------------------------- */

@@ -37,7 +37,8 @@ struct pricing_rater {
     /* Its open segment and idle streak. */
     uint64_t seg_n, last_qc, last_qm;
     uint64_t streak;
-    int only_year, only_month; /* 0: price every period */
+    struct pricing_scope scope; /* year 0: price every period */
+    char scope_account[PRICING_ID_MAX + 1];
 };
 
 static uint64_t
@@ -205,7 +206,8 @@ start_sandbox(struct pricing_rater *r, const struct pricing_block *b,
     snprintf(r->sandbox, sizeof(r->sandbox), "%s", b->sandbox_id);
     snprintf(r->account, sizeof(r->account), "%s", b->account_id);
     r->in_sandbox = true;
-    r->ran = false;
+    /* A sandbox whose first running minute precedes what it sends. */
+    r->ran = b->history && b->n > 0 && b->first_run_minute < b->s[0].ts / 60;
     r->cur = NULL;
     r->period_end = INT64_MIN;
     r->prev_ts = INT64_MIN;
@@ -310,10 +312,12 @@ pricing_rater_add(struct pricing_rater *r, const struct pricing_block *b,
 }
 
 void
-pricing_rater_select_period(struct pricing_rater *r, int year, int month)
+pricing_rater_select(struct pricing_rater *r, const struct pricing_scope *scope)
 {
-    r->only_year = year;
-    r->only_month = month;
+    r->scope = *scope;
+    snprintf(r->scope_account, sizeof(r->scope_account), "%s",
+             scope->account ? scope->account : "");
+    r->scope.account = r->scope_account[0] ? r->scope_account : NULL;
 }
 
 static int
@@ -336,6 +340,16 @@ pricing_rater_finish(struct pricing_rater *r, struct pricing_statement **out,
     if (r->in_sandbox && flush_period(r, e) < 0)
         return -1;
     r->in_sandbox = false;
+    if (r->scope.year && r->scope.account) {
+        /* The scope's account is priced even without usage. */
+        int64_t end, start = pricing_days_from_civil(r->scope.year,
+                                                     r->scope.month, 1) *
+                             86400;
+        if (!acct_for(r, r->scope.account, start, &end)) {
+            snprintf(e->msg, sizeof(e->msg), "out of memory");
+            return -1;
+        }
+    }
     struct rate_acct **list = calloc(r->nacct ? r->nacct : 1, sizeof(*list));
     struct pricing_statement *st = calloc(r->nacct ? r->nacct : 1, sizeof(*st));
     size_t k = 0, priced = 0;
@@ -346,12 +360,15 @@ pricing_rater_finish(struct pricing_rater *r, struct pricing_statement **out,
     }
     for (size_t i = 0; i < r->nbuckets; i++)
         for (struct rate_acct *a = r->buckets[i]; a; a = a->next)
-            if (!r->only_year ||
-                (a->year == r->only_year && a->month == r->only_month))
+            if ((!r->scope.year ||
+                 (a->year == r->scope.year && a->month == r->scope.month)) &&
+                (!r->scope.account ||
+                 strcmp(a->account_id, r->scope.account) == 0))
                 list[k++] = a;
     qsort(list, k, sizeof(*list), by_account_period);
     for (; priced < k; priced++)
-        if (rate_price(r->book, list[priced], &st[priced], e) < 0) {
+        if (rate_price(r->book, list[priced], r->scope.active_days,
+                       &st[priced], e) < 0) {
             priced++; /* its lines so far are released below */
             goto out;
         }
@@ -375,27 +392,99 @@ pricing_statements_free(struct pricing_statement *s, size_t n)
     free(s);
 }
 
+/* Pulls every block of src into the raters of the parts whose days
+ * hold its seconds (one rater, parts NULL: all of them). */
+static int
+pull(struct pricing_rater **r, const struct pricing_part *parts,
+     size_t nparts, struct pricing_source src, struct pricing_err *e)
+{
+    struct pricing_block b;
+    int got;
+    while ((got = src.next(src.ctx, &b, e)) > 0) {
+        if (!parts) {
+            if (pricing_rater_add(r[0], &b, e) < 0)
+                return -1;
+            continue;
+        }
+        /* Seconds are in order: cut the block at the parts' bounds. */
+        size_t i = 0;
+        for (size_t k = 0; k < nparts && i < b.n; k++) {
+            size_t j = i;
+            while (j < b.n && b.s[j].ts < parts[k].to)
+                j++;
+            size_t first = i;
+            while (first < j && b.s[first].ts < parts[k].from)
+                first++;
+            if (first < j) {
+                struct pricing_block cut = b;
+                cut.s = b.s + first;
+                cut.n = j - first;
+                if (pricing_rater_add(r[k], &cut, e) < 0)
+                    return -1;
+            }
+            i = j;
+        }
+    }
+    return got;
+}
+
 int
 pricing_rate(const struct pricing_book *book, struct pricing_source src,
-             int year, int month, struct pricing_statement **out, size_t *n,
-             struct pricing_err *e)
+             const struct pricing_scope *scope,
+             const struct pricing_part *parts, size_t nparts,
+             struct pricing_statement **out, size_t *n, struct pricing_err *e)
 {
     *out = NULL;
     *n = 0;
-    struct pricing_rater *r = pricing_rater_new(book, e);
-    if (!r)
+    size_t nr = nparts ? nparts : 1;
+    if (nparts && (!scope || !scope->year || !scope->account)) {
+        snprintf(e->msg, sizeof(e->msg),
+                 "rating in parts needs one account's period");
         return -1;
-    if (year)
-        pricing_rater_select_period(r, year, month);
-    struct pricing_block b;
-    int got;
-    while ((got = src.next(src.ctx, &b, e)) > 0)
-        if (pricing_rater_add(r, &b, e) < 0) {
-            got = -1;
-            break;
+    }
+    struct pricing_rater **r = calloc(nr, sizeof(*r));
+    struct pricing_statement *all = calloc(nr, sizeof(*all));
+    size_t done = 0;
+    int rc = -1;
+    if (!r || !all) {
+        snprintf(e->msg, sizeof(e->msg), "out of memory");
+        goto out;
+    }
+    for (size_t k = 0; k < nr; k++) {
+        if (!(r[k] = pricing_rater_new(nparts ? parts[k].book : book, e)))
+            goto out;
+        if (nparts) {
+            struct pricing_scope part = *scope;
+            part.active_days = (int)((parts[k].to - parts[k].from) / 86400);
+            pricing_rater_select(r[k], &part);
+        } else if (scope) {
+            pricing_rater_select(r[k], scope);
         }
-    int rc = got < 0 ? -1 : pricing_rater_finish(r, out, n, e);
-    pricing_rater_free(r);
+    }
+    if (pull(r, nparts ? parts : NULL, nparts, src, e) < 0)
+        goto out;
+    if (!nparts) {
+        rc = pricing_rater_finish(r[0], out, n, e);
+        goto out;
+    }
+    /* One statement per part: the scope's account has exactly one. */
+    for (; done < nparts; done++) {
+        struct pricing_statement *st;
+        size_t got;
+        if (pricing_rater_finish(r[done], &st, &got, e) < 0)
+            goto out;
+        all[done] = st[0];
+        free(st);
+    }
+    *out = all;
+    *n = nparts;
+    all = NULL;
+    rc = 0;
+out:
+    for (size_t k = 0; r && k < nr; k++)
+        pricing_rater_free(r[k]);
+    free(r);
+    pricing_statements_free(all, done);
     return rc;
 }
 

@@ -17,9 +17,11 @@ struct rate_acct {
     struct rate_acct *next; /* hash chain */
 };
 
-/* Prices a's quantities with book into *st (docs/pricing.md). On failure
- * st may hold lines: release them with pricing_statements_free. */
+/* Prices a's quantities with book into *st (docs/pricing.md), for
+ * active_days of the period (0: all of it). On failure st may hold
+ * lines: release them with pricing_statements_free. */
 int rate_price(const struct pricing_book *book, const struct rate_acct *a,
-               struct pricing_statement *st, struct pricing_err *e);
+               int active_days, struct pricing_statement *st,
+               struct pricing_err *e);
 
 #endif

@@ -218,7 +218,8 @@ usage_line(struct pricing_statement *st, const struct dim *d, pricing_u128 qty,
 
 int
 rate_price(const struct pricing_book *b, const struct rate_acct *a,
-           struct pricing_statement *st, struct pricing_err *e)
+           int active_days, struct pricing_statement *st,
+           struct pricing_err *e)
 {
     const struct pricing_quantities *q = &a->q;
     char desc[96];
@@ -362,9 +363,10 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
         if (pricing_dec_add(usage, st->lines[i].amount, &usage) != PRICING_OK)
             goto overflow;
 
-    /* Active days: offline rating has no assignment dates, so the whole
-     * period (docs/pricing.md, "Invoice lines"). */
-    int64_t days = (a->end - a->start) / 86400, active = days;
+    /* Active days: the invoice run's, or for offline rating, which has
+     * no assignment dates, the whole period (docs/pricing.md). */
+    int64_t days = (a->end - a->start) / 86400;
+    int64_t active = active_days > 0 && active_days < days ? active_days : days;
     struct pricing_dec total = usage;
     if (b->has_subscription) {
         struct pricing_line *l = add_line(st, "subscription", e);

@@ -66,7 +66,7 @@ rate(const char *book_json, const struct run *runs, size_t n)
             s[k].egress_bytes = x->egress;
         }
         struct pricing_block blk = {"acme", x->sandbox ? x->sandbox : "sb-1", s,
-                                    x->n};
+                                    x->n, false, 0};
         int bad = pricing_rater_add(r, &blk, &e);
         free(s);
         if (bad)
@@ -581,7 +581,7 @@ test_unknown_and_overflow(void)
     char name[32];
     for (int k = 0; k < 1000; k++) {
         snprintf(name, sizeof(name), "sb-%d", k);
-        struct pricing_block blk = {"acme", name, s, 100};
+        struct pricing_block blk = {"acme", name, s, 100, false, 0};
         CHECK(pricing_rater_add(r, &blk, &e) == 0);
     }
     struct pricing_statement *out;
@@ -616,7 +616,7 @@ two_blocks_next(void *ctx, struct pricing_block *b, struct pricing_err *e)
         }
         return 0;
     }
-    *b = (struct pricing_block){"acme", "sb-1", &t->s[t->calls], 1};
+    *b = (struct pricing_block){"acme", "sb-1", &t->s[t->calls], 1, false, 0};
     t->calls++;
     return 1;
 }
@@ -636,20 +636,20 @@ test_pipeline(void)
                            {{JAN + 31 * 86400 - 1, V(1), V(1), GIB, GIB, 0, 0},
                             {JAN + 31 * 86400, V(1), V(1), GIB, GIB, 0, 0}}};
     struct pricing_source src = {two_blocks_next, &t};
-    CHECK(pricing_rate(b, src, 0, 0, &st, &n, &e) == 0);
+    CHECK(pricing_rate(b, src, NULL, NULL, 0, &st, &n, &e) == 0);
     CHECK(n == 2 && t.calls == 2);
     CHECK(n == 2 && st[0].month == 1 && st[1].month == 2);
     CHECK(n == 2 && st[0].q.running_s == 1 && st[1].q.running_s == 1);
     pricing_statements_free(st, n);
 
     t.calls = 0;
-    CHECK(pricing_rate(b, src, 2026, 2, &st, &n, &e) == 0);
+    CHECK(pricing_rate(b, src, &(struct pricing_scope){2026, 2, 0, NULL}, NULL, 0, &st, &n, &e) == 0);
     CHECK(n == 1 && st[0].year == 2026 && st[0].month == 2);
     pricing_statements_free(st, n);
 
     t.calls = 0;
     t.fail = true;
-    CHECK(pricing_rate(b, src, 0, 0, &st, &n, &e) == -1);
+    CHECK(pricing_rate(b, src, NULL, NULL, 0, &st, &n, &e) == -1);
     CHECK(st == NULL && n == 0);
     CHECK_STR(e.msg, "source broke at block 3");
     pricing_book_free(b);

@@ -27,18 +27,29 @@ enum meter_db_status db_hard(struct meter_err *e, const char *fmt, ...)
 struct db_sandbox {
     char account_id[PRICING_ID_MAX + 1];
     int32_t sandbox_pk, account_pk;
+    int32_t first_run; /* first running minute stored, or at most that
+                          (INT32_MAX: none known) */
 };
 
 /* Fills *out from the registry; false if the sandbox is not in it. */
 bool db_registry_get(struct meter_registry *r, const char *sandbox_id,
                      struct db_sandbox *out);
-/* Remembers a sandbox stored (committed); a cache, so failures to
- * remember are ignored. */
+/* Remembers a sandbox stored (committed), or a lower first_run of one
+ * remembered; a cache, so failures to remember are ignored. */
 void db_registry_put(struct meter_registry *r, const char *sandbox_id,
                      const struct db_sandbox *s);
 /* Whether the partition of month key (year * 12 + month) is known to
  * exist; and remembering that it does. */
 bool db_registry_month_known(struct meter_registry *r, int64_t key);
 void db_registry_month_add(struct meter_registry *r, int64_t key);
+
+/* Opens a reader of stored usage as meter_usage_reader_new does, but
+ * with own_tx false inside the caller's transaction (at its isolation
+ * level), which it leaves open when freed. */
+struct meter_usage_reader *db_usage_open(PGconn *db, const char *account,
+                                         int64_t from, int64_t to, bool own_tx,
+                                         struct meter_err *e);
+/* Seconds the reader has returned so far. */
+uint64_t db_usage_seconds(const struct meter_usage_reader *r);
 
 #endif

@@ -30,7 +30,10 @@
 struct group {
     size_t first, end; /* its samples in ord[first, end) */
     bool known;        /* sb is set */
-    bool fresh;        /* known from the database in this transaction */
+    bool fresh;        /* to remember once committed: new to the registry,
+                          or a lower first running minute */
+    int32_t run_min;   /* first running minute the batch stores, or
+                          INT32_MAX */
     struct db_sandbox sb;
 };
 
@@ -237,6 +240,7 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
         b->groups[i].known =
             db_registry_get(reg, x->sandbox_id, &b->groups[i].sb);
         b->groups[i].fresh = false;
+        b->groups[i].run_min = INT32_MAX;
         unknown += !b->groups[i].known;
     }
     for (int pass = 0; unknown > 0 && pass < 2; pass++) {
@@ -273,7 +277,8 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
         if (rc == METER_DB_NONE) {
             r = PQexecParams(db,
                              "SELECT s.sandbox_id, s.sandbox_pk, s.account_pk,"
-                             " a.account_id FROM sandboxes s"
+                             " a.account_id, coalesce(s.first_running_minute,"
+                             " 2147483647) FROM sandboxes s"
                              " JOIN accounts a USING (account_pk)"
                              " WHERE s.sandbox_id = ANY ($1::text[])",
                              1, NULL, p1, NULL, NULL, 0);
@@ -292,6 +297,7 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
                      PQgetvalue(r, row, 3));
             g->sb.sandbox_pk = (int32_t)strtol(PQgetvalue(r, row, 1), NULL, 10);
             g->sb.account_pk = (int32_t)strtol(PQgetvalue(r, row, 2), NULL, 10);
+            g->sb.first_run = (int32_t)strtol(PQgetvalue(r, row, 4), NULL, 10);
             g->known = g->fresh = true;
             unknown--;
         }
@@ -495,7 +501,7 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
 
     for (size_t i = 0; i < b->nblocks; i++) {
         const struct block *k = &b->blocks[i];
-        const struct group *g = &b->groups[k->group];
+        struct group *g = &b->groups[k->group];
         if (!k->mask)
             continue;
         size_t n = 0;
@@ -528,6 +534,8 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
             x->hour = hour;
         }
         for (size_t j = 0; j < n; j++) {
+            if (tmp[j].vcpu != 0 && k->minute < g->run_min)
+                g->run_min = (int32_t)k->minute;
             x->samples++;
             x->running += tmp[j].vcpu != 0;
             x->vcpu += tmp[j].vcpu;
@@ -585,6 +593,43 @@ out:
     free(rolls);
     meter_buf_release(&copy);
     meter_buf_release(&roll);
+    return rc;
+}
+
+/* Lowers the first running minute of the sandboxes whose batch stores
+ * an earlier one than known (rarely more than their first batch). */
+static enum meter_db_status
+note_first_runs(PGconn *db, struct batch *b, struct meter_err *e)
+{
+    struct meter_buf pk = {0}, min = {0};
+    const char *sep = "{";
+    for (size_t i = 0; i < b->ngroups; i++) {
+        struct group *g = &b->groups[i];
+        if (g->run_min >= g->sb.first_run)
+            continue;
+        meter_buf_printf(&pk, "%s%d", sep, g->sb.sandbox_pk);
+        meter_buf_printf(&min, "%s%d", sep, g->run_min);
+        sep = ",";
+        g->sb.first_run = g->run_min;
+        g->fresh = true;
+    }
+    enum meter_db_status rc = METER_DB_NONE;
+    if (pk.len) {
+        meter_buf_str(&pk, "}");
+        meter_buf_str(&min, "}");
+        const char *p[] = {pk.p, min.p};
+        rc = pk.failed || min.failed
+                 ? db_hard(e, "out of memory")
+                 : exec_cmd(db,
+                            "UPDATE sandboxes s SET first_running_minute = k.m"
+                            " FROM unnest($1::int[], $2::int[]) AS k (pk, m)"
+                            " WHERE s.sandbox_pk = k.pk AND"
+                            " (s.first_running_minute IS NULL OR"
+                            "  s.first_running_minute > k.m)",
+                            2, p, "cannot note first runs", e);
+    }
+    meter_buf_release(&pk);
+    meter_buf_release(&min);
     return rc;
 }
 
@@ -675,6 +720,8 @@ ingest_attempt(PGconn *db, void *arg, struct meter_err *e)
         count_extras(b);
         rc = write_blocks(db, b, a->arrived_us, e);
     }
+    if (rc == METER_DB_NONE)
+        rc = note_first_runs(db, b, e);
     return rc;
 }
 

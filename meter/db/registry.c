@@ -17,7 +17,7 @@
 
 struct entry {
     uint32_t account; /* index in accounts */
-    int32_t sandbox_pk, account_pk;
+    int32_t sandbox_pk, account_pk, first_run;
 };
 
 struct meter_registry {
@@ -66,6 +66,7 @@ db_registry_get(struct meter_registry *r, const char *sandbox_id,
                  r->accounts.str[x->account]);
         out->sandbox_pk = x->sandbox_pk;
         out->account_pk = x->account_pk;
+        out->first_run = x->first_run;
     }
     pthread_rwlock_unlock(&r->lock);
     return i >= 0;
@@ -85,8 +86,13 @@ db_registry_put(struct meter_registry *r, const char *sandbox_id,
     long acct = meter_strtab_intern(&r->accounts, s->account_id, NULL);
     long i =
         acct < 0 ? -1 : meter_strtab_intern(&r->sandboxes, sandbox_id, &added);
-    if (i < 0 || !added)
+    if (i < 0)
         goto out;
+    if (!added) {
+        if (s->first_run < r->entries[i].first_run)
+            r->entries[i].first_run = s->first_run;
+        goto out;
+    }
     if ((size_t)i >= r->cap) {
         size_t nc = r->cap ? 2 * r->cap : 1024;
         struct entry *p = realloc(r->entries, nc * sizeof(*p));
@@ -100,7 +106,7 @@ db_registry_put(struct meter_registry *r, const char *sandbox_id,
         r->cap = nc;
     }
     r->entries[i] =
-        (struct entry){(uint32_t)acct, s->sandbox_pk, s->account_pk};
+        (struct entry){(uint32_t)acct, s->sandbox_pk, s->account_pk, s->first_run};
 out:
     pthread_rwlock_unlock(&r->lock);
 }

@@ -19,16 +19,18 @@ struct meter_usage_reader {
     PGconn *db;
     PGresult *rows;
     int row, nrows;
-    bool done;
+    bool done, own_tx;
     int64_t from, to;
+    uint64_t seconds; /* returned so far */
+    int64_t first_run; /* the sandbox's first running minute */
     char account[PRICING_ID_MAX + 1];
     char sandbox[PRICING_ID_MAX + 1];
     struct pricing_second out[60];
 };
 
 struct meter_usage_reader *
-meter_usage_reader_new(PGconn *db, const char *account, int64_t from,
-                       int64_t to, struct meter_err *e)
+db_usage_open(PGconn *db, const char *account, int64_t from, int64_t to,
+              bool own_tx, struct meter_err *e)
 {
     struct meter_usage_reader *r = calloc(1, sizeof(*r));
     if (!r) {
@@ -36,6 +38,7 @@ meter_usage_reader_new(PGconn *db, const char *account, int64_t from,
         return NULL;
     }
     r->db = db;
+    r->own_tx = own_tx;
     r->from = from;
     r->to = to;
     char lo[32], hi[32];
@@ -46,14 +49,19 @@ meter_usage_reader_new(PGconn *db, const char *account, int64_t from,
     snprintf(hi, sizeof(hi), "%lld",
              (long long)(hi_m < INT32_MAX ? hi_m : INT32_MAX));
     const char *values[] = {lo, hi, account};
-    PGresult *res = PQexec(db, "BEGIN ISOLATION LEVEL REPEATABLE READ");
-    bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
-    PQclear(res);
+    bool ok = true;
+    PGresult *res;
+    if (own_tx) {
+        res = PQexec(db, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+        ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+        PQclear(res);
+    }
     if (ok) {
         res = PQexecParams(
             db,
             "DECLARE usage_cursor BINARY NO SCROLL CURSOR FOR"
-            " SELECT a.account_id, s.sandbox_id, b.minute, b.seconds, b.data"
+            " SELECT a.account_id, s.sandbox_id, b.minute, b.seconds, b.data,"
+            "  coalesce(s.first_running_minute, 2147483647)"
             " FROM usage_blocks b"
             " JOIN sandboxes s ON s.sandbox_pk = b.sandbox_pk"
             " JOIN accounts a ON a.account_pk = b.account_pk"
@@ -66,11 +74,25 @@ meter_usage_reader_new(PGconn *db, const char *account, int64_t from,
     }
     if (!ok) {
         meter_fail(e, "cannot read stored usage: %s", PQerrorMessage(db));
-        PQclear(PQexec(db, "ROLLBACK"));
+        if (own_tx)
+            PQclear(PQexec(db, "ROLLBACK"));
         free(r);
         return NULL;
     }
     return r;
+}
+
+struct meter_usage_reader *
+meter_usage_reader_new(PGconn *db, const char *account, int64_t from,
+                       int64_t to, struct meter_err *e)
+{
+    return db_usage_open(db, account, from, to, true, e);
+}
+
+uint64_t
+db_usage_seconds(const struct meter_usage_reader *r)
+{
+    return r->seconds;
 }
 
 void
@@ -79,7 +101,7 @@ meter_usage_reader_free(struct meter_usage_reader *r)
     if (!r)
         return;
     PQclear(r->rows);
-    PQclear(PQexec(r->db, "ROLLBACK"));
+    PQclear(PQexec(r->db, r->own_tx ? "ROLLBACK" : "CLOSE usage_cursor"));
     free(r);
 }
 
@@ -130,6 +152,7 @@ next_block(void *ctx, struct pricing_block *b, struct pricing_err *pe)
                 snprintf(r->account, sizeof(r->account), "%s",
                          PQgetvalue(x, i, 0));
                 snprintf(r->sandbox, sizeof(r->sandbox), "%s", sandbox);
+                r->first_run = (int32_t)meter_be32(PQgetvalue(x, i, 5));
                 minute = m;
             }
             uint64_t mask = meter_be64(PQgetvalue(x, i, 3));
@@ -170,6 +193,9 @@ next_block(void *ctx, struct pricing_block *b, struct pricing_err *pe)
         b->sandbox_id = r->sandbox;
         b->s = r->out;
         b->n = n;
+        b->history = true;
+        b->first_run_minute = r->first_run == INT32_MAX ? INT64_MAX : r->first_run;
+        r->seconds += n;
         return 1;
     }
 }

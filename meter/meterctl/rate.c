@@ -166,8 +166,8 @@ ctl_rate(struct ctl *ctl, int argc, char **argv)
         src = meter_sample_set_source(set);
     }
     /* --period prices one period; all samples still count for runs. */
-    if (pricing_rate(book, src, a.period ? a.year : 0, a.month, &st, &n, &pe) <
-        0) {
+    struct pricing_scope scope = {a.period ? a.year : 0, a.month, 0, NULL};
+    if (pricing_rate(book, src, &scope, NULL, 0, &st, &n, &pe) < 0) {
         fprintf(stderr, "meterctl: %s\n", pe.msg);
         goto out;
     }

@@ -249,6 +249,7 @@ next_block(void *ctx, struct pricing_block *b, struct pricing_err *e)
     b->account_id = set->accounts.str[set->owner[sb]];
     b->s = set->buf;
     b->n = n;
+    b->history = false; /* files: runs count within what they hold */
     return 1;
 }
 
