@@ -73,7 +73,7 @@ COMMENT ON COLUMN invoices.sha256 IS
 COMMENT ON COLUMN invoices.created_at IS 'when the draft was last computed';
 COMMENT ON COLUMN invoices.finalized_at IS 'when it was finalized (issued)';
 CREATE UNIQUE INDEX invoices_one_draft ON invoices (account_id, period)
-    WHERE status = 'draft';
+    WHERE status = 'draft' AND kind = 'invoice';
 CREATE UNIQUE INDEX invoices_void_once ON invoices (account_id, voids)
     WHERE voids IS NOT NULL;
 CREATE INDEX invoices_period ON invoices (period, account_id);
@@ -228,3 +228,37 @@ CREATE TRIGGER invoice_usage_no_truncate BEFORE TRUNCATE ON invoice_usage
     FOR EACH STATEMENT EXECUTE FUNCTION invoices_no_truncate();
 CREATE TRIGGER invoice_numbers_no_truncate BEFORE TRUNCATE ON invoice_numbers
     FOR EACH STATEMENT EXECUTE FUNCTION invoices_no_truncate();
+
+-- A final invoice was priced with the books of its period: a change to
+-- those assignments would make late usage bill the change itself.
+CREATE FUNCTION account_price_books_settled() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        r := OLD;
+    ELSE
+        r := NEW;
+    END IF;
+    IF EXISTS (SELECT 1 FROM invoices i
+                WHERE i.account_id = r.account_id AND i.status = 'final'
+                  AND i.period >= date_trunc('month', least(r.valid_from,
+                      CASE WHEN TG_OP = 'UPDATE' THEN OLD.valid_from
+                           ELSE r.valid_from END))::date) THEN
+        RAISE EXCEPTION 'account % has final invoices from % on: its price '
+            'books there are settled; change them from a later period',
+            r.account_id, to_char(r.valid_from, 'YYYY-MM')
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    IF TG_OP = 'DELETE' THEN
+        RETURN OLD;
+    END IF;
+    RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION account_price_books_settled() IS
+    'refuses a change of price book in or before an invoiced period';
+CREATE TRIGGER account_price_books_settled
+    BEFORE INSERT OR UPDATE OR DELETE ON account_price_books
+    FOR EACH ROW EXECUTE FUNCTION account_price_books_settled();

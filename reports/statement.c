@@ -2,15 +2,14 @@
  * statement.c - statements as JSON (amounts and quantities as decimal
  * strings, never JSON numbers) and as a table for a person.
  */
-#include "report.h"
+#include "report_int.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* A decimal with its trailing zeros dropped: "0.000014", "150". */
-static void
-format_rate(struct pricing_dec d, char *buf, size_t n)
+void
+report_format_rate(struct pricing_dec d, char *buf, size_t n)
 {
     pricing_dec_format(d, PRICING_SCALE, buf, n);
     char *end = buf + strlen(buf) - 1;
@@ -52,7 +51,7 @@ report_statement_json(const struct pricing_statement *inv)
         json_object_set_new(
             o, "unit", l->has_quantity ? json_string(l->unit) : json_null());
         if (l->has_unit_price) {
-            format_rate(l->unit_price, rate, sizeof(rate));
+            report_format_rate(l->unit_price, rate, sizeof(rate));
             json_object_set_new(o, "unit_price", json_string(rate));
         } else {
             json_object_set_new(o, "unit_price", json_null());
@@ -114,7 +113,7 @@ report_statements_table(FILE *out, const struct pricing_statement *st, size_t n,
             const struct pricing_line *l = &v->lines[k];
             pricing_dec_format(l->quantity, 6, q, sizeof(q));
             pricing_dec_format(l->amount, 6, a, sizeof(a));
-            format_rate(l->unit_price, r, sizeof(r));
+            report_format_rate(l->unit_price, r, sizeof(r));
             fprintf(out, "  %-18s %22s %-12s %14s %16s\n", l->kind,
                     l->has_quantity ? q : "", l->has_quantity ? l->unit : "",
                     l->has_unit_price ? r : "", a);

@@ -26,6 +26,7 @@
 #include "meter_sample.h"
 #include "meter_util.h"
 #include "pricing.h"
+#include "report.h"
 
 enum meter_db_status {
     METER_DB_ABORT = -3, /* the caller's transaction function chose to roll
@@ -277,6 +278,82 @@ enum meter_ingest_status meter_ingest(PGconn *db, struct meter_registry *reg,
                                       struct meter_ingest_result *res,
                                       struct meter_problems *probs,
                                       struct meter_err *e);
+
+/* ---- invoices (docs/invoicing.md) ------------------------------------------ */
+
+/* Adds to out the accounts on a price book during the period (year,
+ * month), or only account `only` if it is: the invoice run's work. */
+enum meter_db_status meter_db_invoice_accounts(PGconn *db, int year, int month,
+                                               const char *only,
+                                               struct meter_strtab *out,
+                                               struct meter_err *e);
+
+/* What the run of one account did. */
+struct meter_invoice_outcome {
+    bool written;       /* a draft was written (and finalized if asked) */
+    bool already_final; /* the period's invoice is final: nothing done */
+    int64_t id;         /* the document's id */
+    char number[16];    /* its number when final */
+    struct pricing_dec total;
+    char currency[4];
+    uint64_t samples; /* stored seconds rated, late periods included */
+};
+
+/*
+ * The invoice run of one account and period, in one transaction: rates
+ * the period's stored usage with the books of its parts, adds the late
+ * usage of earlier invoiced periods, and replaces the period's draft;
+ * with finalize also numbers it, hashes it and makes it final (only once
+ * the period has ended). seller names the issuer. An account whose
+ * invoice for the period is final gets nothing new (already_final); one
+ * with no book in the period loses its draft. ROWS if written, NONE if
+ * not, or the failure.
+ */
+enum meter_db_status meter_db_invoice_run(PGconn *db, const char *account,
+                                          int year, int month, bool finalize,
+                                          const char *seller,
+                                          struct meter_invoice_outcome *out,
+                                          struct meter_err *e);
+
+/* The invoice the run would compute for the period, every part priced
+ * with book instead of the account's (NULL: its own), in inv (release
+ * with report_invoice_release); nothing is stored. */
+enum meter_db_status meter_db_invoice_preview(PGconn *db, const char *account,
+                                              int year, int month,
+                                              const struct pricing_book *book,
+                                              struct report_invoice *inv,
+                                              struct meter_err *e);
+
+/* Reads document ref (a number, or a draft's id) into inv, only among
+ * account's when account is not NULL: ROWS, or NONE if there is none. */
+enum meter_db_status meter_db_invoice_get(PGconn *db, const char *ref,
+                                          const char *account,
+                                          struct report_invoice *inv,
+                                          struct meter_err *e);
+
+/* Which documents to list: NULL or 0 for any; a page of at most limit
+ * (0: 100) with ids above after, in id order. */
+struct meter_invoice_filter {
+    const char *account;
+    int year, month;
+    const char *status; /* "draft", "final" or "void" */
+    int64_t after;
+    int limit;
+};
+/* Called with each document's header (no lines). */
+typedef void meter_invoice_cb(const struct report_invoice *inv, void *arg);
+enum meter_db_status meter_db_invoice_list(PGconn *db,
+                                           const struct meter_invoice_filter *f,
+                                           meter_invoice_cb *cb, void *arg,
+                                           struct meter_err *e);
+
+/* Voids final invoice number with a final credit note giving reason,
+ * whose number goes to credit: ROWS, or the failure (already void, not
+ * final, no such invoice). */
+enum meter_db_status meter_db_invoice_void(PGconn *db, const char *number,
+                                           const char *reason,
+                                           char credit[16],
+                                           struct meter_err *e);
 
 /* ---- reading stored usage ------------------------------------------------ */
 

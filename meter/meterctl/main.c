@@ -43,6 +43,20 @@ static const char usage_text[] =
     "                             write a generated fleet as NDJSON\n"
     "  gen --push URL --token T [--batch-seconds N] [--rate N] [--follow]\n"
     "                             push it to meterd in columnar batches\n"
+    "  invoice run --period YYYY-MM [--account ID] [--finalize]\n"
+    "       [--seller NAME]       rate stored usage into the period's\n"
+    "                             drafts (finalize: number them, once the\n"
+    "                             period has ended)\n"
+    "  invoice list [--period P] [--account ID] [--status draft|final|void]\n"
+    "       [--after ID] [--limit N]\n"
+    "                             list invoices and credit notes\n"
+    "  invoice show NUMBER|DRAFT-ID [--format json|csv|html|pdf]\n"
+    "       [--output FILE]       one document\n"
+    "  invoice void NUMBER --reason TEXT\n"
+    "                             void a final invoice by a credit note\n"
+    "  invoice preview --period P --account ID --price-book FILE\n"
+    "                             what-if: the invoice under another book\n"
+    "                             and the difference, nothing stored\n"
     "  help                       show this text\n"
     "\n"
     "options:\n"
@@ -56,7 +70,7 @@ static const struct {
 } commands[] = {
     {"db", ctl_db},         {"migrate", ctl_migrate},   {"rate", ctl_rate},
     {"books", ctl_books},   {"accounts", ctl_accounts}, {"keys", ctl_keys},
-    {"export", ctl_export}, {"gen", ctl_gen},
+    {"export", ctl_export}, {"gen", ctl_gen},           {"invoice", ctl_invoice},
 };
 
 int

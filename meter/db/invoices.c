@@ -1,0 +1,978 @@
+/*
+ * invoices.c - the invoice run of one account and period, the lifecycle
+ * (draft, final, void by credit note) and reading documents back
+ * (docs/invoicing.md).
+ *
+ * An account's run is one READ COMMITTED transaction that first locks
+ * the account's row, so runs of one account serialize and each sees
+ * what the previous committed. Usage is read through one cursor per
+ * period (one snapshot), whose count of seconds is recorded: late usage
+ * is detected by comparing it with the seconds stored since, so nothing
+ * depends on clocks. Numbers come from invoice_numbers, whose row lock
+ * lasts until commit: gap-free under concurrent finalization.
+ */
+#include "db_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+/* Documents of an account that are final and not voided. */
+#define LIVE_INVOICE                                                           \
+    "i.kind = 'invoice' AND i.status = 'final' AND NOT EXISTS"                 \
+    " (SELECT 1 FROM invoices c WHERE c.account_id = i.account_id"             \
+    "  AND c.voids = i.invoice_id)"
+
+static void
+period_text(int year, int month, char buf[16])
+{
+    snprintf(buf, 16, "%04d-%02d-01", year, month);
+}
+
+static int64_t
+period_start(int year, int month)
+{
+    return pricing_days_from_civil(year, month, 1) * 86400;
+}
+
+static int64_t
+period_end(int year, int month)
+{
+    return month == 12 ? period_start(year + 1, 1)
+                       : period_start(year, month + 1);
+}
+
+/* "YYYY-MM-DD" at the start of a text into days since the epoch. */
+static int64_t
+date_days(const char *s)
+{
+    int y = 0, m = 0, d = 0;
+    sscanf(s, "%4d-%2d-%2d", &y, &m, &d);
+    return pricing_days_from_civil(y, m, d);
+}
+
+static int
+parse_dec(const char *s, struct pricing_dec *out)
+{
+    return pricing_dec_parse(s, PRICING_SCALE, out) == PRICING_OK ? 0 : -1;
+}
+
+/* ---- an account's books -------------------------------------------------- */
+
+/* One row of account_price_books, with its book parsed. */
+struct assignment {
+    int64_t from; /* Unix seconds */
+    char book_id[PRICING_ID_MAX + 1];
+    int version;
+    struct pricing_book *book;
+};
+
+struct account {
+    const char *id;
+    char name[201];
+    int32_t pk;
+    struct assignment *a;
+    size_t na;
+    const struct pricing_book *override; /* preview: this book instead */
+};
+
+static void
+account_release(struct account *acct)
+{
+    for (size_t i = 0; i < acct->na; i++)
+        pricing_book_free(acct->a[i].book);
+    free(acct->a);
+    acct->a = NULL;
+    acct->na = 0;
+}
+
+/* Reads the account (locking its row when lock) and its assignments. */
+static enum meter_db_status
+account_load(PGconn *db, struct account *acct, bool lock, struct meter_err *e)
+{
+    const char *v[] = {acct->id};
+    PGresult *r;
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot read the account",
+                      lock ? "SELECT account_pk, coalesce(name, '') FROM"
+                             " accounts WHERE account_id = $1 FOR UPDATE"
+                           : "SELECT account_pk, coalesce(name, '') FROM"
+                             " accounts WHERE account_id = $1",
+                      1, v, NULL, NULL, &r, e);
+    if (st == METER_DB_NONE) {
+        meter_fail(e, "no account '%s'", acct->id);
+        return METER_DB_HARD;
+    }
+    if (st < 0)
+        return st;
+    acct->pk = (int32_t)strtol(PQgetvalue(r, 0, 0), NULL, 10);
+    snprintf(acct->name, sizeof(acct->name), "%s", PQgetvalue(r, 0, 1));
+    PQclear(r);
+    st = meter_db_exec(db, "cannot read the account's price books",
+                       "SELECT a.valid_from, a.price_book_id, a.version,"
+                       " b.book::text FROM account_price_books a"
+                       " JOIN price_books b USING (price_book_id, version)"
+                       " WHERE a.account_id = $1 ORDER BY a.valid_from",
+                       1, v, NULL, NULL, &r, e);
+    if (st < 0)
+        return st;
+    int n = PQntuples(r);
+    acct->a = calloc(n ? (size_t)n : 1, sizeof(*acct->a));
+    if (!acct->a) {
+        PQclear(r);
+        return db_hard(e, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        struct assignment *x = &acct->a[acct->na++];
+        x->from = date_days(PQgetvalue(r, i, 0)) * 86400;
+        snprintf(x->book_id, sizeof(x->book_id), "%s", PQgetvalue(r, i, 1));
+        x->version = (int)strtol(PQgetvalue(r, i, 2), NULL, 10);
+        struct pricing_err pe = {{0}};
+        char origin[96];
+        snprintf(origin, sizeof(origin), "price book %s version %d",
+                 x->book_id, x->version);
+        x->book = pricing_book_parse(PQgetvalue(r, i, 3),
+                                     (size_t)PQgetlength(r, i, 3), origin, &pe);
+        if (!x->book) {
+            PQclear(r);
+            return db_hard(e, "%s", pe.msg);
+        }
+    }
+    PQclear(r);
+    return METER_DB_ROWS;
+}
+
+/* The parts of a period: the days on each book. */
+struct parts {
+    struct pricing_part p[31];
+    const struct assignment *a[31];
+    size_t n;
+};
+
+static void
+parts_of(const struct account *acct, int year, int month, struct parts *out)
+{
+    int64_t start = period_start(year, month), end = period_end(year, month);
+    out->n = 0;
+    for (size_t i = 0; i < acct->na; i++) {
+        int64_t from = acct->a[i].from, to = i + 1 < acct->na
+                                                 ? acct->a[i + 1].from
+                                                 : INT64_MAX;
+        if (from < start)
+            from = start;
+        if (to > end)
+            to = end;
+        if (from >= to || out->n == 31)
+            continue;
+        out->p[out->n].book = acct->override ? acct->override : acct->a[i].book;
+        out->p[out->n].from = from;
+        out->p[out->n].to = to;
+        out->a[out->n++] = &acct->a[i];
+    }
+}
+
+/* ---- rating ------------------------------------------------------------------ */
+
+/*
+ * Rates the account's period with its parts' books into lines of inv
+ * (or of fresh, when not NULL), and *seconds the stored seconds of the
+ * period read. A period without parts yields no lines.
+ */
+static enum meter_db_status
+rate_period(PGconn *db, const struct account *acct, int year, int month,
+            struct report_invoice *inv, uint64_t *seconds, struct meter_err *e)
+{
+    struct parts parts;
+    parts_of(acct, year, month, &parts);
+    *seconds = 0;
+    if (parts.n == 0)
+        return METER_DB_NONE;
+    struct meter_usage_reader *r =
+        db_usage_open(db, acct->id, period_start(year, month),
+                      period_end(year, month), false, e);
+    if (!r)
+        return METER_DB_HARD;
+    struct pricing_scope scope = {year, month, 0, acct->id};
+    struct pricing_statement *st = NULL;
+    size_t n = 0;
+    struct pricing_err pe = {{0}};
+    enum meter_db_status rc = METER_DB_ROWS;
+    if (pricing_rate(NULL, meter_usage_source(r), &scope, parts.p, parts.n,
+                     &st, &n, &pe) < 0) {
+        rc = db_hard(e, "account '%s' %04d-%02d: %s", acct->id, year, month,
+                     pe.msg);
+    } else {
+        *seconds = db_usage_seconds(r);
+        for (size_t k = 0; k < n && rc == METER_DB_ROWS; k++) {
+            const struct assignment *a = parts.a[k];
+            const char *book = acct->override
+                                   ? pricing_book_id(acct->override)
+                                   : a->book_id;
+            if (strcmp(st[k].currency, inv->currency) != 0 &&
+                inv->currency[0]) {
+                rc = db_hard(e,
+                             "account '%s' %04d-%02d: price books of two "
+                             "currencies (%s, %s) in one period",
+                             acct->id, year, month, inv->currency,
+                             st[k].currency);
+                break;
+            }
+            snprintf(inv->currency, sizeof(inv->currency), "%s",
+                     st[k].currency);
+            if (report_invoice_add_statement(inv, &st[k], book,
+                                             acct->override ? 0 : a->version,
+                                             e) < 0)
+                rc = METER_DB_HARD;
+        }
+    }
+    pricing_statements_free(st, n);
+    meter_usage_reader_free(r);
+    return rc;
+}
+
+/* The lines that final documents of the account bill for a period
+ * (credit notes cancel the invoices they void), into billed. */
+static enum meter_db_status
+billed_lines(PGconn *db, const struct account *acct, int year, int month,
+             struct report_invoice *billed, struct meter_err *e)
+{
+    char period[16];
+    period_text(year, month, period);
+    const char *v[] = {acct->id, period};
+    PGresult *r;
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot read billed lines",
+        "SELECT l.kind, coalesce(l.corrects, ''),"
+        " coalesce(l.price_book_id, ''), coalesce(l.version, 0),"
+        " l.description, l.quantity, coalesce(l.unit, ''), l.unit_price,"
+        " l.amount FROM invoice_lines l JOIN invoices i"
+        " USING (account_id, invoice_id)"
+        " WHERE l.account_id = $1 AND i.status = 'final' AND l.period = $2"
+        " ORDER BY i.invoice_id, l.line_no",
+        2, v, NULL, NULL, &r, e);
+    if (st < 0)
+        return st;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct report_line l = {.year = year, .month = month};
+        snprintf(l.kind, sizeof(l.kind), "%s", PQgetvalue(r, i, 0));
+        snprintf(l.corrects, sizeof(l.corrects), "%s", PQgetvalue(r, i, 1));
+        snprintf(l.book, sizeof(l.book), "%s", PQgetvalue(r, i, 2));
+        l.version = (int)strtol(PQgetvalue(r, i, 3), NULL, 10);
+        snprintf(l.description, sizeof(l.description), "%s",
+                 PQgetvalue(r, i, 4));
+        l.has_quantity = !PQgetisnull(r, i, 5);
+        l.has_unit_price = !PQgetisnull(r, i, 7);
+        snprintf(l.unit, sizeof(l.unit), "%s", PQgetvalue(r, i, 6));
+        if ((l.has_quantity && parse_dec(PQgetvalue(r, i, 5), &l.quantity)) ||
+            (l.has_unit_price &&
+             parse_dec(PQgetvalue(r, i, 7), &l.unit_price)) ||
+            parse_dec(PQgetvalue(r, i, 8), &l.amount) ||
+            report_invoice_add_line(billed, &l, e) < 0) {
+            PQclear(r);
+            return db_hard(e, "account '%s': a stored line does not read back",
+                           acct->id);
+        }
+    }
+    PQclear(r);
+    return METER_DB_ROWS;
+}
+
+/* Periods whose usage a document rated, and the seconds it saw. */
+struct rated {
+    int year[64], month[64];
+    uint64_t seconds[64];
+    size_t n;
+};
+
+/* Late usage of period (year, month): a fresh rating less what is billed,
+ * appended to inv as late_usage lines. */
+static enum meter_db_status
+late_usage(PGconn *db, const struct account *acct, int year, int month,
+           struct report_invoice *inv, struct rated *rated, struct meter_err *e)
+{
+    struct report_invoice fresh = {0}, billed = {0};
+    uint64_t seconds = 0;
+    snprintf(fresh.currency, sizeof(fresh.currency), "%s", inv->currency);
+    enum meter_db_status st =
+        rate_period(db, acct, year, month, &fresh, &seconds, e);
+    if (st >= 0)
+        st = billed_lines(db, acct, year, month, &billed, e);
+    if (st >= 0 &&
+        report_invoice_add_late(inv, year, month, fresh.lines, fresh.nlines,
+                                billed.lines, billed.nlines, e) < 0)
+        st = METER_DB_HARD;
+    if (st >= 0 && rated->n < 64) {
+        rated->year[rated->n] = year;
+        rated->month[rated->n] = month;
+        rated->seconds[rated->n++] = seconds;
+    }
+    report_invoice_release(&fresh);
+    report_invoice_release(&billed);
+    return st < 0 ? st : METER_DB_ROWS;
+}
+
+/* Earlier periods with a live final invoice and more seconds stored
+ * than their last rating saw: each gets its late usage. */
+static enum meter_db_status
+late_periods(PGconn *db, const struct account *acct, int year, int month,
+             struct report_invoice *inv, struct rated *rated,
+             struct meter_err *e)
+{
+    char period[16], pk[16];
+    period_text(year, month, period);
+    snprintf(pk, sizeof(pk), "%d", acct->pk);
+    const char *v[] = {acct->id, period, pk};
+    PGresult *r;
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot look for late usage",
+        "SELECT to_char(p.period, 'YYYY-MM') FROM"
+        " (SELECT DISTINCT i.period FROM invoices i"
+        "  WHERE i.account_id = $1 AND i.period < $2::date AND " LIVE_INVOICE
+        " ) p"
+        " WHERE (SELECT coalesce(sum(h.samples), 0) FROM usage_hourly h"
+        "   WHERE h.account_pk = $3::int"
+        "   AND h.hour >= extract(epoch FROM p.period)::bigint / 3600"
+        "   AND h.hour < extract(epoch FROM p.period + interval '1 month')"
+        "    ::bigint / 3600)"
+        "  > (SELECT max(u.samples) FROM invoice_usage u JOIN invoices d"
+        "   USING (account_id, invoice_id) WHERE u.account_id = $1"
+        "   AND d.status = 'final' AND u.period = p.period)"
+        " ORDER BY p.period",
+        3, v, NULL, NULL, &r, e);
+    if (st < 0)
+        return st;
+    for (int i = 0; i < PQntuples(r) && st >= 0; i++) {
+        int y, m;
+        meter_period_parse(PQgetvalue(r, i, 0), &y, &m);
+        st = late_usage(db, acct, y, m, inv, rated, e);
+    }
+    PQclear(r);
+    return st;
+}
+
+/*
+ * Computes the account's document for the period into inv: its own
+ * lines, part by part, then late usage (of its own period, if other
+ * documents billed some of it, and of earlier invoiced periods).
+ */
+static enum meter_db_status
+compute(PGconn *db, const struct account *acct, int year, int month,
+        struct report_invoice *inv, struct rated *rated, struct meter_err *e)
+{
+    uint64_t seconds;
+    inv->year = year;
+    inv->month = month;
+    snprintf(inv->kind, sizeof(inv->kind), "invoice");
+    snprintf(inv->account_id, sizeof(inv->account_id), "%s", acct->id);
+    snprintf(inv->account_name, sizeof(inv->account_name), "%s", acct->name);
+    enum meter_db_status st =
+        rate_period(db, acct, year, month, inv, &seconds, e);
+    if (st < 0)
+        return st;
+    rated->year[0] = year;
+    rated->month[0] = month;
+    rated->seconds[0] = seconds;
+    rated->n = 1;
+    struct report_invoice billed = {0};
+    st = billed_lines(db, acct, year, month, &billed, e);
+    if (st >= 0 && billed.nlines &&
+        report_invoice_add_late(inv, year, month, NULL, 0, billed.lines,
+                                billed.nlines, e) < 0)
+        st = METER_DB_HARD;
+    report_invoice_release(&billed);
+    if (st >= 0)
+        st = late_periods(db, acct, year, month, inv, rated, e);
+    if (st >= 0 && report_invoice_total(inv, e) < 0)
+        st = METER_DB_HARD;
+    return st < 0 ? st : METER_DB_ROWS;
+}
+
+/* ---- storing ----------------------------------------------------------------- */
+
+/* The lines as JSON rows for json_to_recordset. */
+static char *
+lines_json(const struct report_invoice *inv)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < inv->nlines; i++) {
+        const struct report_line *l = &inv->lines[i];
+        char period[16], q[64], up[64], amt[64];
+        period_text(l->year, l->month, period);
+        struct report_cells c;
+        report_line_cells(l, &c);
+        snprintf(q, sizeof(q), "%s", c.quantity);
+        snprintf(up, sizeof(up), "%s", c.unit_price);
+        snprintf(amt, sizeof(amt), "%s", c.amount);
+        json_t *o = json_pack(
+            "{s:I, s:s, s:o, s:s, s:o, s:o, s:s, s:o, s:o, s:o, s:s}",
+            "line_no", (json_int_t)(i + 1), "kind", l->kind, "corrects",
+            l->corrects[0] ? json_string(l->corrects) : json_null(), "period",
+            period, "price_book_id",
+            l->book[0] ? json_string(l->book) : json_null(), "version",
+            l->book[0] ? json_integer(l->version) : json_null(), "description",
+            l->description, "quantity",
+            l->has_quantity ? json_string(q) : json_null(), "unit",
+            l->has_quantity ? json_string(l->unit) : json_null(), "unit_price",
+            l->has_unit_price ? json_string(up) : json_null(), "amount", amt);
+        if (!o || json_array_append_new(arr, o) < 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    char *s = json_dumps(arr, JSON_COMPACT);
+    json_decref(arr);
+    return s;
+}
+
+static char *
+rated_json(const struct rated *rated)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < rated->n; i++) {
+        char period[16];
+        period_text(rated->year[i], rated->month[i], period);
+        json_array_append_new(arr, json_pack("{s:s, s:I}", "period", period,
+                                             "samples",
+                                             (json_int_t)rated->seconds[i]));
+    }
+    char *s = json_dumps(arr, JSON_COMPACT);
+    json_decref(arr);
+    return s;
+}
+
+/* Writes inv's lines and rated periods under its id (a draft). */
+static enum meter_db_status
+store_parts(PGconn *db, const struct report_invoice *inv,
+            const struct rated *rated, struct meter_err *e)
+{
+    char id[24];
+    snprintf(id, sizeof(id), "%" PRId64, inv->id);
+    char *lines = lines_json(inv), *usage = rated ? rated_json(rated) : NULL;
+    if (!lines || (rated && !usage)) {
+        free(lines);
+        free(usage);
+        return db_hard(e, "out of memory");
+    }
+    const char *v[] = {inv->account_id, id, lines};
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot store invoice lines",
+        "INSERT INTO invoice_lines (account_id, invoice_id, line_no, kind,"
+        " corrects, period, price_book_id, version, description, quantity,"
+        " unit, unit_price, amount)"
+        " SELECT $1, $2::bigint, x.* FROM json_to_recordset($3::json) AS x"
+        " (line_no int, kind text, corrects text, period date,"
+        "  price_book_id text, version int, description text,"
+        "  quantity numeric, unit text, unit_price numeric, amount numeric)",
+        3, v, NULL, NULL, NULL, e);
+    if (st >= 0 && usage) {
+        const char *u[] = {inv->account_id, id, usage};
+        st = meter_db_exec(
+            db, "cannot store invoice usage",
+            "INSERT INTO invoice_usage (account_id, invoice_id, period,"
+            " samples) SELECT $1, $2::bigint, x.period, x.samples"
+            " FROM json_to_recordset($3::json) AS x (period date,"
+            " samples bigint)",
+            3, u, NULL, NULL, NULL, e);
+    }
+    free(lines);
+    free(usage);
+    return st;
+}
+
+/* The document's total as stored: to its currency's minor unit. */
+static void
+total_text(const struct report_invoice *inv, char *buf, size_t n)
+{
+    int minor = pricing_currency_minor_unit(inv->currency);
+    pricing_dec_format(inv->total, minor < 0 ? 6 : (unsigned)minor, buf, n);
+}
+
+/* Replaces the account's draft of the period with inv (inv->id set). */
+static enum meter_db_status
+store_draft(PGconn *db, struct report_invoice *inv, const struct rated *rated,
+            struct meter_err *e)
+{
+    char period[16], total[64];
+    period_text(inv->year, inv->month, period);
+    total_text(inv, total, sizeof(total));
+    const char *v[] = {inv->account_id, period, inv->currency, total,
+                       inv->seller, inv->account_name[0] ? inv->account_name
+                                                         : NULL};
+    PGresult *r;
+    /* Keep the draft's id across runs: delete its parts, update it. */
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot store the draft",
+        "WITH old AS (SELECT invoice_id FROM invoices WHERE account_id = $1"
+        "  AND period = $2::date AND status = 'draft' AND kind = 'invoice'),"
+        " l AS (DELETE FROM invoice_lines WHERE account_id = $1"
+        "  AND invoice_id IN (SELECT invoice_id FROM old)),"
+        " u AS (DELETE FROM invoice_usage WHERE account_id = $1"
+        "  AND invoice_id IN (SELECT invoice_id FROM old)),"
+        " upd AS (UPDATE invoices SET currency = $3, total = $4::numeric,"
+        "  seller = $5, account_name = $6, created_at = now()"
+        "  WHERE account_id = $1 AND invoice_id IN (SELECT invoice_id FROM old)"
+        "  RETURNING invoice_id),"
+        " ins AS (INSERT INTO invoices (account_id, kind, period, status,"
+        "  currency, total, seller, account_name)"
+        "  SELECT $1, 'invoice', $2::date, 'draft', $3, $4::numeric, $5, $6"
+        "  WHERE NOT EXISTS (SELECT 1 FROM old) RETURNING invoice_id)"
+        " SELECT invoice_id, to_char(now() AT TIME ZONE 'UTC',"
+        "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM upd"
+        " UNION ALL SELECT invoice_id, to_char(now() AT TIME ZONE 'UTC',"
+        "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM ins",
+        6, v, NULL, NULL, &r, e);
+    if (st < 0)
+        return st;
+    inv->id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    snprintf(inv->created_at, sizeof(inv->created_at), "%s",
+             PQgetvalue(r, 0, 1));
+    snprintf(inv->status, sizeof(inv->status), "draft");
+    PQclear(r);
+    return store_parts(db, inv, rated, e);
+}
+
+/* Gives the draft inv its number, hash and final status. */
+static enum meter_db_status
+finalize(PGconn *db, struct report_invoice *inv, struct meter_err *e)
+{
+    PGresult *r;
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot number the invoice",
+        "INSERT INTO invoice_numbers (year, last)"
+        " VALUES (extract(year FROM now() AT TIME ZONE 'UTC')::int, 1)"
+        " ON CONFLICT (year) DO UPDATE SET last = invoice_numbers.last + 1"
+        " RETURNING year, last, to_char(now() AT TIME ZONE 'UTC',"
+        " 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')",
+        0, NULL, NULL, NULL, &r, e);
+    if (st < 0)
+        return st;
+    snprintf(inv->number, sizeof(inv->number), "%04d-%06d",
+             (int)strtol(PQgetvalue(r, 0, 0), NULL, 10),
+             (int)strtol(PQgetvalue(r, 0, 1), NULL, 10));
+    snprintf(inv->finalized_at, sizeof(inv->finalized_at), "%s",
+             PQgetvalue(r, 0, 2));
+    PQclear(r);
+    if (report_invoice_hash(inv, inv->sha256, e) < 0)
+        return METER_DB_HARD;
+    char id[24];
+    snprintf(id, sizeof(id), "%" PRId64, inv->id);
+    const char *v[] = {inv->account_id, id, inv->number, inv->sha256,
+                       inv->finalized_at};
+    st = meter_db_exec(db, "cannot finalize the invoice",
+                       "UPDATE invoices SET status = 'final', number = $3,"
+                       " sha256 = decode($4, 'hex'),"
+                       " finalized_at = $5::timestamptz"
+                       " WHERE account_id = $1 AND invoice_id = $2::bigint"
+                       " AND status = 'draft'",
+                       5, v, NULL, NULL, NULL, e);
+    snprintf(inv->status, sizeof(inv->status), "final");
+    return st < 0 ? st : METER_DB_ROWS;
+}
+
+/* ---- the run ----------------------------------------------------------------- */
+
+enum meter_db_status
+meter_db_invoice_accounts(PGconn *db, int year, int month, const char *only,
+                          struct meter_strtab *out, struct meter_err *e)
+{
+    char from[16], to[16];
+    period_text(year, month, from);
+    period_text(month == 12 ? year + 1 : year, month == 12 ? 1 : month + 1, to);
+    const char *v[] = {from, to, only};
+    PGresult *r;
+    /* An assignment holds until the account's next one. */
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot list the accounts to invoice",
+        "SELECT DISTINCT a.account_id FROM account_price_books a"
+        " WHERE a.valid_from < $2::date AND ($3::text IS NULL"
+        "  OR a.account_id = $3::text)"
+        " AND NOT EXISTS (SELECT 1 FROM account_price_books n"
+        "  WHERE n.account_id = a.account_id AND n.valid_from > a.valid_from"
+        "  AND n.valid_from <= $1::date)"
+        " ORDER BY a.account_id",
+        3, v, NULL, NULL, &r, e);
+    if (st < 0)
+        return st;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (meter_strtab_intern(out, PQgetvalue(r, i, 0), NULL) < 0) {
+            PQclear(r);
+            return db_hard(e, "out of memory");
+        }
+    PQclear(r);
+    return st;
+}
+
+struct run_arg {
+    const char *account, *seller;
+    int year, month;
+    bool finalize;
+    struct meter_invoice_outcome *out;
+};
+
+static enum meter_db_status
+run_attempt(PGconn *db, void *arg, struct meter_err *e)
+{
+    struct run_arg *a = arg;
+    struct meter_invoice_outcome *out = a->out;
+    struct account acct = {.id = a->account};
+    struct report_invoice inv = {0};
+    struct rated rated = {0};
+    char period[16];
+    period_text(a->year, a->month, period);
+    memset(out, 0, sizeof(*out));
+
+    enum meter_db_status st = account_load(db, &acct, true, e);
+    if (st < 0)
+        goto out;
+    if (a->finalize && period_end(a->year, a->month) > time(NULL)) {
+        st = db_hard(e, "%04d-%02d has not ended: a period is finalized once "
+                     "it is over", a->year, a->month);
+        goto out;
+    }
+    /* A live final invoice of the period stands: nothing to do. */
+    const char *v[] = {acct.id, period};
+    PGresult *r;
+    st = meter_db_exec(db, "cannot read the account's invoices",
+                       "SELECT i.number FROM invoices i WHERE i.account_id = $1"
+                       " AND i.period = $2::date AND " LIVE_INVOICE,
+                       2, v, NULL, NULL, &r, e);
+    if (st < 0)
+        goto out;
+    if (st == METER_DB_ROWS) {
+        out->already_final = true;
+        snprintf(out->number, sizeof(out->number), "%s", PQgetvalue(r, 0, 0));
+        PQclear(r);
+        st = METER_DB_NONE;
+        goto out;
+    }
+    PQclear(r);
+    struct parts parts;
+    parts_of(&acct, a->year, a->month, &parts);
+    if (parts.n == 0) {
+        /* No book in the period: no invoice, and no stale draft. */
+        st = meter_db_exec(db, "cannot remove a stale draft",
+                           "DELETE FROM invoices WHERE account_id = $1 AND"
+                           " period = $2::date AND status = 'draft'"
+                           " AND kind = 'invoice'",
+                           2, v, NULL, NULL, NULL, e);
+        goto out;
+    }
+    snprintf(inv.seller, sizeof(inv.seller), "%s", a->seller);
+    st = compute(db, &acct, a->year, a->month, &inv, &rated, e);
+    if (st >= 0)
+        st = store_draft(db, &inv, &rated, e);
+    if (st >= 0 && a->finalize)
+        st = finalize(db, &inv, e);
+    if (st >= 0) {
+        out->written = true;
+        out->id = inv.id;
+        snprintf(out->number, sizeof(out->number), "%s", inv.number);
+        out->total = inv.total;
+        snprintf(out->currency, sizeof(out->currency), "%s", inv.currency);
+        for (size_t i = 0; i < rated.n; i++)
+            out->samples += rated.seconds[i];
+        st = METER_DB_ROWS;
+    }
+out:
+    account_release(&acct);
+    report_invoice_release(&inv);
+    return st;
+}
+
+enum meter_db_status
+meter_db_invoice_run(PGconn *db, const char *account, int year, int month,
+                     bool finalize, const char *seller,
+                     struct meter_invoice_outcome *out, struct meter_err *e)
+{
+    struct run_arg a = {account, seller, year, month, finalize, out};
+    return meter_db_transaction(db, "BEGIN", 5, run_attempt, &a, e);
+}
+
+/* ---- what-if ----------------------------------------------------------------- */
+
+struct preview_arg {
+    const char *account;
+    int year, month;
+    const struct pricing_book *book;
+    struct report_invoice *inv;
+};
+
+static enum meter_db_status
+preview_attempt(PGconn *db, void *arg, struct meter_err *e)
+{
+    struct preview_arg *a = arg;
+    struct account acct = {.id = a->account, .override = a->book};
+    struct rated rated = {0};
+    enum meter_db_status st = account_load(db, &acct, false, e);
+    if (st >= 0) {
+        struct parts parts;
+        parts_of(&acct, a->year, a->month, &parts);
+        if (parts.n == 0)
+            st = db_hard(e, "account '%s' has no price book in %04d-%02d",
+                         a->account, a->year, a->month);
+    }
+    if (st >= 0) {
+        report_invoice_release(a->inv);
+        st = compute(db, &acct, a->year, a->month, a->inv, &rated, e);
+    }
+    account_release(&acct);
+    /* Nothing is stored: roll back whatever happened. */
+    return st < 0 ? st : METER_DB_ABORT;
+}
+
+enum meter_db_status
+meter_db_invoice_preview(PGconn *db, const char *account, int year, int month,
+                         const struct pricing_book *book,
+                         struct report_invoice *inv, struct meter_err *e)
+{
+    struct preview_arg a = {account, year, month, book, inv};
+    snprintf(inv->status, sizeof(inv->status), "draft");
+    enum meter_db_status st = meter_db_transaction(
+        db, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 3,
+        preview_attempt, &a, e);
+    return st == METER_DB_ABORT ? METER_DB_ROWS : st;
+}
+
+/* ---- reading back ------------------------------------------------------------ */
+
+#define DOC_COLUMNS                                                            \
+    "i.invoice_id, i.kind, i.status, coalesce(i.number, ''), i.account_id,"    \
+    " coalesce(i.account_name, ''), i.seller, to_char(i.period, 'YYYY-MM'),"   \
+    " i.currency, to_char(i.created_at AT TIME ZONE 'UTC',"                    \
+    " 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"                                      \
+    " coalesce(to_char(i.finalized_at AT TIME ZONE 'UTC',"                     \
+    " 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), ''),"                                 \
+    " coalesce((SELECT v.number FROM invoices v WHERE v.account_id ="          \
+    "  i.account_id AND v.invoice_id = i.voids), ''),"                         \
+    " coalesce((SELECT c.number FROM invoices c WHERE c.account_id ="          \
+    "  i.account_id AND c.voids = i.invoice_id), '') AS voided_by,"            \
+    " coalesce(i.reason, ''), coalesce(encode(i.sha256, 'hex'), ''),"          \
+    " i.total::text"
+
+/* Fills the header of inv from row i of r (DOC_COLUMNS). */
+static int
+doc_header(PGresult *r, int i, struct report_invoice *inv)
+{
+    memset(inv, 0, sizeof(*inv));
+    inv->id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+    snprintf(inv->kind, sizeof(inv->kind), "%s", PQgetvalue(r, i, 1));
+    snprintf(inv->number, sizeof(inv->number), "%s", PQgetvalue(r, i, 3));
+    snprintf(inv->account_id, sizeof(inv->account_id), "%s",
+             PQgetvalue(r, i, 4));
+    snprintf(inv->account_name, sizeof(inv->account_name), "%s",
+             PQgetvalue(r, i, 5));
+    snprintf(inv->seller, sizeof(inv->seller), "%s", PQgetvalue(r, i, 6));
+    meter_period_parse(PQgetvalue(r, i, 7), &inv->year, &inv->month);
+    snprintf(inv->currency, sizeof(inv->currency), "%s", PQgetvalue(r, i, 8));
+    snprintf(inv->created_at, sizeof(inv->created_at), "%s",
+             PQgetvalue(r, i, 9));
+    snprintf(inv->finalized_at, sizeof(inv->finalized_at), "%s",
+             PQgetvalue(r, i, 10));
+    snprintf(inv->voids, sizeof(inv->voids), "%s", PQgetvalue(r, i, 11));
+    snprintf(inv->voided_by, sizeof(inv->voided_by), "%s",
+             PQgetvalue(r, i, 12));
+    snprintf(inv->reason, sizeof(inv->reason), "%s", PQgetvalue(r, i, 13));
+    snprintf(inv->sha256, sizeof(inv->sha256), "%s", PQgetvalue(r, i, 14));
+    snprintf(inv->status, sizeof(inv->status), "%s",
+             inv->voided_by[0] ? "void" : PQgetvalue(r, i, 2));
+    return parse_dec(PQgetvalue(r, i, 15), &inv->total);
+}
+
+/* The lines of document inv->id. */
+static enum meter_db_status
+doc_lines(PGconn *db, struct report_invoice *inv, struct meter_err *e)
+{
+    char id[24];
+    snprintf(id, sizeof(id), "%" PRId64, inv->id);
+    const char *v[] = {inv->account_id, id};
+    PGresult *r;
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot read invoice lines",
+        "SELECT kind, coalesce(corrects, ''), to_char(period, 'YYYY-MM'),"
+        " coalesce(price_book_id, ''), coalesce(version, 0), description,"
+        " quantity, coalesce(unit, ''), unit_price, amount"
+        " FROM invoice_lines WHERE account_id = $1 AND invoice_id = $2::bigint"
+        " ORDER BY line_no",
+        2, v, NULL, NULL, &r, e);
+    if (st < 0)
+        return st;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct report_line l = {0};
+        snprintf(l.kind, sizeof(l.kind), "%s", PQgetvalue(r, i, 0));
+        snprintf(l.corrects, sizeof(l.corrects), "%s", PQgetvalue(r, i, 1));
+        meter_period_parse(PQgetvalue(r, i, 2), &l.year, &l.month);
+        snprintf(l.book, sizeof(l.book), "%s", PQgetvalue(r, i, 3));
+        l.version = (int)strtol(PQgetvalue(r, i, 4), NULL, 10);
+        snprintf(l.description, sizeof(l.description), "%s",
+                 PQgetvalue(r, i, 5));
+        l.has_quantity = !PQgetisnull(r, i, 6);
+        snprintf(l.unit, sizeof(l.unit), "%s", PQgetvalue(r, i, 7));
+        l.has_unit_price = !PQgetisnull(r, i, 8);
+        if ((l.has_quantity && parse_dec(PQgetvalue(r, i, 6), &l.quantity)) ||
+            (l.has_unit_price &&
+             parse_dec(PQgetvalue(r, i, 8), &l.unit_price)) ||
+            parse_dec(PQgetvalue(r, i, 9), &l.amount) ||
+            report_invoice_add_line(inv, &l, e) < 0) {
+            PQclear(r);
+            return db_hard(e, "invoice %" PRId64 ": a line does not read back",
+                           inv->id);
+        }
+    }
+    PQclear(r);
+    return METER_DB_ROWS;
+}
+
+enum meter_db_status
+meter_db_invoice_get(PGconn *db, const char *ref, const char *account,
+                     struct report_invoice *inv, struct meter_err *e)
+{
+    memset(inv, 0, sizeof(*inv));
+    /* A number has a dash (2026-000001); a draft is named by its id. */
+    bool number = strchr(ref, '-') != NULL;
+    uint64_t id = 0;
+    if (!number && meter_parse_uint(ref, 1, INT64_MAX, &id) < 0)
+        return METER_DB_NONE;
+    char idtext[24];
+    snprintf(idtext, sizeof(idtext), "%" PRIu64, id);
+    const char *v[] = {number ? ref : NULL, number ? NULL : idtext, account};
+    PGresult *r;
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot read the invoice",
+        "SELECT " DOC_COLUMNS " FROM invoices i"
+        " WHERE (i.number = $1 OR i.invoice_id = $2::bigint)"
+        " AND ($3::text IS NULL OR i.account_id = $3::text)",
+        3, v, NULL, NULL, &r, e);
+    if (st != METER_DB_ROWS)
+        return st;
+    int bad = doc_header(r, 0, inv);
+    PQclear(r);
+    if (bad)
+        return db_hard(e, "invoice '%s': its total does not read back", ref);
+    return doc_lines(db, inv, e);
+}
+
+enum meter_db_status
+meter_db_invoice_list(PGconn *db, const struct meter_invoice_filter *f,
+                      meter_invoice_cb *cb, void *arg, struct meter_err *e)
+{
+    char period[16] = "", after[24], limit[24];
+    if (f->year)
+        period_text(f->year, f->month, period);
+    snprintf(after, sizeof(after), "%" PRId64, f->after);
+    snprintf(limit, sizeof(limit), "%d", f->limit > 0 ? f->limit : 100);
+    const char *v[] = {f->account, period[0] ? period : NULL, f->status, after,
+                       limit};
+    PGresult *r;
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot list invoices",
+        "SELECT * FROM (SELECT " DOC_COLUMNS " FROM invoices i"
+        " WHERE ($1::text IS NULL OR i.account_id = $1::text)"
+        " AND ($2::date IS NULL OR i.period = $2::date)"
+        " AND i.invoice_id > $4::bigint) d"
+        " WHERE $3::text IS NULL OR (CASE WHEN d.voided_by <> ''"
+        "  THEN 'void' ELSE d.status END) = $3::text"
+        " ORDER BY d.invoice_id LIMIT $5::int",
+        5, v, NULL, NULL, &r, e);
+    if (st < 0)
+        return st;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct report_invoice inv;
+        if (doc_header(r, i, &inv) == 0)
+            cb(&inv, arg);
+    }
+    PQclear(r);
+    return st;
+}
+
+/* ---- voiding ------------------------------------------------------------------ */
+
+struct void_arg {
+    const char *number, *reason;
+    char *credit;
+};
+
+static enum meter_db_status
+void_attempt(PGconn *db, void *arg, struct meter_err *e)
+{
+    struct void_arg *a = arg;
+    struct report_invoice inv = {0}, note = {0};
+    enum meter_db_status st = meter_db_invoice_get(db, a->number, NULL, &inv, e);
+    if (st == METER_DB_NONE)
+        st = db_hard(e, "no invoice '%s'", a->number);
+    if (st < 0)
+        goto out;
+    if (strcmp(inv.kind, "invoice") != 0 || strcmp(inv.status, "final") != 0) {
+        st = db_hard(e, "%s '%s' is %s: only a final invoice can be voided",
+                     strcmp(inv.kind, "invoice") ? "credit note" : "invoice",
+                     a->number, inv.status);
+        goto out;
+    }
+    /* Serialize with the account's runs, then check again. */
+    struct account acct = {.id = inv.account_id};
+    st = account_load(db, &acct, true, e);
+    account_release(&acct);
+    if (st < 0)
+        goto out;
+    note = inv;
+    note.lines = NULL;
+    note.nlines = note.lines_cap = 0;
+    snprintf(note.kind, sizeof(note.kind), "credit_note");
+    snprintf(note.voids, sizeof(note.voids), "%s", inv.number);
+    snprintf(note.reason, sizeof(note.reason), "%s", a->reason);
+    note.number[0] = note.sha256[0] = note.voided_by[0] = '\0';
+    note.finalized_at[0] = '\0';
+    note.total.v = -inv.total.v;
+    for (size_t i = 0; i < inv.nlines && st >= 0; i++) {
+        struct report_line l = inv.lines[i];
+        l.amount.v = -l.amount.v;
+        l.quantity.v = -l.quantity.v;
+        if (report_invoice_add_line(&note, &l, e) < 0)
+            st = METER_DB_HARD;
+    }
+    if (st < 0)
+        goto out;
+    char period[16], total[64], voids[24];
+    period_text(note.year, note.month, period);
+    total_text(&note, total, sizeof(total));
+    snprintf(voids, sizeof(voids), "%" PRId64, inv.id);
+    const char *v[] = {note.account_id, period, note.currency, total,
+                       note.seller, note.account_name[0] ? note.account_name
+                                                         : NULL,
+                       voids, note.reason};
+    PGresult *r;
+    st = meter_db_exec(
+        db, "cannot store the credit note",
+        "INSERT INTO invoices (account_id, kind, period, status, currency,"
+        " total, seller, account_name, voids, reason)"
+        " VALUES ($1, 'credit_note', $2::date, 'draft', $3, $4::numeric, $5,"
+        " $6, $7::bigint, $8) RETURNING invoice_id",
+        8, v, NULL, NULL, &r, e);
+    if (st < 0) {
+        if (strstr(e->msg, "invoices_void_once"))
+            meter_fail(e, "invoice '%s' is already void", a->number);
+        goto out;
+    }
+    note.id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    st = store_parts(db, &note, NULL, e);
+    if (st >= 0)
+        st = finalize(db, &note, e);
+    if (st >= 0)
+        snprintf(a->credit, 16, "%s", note.number);
+out:
+    report_invoice_release(&inv);
+    report_invoice_release(&note);
+    return st;
+}
+
+enum meter_db_status
+meter_db_invoice_void(PGconn *db, const char *number, const char *reason,
+                      char credit[16], struct meter_err *e)
+{
+    struct void_arg a = {number, reason, credit};
+    return meter_db_transaction(db, "BEGIN", 5, void_attempt, &a, e);
+}

@@ -1,0 +1,488 @@
+/*
+ * invoice.c - `meterctl invoice run|list|show|void|preview`: the monthly
+ * invoice run over stored usage, the documents' lifecycle, and what-if
+ * pricing (docs/invoicing.md).
+ */
+#include "ctl_int.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "report.h"
+
+/* Options shared by the subcommands; each accepts a subset. */
+struct inv_args {
+    const char *period, *account, *status, *format, *seller, *reason,
+        *book, *output;
+    bool finalize;
+    int year, month;
+    uint64_t after, limit;
+};
+
+enum {
+    OPT_PERIOD = 1 << 0,
+    OPT_ACCOUNT = 1 << 1,
+    OPT_STATUS = 1 << 2,
+    OPT_FORMAT = 1 << 3,
+    OPT_SELLER = 1 << 4,
+    OPT_REASON = 1 << 5,
+    OPT_BOOK = 1 << 6,
+    OPT_FINALIZE = 1 << 7,
+    OPT_PAGE = 1 << 8,
+    OPT_OUTPUT = 1 << 9,
+};
+
+/* Parses the options `allowed` of subcommand cmd; positional arguments
+ * are left at argv[optind..]. 0 or CTL_USAGE. */
+static int
+parse(const char *cmd, int argc, char **argv, unsigned allowed,
+      struct inv_args *a)
+{
+    static const struct option opts[] = {
+        {"period", required_argument, NULL, 'p'},
+        {"account", required_argument, NULL, 'a'},
+        {"status", required_argument, NULL, 's'},
+        {"format", required_argument, NULL, 'f'},
+        {"seller", required_argument, NULL, 'S'},
+        {"reason", required_argument, NULL, 'r'},
+        {"price-book", required_argument, NULL, 'b'},
+        {"finalize", no_argument, NULL, 'F'},
+        {"after", required_argument, NULL, 'A'},
+        {"limit", required_argument, NULL, 'l'},
+        {"output", required_argument, NULL, 'o'},
+        {NULL, 0, NULL, 0},
+    };
+    static const unsigned need[128] = {
+        ['p'] = OPT_PERIOD, ['a'] = OPT_ACCOUNT, ['s'] = OPT_STATUS,
+        ['f'] = OPT_FORMAT, ['S'] = OPT_SELLER,  ['r'] = OPT_REASON,
+        ['b'] = OPT_BOOK,   ['F'] = OPT_FINALIZE, ['A'] = OPT_PAGE,
+        ['l'] = OPT_PAGE,   ['o'] = OPT_OUTPUT,
+    };
+    int opt;
+    ctl_getopt_reset();
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (opt <= 0 || opt >= 128 || !(need[opt] & allowed))
+            return ctl_bad_option(cmd, argv);
+        switch (opt) {
+        case 'p':
+            a->period = optarg;
+            if (meter_period_parse(optarg, &a->year, &a->month) < 0)
+                return ctl_usage_error("%s: --period '%s' is not YYYY-MM", cmd,
+                                       optarg);
+            break;
+        case 'a':
+            a->account = optarg;
+            if (ctl_check_account(cmd, "--account", optarg))
+                return CTL_USAGE;
+            break;
+        case 's':
+            a->status = optarg;
+            if (strcmp(optarg, "draft") && strcmp(optarg, "final") &&
+                strcmp(optarg, "void"))
+                return ctl_usage_error("%s: --status '%s' is not draft, final "
+                                       "or void",
+                                       cmd, optarg);
+            break;
+        case 'f':
+            a->format = optarg;
+            break;
+        case 'S':
+            a->seller = optarg;
+            if (!*optarg || strlen(optarg) > 200)
+                return ctl_usage_error("%s: --seller must have 1-200 "
+                                       "characters",
+                                       cmd);
+            break;
+        case 'r':
+            a->reason = optarg;
+            if (!*optarg || strlen(optarg) > 500)
+                return ctl_usage_error("%s: --reason must have 1-500 "
+                                       "characters",
+                                       cmd);
+            break;
+        case 'b':
+            a->book = optarg;
+            break;
+        case 'F':
+            a->finalize = true;
+            break;
+        case 'A':
+            if (meter_parse_uint(optarg, 0, INT64_MAX, &a->after) < 0)
+                return ctl_usage_error("%s: --after '%s' is not a document "
+                                       "id",
+                                       cmd, optarg);
+            break;
+        case 'l':
+            if (meter_parse_uint(optarg, 1, 1000, &a->limit) < 0)
+                return ctl_usage_error("%s: --limit '%s' is not 1-1000", cmd,
+                                       optarg);
+            break;
+        case 'o':
+            a->output = optarg;
+            break;
+        }
+    }
+    return 0;
+}
+
+/* ---- run --------------------------------------------------------------------- */
+
+/* The progress bar on a terminal: accounts done, samples per second,
+ * time left. */
+static void
+progress(size_t done, size_t total, uint64_t samples, double elapsed)
+{
+    int width = 30, fill = total ? (int)(width * done / total) : width;
+    double rate = elapsed > 0 ? (double)samples / elapsed : 0;
+    double left = done ? elapsed * (double)(total - done) / (double)done : 0;
+    fprintf(stderr, "\r[%.*s%*s] %zu/%zu accounts, %.1f M samples/s, %02d:%02d "
+            "left ",
+            fill, "==============================", width - fill, "", done,
+            total, rate / 1e6, (int)left / 60, (int)left % 60);
+}
+
+static double
+now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static int
+invoice_run(struct ctl *ctl, int argc, char **argv)
+{
+    struct inv_args a = {0};
+    int rc = parse("invoice run", argc, argv,
+                   OPT_PERIOD | OPT_ACCOUNT | OPT_FINALIZE | OPT_SELLER, &a);
+    if (rc)
+        return rc;
+    if (optind < argc)
+        return ctl_usage_error("invoice run: unexpected argument '%s'",
+                               argv[optind]);
+    if (!a.period)
+        return ctl_usage_error("invoice run needs --period YYYY-MM");
+    if (!a.seller)
+        a.seller = getenv("METER_SELLER");
+    if (!a.seller || !*a.seller)
+        a.seller = "Unnamed seller";
+    PGconn *db = ctl_connect(ctl);
+    if (!db)
+        return CTL_FAILED;
+    struct meter_err e = {{0}};
+    struct meter_strtab accounts = {0};
+    rc = CTL_FAILED;
+    if (meter_db_invoice_accounts(db, a.year, a.month, a.account, &accounts,
+                                  &e) < 0) {
+        ctl_failed(&e);
+        goto out;
+    }
+    bool tty = isatty(STDERR_FILENO);
+    size_t drafts = 0, finals = 0, already = 0, failed = 0;
+    uint64_t samples = 0;
+    double t0 = now_s();
+    for (size_t i = 0; i < accounts.n; i++) {
+        struct meter_invoice_outcome o;
+        const char *id = accounts.str[i];
+        if (meter_db_invoice_run(db, id, a.year, a.month, a.finalize, a.seller,
+                                 &o, &e) < 0) {
+            fprintf(stderr, "%smeterctl: account %s: %s\n", tty ? "\n" : "",
+                    id, e.msg);
+            failed++;
+            if (meter_db_lost(db))
+                break;
+            continue;
+        }
+        samples += o.samples;
+        already += o.already_final;
+        if (o.written && o.number[0])
+            finals++;
+        else if (o.written)
+            drafts++;
+        if (tty)
+            progress(i + 1, accounts.n, samples, now_s() - t0);
+    }
+    double dt = now_s() - t0;
+    if (tty)
+        fputc('\n', stderr);
+    printf("invoice run %04d-%02d: %zu accounts, %zu drafts, %zu finalized, "
+           "%zu already final, %zu failed; %" PRIu64
+           " samples in %.2f s (%.1f M samples/s)\n",
+           a.year, a.month, accounts.n, drafts, finals, already, failed,
+           samples, dt, dt > 0 ? (double)samples / dt / 1e6 : 0.0);
+    rc = failed ? CTL_FAILED : 0;
+out:
+    meter_strtab_release(&accounts);
+    PQfinish(db);
+    return rc;
+}
+
+/* ---- list --------------------------------------------------------------------- */
+
+static void
+list_row(const struct report_invoice *inv, void *arg)
+{
+    int64_t *last = arg;
+    char total[64], name[32];
+    int minor = pricing_currency_minor_unit(inv->currency);
+    pricing_dec_format(inv->total, minor < 0 ? 6 : (unsigned)minor, total,
+                       sizeof(total));
+    if (inv->number[0])
+        snprintf(name, sizeof(name), "%s", inv->number);
+    else
+        snprintf(name, sizeof(name), "%" PRId64, inv->id);
+    printf("%-12s %-12s %-20s %04d-%02d %-6s %14s %s\n", name, inv->kind,
+           inv->account_id, inv->year, inv->month, inv->status, total,
+           inv->currency);
+    *last = inv->id;
+}
+
+static int
+invoice_list(struct ctl *ctl, int argc, char **argv)
+{
+    struct inv_args a = {0};
+    int rc = parse("invoice list", argc, argv,
+                   OPT_PERIOD | OPT_ACCOUNT | OPT_STATUS | OPT_PAGE, &a);
+    if (rc)
+        return rc;
+    if (optind < argc)
+        return ctl_usage_error("invoice list: unexpected argument '%s'",
+                               argv[optind]);
+    PGconn *db = ctl_connect(ctl);
+    if (!db)
+        return CTL_FAILED;
+    struct meter_err e = {{0}};
+    struct meter_invoice_filter f = {a.account, a.period ? a.year : 0,
+                                     a.month,   a.status,
+                                     (int64_t)a.after, (int)a.limit};
+    int64_t last = 0;
+    printf("%-12s %-12s %-20s %-7s %-6s %14s\n", "document", "kind", "account",
+           "period", "status", "total");
+    rc = meter_db_invoice_list(db, &f, list_row, &last, &e) < 0
+             ? ctl_failed(&e)
+             : 0;
+    /* Every list is paged: say how to get the next page. */
+    if (rc == 0 && a.limit && last)
+        printf("(next page: --after %" PRId64 ")\n", last);
+    PQfinish(db);
+    return rc;
+}
+
+/* ---- show --------------------------------------------------------------------- */
+
+static int
+invoice_show(struct ctl *ctl, int argc, char **argv)
+{
+    struct inv_args a = {.format = "json"};
+    int rc = parse("invoice show", argc, argv, OPT_FORMAT | OPT_OUTPUT, &a);
+    if (rc)
+        return rc;
+    if (optind + 1 != argc)
+        return ctl_usage_error("invoice show needs one NUMBER or DRAFT-ID");
+    if (!report_invoice_media_type(a.format))
+        return ctl_usage_error("invoice show: --format '%s' is not json, csv, "
+                               "html or pdf",
+                               a.format);
+    const char *ref = argv[optind];
+    PGconn *db = ctl_connect(ctl);
+    if (!db)
+        return CTL_FAILED;
+    struct meter_err e = {{0}};
+    struct report_invoice inv = {0};
+    FILE *out = NULL;
+    rc = CTL_FAILED;
+    switch (meter_db_invoice_get(db, ref, NULL, &inv, &e)) {
+    case METER_DB_ROWS:
+        break;
+    case METER_DB_NONE:
+        fprintf(stderr, "meterctl: no invoice '%s'\n", ref);
+        goto out;
+    default:
+        ctl_failed(&e);
+        goto out;
+    }
+    if (inv.sha256[0]) {
+        /* A final document must still be what was issued. */
+        char hex[65];
+        if (report_invoice_hash(&inv, hex, &e) < 0) {
+            ctl_failed(&e);
+            goto out;
+        }
+        if (strcmp(hex, inv.sha256) != 0) {
+            fprintf(stderr,
+                    "meterctl: invoice %s does not match its SHA-256 (%s "
+                    "stored, %s now)\n",
+                    ref, inv.sha256, hex);
+            goto out;
+        }
+    }
+    out = a.output ? fopen(a.output, "wb") : stdout;
+    if (!out) {
+        meter_fail(&e, "%s: cannot write: %s", a.output, strerror(errno));
+        ctl_failed(&e);
+        goto out;
+    }
+    if (report_invoice_write(out, &inv, a.format, &e) < 0) {
+        ctl_failed(&e);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (out && out != stdout && fclose(out) != 0 && rc == 0)
+        rc = CTL_FAILED;
+    report_invoice_release(&inv);
+    PQfinish(db);
+    return rc;
+}
+
+/* ---- void --------------------------------------------------------------------- */
+
+static int
+invoice_void(struct ctl *ctl, int argc, char **argv)
+{
+    struct inv_args a = {0};
+    int rc = parse("invoice void", argc, argv, OPT_REASON, &a);
+    if (rc)
+        return rc;
+    if (optind + 1 != argc || !a.reason)
+        return ctl_usage_error("invoice void needs NUMBER and --reason TEXT");
+    PGconn *db = ctl_connect(ctl);
+    if (!db)
+        return CTL_FAILED;
+    struct meter_err e = {{0}};
+    char credit[16];
+    rc = 0;
+    if (meter_db_invoice_void(db, argv[optind], a.reason, credit, &e) < 0)
+        rc = ctl_failed(&e);
+    else
+        printf("invoice %s voided by credit note %s\n", argv[optind], credit);
+    PQfinish(db);
+    return rc;
+}
+
+/* ---- preview ------------------------------------------------------------------ */
+
+/* The sum of inv's lines of one kind. */
+static struct pricing_dec
+kind_sum(const struct report_invoice *inv, const char *kind, bool *found)
+{
+    struct pricing_dec s = {0};
+    for (size_t i = 0; i < inv->nlines; i++)
+        if (strcmp(inv->lines[i].kind, kind) == 0) {
+            pricing_dec_add(s, inv->lines[i].amount, &s);
+            *found = true;
+        }
+    return s;
+}
+
+/* The difference of two invoices kind by kind, in the order the kinds
+ * first appear in either. */
+static json_t *
+difference(const struct report_invoice *now, const struct report_invoice *alt)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < now->nlines + alt->nlines; i++) {
+        const char *kind = i < now->nlines ? now->lines[i].kind
+                                           : alt->lines[i - now->nlines].kind;
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = strcmp(kind, j < now->nlines
+                                    ? now->lines[j].kind
+                                    : alt->lines[j - now->nlines].kind) == 0;
+        if (seen)
+            continue;
+        bool f1 = false, f2 = false;
+        struct pricing_dec x = kind_sum(now, kind, &f1),
+                           y = kind_sum(alt, kind, &f2), d;
+        pricing_dec_sub(y, x, &d);
+        char bx[64], by[64], bd[64];
+        pricing_dec_format(x, 6, bx, sizeof(bx));
+        pricing_dec_format(y, 6, by, sizeof(by));
+        pricing_dec_format(d, 6, bd, sizeof(bd));
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s}", "kind",
+                                             kind, "current", bx, "what_if",
+                                             by, "difference", bd));
+    }
+    return arr;
+}
+
+static int
+invoice_preview(struct ctl *ctl, int argc, char **argv)
+{
+    struct inv_args a = {0};
+    int rc = parse("invoice preview", argc, argv,
+                   OPT_PERIOD | OPT_ACCOUNT | OPT_BOOK, &a);
+    if (rc)
+        return rc;
+    if (optind < argc)
+        return ctl_usage_error("invoice preview: unexpected argument '%s'",
+                               argv[optind]);
+    if (!a.period || !a.account || !a.book)
+        return ctl_usage_error("invoice preview needs --period YYYY-MM "
+                               "--account ID --price-book FILE");
+    struct pricing_book *book = ctl_read_book(a.book, NULL);
+    if (!book)
+        return CTL_FAILED;
+    PGconn *db = ctl_connect(ctl);
+    struct meter_err e = {{0}};
+    struct report_invoice now = {0}, alt = {0};
+    rc = CTL_FAILED;
+    if (!db)
+        goto out;
+    if (meter_db_invoice_preview(db, a.account, a.year, a.month, NULL, &now,
+                                 &e) < 0 ||
+        meter_db_invoice_preview(db, a.account, a.year, a.month, book, &alt,
+                                 &e) < 0) {
+        ctl_failed(&e);
+        goto out;
+    }
+    char d[64];
+    struct pricing_dec diff;
+    pricing_dec_sub(alt.total, now.total, &diff);
+    int minor = pricing_currency_minor_unit(alt.currency);
+    pricing_dec_format(diff, minor < 0 ? 6 : (unsigned)minor, d, sizeof(d));
+    json_t *o = json_pack("{s:o, s:o, s:o, s:s}", "current",
+                          report_invoice_json(&now), "what_if",
+                          report_invoice_json(&alt), "difference",
+                          difference(&now, &alt), "total_difference", d);
+    if (!o || json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0) {
+        json_decref(o);
+        meter_fail(&e, "cannot write the preview");
+        ctl_failed(&e);
+        goto out;
+    }
+    json_decref(o);
+    putchar('\n');
+    rc = 0;
+out:
+    report_invoice_release(&now);
+    report_invoice_release(&alt);
+    pricing_book_free(book);
+    PQfinish(db);
+    return rc;
+}
+
+int
+ctl_invoice(struct ctl *ctl, int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        ctl_command *run;
+    } subs[] = {
+        {"run", invoice_run},   {"list", invoice_list},
+        {"show", invoice_show}, {"void", invoice_void},
+        {"preview", invoice_preview},
+    };
+    if (argc < 2)
+        return ctl_usage_error("invoice needs a subcommand: run, list, show, "
+                               "void or preview");
+    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+        if (strcmp(argv[1], subs[i].name) == 0)
+            return subs[i].run(ctl, argc - 1, argv + 1);
+    return ctl_usage_error("unknown invoice subcommand '%s'", argv[1]);
+}

@@ -1,0 +1,129 @@
+/*
+ * invoice_html.c - an invoice or credit note as one HTML page a person
+ * would print: no script, no external resource, styles inline.
+ */
+#include "report_int.h"
+
+#include <string.h>
+
+/* Writes s with &, <, >, " and ' escaped. */
+static void
+esc(FILE *out, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&':
+            fputs("&amp;", out);
+            break;
+        case '<':
+            fputs("&lt;", out);
+            break;
+        case '>':
+            fputs("&gt;", out);
+            break;
+        case '"':
+            fputs("&quot;", out);
+            break;
+        case '\'':
+            fputs("&#39;", out);
+            break;
+        default:
+            fputc(*s, out);
+        }
+    }
+}
+
+/* One "<tr><th>label</th><td>value</td></tr>" of the header, if value. */
+static void
+field(FILE *out, const char *label, const char *value)
+{
+    if (!value[0])
+        return;
+    fprintf(out, "<tr><th>%s</th><td>", label);
+    esc(out, value);
+    fputs("</td></tr>\n", out);
+}
+
+int
+report_invoice_html(FILE *out, const struct report_invoice *inv,
+                    struct meter_err *e)
+{
+    (void)e;
+    char title[64], period[16], total[80];
+    report_invoice_title(inv, title, sizeof(title));
+    snprintf(period, sizeof(period), "%04d-%02d", inv->year, inv->month);
+    report_total_text(inv, total, sizeof(total));
+    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
+          "<meta charset=\"utf-8\">\n<title>",
+          out);
+    esc(out, title);
+    fputs("</title>\n<style>\n"
+          "body{font-family:sans-serif;margin:2em;color:#111}\n"
+          "h1{font-size:1.6em;margin:0 0 .2em}\n"
+          "table{border-collapse:collapse}\n"
+          ".head th{text-align:left;padding:.1em 1em .1em 0;color:#555}\n"
+          ".lines{width:100%;margin-top:1.5em}\n"
+          ".lines th,.lines td{border-bottom:1px solid #ccc;padding:.3em .5em}\n"
+          ".lines th{text-align:left}\n"
+          ".num{text-align:right;font-variant-numeric:tabular-nums}\n"
+          ".credit td{color:#064}\n"
+          ".total td{font-weight:bold;border-top:2px solid #111}\n"
+          ".status{display:inline-block;padding:.1em .5em;border:1px solid;"
+          "text-transform:uppercase;font-size:.8em}\n"
+          "@media print{body{margin:0}}\n"
+          "</style>\n</head>\n<body>\n",
+          out);
+    fputs("<header>\n<h1>", out);
+    esc(out, title);
+    fprintf(out, "</h1>\n<span class=\"status\">%s</span>\n</header>\n",
+            inv->status);
+    fputs("<table class=\"head\">\n", out);
+    field(out, "Seller", inv->seller);
+    field(out, "Account", inv->account_id);
+    field(out, "Account name", inv->account_name);
+    field(out, "Number", inv->number);
+    field(out, "Period", period);
+    field(out, "Issued", inv->finalized_at);
+    field(out, "Computed", inv->number[0] ? "" : inv->created_at);
+    field(out, "Voids invoice", inv->voids);
+    field(out, "Reason", inv->reason);
+    field(out, "Voided by credit note", inv->voided_by);
+    field(out, "Currency", inv->currency);
+    fputs("</table>\n", out);
+    fputs("<table class=\"lines\">\n<thead><tr><th>Line</th><th>Period</th>"
+          "<th>Price book</th><th class=\"num\">Quantity</th><th>Unit</th>"
+          "<th class=\"num\">Unit price</th><th class=\"num\">Amount</th>"
+          "</tr></thead>\n<tbody>\n",
+          out);
+    for (size_t i = 0; i < inv->nlines; i++) {
+        const struct report_line *l = &inv->lines[i];
+        struct report_cells c;
+        report_line_cells(l, &c);
+        char lp[16], book[96] = "";
+        snprintf(lp, sizeof(lp), "%04d-%02d", l->year, l->month);
+        if (l->book[0])
+            snprintf(book, sizeof(book), "%s v%d", l->book, l->version);
+        fprintf(out, "<tr%s><td>", l->amount.v < 0 ? " class=\"credit\"" : "");
+        esc(out, l->description);
+        fputs("</td><td>", out);
+        esc(out, lp);
+        fputs("</td><td>", out);
+        esc(out, book);
+        fprintf(out, "</td><td class=\"num\">%s</td><td>", c.quantity);
+        esc(out, l->has_quantity ? l->unit : "");
+        fprintf(out,
+                "</td><td class=\"num\">%s</td><td class=\"num\">%s</td>"
+                "</tr>\n",
+                c.unit_price, c.amount);
+    }
+    fputs("</tbody>\n<tfoot><tr class=\"total\"><td colspan=\"6\">Total</td>"
+          "<td class=\"num\">",
+          out);
+    esc(out, total);
+    fputs("</td></tr></tfoot>\n</table>\n", out);
+    if (inv->sha256[0])
+        fprintf(out, "<p><small>SHA-256 of the document: %s</small></p>\n",
+                inv->sha256);
+    fputs("</body>\n</html>\n", out);
+    return 0;
+}

@@ -1,0 +1,507 @@
+/*
+ * test_invoice.c - the invoice run against a real PostgreSQL: drafts
+ * (rerun identical, one per account with a book, with or without
+ * usage), a mid-period book change cutting segments, a subscription
+ * starting mid-month, finalization (gap-free numbers, also from
+ * concurrent runs; once only; not before the period ends), immutability
+ * enforced by PostgreSQL whoever writes, late usage across two and three
+ * periods, voiding by credit note and the corrected invoice, and the
+ * invariant: what documents bill for a period equals a fresh rating of
+ * everything stored for it.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meter_db.h"
+#include "testdb.h"
+
+#define JAN 1767225600LL /* 2026-01-01T00:00:00Z */
+#define FEB 1769904000LL /* 2026-02-01T00:00:00Z */
+#define MAR 1772323200LL /* 2026-03-01T00:00:00Z */
+#define DAY 86400LL
+#define NOW_US ((int64_t)1790000000 * 1000000) /* 2026-09 */
+
+/* Per second: 0.001 a vCPU-second, 0.5 a run; per minute rounding. */
+static const char book_a[] =
+    "{\"id\": \"book-a\", \"currency\": \"USD\", \"effective_from\": "
+    "\"2025-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": \"0.001\", "
+    "\"per\": \"second\"}, \"memory\": {\"basis\": \"allocated\", \"unit\": "
+    "\"GiB\", \"rate\": \"0\", \"per\": \"second\"}, \"storage\": {\"rate\": "
+    "\"0\", \"per\": \"month\"}, \"egress\": {\"rate\": \"0\"}, \"per_run\": "
+    "\"0.5\", \"granularity_s\": 60}";
+/* Twice the cpu rate, half the run fee. */
+static const char book_b[] =
+    "{\"id\": \"book-b\", \"currency\": \"USD\", \"effective_from\": "
+    "\"2025-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": \"0.002\", "
+    "\"per\": \"second\"}, \"memory\": {\"basis\": \"allocated\", \"unit\": "
+    "\"GiB\", \"rate\": \"0\", \"per\": \"second\"}, \"storage\": {\"rate\": "
+    "\"0\", \"per\": \"month\"}, \"egress\": {\"rate\": \"0\"}, \"per_run\": "
+    "\"0.25\", \"granularity_s\": 60}";
+/* A subscription of 31 a month and nothing else. */
+static const char book_s[] =
+    "{\"id\": \"book-s\", \"currency\": \"USD\", \"effective_from\": "
+    "\"2025-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": \"0\", "
+    "\"per\": \"second\"}, \"memory\": {\"basis\": \"allocated\", \"unit\": "
+    "\"GiB\", \"rate\": \"0\", \"per\": \"second\"}, \"storage\": {\"rate\": "
+    "\"0\", \"per\": \"month\"}, \"egress\": {\"rate\": \"0\"}, \"per_run\": "
+    "\"0\", \"subscription\": {\"monthly_fee\": \"31\", \"included_credit\": "
+    "\"0\", \"max_concurrency\": null, \"max_session_s\": null}}";
+
+static struct pricing_book *books[3];
+
+static void
+add_book(PGconn *db, int k, const char *text)
+{
+    struct pricing_err pe = {{0}};
+    struct meter_err e = {{0}};
+    int version;
+    books[k] = pricing_book_parse(text, strlen(text), "test", &pe);
+    CHECK(books[k] != NULL);
+    CHECK(meter_db_book_add(db, books[k], text, &version, &e) == METER_DB_ROWS);
+}
+
+static void
+account(PGconn *db, const char *id, const char *book, const char *from)
+{
+    struct meter_err e = {{0}};
+    if (meter_db_account_add(db, id, NULL, book, from, &e) < 0) {
+        fprintf(stderr, "account %s: %s\n", id, e.msg);
+        test_failures++;
+    }
+}
+
+/* Stores n running seconds of 1 vCPU of sandbox sb from ts. */
+static void
+run(PGconn *db, struct meter_registry *reg, const char *acct, const char *sb,
+    int64_t ts, size_t n)
+{
+    struct meter_sample *s = calloc(n, sizeof(*s));
+    for (size_t i = 0; i < n; i++) {
+        s[i].s = (struct pricing_second){ts + (int64_t)i, 10000, 10000, 0, 0,
+                                         0, 0};
+        snprintf(s[i].account_id, sizeof(s[i].account_id), "%s", acct);
+        snprintf(s[i].sandbox_id, sizeof(s[i].sandbox_id), "%s", sb);
+    }
+    struct meter_ingest_result res;
+    struct meter_problems probs = {0};
+    struct meter_err e = {{0}};
+    CHECK(meter_ingest(db, reg, s, n, NOW_US, &res, &probs, &e) ==
+          METER_INGEST_OK);
+    CHECK(res.accepted == n);
+    free(s);
+}
+
+static struct meter_invoice_outcome
+invoice(PGconn *db, const char *acct, int y, int m, bool final)
+{
+    struct meter_invoice_outcome o;
+    struct meter_err e = {{0}};
+    if (meter_db_invoice_run(db, acct, y, m, final, "Test Seller", &o, &e) <
+        0) {
+        fprintf(stderr, "run %s %d-%d: %s\n", acct, y, m, e.msg);
+        test_failures++;
+        memset(&o, 0, sizeof(o));
+    }
+    return o;
+}
+
+/* The document ref as a struct (released by the caller). */
+static struct report_invoice
+get(PGconn *db, const char *ref)
+{
+    struct report_invoice inv;
+    struct meter_err e = {{0}};
+    CHECK(meter_db_invoice_get(db, ref, NULL, &inv, &e) == METER_DB_ROWS);
+    return inv;
+}
+
+static char *
+amount(struct pricing_dec d, char *buf)
+{
+    pricing_dec_format(d, 6, buf, 48);
+    return buf;
+}
+
+/* Sum of the lines of inv of kind (NULL: all) and period. */
+static struct pricing_dec
+sum_lines(const struct report_invoice *inv, const char *kind, int y, int m)
+{
+    struct pricing_dec s = {0};
+    for (size_t i = 0; i < inv->nlines; i++) {
+        const struct report_line *l = &inv->lines[i];
+        if ((!kind || strcmp(l->kind, kind) == 0) && l->year == y &&
+            l->month == m)
+            pricing_dec_add(s, l->amount, &s);
+    }
+    return s;
+}
+
+/* What final documents of acct bill for (y, m), from the tables. */
+static struct pricing_dec
+billed(PGconn *db, const char *acct, int y, int m)
+{
+    char sql[512], buf[48];
+    snprintf(sql, sizeof(sql),
+             "SELECT coalesce(sum(l.amount), 0)::text FROM invoice_lines l"
+             " JOIN invoices i USING (account_id, invoice_id)"
+             " WHERE l.account_id = '%s' AND i.status = 'final'"
+             " AND l.period = '%04d-%02d-01'",
+             acct, y, m);
+    PGresult *r = PQexec(db, sql);
+    struct pricing_dec d = {0};
+    CHECK(PQresultStatus(r) == PGRES_TUPLES_OK);
+    snprintf(buf, sizeof(buf), "%s", PQgetvalue(r, 0, 0));
+    CHECK(pricing_dec_parse(buf, 12, &d) == PRICING_OK);
+    PQclear(r);
+    return d;
+}
+
+/* A fresh rating of acct's stored (y, m) with one book, through the
+ * pipeline directly (not the invoice code): the sum of its lines. */
+static struct pricing_dec
+fresh(PGconn *db, const char *acct, int y, int m, const struct pricing_book *b)
+{
+    struct meter_err e = {{0}};
+    struct pricing_err pe = {{0}};
+    int64_t from = pricing_days_from_civil(y, m, 1) * DAY;
+    int64_t to = pricing_days_from_civil(m == 12 ? y + 1 : y,
+                                         m == 12 ? 1 : m + 1, 1) *
+                 DAY;
+    struct meter_usage_reader *r = meter_usage_reader_new(db, acct, from, to, &e);
+    struct pricing_statement *st = NULL;
+    size_t n = 0;
+    struct pricing_scope scope = {y, m, 0, acct};
+    CHECK(pricing_rate(b, meter_usage_source(r), &scope, NULL, 0, &st, &n,
+                       &pe) == 0);
+    meter_usage_reader_free(r);
+    struct pricing_dec s = {0};
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; i < st[k].nlines; i++)
+            pricing_dec_add(s, st[k].lines[i].amount, &s);
+    pricing_statements_free(st, n);
+    return s;
+}
+
+/* The statement must fail, with the server's message holding want. */
+static void
+refused(PGconn *db, const char *sql, const char *want)
+{
+    PGresult *r = PQexec(db, sql);
+    bool ok = PQresultStatus(r) != PGRES_COMMAND_OK &&
+              PQresultStatus(r) != PGRES_TUPLES_OK &&
+              strstr(PQerrorMessage(db), want) != NULL;
+    if (!ok) {
+        fprintf(stderr, "not refused as '%s': %s (%s)\n", want, sql,
+                PQerrorMessage(db));
+        test_failures++;
+    }
+    PQclear(r);
+}
+
+static void
+test_drafts(PGconn *db, struct meter_registry *reg)
+{
+    char a[48];
+    /* acme: 2 runs in January, 90 s and 30 s (billed 120 and 60 s). */
+    run(db, reg, "acme", "acme-1", JAN + 1000, 90);
+    run(db, reg, "acme", "acme-2", JAN + 5 * DAY, 30);
+    struct meter_invoice_outcome o = invoice(db, "acme", 2026, 1, false);
+    CHECK(o.written && !o.number[0] && o.samples == 120);
+    char ref[24];
+    snprintf(ref, sizeof(ref), "%" PRId64, o.id);
+    struct report_invoice d1 = get(db, ref);
+    CHECK_STR(d1.status, "draft");
+    CHECK_STR(amount(sum_lines(&d1, "cpu", 2026, 1), a), "0.180000");
+    CHECK_STR(amount(sum_lines(&d1, "runs", 2026, 1), a), "1.000000");
+    CHECK_STR(amount(d1.total, a), "1.180000");
+    CHECK(d1.nlines == 2 && strcmp(d1.lines[0].book, "book-a") == 0 &&
+          d1.lines[0].version == 1);
+
+    /* Run again: the same draft, same id, same lines. */
+    struct meter_invoice_outcome o2 = invoice(db, "acme", 2026, 1, false);
+    CHECK(o2.id == o.id);
+    struct report_invoice d2 = get(db, ref);
+    json_t *j1 = report_invoice_json(&d1), *j2 = report_invoice_json(&d2);
+    json_object_del(j1, "created_at");
+    json_object_del(j2, "created_at");
+    CHECK(json_equal(j1, j2));
+    json_decref(j1);
+    json_decref(j2);
+    report_invoice_release(&d1);
+    report_invoice_release(&d2);
+    CHECK(testdb_count(db, "SELECT count(*) FROM invoices") == 1);
+
+    /* beta: a subscription from January 15th, no usage: 17 of 31 days. */
+    o = invoice(db, "beta", 2026, 1, false);
+    snprintf(ref, sizeof(ref), "%" PRId64, o.id);
+    struct report_invoice b = get(db, ref);
+    CHECK(b.nlines == 1 && strcmp(b.lines[0].kind, "subscription") == 0);
+    CHECK_STR(amount(b.lines[0].amount, a), "17.000000");
+    CHECK(strstr(b.lines[0].description, "17 of 31 days") != NULL);
+    report_invoice_release(&b);
+
+    /* gamma: book-a, then book-b from the 16th. A running segment
+     * crossing midnight is cut there: 30 s each side, each billed 60 s. */
+    run(db, reg, "gamma", "gamma-1", JAN + 15 * DAY - 30, 60);
+    o = invoice(db, "gamma", 2026, 1, false);
+    snprintf(ref, sizeof(ref), "%" PRId64, o.id);
+    struct report_invoice g = get(db, ref);
+    CHECK(g.nlines == 3);
+    if (g.nlines == 3) {
+        CHECK_STR(g.lines[0].kind, "cpu");
+        CHECK_STR(g.lines[0].book, "book-a");
+        CHECK_STR(amount(g.lines[0].amount, a), "0.060000");
+        CHECK_STR(g.lines[1].kind, "runs");
+        CHECK_STR(g.lines[2].kind, "cpu");
+        CHECK_STR(g.lines[2].book, "book-b");
+        /* No second run in the second part: the sandbox ran before. */
+        CHECK_STR(amount(g.lines[2].amount, a), "0.120000");
+    }
+    report_invoice_release(&g);
+
+    /* No book in the period: no invoice. */
+    o = invoice(db, "nobook", 2026, 1, false);
+    CHECK(!o.written);
+}
+
+/* ---- finalization, concurrent ---- */
+
+struct fin_arg {
+    const char *conninfo;
+    const char *accounts[4];
+    int ok;
+};
+
+static void *
+fin_thread(void *p)
+{
+    struct fin_arg *a = p;
+    struct meter_err e = {{0}};
+    PGconn *db = meter_db_connect(a->conninfo, &e);
+    for (int i = 0; db && i < 4 && a->accounts[i]; i++) {
+        struct meter_invoice_outcome o;
+        if (meter_db_invoice_run(db, a->accounts[i], 2026, 1, true, "Seller",
+                                 &o, &e) == METER_DB_ROWS &&
+            o.number[0])
+            a->ok++;
+        else
+            fprintf(stderr, "finalize %s: %s\n", a->accounts[i], e.msg);
+    }
+    PQfinish(db);
+    return NULL;
+}
+
+static void
+test_finalize(PGconn *db, struct testdb *t, struct meter_registry *reg)
+{
+    /* Eight accounts finalized from four connections at once. */
+    static const char *ids[] = {"c1", "c2", "c3", "c4",
+                                "c5", "c6", "c7", "c8"};
+    for (int i = 0; i < 8; i++) {
+        account(db, ids[i], "book-s", "2026-01-01");
+        run(db, reg, ids[i], ids[i], JAN + 100 * i, 10);
+    }
+    struct fin_arg args[4] = {
+        {t->conninfo, {"c1", "c5", "acme", NULL}, 0},
+        {t->conninfo, {"c2", "c6", "beta", NULL}, 0},
+        {t->conninfo, {"c3", "c7", "gamma", NULL}, 0},
+        {t->conninfo, {"c4", "c8", NULL, NULL}, 0},
+    };
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, fin_thread, &args[i]);
+    for (int i = 0; i < 4; i++)
+        pthread_join(th[i], NULL);
+    CHECK(args[0].ok + args[1].ok + args[2].ok + args[3].ok == 11);
+    /* Numbers 1..11 of this year, each once: no gap, no repeat. */
+    CHECK(testdb_count(db, "SELECT count(DISTINCT number) FROM invoices"
+                           " WHERE status = 'final'") == 11);
+    CHECK(testdb_count(db, "SELECT max(substr(number, 6)::int) FROM invoices"
+                           " WHERE number LIKE to_char(now(), 'YYYY') || '-%'")
+          == 11);
+    CHECK(testdb_count(db, "SELECT count(*) FROM invoices"
+                           " WHERE status = 'draft'") == 0);
+
+    /* Finalizing again creates nothing. */
+    struct meter_invoice_outcome o = invoice(db, "acme", 2026, 1, true);
+    CHECK(!o.written && o.already_final && o.number[0]);
+    CHECK(testdb_count(db, "SELECT count(*) FROM invoices") == 11);
+    char number[16];
+    snprintf(number, sizeof(number), "%s", o.number);
+
+    /* A period that has not ended cannot be finalized. */
+    struct meter_err e = {{0}};
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    CHECK(meter_db_invoice_run(db, "acme", tm.tm_year + 1900, tm.tm_mon + 1,
+                               true, "S", &o, &e) == METER_DB_HARD);
+    CHECK(strstr(e.msg, "has not ended") != NULL);
+
+    /* The stored hash is the document's. */
+    struct report_invoice inv = get(db, number);
+    char hex[65];
+    CHECK(report_invoice_hash(&inv, hex, &e) == 0);
+    CHECK_STR(hex, inv.sha256);
+    CHECK_STR(inv.status, "final");
+    report_invoice_release(&inv);
+
+    /* PostgreSQL refuses every change to final documents, whoever asks. */
+    refused(db, "UPDATE invoices SET total = 0 WHERE status = 'final'",
+            "is final and never changes");
+    refused(db, "DELETE FROM invoices WHERE status = 'final'",
+            "is final and never changes");
+    refused(db, "UPDATE invoice_lines SET amount = 0", "never change");
+    refused(db, "DELETE FROM invoice_lines", "never change");
+    refused(db,
+            "INSERT INTO invoice_lines (account_id, invoice_id, line_no, kind,"
+            " period, description, amount) SELECT account_id, invoice_id, 99,"
+            " 'cpu', period, 'x', 1 FROM invoices WHERE status = 'final'"
+            " LIMIT 1",
+            "never change");
+    refused(db, "UPDATE invoice_usage SET samples = 0", "never change");
+    refused(db, "TRUNCATE invoices CASCADE", "never truncated");
+    refused(db, "UPDATE invoice_numbers SET last = last + 2",
+            "only ever advance by one");
+    refused(db, "DELETE FROM invoice_numbers", "only ever advance by one");
+    /* The books of an invoiced period are settled. */
+    refused(db,
+            "UPDATE account_price_books SET version = 1 WHERE account_id ="
+            " 'acme'",
+            "settled");
+    refused(db,
+            "INSERT INTO account_price_books (account_id, valid_from,"
+            " price_book_id, version) VALUES ('acme', '2026-01-20', 'book-b',"
+            " 1)",
+            "settled");
+}
+
+/* ---- late usage, voiding ---- */
+
+/* The invariant for acme's periods: billed = a fresh rating. */
+static void
+check_all_billed(PGconn *db, int months)
+{
+    char a[48], b[48];
+    for (int m = 1; m <= months; m++) {
+        struct pricing_dec x = billed(db, "acme", 2026, m);
+        struct pricing_dec y = fresh(db, "acme", 2026, m, books[0]);
+        if (pricing_dec_cmp(x, y) != 0) {
+            fprintf(stderr, "2026-%02d: billed %s, fresh rating %s\n", m,
+                    amount(x, a), amount(y, b));
+            test_failures++;
+        }
+    }
+}
+
+static void
+test_late(PGconn *db, struct meter_registry *reg)
+{
+    char a[48];
+    /* Late: 60 s more in January, after it is final. */
+    run(db, reg, "acme", "acme-3", JAN + 7 * DAY, 60);
+    run(db, reg, "acme", "acme-4", FEB + 10, 60);
+    struct meter_invoice_outcome o = invoice(db, "acme", 2026, 2, true);
+    CHECK(o.written && o.number[0]);
+    struct report_invoice feb = get(db, o.number);
+    /* February's own: 60 s and a run; January's late: 60 s and a run. */
+    CHECK_STR(amount(sum_lines(&feb, "cpu", 2026, 2), a), "0.060000");
+    CHECK_STR(amount(sum_lines(&feb, "late_usage", 2026, 1), a), "0.560000");
+    CHECK(feb.nlines == 4);
+    if (feb.nlines == 4) {
+        CHECK_STR(feb.lines[2].kind, "late_usage");
+        CHECK_STR(feb.lines[2].corrects, "cpu");
+        CHECK_STR(feb.lines[3].corrects, "runs");
+        CHECK(feb.lines[2].year == 2026 && feb.lines[2].month == 1);
+    }
+    CHECK_STR(amount(feb.total, a), "1.120000");
+    report_invoice_release(&feb);
+    check_all_billed(db, 2);
+
+    /* Late in January again and in February: March carries both (three
+     * periods on one invoice). A late second joining a segment changes
+     * its padding: 90 s + the next 30 s is one 120 s segment. */
+    run(db, reg, "acme", "acme-1", JAN + 1090, 30);
+    run(db, reg, "acme", "acme-4", FEB + 70, 5);
+    run(db, reg, "acme", "acme-5", MAR + 10, 60);
+    o = invoice(db, "acme", 2026, 3, true);
+    struct report_invoice mar = get(db, o.number);
+    CHECK_STR(amount(sum_lines(&mar, "late_usage", 2026, 1), a), "0.000000");
+    CHECK_STR(amount(sum_lines(&mar, "late_usage", 2026, 2), a), "0.060000");
+    report_invoice_release(&mar);
+    check_all_billed(db, 3);
+
+    /* Nothing new: April has no late lines. */
+    o = invoice(db, "acme", 2026, 4, true);
+    struct report_invoice apr = get(db, o.number);
+    CHECK(apr.nlines == 0);
+    report_invoice_release(&apr);
+
+    /* Void January: a credit note; January shows as void. */
+    struct meter_err e = {{0}};
+    char jan[16], credit[16];
+    PGresult *r = PQexec(db, "SELECT number FROM invoices WHERE account_id ="
+                             " 'acme' AND period = '2026-01-01'");
+    snprintf(jan, sizeof(jan), "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    CHECK(meter_db_invoice_void(db, jan, "wrong address", credit, &e) ==
+          METER_DB_ROWS);
+    CHECK(meter_db_invoice_void(db, jan, "again", credit, &e) < 0);
+    CHECK(strstr(e.msg, "void") != NULL);
+    struct report_invoice v = get(db, jan), cn = get(db, credit);
+    CHECK_STR(v.status, "void");
+    CHECK_STR(v.voided_by, credit);
+    CHECK_STR(cn.kind, "credit_note");
+    CHECK_STR(cn.voids, jan);
+    CHECK(cn.total.v == -v.total.v && cn.nlines == v.nlines);
+    report_invoice_release(&v);
+    report_invoice_release(&cn);
+
+    /* The corrected January: its own lines, less what February and
+     * March already billed of it, so that nothing is billed twice. */
+    o = invoice(db, "acme", 2026, 1, true);
+    CHECK(o.written && o.number[0]);
+    struct report_invoice fix = get(db, o.number);
+    CHECK(sum_lines(&fix, "late_usage", 2026, 1).v < 0);
+    report_invoice_release(&fix);
+    check_all_billed(db, 4);
+}
+
+int
+main(void)
+{
+    struct testdb t;
+    PGconn *db = testdb_create(&t);
+    struct meter_err e = {{0}};
+    struct meter_migration_set set = {0};
+    char dir[4096];
+    int applied, version;
+    if (meter_migrations_default_dir(dir, sizeof(dir), &e) < 0 ||
+        meter_migrations_load(dir, &set, &e) < 0 ||
+        meter_migrate(db, &set, NULL, NULL, &applied, &version, &e) < 0) {
+        fprintf(stderr, "migrate: %s\n", e.msg);
+        return 1;
+    }
+    meter_migrations_release(&set);
+    add_book(db, 0, book_a);
+    add_book(db, 1, book_b);
+    add_book(db, 2, book_s);
+    account(db, "acme", "book-a", "2026-01-01");
+    account(db, "beta", "book-s", "2026-01-15");
+    account(db, "gamma", "book-a", "2026-01-01");
+    account(db, "gamma", "book-b", "2026-01-16");
+    account(db, "nobook", NULL, NULL);
+    struct meter_registry *reg = meter_registry_new();
+
+    test_drafts(db, reg);
+    test_finalize(db, &t, reg);
+    test_late(db, reg);
+
+    meter_registry_free(reg);
+    for (int k = 0; k < 3; k++)
+        pricing_book_free(books[k]);
+    testdb_drop(&t, db);
+    return test_result();
+}
