@@ -173,7 +173,8 @@ report_invoice_total(struct report_invoice *inv, struct meter_err *e)
     return 0;
 }
 
-/* ---- JSON ------------------------------------------------------------------ */
+/* ---- JSON ------------------------------------------------------------------
+ */
 
 static json_t *
 str_or_null(const char *s)
@@ -202,8 +203,9 @@ line_json(const struct report_line *l)
     json_object_set_new(o, "price_book_version",
                         l->book[0] ? json_integer(l->version) : json_null());
     json_object_set_new(o, "description", json_string(l->description));
-    json_object_set_new(
-        o, "quantity", l->has_quantity ? dec_json(l->quantity, 6) : json_null());
+    json_object_set_new(o, "quantity",
+                        l->has_quantity ? dec_json(l->quantity, 6)
+                                        : json_null());
     json_object_set_new(o, "unit",
                         l->has_quantity ? json_string(l->unit) : json_null());
     if (l->has_unit_price) {
@@ -280,7 +282,8 @@ report_invoice_hash(const struct report_invoice *inv, char hex[65],
     return 0;
 }
 
-/* ---- for people ------------------------------------------------------------ */
+/* ---- for people ------------------------------------------------------------
+ */
 
 void
 report_line_cells(const struct report_line *l, struct report_cells *c)
@@ -311,11 +314,12 @@ report_invoice_title(const struct report_invoice *inv, char *buf, size_t n)
         snprintf(buf, n, "%s %s", credit ? "Credit note" : "Invoice",
                  inv->number);
     else
-        snprintf(buf, n, "Draft %s %" PRId64, credit ? "credit note" : "invoice",
-                 inv->id);
+        snprintf(buf, n, "Draft %s %" PRId64,
+                 credit ? "credit note" : "invoice", inv->id);
 }
 
-/* ---- CSV ------------------------------------------------------------------- */
+/* ---- CSV -------------------------------------------------------------------
+ */
 
 /* A CSV field (RFC 4180): quoted when it holds a comma, quote or newline. */
 static void
@@ -339,10 +343,11 @@ static int
 invoice_csv(FILE *out, const struct report_invoice *inv)
 {
     static const char *const header[] = {
-        "document",   "account_id", "period", "line",        "kind",
-        "corrects",   "line_period", "price_book", "price_book_version",
-        "description", "quantity",  "unit",   "unit_price",  "amount",
-        "currency"};
+        "document",    "account_id", "period",
+        "line",        "kind",       "corrects",
+        "line_period", "price_book", "price_book_version",
+        "description", "quantity",   "unit",
+        "unit_price",  "amount",     "currency"};
     size_t nh = sizeof(header) / sizeof(header[0]);
     for (size_t i = 0; i < nh; i++)
         csv_field(out, header[i], i + 1 == nh);

@@ -57,22 +57,23 @@ report_invoice_html(FILE *out, const struct report_invoice *inv,
           "<meta charset=\"utf-8\">\n<title>",
           out);
     esc(out, title);
-    fputs("</title>\n<style>\n"
-          "body{font-family:sans-serif;margin:2em;color:#111}\n"
-          "h1{font-size:1.6em;margin:0 0 .2em}\n"
-          "table{border-collapse:collapse}\n"
-          ".head th{text-align:left;padding:.1em 1em .1em 0;color:#555}\n"
-          ".lines{width:100%;margin-top:1.5em}\n"
-          ".lines th,.lines td{border-bottom:1px solid #ccc;padding:.3em .5em}\n"
-          ".lines th{text-align:left}\n"
-          ".num{text-align:right;font-variant-numeric:tabular-nums}\n"
-          ".credit td{color:#064}\n"
-          ".total td{font-weight:bold;border-top:2px solid #111}\n"
-          ".status{display:inline-block;padding:.1em .5em;border:1px solid;"
-          "text-transform:uppercase;font-size:.8em}\n"
-          "@media print{body{margin:0}}\n"
-          "</style>\n</head>\n<body>\n",
-          out);
+    fputs(
+        "</title>\n<style>\n"
+        "body{font-family:sans-serif;margin:2em;color:#111}\n"
+        "h1{font-size:1.6em;margin:0 0 .2em}\n"
+        "table{border-collapse:collapse}\n"
+        ".head th{text-align:left;padding:.1em 1em .1em 0;color:#555}\n"
+        ".lines{width:100%;margin-top:1.5em}\n"
+        ".lines th,.lines td{border-bottom:1px solid #ccc;padding:.3em .5em}\n"
+        ".lines th{text-align:left}\n"
+        ".num{text-align:right;font-variant-numeric:tabular-nums}\n"
+        ".credit td{color:#064}\n"
+        ".total td{font-weight:bold;border-top:2px solid #111}\n"
+        ".status{display:inline-block;padding:.1em .5em;border:1px solid;"
+        "text-transform:uppercase;font-size:.8em}\n"
+        "@media print{body{margin:0}}\n"
+        "</style>\n</head>\n<body>\n",
+        out);
     fputs("<header>\n<h1>", out);
     esc(out, title);
     fprintf(out, "</h1>\n<span class=\"status\">%s</span>\n</header>\n",

@@ -79,8 +79,8 @@ run(PGconn *db, struct meter_registry *reg, const char *acct, const char *sb,
 {
     struct meter_sample *s = calloc(n, sizeof(*s));
     for (size_t i = 0; i < n; i++) {
-        s[i].s = (struct pricing_second){ts + (int64_t)i, 10000, 10000, 0, 0,
-                                         0, 0};
+        s[i].s =
+            (struct pricing_second){ts + (int64_t)i, 10000, 10000, 0, 0, 0, 0};
         snprintf(s[i].account_id, sizeof(s[i].account_id), "%s", acct);
         snprintf(s[i].sandbox_id, sizeof(s[i].sandbox_id), "%s", sb);
     }
@@ -166,10 +166,11 @@ fresh(PGconn *db, const char *acct, int y, int m, const struct pricing_book *b)
     struct meter_err e = {{0}};
     struct pricing_err pe = {{0}};
     int64_t from = pricing_days_from_civil(y, m, 1) * DAY;
-    int64_t to = pricing_days_from_civil(m == 12 ? y + 1 : y,
-                                         m == 12 ? 1 : m + 1, 1) *
-                 DAY;
-    struct meter_usage_reader *r = meter_usage_reader_new(db, acct, from, to, &e);
+    int64_t to =
+        pricing_days_from_civil(m == 12 ? y + 1 : y, m == 12 ? 1 : m + 1, 1) *
+        DAY;
+    struct meter_usage_reader *r =
+        meter_usage_reader_new(db, acct, from, to, &e);
     struct pricing_statement *st = NULL;
     size_t n = 0;
     struct pricing_scope scope = {y, m, 0, acct};
@@ -297,8 +298,7 @@ static void
 test_finalize(PGconn *db, struct testdb *t, struct meter_registry *reg)
 {
     /* Eight accounts finalized from four connections at once. */
-    static const char *ids[] = {"c1", "c2", "c3", "c4",
-                                "c5", "c6", "c7", "c8"};
+    static const char *ids[] = {"c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8"};
     for (int i = 0; i < 8; i++) {
         account(db, ids[i], "book-s", "2026-01-01");
         run(db, reg, ids[i], ids[i], JAN + 100 * i, 10);
@@ -318,9 +318,9 @@ test_finalize(PGconn *db, struct testdb *t, struct meter_registry *reg)
     /* Numbers 1..11 of this year, each once: no gap, no repeat. */
     CHECK(testdb_count(db, "SELECT count(DISTINCT number) FROM invoices"
                            " WHERE status = 'final'") == 11);
-    CHECK(testdb_count(db, "SELECT max(substr(number, 6)::int) FROM invoices"
-                           " WHERE number LIKE to_char(now(), 'YYYY') || '-%'")
-          == 11);
+    CHECK(testdb_count(
+              db, "SELECT max(substr(number, 6)::int) FROM invoices"
+                  " WHERE number LIKE to_char(now(), 'YYYY') || '-%'") == 11);
     CHECK(testdb_count(db, "SELECT count(*) FROM invoices"
                            " WHERE status = 'draft'") == 0);
 

@@ -133,8 +133,8 @@ account_load(PGconn *db, struct account *acct, bool lock, struct meter_err *e)
         x->version = (int)strtol(PQgetvalue(r, i, 2), NULL, 10);
         struct pricing_err pe = {{0}};
         char origin[96];
-        snprintf(origin, sizeof(origin), "price book %s version %d",
-                 x->book_id, x->version);
+        snprintf(origin, sizeof(origin), "price book %s version %d", x->book_id,
+                 x->version);
         x->book = pricing_book_parse(PQgetvalue(r, i, 3),
                                      (size_t)PQgetlength(r, i, 3), origin, &pe);
         if (!x->book) {
@@ -159,9 +159,8 @@ parts_of(const struct account *acct, int year, int month, struct parts *out)
     int64_t start = period_start(year, month), end = period_end(year, month);
     out->n = 0;
     for (size_t i = 0; i < acct->na; i++) {
-        int64_t from = acct->a[i].from, to = i + 1 < acct->na
-                                                 ? acct->a[i + 1].from
-                                                 : INT64_MAX;
+        int64_t from = acct->a[i].from,
+                to = i + 1 < acct->na ? acct->a[i + 1].from : INT64_MAX;
         if (from < start)
             from = start;
         if (to > end)
@@ -175,7 +174,8 @@ parts_of(const struct account *acct, int year, int month, struct parts *out)
     }
 }
 
-/* ---- rating ------------------------------------------------------------------ */
+/* ---- rating
+ * ------------------------------------------------------------------ */
 
 /*
  * Rates the account's period with its parts' books into lines of inv
@@ -201,17 +201,16 @@ rate_period(PGconn *db, const struct account *acct, int year, int month,
     size_t n = 0;
     struct pricing_err pe = {{0}};
     enum meter_db_status rc = METER_DB_ROWS;
-    if (pricing_rate(NULL, meter_usage_source(r), &scope, parts.p, parts.n,
-                     &st, &n, &pe) < 0) {
+    if (pricing_rate(NULL, meter_usage_source(r), &scope, parts.p, parts.n, &st,
+                     &n, &pe) < 0) {
         rc = db_hard(e, "account '%s' %04d-%02d: %s", acct->id, year, month,
                      pe.msg);
     } else {
         *seconds = db_usage_seconds(r);
         for (size_t k = 0; k < n && rc == METER_DB_ROWS; k++) {
             const struct assignment *a = parts.a[k];
-            const char *book = acct->override
-                                   ? pricing_book_id(acct->override)
-                                   : a->book_id;
+            const char *book =
+                acct->override ? pricing_book_id(acct->override) : a->book_id;
             if (strcmp(st[k].currency, inv->currency) != 0 &&
                 inv->currency[0]) {
                 rc = db_hard(e,
@@ -223,9 +222,8 @@ rate_period(PGconn *db, const struct account *acct, int year, int month,
             }
             snprintf(inv->currency, sizeof(inv->currency), "%s",
                      st[k].currency);
-            if (report_invoice_add_statement(inv, &st[k], book,
-                                             acct->override ? 0 : a->version,
-                                             e) < 0)
+            if (report_invoice_add_statement(
+                    inv, &st[k], book, acct->override ? 0 : a->version, e) < 0)
                 rc = METER_DB_HARD;
         }
     }
@@ -391,7 +389,8 @@ compute(PGconn *db, const struct account *acct, int year, int month,
     return st < 0 ? st : METER_DB_ROWS;
 }
 
-/* ---- storing ----------------------------------------------------------------- */
+/* ---- storing
+ * ----------------------------------------------------------------- */
 
 /* The lines as JSON rows for json_to_recordset. */
 static char *
@@ -499,9 +498,10 @@ store_draft(PGconn *db, struct report_invoice *inv, const struct rated *rated,
     char period[16], total[64];
     period_text(inv->year, inv->month, period);
     total_text(inv, total, sizeof(total));
-    const char *v[] = {inv->account_id, period, inv->currency, total,
-                       inv->seller, inv->account_name[0] ? inv->account_name
-                                                         : NULL};
+    const char *v[] = {
+        inv->account_id, period,
+        inv->currency,   total,
+        inv->seller,     inv->account_name[0] ? inv->account_name : NULL};
     PGresult *r;
     /* Keep the draft's id across runs: delete its parts, update it. */
     enum meter_db_status st = meter_db_exec(
@@ -573,7 +573,8 @@ finalize(PGconn *db, struct report_invoice *inv, struct meter_err *e)
     return st < 0 ? st : METER_DB_ROWS;
 }
 
-/* ---- the run ----------------------------------------------------------------- */
+/* ---- the run
+ * ----------------------------------------------------------------- */
 
 enum meter_db_status
 meter_db_invoice_accounts(PGconn *db, int year, int month, const char *only,
@@ -629,8 +630,10 @@ run_attempt(PGconn *db, void *arg, struct meter_err *e)
     if (st < 0)
         goto out;
     if (a->finalize && period_end(a->year, a->month) > time(NULL)) {
-        st = db_hard(e, "%04d-%02d has not ended: a period is finalized once "
-                     "it is over", a->year, a->month);
+        st = db_hard(e,
+                     "%04d-%02d has not ended: a period is finalized once "
+                     "it is over",
+                     a->year, a->month);
         goto out;
     }
     /* A live final invoice of the period stands: nothing to do. */
@@ -692,7 +695,8 @@ meter_db_invoice_run(PGconn *db, const char *account, int year, int month,
     return meter_db_transaction(db, "BEGIN", 5, run_attempt, &a, e);
 }
 
-/* ---- what-if ----------------------------------------------------------------- */
+/* ---- what-if
+ * ----------------------------------------------------------------- */
 
 struct preview_arg {
     const char *account;
@@ -737,7 +741,8 @@ meter_db_invoice_preview(PGconn *db, const char *account, int year, int month,
     return st == METER_DB_ABORT ? METER_DB_ROWS : st;
 }
 
-/* ---- reading back ------------------------------------------------------------ */
+/* ---- reading back
+ * ------------------------------------------------------------ */
 
 #define DOC_COLUMNS                                                            \
     "i.invoice_id, i.kind, i.status, coalesce(i.number, ''), i.account_id,"    \
@@ -840,12 +845,12 @@ meter_db_invoice_get(PGconn *db, const char *ref, const char *account,
     snprintf(idtext, sizeof(idtext), "%" PRIu64, id);
     const char *v[] = {number ? ref : NULL, number ? NULL : idtext, account};
     PGresult *r;
-    enum meter_db_status st = meter_db_exec(
-        db, "cannot read the invoice",
-        "SELECT " DOC_COLUMNS " FROM invoices i"
-        " WHERE (i.number = $1 OR i.invoice_id = $2::bigint)"
-        " AND ($3::text IS NULL OR i.account_id = $3::text)",
-        3, v, NULL, NULL, &r, e);
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot read the invoice",
+                      "SELECT " DOC_COLUMNS " FROM invoices i"
+                      " WHERE (i.number = $1 OR i.invoice_id = $2::bigint)"
+                      " AND ($3::text IS NULL OR i.account_id = $3::text)",
+                      3, v, NULL, NULL, &r, e);
     if (st != METER_DB_ROWS)
         return st;
     int bad = doc_header(r, 0, inv);
@@ -867,16 +872,16 @@ meter_db_invoice_list(PGconn *db, const struct meter_invoice_filter *f,
     const char *v[] = {f->account, period[0] ? period : NULL, f->status, after,
                        limit};
     PGresult *r;
-    enum meter_db_status st = meter_db_exec(
-        db, "cannot list invoices",
-        "SELECT * FROM (SELECT " DOC_COLUMNS " FROM invoices i"
-        " WHERE ($1::text IS NULL OR i.account_id = $1::text)"
-        " AND ($2::date IS NULL OR i.period = $2::date)"
-        " AND i.invoice_id > $4::bigint) d"
-        " WHERE $3::text IS NULL OR (CASE WHEN d.voided_by <> ''"
-        "  THEN 'void' ELSE d.status END) = $3::text"
-        " ORDER BY d.invoice_id LIMIT $5::int",
-        5, v, NULL, NULL, &r, e);
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot list invoices",
+                      "SELECT * FROM (SELECT " DOC_COLUMNS " FROM invoices i"
+                      " WHERE ($1::text IS NULL OR i.account_id = $1::text)"
+                      " AND ($2::date IS NULL OR i.period = $2::date)"
+                      " AND i.invoice_id > $4::bigint) d"
+                      " WHERE $3::text IS NULL OR (CASE WHEN d.voided_by <> ''"
+                      "  THEN 'void' ELSE d.status END) = $3::text"
+                      " ORDER BY d.invoice_id LIMIT $5::int",
+                      5, v, NULL, NULL, &r, e);
     if (st < 0)
         return st;
     for (int i = 0; i < PQntuples(r); i++) {
@@ -888,7 +893,8 @@ meter_db_invoice_list(PGconn *db, const struct meter_invoice_filter *f,
     return st;
 }
 
-/* ---- voiding ------------------------------------------------------------------ */
+/* ---- voiding
+ * ------------------------------------------------------------------ */
 
 struct void_arg {
     const char *number, *reason;
@@ -900,7 +906,8 @@ void_attempt(PGconn *db, void *arg, struct meter_err *e)
 {
     struct void_arg *a = arg;
     struct report_invoice inv = {0}, note = {0};
-    enum meter_db_status st = meter_db_invoice_get(db, a->number, NULL, &inv, e);
+    enum meter_db_status st =
+        meter_db_invoice_get(db, a->number, NULL, &inv, e);
     if (st == METER_DB_NONE)
         st = db_hard(e, "no invoice '%s'", a->number);
     if (st < 0)
@@ -939,10 +946,11 @@ void_attempt(PGconn *db, void *arg, struct meter_err *e)
     period_text(note.year, note.month, period);
     total_text(&note, total, sizeof(total));
     snprintf(voids, sizeof(voids), "%" PRId64, inv.id);
-    const char *v[] = {note.account_id, period, note.currency, total,
-                       note.seller, note.account_name[0] ? note.account_name
-                                                         : NULL,
-                       voids, note.reason};
+    const char *v[] = {
+        note.account_id, period,
+        note.currency,   total,
+        note.seller,     note.account_name[0] ? note.account_name : NULL,
+        voids,           note.reason};
     PGresult *r;
     st = meter_db_exec(
         db, "cannot store the credit note",

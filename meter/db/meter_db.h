@@ -355,6 +355,25 @@ enum meter_db_status meter_db_invoice_void(PGconn *db, const char *number,
                                            char credit[16],
                                            struct meter_err *e);
 
+/* ---- usage by hour or day ------------------------------------------------- */
+
+/* One bucket of an account's usage; the sums are decimal strings. */
+struct meter_usage_point {
+    int64_t start; /* Unix seconds */
+    const char *samples, *running_s, *vcpu_s, *cpu_used_s, *mem_byte_s,
+        *mem_used_byte_s, *disk_byte_s, *egress_bytes;
+};
+typedef void meter_usage_cb(const struct meter_usage_point *p, void *arg);
+
+/* Calls cb for each hour (or day, with daily) of [from, to), widened to
+ * whole buckets, that has usage of account, starting after `after`
+ * (a bucket's start; a page's cursor), at most limit of them. */
+enum meter_db_status meter_db_usage_series(PGconn *db, const char *account,
+                                           int64_t from, int64_t to,
+                                           bool daily, int64_t after,
+                                           int limit, meter_usage_cb *cb,
+                                           void *arg, struct meter_err *e);
+
 /* ---- reading stored usage ------------------------------------------------ */
 
 /* Stored seconds of [from, to) (Unix seconds), of one account or all

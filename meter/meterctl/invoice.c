@@ -17,8 +17,8 @@
 
 /* Options shared by the subcommands; each accepts a subset. */
 struct inv_args {
-    const char *period, *account, *status, *format, *seller, *reason,
-        *book, *output;
+    const char *period, *account, *status, *format, *seller, *reason, *book,
+        *output;
     bool finalize;
     int year, month;
     uint64_t after, limit;
@@ -58,8 +58,8 @@ parse(const char *cmd, int argc, char **argv, unsigned allowed,
         {NULL, 0, NULL, 0},
     };
     static const unsigned need[128] = {
-        ['p'] = OPT_PERIOD, ['a'] = OPT_ACCOUNT, ['s'] = OPT_STATUS,
-        ['f'] = OPT_FORMAT, ['S'] = OPT_SELLER,  ['r'] = OPT_REASON,
+        ['p'] = OPT_PERIOD, ['a'] = OPT_ACCOUNT,  ['s'] = OPT_STATUS,
+        ['f'] = OPT_FORMAT, ['S'] = OPT_SELLER,   ['r'] = OPT_REASON,
         ['b'] = OPT_BOOK,   ['F'] = OPT_FINALIZE, ['A'] = OPT_PAGE,
         ['l'] = OPT_PAGE,   ['o'] = OPT_OUTPUT,
     };
@@ -130,7 +130,8 @@ parse(const char *cmd, int argc, char **argv, unsigned allowed,
     return 0;
 }
 
-/* ---- run --------------------------------------------------------------------- */
+/* ---- run
+ * --------------------------------------------------------------------- */
 
 /* The progress bar on a terminal: accounts done, samples per second,
  * time left. */
@@ -140,7 +141,8 @@ progress(size_t done, size_t total, uint64_t samples, double elapsed)
     int width = 30, fill = total ? (int)(width * done / total) : width;
     double rate = elapsed > 0 ? (double)samples / elapsed : 0;
     double left = done ? elapsed * (double)(total - done) / (double)done : 0;
-    fprintf(stderr, "\r[%.*s%*s] %zu/%zu accounts, %.1f M samples/s, %02d:%02d "
+    fprintf(stderr,
+            "\r[%.*s%*s] %zu/%zu accounts, %.1f M samples/s, %02d:%02d "
             "left ",
             fill, "==============================", width - fill, "", done,
             total, rate / 1e6, (int)left / 60, (int)left % 60);
@@ -191,8 +193,8 @@ invoice_run(struct ctl *ctl, int argc, char **argv)
         const char *id = accounts.str[i];
         if (meter_db_invoice_run(db, id, a.year, a.month, a.finalize, a.seller,
                                  &o, &e) < 0) {
-            fprintf(stderr, "%smeterctl: account %s: %s\n", tty ? "\n" : "",
-                    id, e.msg);
+            fprintf(stderr, "%smeterctl: account %s: %s\n", tty ? "\n" : "", id,
+                    e.msg);
             failed++;
             if (meter_db_lost(db))
                 break;
@@ -222,7 +224,8 @@ out:
     return rc;
 }
 
-/* ---- list --------------------------------------------------------------------- */
+/* ---- list
+ * --------------------------------------------------------------------- */
 
 static void
 list_row(const struct report_invoice *inv, void *arg)
@@ -257,15 +260,14 @@ invoice_list(struct ctl *ctl, int argc, char **argv)
     if (!db)
         return CTL_FAILED;
     struct meter_err e = {{0}};
-    struct meter_invoice_filter f = {a.account, a.period ? a.year : 0,
-                                     a.month,   a.status,
+    struct meter_invoice_filter f = {a.account,        a.period ? a.year : 0,
+                                     a.month,          a.status,
                                      (int64_t)a.after, (int)a.limit};
     int64_t last = 0;
     printf("%-12s %-12s %-20s %-7s %-6s %14s\n", "document", "kind", "account",
            "period", "status", "total");
-    rc = meter_db_invoice_list(db, &f, list_row, &last, &e) < 0
-             ? ctl_failed(&e)
-             : 0;
+    rc = meter_db_invoice_list(db, &f, list_row, &last, &e) < 0 ? ctl_failed(&e)
+                                                                : 0;
     /* Every list is paged: say how to get the next page. */
     if (rc == 0 && a.limit && last)
         printf("(next page: --after %" PRId64 ")\n", last);
@@ -273,7 +275,8 @@ invoice_list(struct ctl *ctl, int argc, char **argv)
     return rc;
 }
 
-/* ---- show --------------------------------------------------------------------- */
+/* ---- show
+ * --------------------------------------------------------------------- */
 
 static int
 invoice_show(struct ctl *ctl, int argc, char **argv)
@@ -340,7 +343,8 @@ out:
     return rc;
 }
 
-/* ---- void --------------------------------------------------------------------- */
+/* ---- void
+ * --------------------------------------------------------------------- */
 
 static int
 invoice_void(struct ctl *ctl, int argc, char **argv)
@@ -365,7 +369,8 @@ invoice_void(struct ctl *ctl, int argc, char **argv)
     return rc;
 }
 
-/* ---- preview ------------------------------------------------------------------ */
+/* ---- preview
+ * ------------------------------------------------------------------ */
 
 /* The sum of inv's lines of one kind. */
 static struct pricing_dec
@@ -405,8 +410,8 @@ difference(const struct report_invoice *now, const struct report_invoice *alt)
         pricing_dec_format(y, 6, by, sizeof(by));
         pricing_dec_format(d, 6, bd, sizeof(bd));
         json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s}", "kind",
-                                             kind, "current", bx, "what_if",
-                                             by, "difference", bd));
+                                             kind, "current", bx, "what_if", by,
+                                             "difference", bd));
     }
     return arr;
 }
@@ -446,10 +451,10 @@ invoice_preview(struct ctl *ctl, int argc, char **argv)
     pricing_dec_sub(alt.total, now.total, &diff);
     int minor = pricing_currency_minor_unit(alt.currency);
     pricing_dec_format(diff, minor < 0 ? 6 : (unsigned)minor, d, sizeof(d));
-    json_t *o = json_pack("{s:o, s:o, s:o, s:s}", "current",
-                          report_invoice_json(&now), "what_if",
-                          report_invoice_json(&alt), "difference",
-                          difference(&now, &alt), "total_difference", d);
+    json_t *o =
+        json_pack("{s:o, s:o, s:o, s:s}", "current", report_invoice_json(&now),
+                  "what_if", report_invoice_json(&alt), "difference",
+                  difference(&now, &alt), "total_difference", d);
     if (!o || json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0) {
         json_decref(o);
         meter_fail(&e, "cannot write the preview");
@@ -474,8 +479,8 @@ ctl_invoice(struct ctl *ctl, int argc, char **argv)
         const char *name;
         ctl_command *run;
     } subs[] = {
-        {"run", invoice_run},   {"list", invoice_list},
-        {"show", invoice_show}, {"void", invoice_void},
+        {"run", invoice_run},         {"list", invoice_list},
+        {"show", invoice_show},       {"void", invoice_void},
         {"preview", invoice_preview},
     };
     if (argc < 2)

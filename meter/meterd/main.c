@@ -16,9 +16,19 @@
 struct meterd meterd;
 
 /* The service: one row an endpoint. */
+/* Who reads invoices and usage: an account its own, finance and admin
+ * every account's. */
+#define READERS (METER_ROLE_ACCOUNT | METER_ROLE_FINANCE | METER_ROLE_ADMIN)
+
 static const struct meter_http_route routes[] = {
     {"POST", "/v1/samples", METER_ROLE_HOST, true, meterd_samples_admit,
      meterd_samples, meterd_samples_metrics},
+    {"GET", "/v1/invoices", READERS, false, NULL, meterd_invoices_list, NULL},
+    {"GET", "/v1/invoices/{ref}", READERS, false, NULL, meterd_invoices_get,
+     NULL},
+    {"POST", "/v1/invoices/run", METER_ROLE_FINANCE | METER_ROLE_ADMIN, true,
+     NULL, meterd_invoices_run, NULL},
+    {"GET", "/v1/usage", READERS, false, NULL, meterd_usage, NULL},
     {"GET", "/healthz", 0, false, NULL, meterd_healthz, NULL},
     {"GET", "/readyz", 0, false, NULL, meterd_readyz, NULL},
     {"GET", "/metrics", 0, false, NULL, meterd_metrics, NULL},

@@ -23,6 +23,19 @@ bool meterd_samples_admit(struct meter_http_request *rq);
 void meterd_samples(struct meter_http_request *rq);
 void meterd_samples_metrics(struct meter_buf *out);
 
+/* GET /v1/invoices, GET /v1/invoices/{ref}, POST /v1/invoices/run
+ * (invoices.c) */
+void meterd_invoices_list(struct meter_http_request *rq);
+void meterd_invoices_get(struct meter_http_request *rq);
+void meterd_invoices_run(struct meter_http_request *rq);
+
+/* GET /v1/usage (usage.c) */
+void meterd_usage(struct meter_http_request *rq);
+
+/* The query parameters of a page, after (a cursor, default 0) and limit
+ * (1-1000, default 100); false after answering 400. */
+bool meterd_page(struct meter_http_request *rq, int64_t *after, int *limit);
+
 /* GET /healthz, /readyz, /metrics (health.c) */
 void meterd_healthz(struct meter_http_request *rq);
 void meterd_readyz(struct meter_http_request *rq);

@@ -1,0 +1,57 @@
+/*
+ * usage_series.c - an account's usage by hour or day, from the rollups
+ * (usage_hourly): what dashboards and the usage endpoint read, without
+ * decoding a block.
+ */
+#include "db_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum meter_db_status
+meter_db_usage_series(PGconn *db, const char *account, int64_t from, int64_t to,
+                      bool daily, int64_t after, int limit, meter_usage_cb *cb,
+                      void *arg, struct meter_err *e)
+{
+    char f[24], t[24], step[8], a[24], l[16];
+    int64_t len = daily ? 86400 : 3600;
+    /* Whole buckets: from rounded down, to rounded up. */
+    snprintf(f, sizeof(f), "%" PRId64,
+             (from - ((from % len) + len) % len) / 3600);
+    snprintf(t, sizeof(t), "%" PRId64, (to + len - 1) / len * len / 3600);
+    snprintf(step, sizeof(step), "%d", daily ? 24 : 1);
+    snprintf(a, sizeof(a), "%" PRId64, after);
+    snprintf(l, sizeof(l), "%d", limit);
+    const char *v[] = {account, f, t, step, a, l};
+    PGresult *r;
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot read usage",
+        "SELECT h.hour / $4::int * $4::int * 3600 AS start, sum(h.samples),"
+        " sum(h.running_s), sum(h.vcpu_s), sum(h.cpu_used_s),"
+        " sum(h.mem_byte_s), sum(h.mem_used_byte_s), sum(h.disk_byte_s),"
+        " sum(h.egress_bytes)"
+        " FROM usage_hourly h JOIN accounts a USING (account_pk)"
+        " WHERE a.account_id = $1 AND h.hour >= $2::bigint"
+        " AND h.hour < $3::bigint"
+        " AND h.hour / $4::int * $4::int * 3600 > $5::bigint"
+        " GROUP BY 1 ORDER BY 1 LIMIT $6::int",
+        6, v, NULL, NULL, &r, e);
+    if (st < 0)
+        return st;
+    for (int i = 0; i < PQntuples(r); i++) {
+        struct meter_usage_point p = {strtoll(PQgetvalue(r, i, 0), NULL, 10),
+                                      PQgetvalue(r, i, 1),
+                                      PQgetvalue(r, i, 2),
+                                      PQgetvalue(r, i, 3),
+                                      PQgetvalue(r, i, 4),
+                                      PQgetvalue(r, i, 5),
+                                      PQgetvalue(r, i, 6),
+                                      PQgetvalue(r, i, 7),
+                                      PQgetvalue(r, i, 8)};
+        cb(&p, arg);
+    }
+    PQclear(r);
+    return st;
+}

@@ -1,0 +1,287 @@
+/*
+ * invoices.c - the invoice routes: GET /v1/invoices (a page of
+ * documents), GET /v1/invoices/{ref} (one, as JSON, CSV, HTML or PDF),
+ * POST /v1/invoices/run (finance runs a period). A key of role account
+ * sees only its own account's documents: another account's is a 404,
+ * as if it did not exist.
+ */
+#include "meterd_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAGE_DEFAULT 100
+#define PAGE_MAX 1000
+
+/* The account a key of role account is limited to, else NULL. */
+static const char *
+own_account(struct meter_http_request *rq)
+{
+    const struct meter_principal *who = meter_http_principal(rq);
+    return who && who->role == METER_ROLE_ACCOUNT ? who->account_id : NULL;
+}
+
+static void
+bad_query(struct meter_http_request *rq, const char *name, const char *value,
+          const char *why)
+{
+    json_t *errors = json_pack("[{s:s, s:s, s:s}]", "field", name, "value",
+                               value, "reason", why);
+    meter_http_reply_problem(rq, 400, "invalid-query", "Invalid query", errors,
+                             "query parameter '%s' value '%s': %s", name, value,
+                             why);
+}
+
+/* The page parameters: after (a cursor) and limit. false after replying. */
+bool
+meterd_page(struct meter_http_request *rq, int64_t *after, int *limit)
+{
+    const char *a = meter_http_query(rq, "after");
+    const char *l = meter_http_query(rq, "limit");
+    uint64_t v;
+    *after = 0;
+    *limit = PAGE_DEFAULT;
+    if (a) {
+        if (meter_parse_uint(a, 0, INT64_MAX, &v) < 0) {
+            bad_query(rq, "after", a, "not the cursor of a page");
+            return false;
+        }
+        *after = (int64_t)v;
+    }
+    if (l) {
+        if (meter_parse_uint(l, 1, PAGE_MAX, &v) < 0) {
+            bad_query(rq, "limit", l, "not a number from 1 to 1000");
+            return false;
+        }
+        *limit = (int)v;
+    }
+    return true;
+}
+
+struct page {
+    json_t *items;
+    int64_t last;
+};
+
+static void
+add_item(const struct report_invoice *inv, void *arg)
+{
+    struct page *p = arg;
+    json_t *o = report_invoice_json(inv);
+    json_object_del(o, "lines");
+    json_array_append_new(p->items, o);
+    p->last = inv->id;
+}
+
+void
+meterd_invoices_list(struct meter_http_request *rq)
+{
+    struct meter_invoice_filter f = {0};
+    const char *own = own_account(rq);
+    const char *account = meter_http_query(rq, "account");
+    const char *period = meter_http_query(rq, "period");
+    const char *status = meter_http_query(rq, "status");
+    if (account && !pricing_id_valid(account)) {
+        bad_query(rq, "account", account, "not an account id");
+        return;
+    }
+    if (period && meter_period_parse(period, &f.year, &f.month) < 0) {
+        bad_query(rq, "period", period, "not YYYY-MM");
+        return;
+    }
+    if (status && strcmp(status, "draft") && strcmp(status, "final") &&
+        strcmp(status, "void")) {
+        bad_query(rq, "status", status, "not draft, final or void");
+        return;
+    }
+    if (!meterd_page(rq, &f.after, &f.limit))
+        return;
+    struct page p = {json_array(), 0};
+    /* An account key asking for another account sees nothing. */
+    if (own && account && strcmp(own, account) != 0)
+        goto reply;
+    f.account = own ? own : account;
+    f.status = status;
+    struct meter_err e = {{0}};
+    PGconn *db = meter_http_db(rq);
+    if (!db || meter_db_invoice_list(db, &f, add_item, &p, &e) < 0) {
+        json_decref(p.items);
+        meter_http_count_db_error(rq);
+        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
+                                 NULL, "invoices cannot be read now");
+        return;
+    }
+reply:;
+    json_t *body = json_pack("{s:o}", "items", p.items);
+    char next[24];
+    snprintf(next, sizeof(next), "%" PRId64, p.last);
+    json_object_set_new(body, "next_after",
+                        (int)json_array_size(p.items) == f.limit && p.last
+                            ? json_string(next)
+                            : json_null());
+    meter_http_reply_json(rq, 200, body);
+}
+
+/* The format a request asks for: a suffix, else Accept, else JSON. */
+static const char *
+wanted_format(struct meter_http_request *rq, char *ref)
+{
+    static const char *const formats[] = {"json", "csv", "html", "pdf"};
+    char *dot = strrchr(ref, '.');
+    if (dot) {
+        for (size_t i = 0; i < 4; i++)
+            if (strcmp(dot + 1, formats[i]) == 0) {
+                *dot = '\0';
+                return formats[i];
+            }
+        return NULL;
+    }
+    const char *accept = meter_http_header(rq, "Accept");
+    if (!accept || strstr(accept, "application/json") ||
+        strstr(accept, "*/*") || strstr(accept, "application/*"))
+        return "json";
+    if (strstr(accept, "application/pdf"))
+        return "pdf";
+    if (strstr(accept, "text/csv"))
+        return "csv";
+    if (strstr(accept, "text/html"))
+        return "html";
+    return NULL;
+}
+
+void
+meterd_invoices_get(struct meter_http_request *rq)
+{
+    char ref[64];
+    snprintf(ref, sizeof(ref), "%s", meter_http_param(rq, "ref"));
+    const char *format = wanted_format(rq, ref);
+    if (!format) {
+        meter_http_reply_problem(rq, 406, "not-acceptable", "Not acceptable",
+                                 NULL,
+                                 "invoices are served as json, csv, html or "
+                                 "pdf (a suffix or the Accept header)");
+        return;
+    }
+    struct report_invoice inv;
+    struct meter_err e = {{0}};
+    PGconn *db = meter_http_db(rq);
+    enum meter_db_status st =
+        db ? meter_db_invoice_get(db, ref, own_account(rq), &inv, &e)
+           : METER_DB_HARD;
+    if (st == METER_DB_NONE) {
+        meter_http_reply_problem(rq, 404, "not-found", "Not found", NULL,
+                                 "no invoice '%s'", ref);
+        return;
+    }
+    if (st < 0) {
+        meter_http_count_db_error(rq);
+        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
+                                 NULL, "invoices cannot be read now");
+        return;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    int rc = out ? report_invoice_write(out, &inv, format, &e) : -1;
+    if (out)
+        fclose(out);
+    report_invoice_release(&inv);
+    if (rc < 0) {
+        free(text);
+        meter_http_reply_problem(rq, 500, "internal", "Cannot render", NULL,
+                                 "the invoice cannot be rendered as %s",
+                                 format);
+        return;
+    }
+    meter_http_reply_text(rq, 200, report_invoice_media_type(format), text,
+                          len);
+    free(text);
+}
+
+void
+meterd_invoices_run(struct meter_http_request *rq)
+{
+    size_t len;
+    const char *body = meter_http_body(rq, &len);
+    json_error_t jerr;
+    json_t *o = json_loadb(body, len, 0, &jerr);
+    const char *period = NULL, *account = NULL, *seller = "Unnamed seller";
+    int finalize = 0, year, month;
+    if (!o || json_unpack_ex(o, &jerr, JSON_STRICT, "{s:s, s?s, s?b, s?s}",
+                             "period", &period, "account", &account, "finalize",
+                             &finalize, "seller", &seller) < 0) {
+        meter_http_reply_problem(rq, 400, "invalid-body", "Invalid body", NULL,
+                                 "expected {\"period\": \"YYYY-MM\", "
+                                 "\"account\"?: ID, \"finalize\"?: bool, "
+                                 "\"seller\"?: text}: %s",
+                                 jerr.text);
+        json_decref(o);
+        return;
+    }
+    json_t *errors = NULL;
+    if (meter_period_parse(period, &year, &month) < 0)
+        errors = json_pack("[{s:s, s:s, s:s}]", "field", "period", "value",
+                           period, "reason", "not YYYY-MM");
+    else if (account && !pricing_id_valid(account))
+        errors = json_pack("[{s:s, s:s, s:s}]", "field", "account", "value",
+                           account, "reason", "not an account id");
+    else if (!*seller || strlen(seller) > 200)
+        errors = json_pack("[{s:s, s:s, s:s}]", "field", "seller", "value",
+                           seller, "reason", "not 1-200 characters");
+    if (errors) {
+        meter_http_reply_problem(rq, 400, "invalid-body", "Invalid body",
+                                 errors, "the run's parameters are invalid");
+        json_decref(o);
+        return;
+    }
+    PGconn *db = meter_http_db(rq);
+    struct meter_err e = {{0}};
+    struct meter_strtab ids = {0};
+    json_t *items = json_array();
+    int failed = 0;
+    if (!db ||
+        meter_db_invoice_accounts(db, year, month, account, &ids, &e) < 0) {
+        meter_http_count_db_error(rq);
+        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
+                                 NULL, "the run cannot start now");
+        goto out;
+    }
+    for (size_t i = 0; i < ids.n; i++) {
+        struct meter_invoice_outcome r;
+        json_t *item = json_pack("{s:s}", "account_id", ids.str[i]);
+        if (meter_db_invoice_run(db, ids.str[i], year, month, finalize, seller,
+                                 &r, &e) < 0) {
+            failed++;
+            json_object_set_new(item, "error", json_string(e.msg));
+        } else {
+            char total[64], id[24];
+            int minor = pricing_currency_minor_unit(r.currency);
+            pricing_dec_format(r.total, minor < 0 ? 6 : (unsigned)minor, total,
+                               sizeof(total));
+            snprintf(id, sizeof(id), "%" PRId64, r.id);
+            json_object_set_new(item, "status",
+                                json_string(r.already_final ? "already_final"
+                                            : r.number[0]   ? "final"
+                                            : r.written     ? "draft"
+                                                            : "none"));
+            if (r.written) {
+                json_object_set_new(item, "id", json_string(id));
+                json_object_set_new(item, "total", json_string(total));
+                json_object_set_new(item, "currency", json_string(r.currency));
+            }
+            if (r.number[0])
+                json_object_set_new(item, "number", json_string(r.number));
+        }
+        json_array_append_new(items, item);
+    }
+    meter_http_reply_json(rq, failed ? 500 : 200,
+                          json_pack("{s:s, s:o, s:i}", "period", period,
+                                    "accounts", json_incref(items), "failed",
+                                    failed));
+out:
+    json_decref(items);
+    meter_strtab_release(&ids);
+    json_decref(o);
+}
