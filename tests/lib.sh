@@ -53,6 +53,34 @@ fresh_db() {
     trap 'psql "$base dbname=postgres" -qc "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1' EXIT
 }
 
+# start_meterd NAME CONNINFO [ARGS]: starts $METERD on a free port,
+# its log in $tmp/NAME.log; sets url_NAME and pid_NAME and adds the pid
+# to the array pids (the caller kills them).
+start_meterd() {
+    local name=$1 conn=$2 port pid
+    shift 2
+    for attempt in 1 2 3 4 5; do
+        port=$((20000 + RANDOM % 30000))
+        "$METERD" --listen 127.0.0.1:$port --db "$conn" --threads 3 "$@" \
+            >"$tmp/$name.log" 2>&1 &
+        pid=$!
+        for i in $(seq 1 50); do
+            curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
+            kill -0 $pid 2>/dev/null || break
+            sleep 0.1
+        done
+        if curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then
+            pids+=($pid)
+            eval "url_$name=http://127.0.0.1:$port pid_$name=$pid"
+            return 0
+        fi
+        kill $pid 2>/dev/null
+        wait $pid 2>/dev/null
+    done
+    fail "meterd $name did not start: $(cat "$tmp/$name.log")"
+    return 1
+}
+
 finish() {
     echo "$((checks - fails)) passed, $fails failed"
     [ "$fails" -eq 0 ]

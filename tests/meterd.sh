@@ -24,32 +24,6 @@ REVOKED=$("$METERCTL" --db "$db" keys create --role host --name old 2>/dev/null)
 rid=$("$METERCTL" --db "$db" keys list | awk '$NF == "old" { print $1 }')
 "$METERCTL" --db "$db" keys revoke "$rid" >/dev/null
 
-# start_meterd NAME CONNINFO [ARGS]: sets url_NAME and pid_NAME.
-start_meterd() {
-    local name=$1 conn=$2 port pid
-    shift 2
-    for attempt in 1 2 3 4 5; do
-        port=$((20000 + RANDOM % 30000))
-        "$METERD" --listen 127.0.0.1:$port --db "$conn" --threads 3 "$@" \
-            >"$tmp/$name.log" 2>&1 &
-        pid=$!
-        for i in $(seq 1 50); do
-            curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
-            kill -0 $pid 2>/dev/null || break
-            sleep 0.1
-        done
-        if curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then
-            pids+=($pid)
-            eval "url_$name=http://127.0.0.1:$port pid_$name=$pid"
-            return 0
-        fi
-        kill $pid 2>/dev/null
-        wait $pid 2>/dev/null
-    done
-    fail "meterd $name did not start: $(cat "$tmp/$name.log")"
-    return 1
-}
-
 # post URL TOKEN TYPE FILE [extra curl args]: sets status and body.
 post() {
     local url=$1 token=$2 type=$3 file=$4
