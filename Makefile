@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo demo-stop check bench clean
+.PHONY: all deps build demo demo-stop check bench clean openapi-lint
 
 all: build
 
@@ -22,7 +22,12 @@ demo-stop:
 	    [ -f $$f ] && kill $$(cat $$f) 2>/dev/null; rm -f $$f; done; \
 	    echo "demo: stopped (the database keeps running: build/bin/meterctl db stop)"
 
-check: deps
+# The OpenAPI linter, from npm with its lock file, when the lock changed.
+openapi-lint:
+	@cd tools/openapi && { [ node_modules/.package-lock.json -nt package-lock.json ] || \
+	    npm ci --no-audit --no-fund --loglevel=error; }
+
+check: deps openapi-lint
 	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=Debug -DMETER_SANITIZE=ON \
 	    -DMETER_WERROR=ON $(CMAKE_FLAGS)
 	cmake --build build-check -j $(JOBS)

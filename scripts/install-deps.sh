@@ -16,6 +16,11 @@ for p in $packages; do
     *) missing="$missing $p" ;;
     esac
 done
+# The OpenAPI linter runs on Node.js (>= 18.17, Debian 12 has 18.20):
+# any node and npm will do, Debian's or another vendor's.
+if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+    missing="$missing nodejs npm"
+fi
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" -eq 0 ]; then
