@@ -1,0 +1,114 @@
+#!/bin/bash
+# The invoice run agrees with offline rating. A generated fleet over two
+# months, pushed to meterd: each account's January invoice equals,
+# line by line, `meterctl rate` on the same usage from `meterctl
+# export`; then late January usage arrives, February is invoiced, and
+# for every account and period what the final documents bill (invoices
+# plus their late-usage lines) equals a fresh rating of all that is
+# stored. The book uses every rule: granularity and a minimum, autopause,
+# included storage, free egress, runs, a subscription with included
+# credit, and a promotional credit.
+. "$(dirname "$0")/lib.sh"
+command -v curl >/dev/null || { fail "curl not found"; finish; exit; }
+fresh_db
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    rm -rf "$tmp"
+    psql "$base dbname=postgres" -qc "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1
+}
+trap cleanup EXIT
+cd "$tmp"
+ctl() { "$METERCTL" --db "$db" "$@"; }
+
+cat >book.json <<'JSON'
+{"id": "every-rule", "currency": "USD", "effective_from": "2025-01-01",
+ "cpu": {"basis": "allocated", "rate": "0.0504", "per": "hour"},
+ "memory": {"basis": "used", "unit": "GiB", "rate": "0.0000045", "per": "second"},
+ "storage": {"rate": "0.000108", "per": "hour", "included_gib": "1"},
+ "egress": {"rate": "0.05", "free_gb": "0.001"},
+ "per_run": "0.001", "granularity_s": 60, "min_billed_s": 120,
+ "autopause": {"idle_below": "0.1", "after_s": 300},
+ "subscription": {"monthly_fee": "1", "included_credit": "0.25",
+                  "max_concurrency": null, "max_session_s": null},
+ "promotional_credit": "0.1"}
+JSON
+ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
+ctl books add book.json >/dev/null || fail "books add"
+HOST=$(ctl keys create --role host --name h)
+start_meterd a "$db" || { finish; exit; }
+
+# 40 sandboxes of 4 accounts from January 31st 22:00 for 4 hours.
+JAN31=1769896800
+ctl gen --sandboxes 40 --accounts 4 --seconds 14400 --start $JAN31 --seed 7 \
+    --push "$url_a/v1/samples" --token "$HOST" >gen.out 2>&1 || fail "gen --push: $(cat gen.out)"
+for a in acct-0 acct-1 acct-2 acct-3; do
+    ctl accounts add $a --book every-rule --from 2026-01-01 >/dev/null || fail "accounts add $a"
+done
+
+# kinds_amounts: "kind amount" per line, from rate's JSON or invoice CSV.
+from_rate() { # ACCOUNT PERIOD < rate JSON
+    awk -v acct="$1" -v period="$2" '
+        /"account_id":/ { a = $2; gsub(/[",]/, "", a) }
+        /"period":/ { p = $2; gsub(/[",]/, "", p) }
+        /"kind":/ { k = $2; gsub(/[",]/, "", k) }
+        /"amount":/ { v = $2; gsub(/[",]/, "", v); if (a == acct && p == period) print k, v }'
+}
+from_invoice() { # < invoice JSON: its own lines (not late_usage)
+    awk '/"kind":/ { k = $2; gsub(/[",]/, "", k) }
+        /"amount":/ { v = $2; gsub(/[",]/, "", v); if (k != "late_usage") print k, v }'
+}
+# sum: the exact sum of the amounts ("kind amount" lines), by PostgreSQL.
+sum() {
+    local terms
+    terms=$(awk '{ printf "%s%s", (NR > 1 ? "+" : ""), $2 }')
+    psql "$db" -qAtc "SELECT to_char((${terms:-0})::numeric, 'FM999999990.000000')"
+}
+
+FEB=1769904000
+MAR=1772323200
+ctl export --from 1767225600 --to $MAR >all.ndjson || fail "export"
+expect_status 0 ctl invoice run --period 2026-01 --finalize
+contains "$out" "4 finalized" "January finalized"
+ctl rate --price-book book.json --usage all.ndjson --period 2026-01 >jan.json || fail "rate January"
+for a in acct-0 acct-1 acct-2 acct-3; do
+    n=$(ctl invoice list --account $a --period 2026-01 | awk 'NR == 2 { print $1 }')
+    ctl invoice show "$n" | from_invoice >inv.txt
+    from_rate $a 2026-01 <jan.json >rate.txt
+    checks=$((checks + 1))
+    [ -s rate.txt ] || fail "$a: no January lines from rate"
+    diff rate.txt inv.txt >/dev/null || fail "$a January: invoice lines differ from meterctl rate: $(diff rate.txt inv.txt)"
+done
+
+# Late January usage for every account (new sandboxes, so new runs),
+# then February is invoiced.
+ctl gen --sandboxes 8 --accounts 4 --seconds 3600 --start $((JAN31 - 7200)) --seed 8 \
+    --push "$url_a/v1/samples" --token "$HOST" >gen.out 2>&1 || fail "late gen --push: $(cat gen.out)"
+expect_status 0 ctl invoice run --period 2026-02 --finalize
+contains "$out" "4 finalized" "February finalized"
+ctl invoice list --status final --period 2026-02 >feb.list
+ctl export --from 1767225600 --to $MAR >all2.ndjson || fail "export again"
+ctl rate --price-book book.json --usage all2.ndjson >fresh.json || fail "fresh rating"
+late=0
+for a in acct-0 acct-1 acct-2 acct-3; do
+    n=$(awk -v a=$a '$3 == a { print $1 }' feb.list)
+    ctl invoice show "$n" >feb.json
+    grep -q '"late_usage"' feb.json && late=$((late + 1))
+    # February's own lines are a fresh rating of February.
+    from_invoice <feb.json >inv.txt
+    from_rate $a 2026-02 <fresh.json >rate.txt
+    checks=$((checks + 1))
+    diff rate.txt inv.txt >/dev/null || fail "$a February: $(diff rate.txt inv.txt)"
+    for p in 2026-01 2026-02; do
+        want=$(from_rate $a $p <fresh.json | sum)
+        got=$(psql "$db" -qAtc "SELECT to_char(coalesce(sum(l.amount), 0), 'FM999999990.000000') FROM invoice_lines l JOIN invoices i USING (account_id, invoice_id) WHERE l.account_id = '$a' AND i.status = 'final' AND l.period = '$p-01'")
+        checks=$((checks + 1))
+        [ "$got" = "$want" ] || fail "$a $p: invoices bill $got, a fresh rating $want"
+    done
+done
+checks=$((checks + 1))
+[ "$late" -ge 1 ] || fail "no February invoice carries late usage"
+
+finish
