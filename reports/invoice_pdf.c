@@ -51,7 +51,7 @@ text(struct pdf *p, double x, const char *s, bool right)
 
 /* Columns of the lines table: description, period, quantity, unit, unit
  * price, amount (quantity, unit price and amount right-aligned). */
-static const double col[] = {MARGIN, 262, 356, 362, 470, PAGE_W - MARGIN};
+static const double col[] = {MARGIN, 238, 348, 356, 482, PAGE_W - MARGIN};
 
 static void
 lines_header(struct pdf *p)
@@ -131,7 +131,7 @@ report_invoice_pdf(FILE *out, const struct report_invoice *inv,
         const struct report_line *l = &inv->lines[i];
         struct report_cells c;
         report_line_cells(l, &c);
-        snprintf(buf, sizeof(buf), "%.60s", l->description);
+        snprintf(buf, sizeof(buf), "%.46s", l->description);
         text(&p, col[0], buf, false);
         snprintf(buf, sizeof(buf), "%04d-%02d", l->year, l->month);
         text(&p, col[1], buf, false);

@@ -21,7 +21,7 @@ sleep 1
 
 "$ctl" db start
 "$ctl" migrate
-for b in e2b-pro fly-machines modal-team; do
+for b in e2b-pro fly-machines modal-team daytona; do
     "$ctl" books add "pricing/books/$b.json"
 done
 today=$(date -u +%Y-%m-01)
@@ -42,6 +42,44 @@ until curl -sf "http://$listen/readyz" >/dev/null 2>&1; do
     fi
     sleep 0.2
 done
+
+# Invoices: two accounts with two months of history, invoiced and
+# finalized: hist-a changes book mid-month, hist-b's second invoice
+# carries late usage of its first month. Done once: a second demo finds
+# them final and leaves them.
+m2=$(date -u -d "$today -2 month" +%Y-%m)
+m1=$(date -u -d "$today -1 month" +%Y-%m)
+post() { # ACCOUNT SANDBOX START SECONDS VCPU
+    printf '{"sandboxes":[{"account_id":"%s","sandbox_id":"%s","start":%s,"seconds":%s,"state":"running","vcpu":%s,"cpu_used":%s,"mem_bytes":4294967296,"disk_bytes":10737418240,"egress_bytes":0}]}' \
+        "$1" "$2" "$3" "$4" "$5" "$5" |
+        curl -sf -o /dev/null -X POST "http://$listen/v1/samples" \
+            -H "Authorization: Bearer $token" -H 'Content-Type: application/json' --data-binary @- ||
+        { echo "demo: posting $1's history failed" >&2; exit 1; }
+}
+at() { date -u -d "$1" +%s; }
+if [ -z "$("$ctl" invoice list --account hist-a --status final | sed 1d)" ]; then
+    "$ctl" accounts add hist-a --name "Hooli Research" --book e2b-pro --from "$m2-01"
+    "$ctl" accounts add hist-a --book fly-machines --from "$m2-15"
+    "$ctl" accounts add hist-b --name "Pied Piper" --book daytona --from "$m2-01"
+    # hist-a: 8 hours across midnight into the 15th, when its book changes.
+    post hist-a hooli-1 "$(at "$m2-14 20:00")" 28800 4
+    post hist-a hooli-2 "$(at "$m2-20 09:00")" 7200 2
+    post hist-b piper-1 "$(at "$m2-03 10:00")" 36000 2
+    "$ctl" invoice run --period "$m2" --account hist-a --finalize --seller "Meter Demo Inc."
+    "$ctl" invoice run --period "$m2" --account hist-b --finalize --seller "Meter Demo Inc."
+    # Late: a host that was offline delivers hist-b's usage of the 25th.
+    post hist-b piper-2 "$(at "$m2-25 14:00")" 3600 8
+    post hist-a hooli-3 "$(at "$m1-05 08:00")" 14400 2
+    post hist-b piper-3 "$(at "$m1-06 08:00")" 14400 2
+    "$ctl" invoice run --period "$m1" --account hist-a --finalize --seller "Meter Demo Inc."
+    "$ctl" invoice run --period "$m1" --account hist-b --finalize --seller "Meter Demo Inc."
+fi
+mkdir -p var/invoices
+"$ctl" invoice list --status final | sed 1d | while read -r number _; do
+    "$ctl" invoice show "$number" --format pdf --output "var/invoices/$number.pdf"
+    "$ctl" invoice show "$number" --format html --output "var/invoices/$number.html"
+done
+finance=$("$ctl" keys create --role finance --name "demo finance $(date -u +%H%M%S)" 2>/dev/null)
 
 # 200 sandboxes of 3 accounts, pushed every 5 seconds as they run.
 "$ctl" gen --sandboxes 200 --accounts 3 --seed "$(date +%s)" --follow \
@@ -67,6 +105,14 @@ demo: see what came in, and what it costs so far:
   curl -s http://$listen/metrics | grep meter_samples_total
   $ctl export --from $((now - 60)) --to $now | head -3
   $ctl rate --price-book pricing/books/fly-machines.json --from $((now - 3600)) --to $((now + 60)) --account acct-1 --format table
+
+demo: finalized invoices ($m2 and $m1; hist-a changed book on $m2-15,
+hist-b's $m1 invoice carries late usage of $m2):
+$("$ctl" invoice list --status final | sed 's/^/  /')
+  PDF and HTML: var/invoices/ (e.g. var/invoices/$(ls var/invoices | grep pdf | tail -1))
+  $ctl invoice show NUMBER --format json|csv|html|pdf
+  curl -s -H 'Authorization: Bearer $finance' http://$listen/v1/invoices
+  curl -s -H 'Authorization: Bearer $finance' http://$listen/v1/invoices/NUMBER.pdf -o invoice.pdf
 
 demo: logs in var/meterd.log and var/demo-fleet.log; stop with: make demo-stop
 TXT

@@ -28,9 +28,9 @@
     "  AND c.voids = i.invoice_id)"
 
 static void
-period_text(int year, int month, char buf[16])
+period_text(int year, int month, char buf[32])
 {
-    snprintf(buf, 16, "%04d-%02d-01", year, month);
+    snprintf(buf, 32, "%04d-%02d-01", year, month);
 }
 
 static int64_t
@@ -203,8 +203,7 @@ rate_period(PGconn *db, const struct account *acct, int year, int month,
     enum meter_db_status rc = METER_DB_ROWS;
     if (pricing_rate(NULL, meter_usage_source(r), &scope, parts.p, parts.n, &st,
                      &n, &pe) < 0) {
-        rc = db_hard(e, "account '%s' %04d-%02d: %s", acct->id, year, month,
-                     pe.msg);
+        rc = db_hard(e, "%s", pe.msg);
     } else {
         *seconds = db_usage_seconds(r);
         for (size_t k = 0; k < n && rc == METER_DB_ROWS; k++) {
@@ -238,7 +237,7 @@ static enum meter_db_status
 billed_lines(PGconn *db, const struct account *acct, int year, int month,
              struct report_invoice *billed, struct meter_err *e)
 {
-    char period[16];
+    char period[32];
     period_text(year, month, period);
     const char *v[] = {acct->id, period};
     PGresult *r;
@@ -320,7 +319,7 @@ late_periods(PGconn *db, const struct account *acct, int year, int month,
              struct report_invoice *inv, struct rated *rated,
              struct meter_err *e)
 {
-    char period[16], pk[16];
+    char period[32], pk[16];
     period_text(year, month, period);
     snprintf(pk, sizeof(pk), "%d", acct->pk);
     const char *v[] = {acct->id, period, pk};
@@ -399,7 +398,7 @@ lines_json(const struct report_invoice *inv)
     json_t *arr = json_array();
     for (size_t i = 0; i < inv->nlines; i++) {
         const struct report_line *l = &inv->lines[i];
-        char period[16], q[64], up[64], amt[64];
+        char period[32], q[64], up[64], amt[64];
         period_text(l->year, l->month, period);
         struct report_cells c;
         report_line_cells(l, &c);
@@ -432,7 +431,7 @@ rated_json(const struct rated *rated)
 {
     json_t *arr = json_array();
     for (size_t i = 0; i < rated->n; i++) {
-        char period[16];
+        char period[32];
         period_text(rated->year[i], rated->month[i], period);
         json_array_append_new(arr, json_pack("{s:s, s:I}", "period", period,
                                              "samples",
@@ -495,7 +494,7 @@ static enum meter_db_status
 store_draft(PGconn *db, struct report_invoice *inv, const struct rated *rated,
             struct meter_err *e)
 {
-    char period[16], total[64];
+    char period[32], total[64];
     period_text(inv->year, inv->month, period);
     total_text(inv, total, sizeof(total));
     const char *v[] = {
@@ -580,7 +579,7 @@ enum meter_db_status
 meter_db_invoice_accounts(PGconn *db, int year, int month, const char *only,
                           struct meter_strtab *out, struct meter_err *e)
 {
-    char from[16], to[16];
+    char from[32], to[32];
     period_text(year, month, from);
     period_text(month == 12 ? year + 1 : year, month == 12 ? 1 : month + 1, to);
     const char *v[] = {from, to, only};
@@ -622,7 +621,7 @@ run_attempt(PGconn *db, void *arg, struct meter_err *e)
     struct account acct = {.id = a->account};
     struct report_invoice inv = {0};
     struct rated rated = {0};
-    char period[16];
+    char period[32];
     period_text(a->year, a->month, period);
     memset(out, 0, sizeof(*out));
 
@@ -864,7 +863,7 @@ enum meter_db_status
 meter_db_invoice_list(PGconn *db, const struct meter_invoice_filter *f,
                       meter_invoice_cb *cb, void *arg, struct meter_err *e)
 {
-    char period[16] = "", after[24], limit[24];
+    char period[32] = "", after[24], limit[24];
     if (f->year)
         period_text(f->year, f->month, period);
     snprintf(after, sizeof(after), "%" PRId64, f->after);
@@ -942,7 +941,7 @@ void_attempt(PGconn *db, void *arg, struct meter_err *e)
     }
     if (st < 0)
         goto out;
-    char period[16], total[64], voids[24];
+    char period[32], total[64], voids[24];
     period_text(note.year, note.month, period);
     total_text(&note, total, sizeof(total));
     snprintf(voids, sizeof(voids), "%" PRId64, inv.id);
