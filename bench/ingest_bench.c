@@ -26,8 +26,7 @@
 #include <unistd.h>
 
 #include "bench.h"
-#include "meter_cluster.h"
-#include "meter_db.h"
+#include "bench_db.h"
 #include "meter_sample.h"
 #include "sim.h"
 
@@ -221,30 +220,10 @@ main(int argc, char **argv)
         die("usage", "ingest_bench [SANDBOXES] [SECONDS] [CONNECTIONS]");
 
     /* A database of its own. */
-    struct meter_err e = {{0}};
-    PGconn *admin = meter_db_connect(NULL, &e);
-    if (!admin)
-        die("database", e.msg);
-    char name[64], conninfo[4096], q[8192];
-    snprintf(name, sizeof(name), "ingest_bench_%d", (int)getpid());
-    snprintf(q, sizeof(q), "CREATE DATABASE %s", name);
-    PQclear(sql(admin, q));
-    const char *base = getenv("METER_DATABASE_URL");
-    struct meter_cluster *cl = NULL;
-    if (!base || !*base) {
-        cl = meter_cluster_open(NULL, &e);
-        base = meter_cluster_conninfo(cl);
-    }
-    snprintf(conninfo, sizeof(conninfo), "%s dbname=%s", base, name);
-    PGconn *db = meter_db_connect(conninfo, &e);
-    struct meter_migration_set set;
-    int applied, version;
-    char dir[4096];
-    if (!db || meter_migrations_default_dir(dir, sizeof(dir), &e) < 0 ||
-        meter_migrations_load(dir, &set, &e) < 0 ||
-        meter_migrate(db, &set, NULL, NULL, &applied, &version, &e) < 0)
-        die("migrate", e.msg);
-    meter_migrations_release(&set);
+    struct bench_db bdb;
+    PGconn *db = bench_db_create(&bdb, "ingest_bench");
+    const char *conninfo = bdb.conninfo;
+    char q[8192];
 
     /* The workload: batches of `window` seconds of the whole fleet. */
     printf("ingest_bench: %zu sandbox slots x %u s, batches of %u s, %d "
@@ -410,10 +389,7 @@ main(int argc, char **argv)
     free(batches);
     sim_fleet_free(fleet);
     PQfinish(db);
-    snprintf(q, sizeof(q), "DROP DATABASE %s WITH (FORCE)", name);
-    PQclear(sql(admin, q));
-    PQfinish(admin);
-    meter_cluster_free(cl);
+    bench_db_drop(&bdb, false);
     curl_global_cleanup();
     return 0;
 }

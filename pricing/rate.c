@@ -342,9 +342,9 @@ pricing_rater_finish(struct pricing_rater *r, struct pricing_statement **out,
     r->in_sandbox = false;
     if (r->scope.year && r->scope.account) {
         /* The scope's account is priced even without usage. */
-        int64_t end, start = pricing_days_from_civil(r->scope.year,
-                                                     r->scope.month, 1) *
-                             86400;
+        int64_t end,
+            start = pricing_days_from_civil(r->scope.year, r->scope.month, 1) *
+                    86400;
         if (!acct_for(r, r->scope.account, start, &end)) {
             snprintf(e->msg, sizeof(e->msg), "out of memory");
             return -1;
@@ -367,8 +367,8 @@ pricing_rater_finish(struct pricing_rater *r, struct pricing_statement **out,
                 list[k++] = a;
     qsort(list, k, sizeof(*list), by_account_period);
     for (; priced < k; priced++)
-        if (rate_price(r->book, list[priced], r->scope.active_days,
-                       &st[priced], e) < 0) {
+        if (rate_price(r->book, list[priced], r->scope.active_days, &st[priced],
+                       e) < 0) {
             priced++; /* its lines so far are released below */
             goto out;
         }
@@ -395,8 +395,8 @@ pricing_statements_free(struct pricing_statement *s, size_t n)
 /* Pulls every block of src into the raters of the parts whose days
  * hold its seconds (one rater, parts NULL: all of them). */
 static int
-pull(struct pricing_rater **r, const struct pricing_part *parts,
-     size_t nparts, struct pricing_source src, struct pricing_err *e)
+pull(struct pricing_rater **r, const struct pricing_part *parts, size_t nparts,
+     struct pricing_source src, struct pricing_err *e)
 {
     struct pricing_block b;
     int got;

@@ -218,8 +218,7 @@ usage_line(struct pricing_statement *st, const struct dim *d, pricing_u128 qty,
 
 int
 rate_price(const struct pricing_book *b, const struct rate_acct *a,
-           int active_days, struct pricing_statement *st,
-           struct pricing_err *e)
+           int active_days, struct pricing_statement *st, struct pricing_err *e)
 {
     const struct pricing_quantities *q = &a->q;
     char desc[96];

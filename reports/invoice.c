@@ -183,14 +183,6 @@ str_or_null(const char *s)
 }
 
 static json_t *
-dec_json(struct pricing_dec d, unsigned decimals)
-{
-    char buf[64];
-    pricing_dec_format(d, decimals, buf, sizeof(buf));
-    return json_string(buf);
-}
-
-static json_t *
 line_json(const struct report_line *l)
 {
     char period[16], rate[64];
@@ -204,7 +196,7 @@ line_json(const struct report_line *l)
                         l->book[0] ? json_integer(l->version) : json_null());
     json_object_set_new(o, "description", json_string(l->description));
     json_object_set_new(o, "quantity",
-                        l->has_quantity ? dec_json(l->quantity, 6)
+                        l->has_quantity ? report_dec_json(l->quantity, 6)
                                         : json_null());
     json_object_set_new(o, "unit",
                         l->has_quantity ? json_string(l->unit) : json_null());
@@ -214,7 +206,7 @@ line_json(const struct report_line *l)
     } else {
         json_object_set_new(o, "unit_price", json_null());
     }
-    json_object_set_new(o, "amount", dec_json(l->amount, 6));
+    json_object_set_new(o, "amount", report_dec_json(l->amount, 6));
     return o;
 }
 
@@ -245,8 +237,9 @@ invoice_json(const struct report_invoice *inv, bool canonical)
     json_object_set_new(o, "reason", str_or_null(inv->reason));
     json_object_set_new(o, "lines", lines);
     int minor = pricing_currency_minor_unit(inv->currency);
-    json_object_set_new(o, "total",
-                        dec_json(inv->total, minor < 0 ? 6 : (unsigned)minor));
+    json_object_set_new(
+        o, "total",
+        report_dec_json(inv->total, minor < 0 ? 6 : (unsigned)minor));
     if (!canonical) {
         json_object_set_new(o, "voided_by", str_or_null(inv->voided_by));
         json_object_set_new(o, "sha256", str_or_null(inv->sha256));

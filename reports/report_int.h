@@ -9,6 +9,9 @@
 /* A decimal with its trailing zeros dropped: "0.000014", "150". */
 void report_format_rate(struct pricing_dec d, char *buf, size_t n);
 
+/* d rounded to `decimals` places as a JSON string (new reference). */
+json_t *report_dec_json(struct pricing_dec d, unsigned decimals);
+
 /* An invoice's total with its currency: "0.47 USD". */
 void report_total_text(const struct report_invoice *inv, char *buf, size_t n);
 

@@ -19,8 +19,8 @@ report_format_rate(struct pricing_dec d, char *buf, size_t n)
         *end = '\0';
 }
 
-static json_t *
-dec_json(struct pricing_dec d, unsigned decimals)
+json_t *
+report_dec_json(struct pricing_dec d, unsigned decimals)
 {
     char buf[64];
     pricing_dec_format(d, decimals, buf, sizeof(buf));
@@ -46,7 +46,7 @@ report_statement_json(const struct pricing_statement *inv)
         json_object_set_new(o, "kind", json_string(l->kind));
         json_object_set_new(o, "description", json_string(l->description));
         json_object_set_new(o, "quantity",
-                            l->has_quantity ? dec_json(l->quantity, 6)
+                            l->has_quantity ? report_dec_json(l->quantity, 6)
                                             : json_null());
         json_object_set_new(
             o, "unit", l->has_quantity ? json_string(l->unit) : json_null());
@@ -56,7 +56,7 @@ report_statement_json(const struct pricing_statement *inv)
         } else {
             json_object_set_new(o, "unit_price", json_null());
         }
-        json_object_set_new(o, "amount", dec_json(l->amount, 6));
+        json_object_set_new(o, "amount", report_dec_json(l->amount, 6));
         json_array_append_new(lines, o);
     }
     snprintf(period, sizeof(period), "%04d-%02d", inv->year, inv->month);
@@ -71,8 +71,8 @@ report_statement_json(const struct pricing_statement *inv)
     json_object_set_new(o, "lines", lines);
     json_object_set_new(
         o, "total",
-        dec_json(inv->total,
-                 (unsigned)pricing_currency_minor_unit(inv->currency)));
+        report_dec_json(inv->total,
+                        (unsigned)pricing_currency_minor_unit(inv->currency)));
     json_object_set_new(o, "warnings", warnings);
     return o;
 }

@@ -23,7 +23,7 @@ libc=" arpa/inet.h assert.h ctype.h dirent.h errno.h fcntl.h float.h ftw.h
  getopt.h grp.h inttypes.h limits.h math.h netdb.h netinet/in.h poll.h
  pthread.h pwd.h search.h signal.h stdarg.h stdatomic.h stdbool.h stddef.h
  stdint.h stdio.h stdlib.h string.h strings.h sys/file.h sys/mman.h
- sys/random.h sys/socket.h sys/stat.h sys/time.h sys/types.h sys/un.h
+ sys/random.h sys/resource.h sys/socket.h sys/stat.h sys/time.h sys/types.h sys/un.h
  sys/wait.h time.h unistd.h "
 libc=" $(echo $libc) " # one line, a space around each name
 

@@ -9,18 +9,7 @@
 # included storage, free egress, runs, a subscription with included
 # credit, and a promotional credit.
 . "$(dirname "$0")/lib.sh"
-command -v curl >/dev/null || { fail "curl not found"; finish; exit; }
-fresh_db
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    rm -rf "$tmp"
-    psql "$base dbname=postgres" -qc "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1
-}
-trap cleanup EXIT
-cd "$tmp"
+with_meterd
 ctl() { "$METERCTL" --db "$db" "$@"; }
 
 cat >book.json <<'JSON'

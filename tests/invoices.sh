@@ -4,20 +4,9 @@
 # through pdftotext), the HTTP routes with pagination and formats, and
 # the role matrix of every route: each role and no token, as a table.
 . "$(dirname "$0")/lib.sh"
-command -v curl >/dev/null || { fail "curl not found"; finish; exit; }
 command -v pdftotext >/dev/null || { fail "pdftotext not found"; finish; exit; }
 books=$(cd "$(dirname "$0")/../pricing/books" && pwd)
-fresh_db
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    rm -rf "$tmp"
-    psql "$base dbname=postgres" -qc "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1
-}
-trap cleanup EXIT
-cd "$tmp"
+with_meterd
 ctl() { "$METERCTL" --db "$db" "$@"; }
 
 ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
@@ -125,9 +114,16 @@ get "/v1/invoices/$num" "$FIN" -H 'Accept: image/png'
 contains "$status" 406 "an unservable Accept"
 get "/v1/invoices?limit=1" "$FIN"
 contains "$body" '"next_after":"' "a first page"
+first=$body
 after=$(echo "$body" | sed 's/.*"next_after":"\([0-9]*\)".*/\1/')
 get "/v1/invoices?limit=1&after=$after" "$FIN"
-contains "$body" "\"number\":\"$other_num\"" "the second page"
+checks=$((checks + 1))
+[ "$first" != "$body" ] || fail "the second page repeats the first"
+# Two pages of one: both invoices, one on each, in either order.
+contains "$first$body" "\"number\":\"$num\"" "the pages hold acme's invoice"
+contains "$first$body" "\"number\":\"$other_num\"" "the pages hold other's invoice"
+get "/v1/invoices?limit=1&after=$(echo "$body" | sed 's/.*"id":\([0-9]*\).*/\1/')" "$FIN"
+contains "$body" '"items":[]' "nothing after the last"
 get "/v1/invoices?limit=0" "$FIN"
 contains "$status" 400 "limit 0"
 contains "$body" "'limit'" "limit 0 names the parameter"

@@ -53,6 +53,25 @@ fresh_db() {
     trap 'psql "$base dbname=postgres" -qc "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1' EXIT
 }
 
+# with_meterd: a fresh database (fresh_db), a temporary directory $tmp as
+# the working directory, and the meterd processes of start_meterd
+# stopped at exit, after the script's extra_cleanup if it defines one.
+with_meterd() {
+    command -v curl >/dev/null || { fail "curl not found"; finish; exit; }
+    fresh_db
+    tmp=$(mktemp -d)
+    pids=()
+    trap meterd_cleanup EXIT
+    cd "$tmp" || exit 1
+}
+meterd_cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    if command -v extra_cleanup >/dev/null; then extra_cleanup; fi
+    cd / && rm -rf "$tmp"
+    psql "$base dbname=postgres" -qc "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1
+}
+
 # start_meterd NAME CONNINFO [ARGS]: starts $METERD on a free port,
 # its log in $tmp/NAME.log; sets url_NAME and pid_NAME and adds the pid
 # to the array pids (the caller kills them).

@@ -4,19 +4,10 @@
 # on overlapping batches), a generated fleet round trip, rollups that
 # agree with the samples, metrics, and a clean stop.
 . "$(dirname "$0")/lib.sh"
-command -v curl >/dev/null || { fail "curl not found"; finish; exit; }
-fresh_db
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
+extra_cleanup() {
     [ -n "${down_dir:-}" ] && (cd "$down_dir" && "$METERCTL" db destroy --yes >/dev/null 2>&1)
-    rm -rf "$tmp"
-    psql "$base dbname=postgres" -qc "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1
 }
-trap cleanup EXIT
-cd "$tmp"
+with_meterd
 "$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
 HOST=$("$METERCTL" --db "$db" keys create --role host --name test-host 2>/dev/null)
 FIN=$("$METERCTL" --db "$db" keys create --role finance --name test-finance 2>/dev/null)

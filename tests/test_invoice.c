@@ -473,18 +473,7 @@ int
 main(void)
 {
     struct testdb t;
-    PGconn *db = testdb_create(&t);
-    struct meter_err e = {{0}};
-    struct meter_migration_set set = {0};
-    char dir[4096];
-    int applied, version;
-    if (meter_migrations_default_dir(dir, sizeof(dir), &e) < 0 ||
-        meter_migrations_load(dir, &set, &e) < 0 ||
-        meter_migrate(db, &set, NULL, NULL, &applied, &version, &e) < 0) {
-        fprintf(stderr, "migrate: %s\n", e.msg);
-        return 1;
-    }
-    meter_migrations_release(&set);
+    PGconn *db = testdb_create_migrated(&t);
     add_book(db, 0, book_a);
     add_book(db, 1, book_b);
     add_book(db, 2, book_s);

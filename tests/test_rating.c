@@ -65,8 +65,8 @@ rate(const char *book_json, const struct run *runs, size_t n)
             s[k].disk_bytes = x->disk;
             s[k].egress_bytes = x->egress;
         }
-        struct pricing_block blk = {"acme", x->sandbox ? x->sandbox : "sb-1", s,
-                                    x->n, false, 0};
+        struct pricing_block blk = {
+            "acme", x->sandbox ? x->sandbox : "sb-1", s, x->n, false, 0};
         int bad = pricing_rater_add(r, &blk, &e);
         free(s);
         if (bad)
@@ -643,7 +643,8 @@ test_pipeline(void)
     pricing_statements_free(st, n);
 
     t.calls = 0;
-    CHECK(pricing_rate(b, src, &(struct pricing_scope){2026, 2, 0, NULL}, NULL, 0, &st, &n, &e) == 0);
+    CHECK(pricing_rate(b, src, &(struct pricing_scope){2026, 2, 0, NULL}, NULL,
+                       0, &st, &n, &e) == 0);
     CHECK(n == 1 && st[0].year == 2026 && st[0].month == 2);
     pricing_statements_free(st, n);
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "meter_cluster.h"
+#include "meter_db.h"
 
 static void
 unreachable(const char *why)
@@ -74,6 +75,25 @@ testdb_drop(struct testdb *t, PGconn *db)
              t->name);
     PQclear(PQexec(admin, sql));
     PQfinish(admin);
+}
+
+PGconn *
+testdb_create_migrated(struct testdb *t)
+{
+    PGconn *db = testdb_create(t);
+    struct meter_err e = {{0}};
+    struct meter_migration_set set = {0};
+    char dir[4096];
+    int applied, version;
+    if (meter_migrations_default_dir(dir, sizeof(dir), &e) < 0 ||
+        meter_migrations_load(dir, &set, &e) < 0 ||
+        meter_migrate(db, &set, NULL, NULL, &applied, &version, &e) < 0) {
+        fprintf(stderr, "migrate: %s\n", e.msg);
+        testdb_drop(t, db);
+        exit(1);
+    }
+    meter_migrations_release(&set);
+    return db;
 }
 
 long

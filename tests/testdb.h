@@ -19,6 +19,9 @@ struct testdb {
  * directory, which ctest's fixture starts). If the server cannot be
  * reached it exits: with failure under CI=true, else with 77 (skipped). */
 PGconn *testdb_create(struct testdb *t);
+/* testdb_create, then every migration of the project applied; exits
+ * with failure if they cannot be. */
+PGconn *testdb_create_migrated(struct testdb *t);
 /* The one integer that sql returns; -1 and a failed check if it fails. */
 long testdb_count(PGconn *db, const char *sql);
 /* Closes db and drops the database. */

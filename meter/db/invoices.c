@@ -628,6 +628,13 @@ run_attempt(PGconn *db, void *arg, struct meter_err *e)
     enum meter_db_status st = account_load(db, &acct, true, e);
     if (st < 0)
         goto out;
+    /* A draft is recomputed by any run: it need not wait for the disk. A
+     * final invoice must. */
+    if (!a->finalize &&
+        (st = meter_db_exec(db, "cannot set the commit mode",
+                            "SET LOCAL synchronous_commit = off", 0, NULL, NULL,
+                            NULL, NULL, e)) < 0)
+        goto out;
     if (a->finalize && period_end(a->year, a->month) > time(NULL)) {
         st = db_hard(e,
                      "%04d-%02d has not ended: a period is finalized once "

@@ -279,7 +279,8 @@ enum meter_ingest_status meter_ingest(PGconn *db, struct meter_registry *reg,
                                       struct meter_problems *probs,
                                       struct meter_err *e);
 
-/* ---- invoices (docs/invoicing.md) ------------------------------------------ */
+/* ---- invoices (docs/invoicing.md) ------------------------------------------
+ */
 
 /* Adds to out the accounts on a price book during the period (year,
  * month), or only account `only` if it is: the invoice run's work. */
@@ -351,11 +352,11 @@ enum meter_db_status meter_db_invoice_list(PGconn *db,
  * whose number goes to credit: ROWS, or the failure (already void, not
  * final, no such invoice). */
 enum meter_db_status meter_db_invoice_void(PGconn *db, const char *number,
-                                           const char *reason,
-                                           char credit[16],
+                                           const char *reason, char credit[16],
                                            struct meter_err *e);
 
-/* ---- usage by hour or day ------------------------------------------------- */
+/* ---- usage by hour or day -------------------------------------------------
+ */
 
 /* One bucket of an account's usage; the sums are decimal strings. */
 struct meter_usage_point {
@@ -369,10 +370,10 @@ typedef void meter_usage_cb(const struct meter_usage_point *p, void *arg);
  * whole buckets, that has usage of account, starting after `after`
  * (a bucket's start; a page's cursor), at most limit of them. */
 enum meter_db_status meter_db_usage_series(PGconn *db, const char *account,
-                                           int64_t from, int64_t to,
-                                           bool daily, int64_t after,
-                                           int limit, meter_usage_cb *cb,
-                                           void *arg, struct meter_err *e);
+                                           int64_t from, int64_t to, bool daily,
+                                           int64_t after, int limit,
+                                           meter_usage_cb *cb, void *arg,
+                                           struct meter_err *e);
 
 /* ---- reading stored usage ------------------------------------------------ */
 

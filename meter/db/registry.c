@@ -105,8 +105,8 @@ db_registry_put(struct meter_registry *r, const char *sandbox_id,
         r->entries = p;
         r->cap = nc;
     }
-    r->entries[i] =
-        (struct entry){(uint32_t)acct, s->sandbox_pk, s->account_pk, s->first_run};
+    r->entries[i] = (struct entry){(uint32_t)acct, s->sandbox_pk, s->account_pk,
+                                   s->first_run};
 out:
     pthread_rwlock_unlock(&r->lock);
 }

@@ -21,7 +21,7 @@ struct meter_usage_reader {
     int row, nrows;
     bool done, own_tx;
     int64_t from, to;
-    uint64_t seconds; /* returned so far */
+    uint64_t seconds;  /* returned so far */
     int64_t first_run; /* the sandbox's first running minute */
     char account[PRICING_ID_MAX + 1];
     char sandbox[PRICING_ID_MAX + 1];
@@ -57,18 +57,29 @@ db_usage_open(PGconn *db, const char *account, int64_t from, int64_t to,
         PQclear(res);
     }
     if (ok) {
+        /* One account: its key first, so the scan is an index range of
+         * (account_pk, sandbox_pk, minute). */
         res = PQexecParams(
             db,
-            "DECLARE usage_cursor BINARY NO SCROLL CURSOR FOR"
-            " SELECT a.account_id, s.sandbox_id, b.minute, b.seconds, b.data,"
-            "  coalesce(s.first_running_minute, 2147483647)"
-            " FROM usage_blocks b"
-            " JOIN sandboxes s ON s.sandbox_pk = b.sandbox_pk"
-            " JOIN accounts a ON a.account_pk = b.account_pk"
-            " WHERE b.minute >= $1::int AND b.minute < $2::int"
-            "  AND ($3::text IS NULL OR a.account_id = $3::text)"
-            " ORDER BY b.account_pk, b.sandbox_pk, b.minute",
-            3, NULL, values, NULL, NULL, 0);
+            account ? "DECLARE usage_cursor BINARY NO SCROLL CURSOR FOR"
+                      " SELECT $3::text, s.sandbox_id, b.minute, b.seconds,"
+                      "  b.data, coalesce(s.first_running_minute, 2147483647)"
+                      " FROM usage_blocks b JOIN sandboxes s"
+                      "  ON s.account_pk = b.account_pk"
+                      "  AND s.sandbox_pk = b.sandbox_pk"
+                      " WHERE b.account_pk = (SELECT account_pk FROM accounts"
+                      "   WHERE account_id = $3::text)"
+                      "  AND b.minute >= $1::int AND b.minute < $2::int"
+                      " ORDER BY b.sandbox_pk, b.minute"
+                    : "DECLARE usage_cursor BINARY NO SCROLL CURSOR FOR"
+                      " SELECT a.account_id, s.sandbox_id, b.minute, b.seconds,"
+                      "  b.data, coalesce(s.first_running_minute, 2147483647)"
+                      " FROM usage_blocks b"
+                      " JOIN sandboxes s ON s.sandbox_pk = b.sandbox_pk"
+                      " JOIN accounts a ON a.account_pk = b.account_pk"
+                      " WHERE b.minute >= $1::int AND b.minute < $2::int"
+                      " ORDER BY b.account_pk, b.sandbox_pk, b.minute",
+            account ? 3 : 2, NULL, values, NULL, NULL, 0);
         ok = PQresultStatus(res) == PGRES_COMMAND_OK;
         PQclear(res);
     }
@@ -194,7 +205,8 @@ next_block(void *ctx, struct pricing_block *b, struct pricing_err *pe)
         b->s = r->out;
         b->n = n;
         b->history = true;
-        b->first_run_minute = r->first_run == INT32_MAX ? INT64_MAX : r->first_run;
+        b->first_run_minute =
+            r->first_run == INT32_MAX ? INT64_MAX : r->first_run;
         r->seconds += n;
         return 1;
     }

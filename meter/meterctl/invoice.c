@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,7 +22,7 @@ struct inv_args {
         *output;
     bool finalize;
     int year, month;
-    uint64_t after, limit;
+    uint64_t after, limit, jobs;
 };
 
 enum {
@@ -35,6 +36,7 @@ enum {
     OPT_FINALIZE = 1 << 7,
     OPT_PAGE = 1 << 8,
     OPT_OUTPUT = 1 << 9,
+    OPT_JOBS = 1 << 10,
 };
 
 /* Parses the options `allowed` of subcommand cmd; positional arguments
@@ -55,13 +57,14 @@ parse(const char *cmd, int argc, char **argv, unsigned allowed,
         {"after", required_argument, NULL, 'A'},
         {"limit", required_argument, NULL, 'l'},
         {"output", required_argument, NULL, 'o'},
+        {"jobs", required_argument, NULL, 'j'},
         {NULL, 0, NULL, 0},
     };
     static const unsigned need[128] = {
         ['p'] = OPT_PERIOD, ['a'] = OPT_ACCOUNT,  ['s'] = OPT_STATUS,
         ['f'] = OPT_FORMAT, ['S'] = OPT_SELLER,   ['r'] = OPT_REASON,
         ['b'] = OPT_BOOK,   ['F'] = OPT_FINALIZE, ['A'] = OPT_PAGE,
-        ['l'] = OPT_PAGE,   ['o'] = OPT_OUTPUT,
+        ['l'] = OPT_PAGE,   ['o'] = OPT_OUTPUT,   ['j'] = OPT_JOBS,
     };
     int opt;
     ctl_getopt_reset();
@@ -125,6 +128,11 @@ parse(const char *cmd, int argc, char **argv, unsigned allowed,
         case 'o':
             a->output = optarg;
             break;
+        case 'j':
+            if (meter_parse_uint(optarg, 1, 64, &a->jobs) < 0)
+                return ctl_usage_error("%s: --jobs '%s' is not 1-64", cmd,
+                                       optarg);
+            break;
         }
     }
     return 0;
@@ -156,12 +164,74 @@ now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+/* The run shared by its workers: each takes the next account. */
+struct run {
+    const struct ctl *ctl;
+    const struct inv_args *a;
+    const struct meter_strtab *accounts;
+    pthread_mutex_t lock;
+    size_t next, done, drafts, finals, already, failed;
+    uint64_t samples;
+    bool tty;
+    double t0;
+};
+
+static void *
+run_worker(void *arg)
+{
+    struct run *run = arg;
+    struct meter_err e = {{0}};
+    char *conninfo = NULL;
+    PGconn *db = NULL;
+    if (meter_db_conninfo(run->ctl->db, &conninfo, &e) == 0)
+        db = meter_db_connect(conninfo, &e);
+    free(conninfo);
+    if (!db) {
+        pthread_mutex_lock(&run->lock);
+        fprintf(stderr, "meterctl: %s\n", e.msg);
+        pthread_mutex_unlock(&run->lock);
+        return NULL;
+    }
+    for (;;) {
+        pthread_mutex_lock(&run->lock);
+        size_t i = run->next < run->accounts->n ? run->next++ : SIZE_MAX;
+        pthread_mutex_unlock(&run->lock);
+        if (i == SIZE_MAX)
+            break;
+        const char *id = run->accounts->str[i];
+        struct meter_invoice_outcome o;
+        int rc = meter_db_invoice_run(db, id, run->a->year, run->a->month,
+                                      run->a->finalize, run->a->seller, &o, &e);
+        pthread_mutex_lock(&run->lock);
+        run->done++;
+        if (rc < 0) {
+            fprintf(stderr, "%smeterctl: account %s: %s\n",
+                    run->tty ? "\n" : "", id, e.msg);
+            run->failed++;
+        } else {
+            run->samples += o.samples;
+            run->already += o.already_final;
+            run->finals += o.written && o.number[0];
+            run->drafts += o.written && !o.number[0];
+        }
+        if (run->tty)
+            progress(run->done, run->accounts->n, run->samples,
+                     now_s() - run->t0);
+        pthread_mutex_unlock(&run->lock);
+        if (rc < 0 && meter_db_lost(db))
+            break;
+    }
+    PQfinish(db);
+    return NULL;
+}
+
 static int
 invoice_run(struct ctl *ctl, int argc, char **argv)
 {
     struct inv_args a = {0};
-    int rc = parse("invoice run", argc, argv,
-                   OPT_PERIOD | OPT_ACCOUNT | OPT_FINALIZE | OPT_SELLER, &a);
+    int rc = parse(
+        "invoice run", argc, argv,
+        OPT_PERIOD | OPT_ACCOUNT | OPT_FINALIZE | OPT_SELLER | OPT_JOBS, &a);
     if (rc)
         return rc;
     if (optind < argc)
@@ -173,55 +243,56 @@ invoice_run(struct ctl *ctl, int argc, char **argv)
         a.seller = getenv("METER_SELLER");
     if (!a.seller || !*a.seller)
         a.seller = "Unnamed seller";
+    if (!a.jobs) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        a.jobs = cpus > 0 ? (uint64_t)cpus : 1;
+    }
     PGconn *db = ctl_connect(ctl);
     if (!db)
         return CTL_FAILED;
     struct meter_err e = {{0}};
     struct meter_strtab accounts = {0};
-    rc = CTL_FAILED;
-    if (meter_db_invoice_accounts(db, a.year, a.month, a.account, &accounts,
-                                  &e) < 0) {
-        ctl_failed(&e);
-        goto out;
+    rc = meter_db_invoice_accounts(db, a.year, a.month, a.account, &accounts,
+                                   &e) < 0
+             ? ctl_failed(&e)
+             : 0;
+    PQfinish(db);
+    if (rc) {
+        meter_strtab_release(&accounts);
+        return rc;
     }
-    bool tty = isatty(STDERR_FILENO);
-    size_t drafts = 0, finals = 0, already = 0, failed = 0;
-    uint64_t samples = 0;
-    double t0 = now_s();
-    for (size_t i = 0; i < accounts.n; i++) {
-        struct meter_invoice_outcome o;
-        const char *id = accounts.str[i];
-        if (meter_db_invoice_run(db, id, a.year, a.month, a.finalize, a.seller,
-                                 &o, &e) < 0) {
-            fprintf(stderr, "%smeterctl: account %s: %s\n", tty ? "\n" : "", id,
-                    e.msg);
-            failed++;
-            if (meter_db_lost(db))
-                break;
-            continue;
-        }
-        samples += o.samples;
-        already += o.already_final;
-        if (o.written && o.number[0])
-            finals++;
-        else if (o.written)
-            drafts++;
-        if (tty)
-            progress(i + 1, accounts.n, samples, now_s() - t0);
-    }
-    double dt = now_s() - t0;
-    if (tty)
+    /* Accounts are independent: a connection per worker. */
+    struct run run = {.ctl = ctl,
+                      .a = &a,
+                      .accounts = &accounts,
+                      .tty = isatty(STDERR_FILENO),
+                      .t0 = now_s()};
+    pthread_mutex_init(&run.lock, NULL);
+    size_t n = a.jobs < accounts.n ? (size_t)a.jobs : accounts.n;
+    pthread_t *th = calloc(n ? n : 1, sizeof(*th));
+    size_t started = 0;
+    while (th && started < n &&
+           pthread_create(&th[started], NULL, run_worker, &run) == 0)
+        started++;
+    if (started == 0 && n > 0)
+        run_worker(&run); /* no thread could start: do it here */
+    for (size_t i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    free(th);
+    pthread_mutex_destroy(&run.lock);
+    double dt = now_s() - run.t0;
+    if (run.tty)
         fputc('\n', stderr);
+    /* Accounts no worker reached (no connection) count as failed. */
+    size_t failed = run.failed + (accounts.n - run.done);
     printf("invoice run %04d-%02d: %zu accounts, %zu drafts, %zu finalized, "
            "%zu already final, %zu failed; %" PRIu64
            " samples in %.2f s (%.1f M samples/s)\n",
-           a.year, a.month, accounts.n, drafts, finals, already, failed,
-           samples, dt, dt > 0 ? (double)samples / dt / 1e6 : 0.0);
-    rc = failed ? CTL_FAILED : 0;
-out:
+           a.year, a.month, accounts.n, run.drafts, run.finals, run.already,
+           failed, run.samples, dt,
+           dt > 0 ? (double)run.samples / dt / 1e6 : 0.0);
     meter_strtab_release(&accounts);
-    PQfinish(db);
-    return rc;
+    return failed ? CTL_FAILED : 0;
 }
 
 /* ---- list

@@ -43,7 +43,7 @@ static const char usage_text[] =
     "                             write a generated fleet as NDJSON\n"
     "  gen --push URL --token T [--batch-seconds N] [--rate N] [--follow]\n"
     "                             push it to meterd in columnar batches\n"
-    "  invoice run --period YYYY-MM [--account ID] [--finalize]\n"
+    "  invoice run --period YYYY-MM [--account ID] [--finalize] [--jobs N]\n"
     "       [--seller NAME]       rate stored usage into the period's\n"
     "                             drafts (finalize: number them, once the\n"
     "                             period has ended)\n"
@@ -68,9 +68,15 @@ static const struct {
     const char *name;
     ctl_command *run;
 } commands[] = {
-    {"db", ctl_db},         {"migrate", ctl_migrate},   {"rate", ctl_rate},
-    {"books", ctl_books},   {"accounts", ctl_accounts}, {"keys", ctl_keys},
-    {"export", ctl_export}, {"gen", ctl_gen},           {"invoice", ctl_invoice},
+    {"db", ctl_db},
+    {"migrate", ctl_migrate},
+    {"rate", ctl_rate},
+    {"books", ctl_books},
+    {"accounts", ctl_accounts},
+    {"keys", ctl_keys},
+    {"export", ctl_export},
+    {"gen", ctl_gen},
+    {"invoice", ctl_invoice},
 };
 
 int

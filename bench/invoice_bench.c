@@ -1,0 +1,192 @@
+/*
+ * invoice_bench.c - the invoice run over a stored fleet-day against the
+ * baseline of reading the same blocks out with psql, in one run on one
+ * machine.
+ *
+ *   (a) psql: COPY (SELECT the period's blocks, in the run's order) TO
+ *       STDOUT (FORMAT binary), into /dev/null: the cost of reading the
+ *       blocks at all;
+ *   (b) meterctl invoice run --period P: reading, block decoding,
+ *       rating every account with its book and writing the drafts.
+ * Each is run three times, alternating; it prints the best and median
+ * stored samples per second of each, their ratio, and the run's largest
+ * resident size.
+ *
+ * The fleet is stored through the ingest transaction (meter_ingest), so
+ * the blocks, sandboxes and rollups are exactly what meterd stores.
+ *
+ * usage: invoice_bench [SANDBOXES] [SECONDS] [ACCOUNTS]
+ * (default 1000 x 86400 = 86.4 million samples, 100 accounts). The
+ * database: $METER_DATABASE_URL, else the embedded one of the current
+ * directory. The bench makes and drops its own database
+ * ($INVOICE_BENCH_KEEP set: keeps it, for profiling).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "bench_db.h"
+#include "sim.h"
+
+#ifndef METERCTL_PATH
+#define METERCTL_PATH "meterctl"
+#endif
+
+#define START 1768003200LL /* 2026-01-10T00:00:00Z */
+
+static void
+die(const char *what, const char *detail)
+{
+    fprintf(stderr, "invoice_bench: %s: %s\n", what, detail);
+    exit(1);
+}
+
+static void
+sql(PGconn *db, const char *q)
+{
+    PGresult *r = PQexec(db, q);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        die(q, PQerrorMessage(db));
+    PQclear(r);
+}
+
+/* One window of the fleet as samples for meter_ingest. */
+struct window {
+    struct meter_sample *s;
+    size_t n, cap;
+};
+
+static void
+add(const char *account, const char *sandbox, const struct pricing_second *s,
+    size_t n, void *arg)
+{
+    struct window *w = arg;
+    if (w->n + n > w->cap) {
+        w->cap = (w->n + n) * 2;
+        w->s = realloc(w->s, w->cap * sizeof(*w->s));
+        if (!w->s)
+            die("memory", "out of memory");
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct meter_sample *m = &w->s[w->n++];
+        memset(m, 0, sizeof(*m));
+        m->s = s[i];
+        snprintf(m->account_id, sizeof(m->account_id), "%s", account);
+        snprintf(m->sandbox_id, sizeof(m->sandbox_id), "%s", sandbox);
+    }
+}
+
+/* Runs cmd through the shell; its wall time. */
+static double
+timed(const char *cmd)
+{
+    double t0 = bench_now();
+    int st = system(cmd);
+    double dt = bench_now() - t0;
+    if (st != 0)
+        die("command failed", cmd);
+    return dt;
+}
+
+int
+main(int argc, char **argv)
+{
+    size_t sandboxes = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000;
+    unsigned seconds = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 86400;
+    size_t accounts = argc > 3 ? strtoul(argv[3], NULL, 10) : 100;
+    if (!sandboxes || seconds < 60 || seconds > 86400 * 21 || !accounts)
+        die("usage", "invoice_bench [SANDBOXES] [SECONDS<=1814400] [ACCOUNTS]");
+
+    struct meter_err e = {{0}};
+    struct bench_db bdb;
+    PGconn *db = bench_db_create(&bdb, "invoice_bench");
+    const char *conninfo = bdb.conninfo;
+
+    /* E2B's rates, with storage and egress priced too. */
+    static const char book_text[] =
+        "{\"id\": \"bench\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": "
+        "\"0.000014\", \"per\": \"second\"}, \"memory\": {\"basis\": "
+        "\"allocated\", \"unit\": \"GiB\", \"rate\": \"0.0000045\", \"per\": "
+        "\"second\"}, \"storage\": {\"rate\": \"0.000108\", \"per\": "
+        "\"hour\", \"included_gib\": \"10\"}, \"egress\": {\"rate\": "
+        "\"0.05\"}, \"per_run\": \"0\"}";
+    struct pricing_err pe = {{0}};
+    struct pricing_book *book =
+        pricing_book_parse(book_text, strlen(book_text), "bench", &pe);
+    int bv;
+    if (!book || meter_db_book_add(db, book, book_text, &bv, &e) < 0)
+        die("book", book ? e.msg : pe.msg);
+    pricing_book_free(book);
+
+    /* The fleet, a minute of every sandbox per ingest transaction. */
+    printf("invoice_bench: %zu sandbox slots x %u s, %zu accounts\n", sandboxes,
+           seconds, accounts);
+    fflush(stdout);
+    struct sim_fleet *fleet = sim_fleet_new(42, sandboxes, accounts, START);
+    struct meter_registry *reg = meter_registry_new();
+    struct window w = {0};
+    size_t stored = 0;
+    double t0 = bench_now();
+    for (unsigned done = 0; done < seconds; done += 60) {
+        w.n = 0;
+        sim_fleet_next(fleet, 60, add, &w);
+        struct meter_ingest_result res;
+        struct meter_problems probs = {0};
+        if (meter_ingest(db, reg, w.s, w.n, (START + 86400 * 30) * 1000000LL,
+                         &res, &probs, &e) != METER_INGEST_OK)
+            die("ingest", probs.total ? "invalid samples" : e.msg);
+        stored += res.accepted;
+    }
+    printf("  stored %zu samples in %.1f s (setup, not measured)\n", stored,
+           bench_now() - t0);
+    free(w.s);
+    sim_fleet_free(fleet);
+    meter_registry_free(reg);
+    for (size_t a = 0; a < accounts; a++) {
+        char id[32];
+        snprintf(id, sizeof(id), "acct-%zu", a);
+        if (meter_db_account_add(db, id, NULL, "bench", "2026-01-01", &e) < 0)
+            die("account", e.msg);
+    }
+    sql(db, "VACUUM ANALYZE");
+
+    char copy[8192], run[8192];
+    snprintf(copy, sizeof(copy),
+             "psql '%s' -qAtc \"COPY (SELECT a.account_id, s.sandbox_id,"
+             " b.minute, b.seconds, b.data FROM usage_blocks b JOIN sandboxes"
+             " s ON s.sandbox_pk = b.sandbox_pk JOIN accounts a ON"
+             " a.account_pk = b.account_pk WHERE b.minute >= %lld AND"
+             " b.minute < %lld ORDER BY b.account_pk, b.sandbox_pk, b.minute)"
+             " TO STDOUT (FORMAT binary)\" >/dev/null",
+             conninfo, 1767225600LL / 60, 1769904000LL / 60);
+    snprintf(run, sizeof(run),
+             "%s --db '%s' invoice run --period 2026-01 >/dev/null",
+             METERCTL_PATH, conninfo);
+    double a[3], b[3];
+    for (int i = 0; i < 3; i++) {
+        a[i] = timed(copy);
+        b[i] = timed(run);
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    double ab = bench_quantile(a, 3, 0), bb = bench_quantile(b, 3, 0);
+    double am = bench_quantile(a, 3, 0.5), bm = bench_quantile(b, 3, 0.5);
+    printf("  (a) psql COPY of the blocks:  best %6.2f s  %6.1f M samples/s"
+           "  (median %.1f)\n",
+           ab, (double)stored / ab / 1e6, (double)stored / am / 1e6);
+    printf("  (b) meterctl invoice run:     best %6.2f s  %6.1f M samples/s"
+           "  (median %.1f)\n",
+           bb, (double)stored / bb / 1e6, (double)stored / bm / 1e6);
+    printf("  (b)/(a) time: %.2f; largest resident size of a child: %ld MiB\n",
+           bb / ab, ru.ru_maxrss / 1024);
+
+    PQfinish(db);
+    bench_db_drop(&bdb, getenv("INVOICE_BENCH_KEEP") != NULL);
+    return 0;
+}
