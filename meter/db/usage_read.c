@@ -140,18 +140,20 @@ have_row(struct meter_usage_reader *r, struct meter_err *e)
 }
 
 /* The next (sandbox, minute): every row of it merged, seconds outside
- * [from, to) dropped. */
+ * [from, to) dropped. A minute stored in one row (the common case) is
+ * decoded straight into the output. */
 static int
 next_block(void *ctx, struct pricing_block *b, struct pricing_err *pe)
 {
     struct meter_usage_reader *r = ctx;
     struct meter_err e = {{0}};
-    struct pricing_second slots[60];
-    uint64_t have = 0;
-    int64_t minute = 0;
+    struct pricing_second slots[60], dec[60];
     int got;
     for (;;) {
-        have = 0;
+        uint64_t have = 0;
+        int64_t minute = 0;
+        size_t n = 0;
+        bool merged = false;
         while ((got = have_row(r, &e)) > 0) {
             PGresult *x = r->rows;
             int i = r->row;
@@ -165,22 +167,28 @@ next_block(void *ctx, struct pricing_block *b, struct pricing_err *pe)
                 snprintf(r->sandbox, sizeof(r->sandbox), "%s", sandbox);
                 r->first_run = (int32_t)meter_be32(PQgetvalue(x, i, 5));
                 minute = m;
+            } else if (!merged) {
+                /* A second row of the minute: merge by second. */
+                for (size_t k = 0; k < n; k++)
+                    slots[r->out[k].ts - m * 60] = r->out[k];
+                merged = true;
             }
             uint64_t mask = meter_be64(PQgetvalue(x, i, 3));
-            struct pricing_second dec[60];
-            size_t n;
+            size_t got_n;
             if (meter_block_decode(m, mask,
                                    (const uint8_t *)PQgetvalue(x, i, 4),
-                                   (size_t)PQgetlength(x, i, 4), dec, &n) < 0) {
+                                   (size_t)PQgetlength(x, i, 4),
+                                   have ? dec : r->out, &got_n) < 0) {
                 snprintf(pe->msg, sizeof(pe->msg),
                          "stored block of sandbox '%s' minute %lld is corrupt",
                          sandbox, (long long)m);
                 return -1;
             }
-            for (size_t k = 0; k < n; k++) {
-                int sec = (int)(dec[k].ts - m * 60);
-                slots[sec] = dec[k];
-            }
+            if (have)
+                for (size_t k = 0; k < got_n; k++)
+                    slots[dec[k].ts - m * 60] = dec[k];
+            else
+                n = got_n;
             have |= mask;
             r->row++;
         }
@@ -191,12 +199,18 @@ next_block(void *ctx, struct pricing_block *b, struct pricing_err *pe)
         }
         if (!have)
             return 0;
-        size_t n = 0;
-        for (int sec = 0; sec < 60; sec++) {
-            if (!(have & ((uint64_t)1 << sec)))
-                continue;
-            if (slots[sec].ts >= r->from && slots[sec].ts < r->to)
-                r->out[n++] = slots[sec];
+        if (merged) {
+            n = 0;
+            for (uint64_t bits = have; bits; bits &= bits - 1)
+                r->out[n++] = slots[__builtin_ctzll(bits)];
+        }
+        if (minute * 60 < r->from || minute * 60 + 60 > r->to) {
+            /* The minute reaches outside [from, to). */
+            size_t kept = 0;
+            for (size_t k = 0; k < n; k++)
+                if (r->out[k].ts >= r->from && r->out[k].ts < r->to)
+                    r->out[kept++] = r->out[k];
+            n = kept;
         }
         if (n == 0)
             continue; /* the whole minute is outside [from, to) */
