@@ -126,22 +126,41 @@ CREATE TABLE invoice_usage (
     invoice_id  bigint   NOT NULL,
     period      date     NOT NULL
                 CHECK (period = date_trunc('month', period)::date),
-    samples     bigint   NOT NULL CHECK (samples >= 0),
+    samples     bigint   CHECK (samples >= 0),
+    first_runs  bigint   CHECK (first_runs >= 0),
+    seq         bigint   GENERATED ALWAYS AS IDENTITY,
     PRIMARY KEY (account_id, invoice_id, period),
-    FOREIGN KEY (account_id, invoice_id) REFERENCES invoices ON DELETE CASCADE
+    FOREIGN KEY (account_id, invoice_id) REFERENCES invoices ON DELETE CASCADE,
+    CHECK ((samples IS NULL) = (first_runs IS NULL))
 );
 COMMENT ON TABLE invoice_usage IS
-    'the periods whose usage a document rated, and how many stored seconds '
-    'it saw: more seconds stored since means late usage to bill';
-
+    'what a document did to the billing of a period: an invoice rated it '
+    '(how many stored seconds and first runs it saw: more seconds stored '
+    'since, or other first runs, mean late usage to bill), or a credit '
+    'note took back lines of it (which asks for it to be rated again)';
 COMMENT ON COLUMN invoice_usage.account_id IS 'the document''s account';
 COMMENT ON COLUMN invoice_usage.invoice_id IS 'the document';
-COMMENT ON COLUMN invoice_usage.period IS 'a period whose usage it rated';
-COMMENT ON COLUMN invoice_usage.samples IS 'stored seconds of that period it saw';
+COMMENT ON COLUMN invoice_usage.period IS 'a period whose billing it changed';
+COMMENT ON COLUMN invoice_usage.samples IS
+    'stored seconds of that period it rated; NULL for a credit note';
+COMMENT ON COLUMN invoice_usage.first_runs IS
+    'sandboxes whose first running minute was in that period, counted '
+    'before it read the usage (late samples can move a first run '
+    'earlier); NULL for a credit note';
+COMMENT ON COLUMN invoice_usage.seq IS
+    'order of the rows: an account''s documents are written one at a time '
+    '(its row is locked), so the highest seq of a period is the latest';
 
 CREATE FUNCTION invoices_immutable() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.status <> 'draft' THEN
+            RAISE EXCEPTION 'a document is created as a draft, then finalized'
+                USING ERRCODE = 'integrity_constraint_violation';
+        END IF;
+        RETURN NEW;
+    END IF;
     IF OLD.status = 'final' THEN
         RAISE EXCEPTION '% % of account % is final and never changes; '
             'void it with a credit note (meterctl invoice void)',
@@ -151,13 +170,22 @@ BEGIN
     IF TG_OP = 'DELETE' THEN
         RETURN OLD;
     END IF;
+    -- Finalizing: the number is the one just taken from invoice_numbers.
+    IF NEW.status = 'final' AND NOT EXISTS (
+        SELECT 1 FROM invoice_numbers n
+         WHERE n.year = split_part(NEW.number, '-', 1)::int
+           AND n.last = split_part(NEW.number, '-', 2)::int) THEN
+        RAISE EXCEPTION 'invoice number % is not the next of its year', NEW.number
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
     RETURN NEW;
 END
 $$;
 COMMENT ON FUNCTION invoices_immutable() IS
-    'refuses UPDATE and DELETE of a final invoice or credit note';
+    'documents are inserted as drafts, finalized with the number just '
+    'taken, and never changed or deleted once final';
 CREATE TRIGGER invoices_immutable
-    BEFORE UPDATE OR DELETE ON invoices
+    BEFORE INSERT OR UPDATE OR DELETE ON invoices
     FOR EACH ROW EXECUTE FUNCTION invoices_immutable();
 
 -- Lines and usage counts belong to their document: writable while it is
@@ -198,6 +226,13 @@ CREATE TRIGGER invoice_usage_immutable
 CREATE FUNCTION invoice_numbers_gap_free() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
+    IF TG_OP = 'INSERT' THEN
+        IF NEW.last <> 1 THEN
+            RAISE EXCEPTION 'invoice numbers of % start at 1', NEW.year
+                USING ERRCODE = 'integrity_constraint_violation';
+        END IF;
+        RETURN NEW;
+    END IF;
     IF TG_OP = 'DELETE' OR NEW.year <> OLD.year OR NEW.last <> OLD.last + 1 THEN
         RAISE EXCEPTION 'invoice numbers of % only ever advance by one', OLD.year
             USING ERRCODE = 'integrity_constraint_violation';
@@ -206,9 +241,10 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION invoice_numbers_gap_free() IS
-    'refuses any change to invoice_numbers but taking the next number';
+    'refuses any change to invoice_numbers but starting a year at 1 and '
+    'taking the next number';
 CREATE TRIGGER invoice_numbers_gap_free
-    BEFORE UPDATE OR DELETE ON invoice_numbers
+    BEFORE INSERT OR UPDATE OR DELETE ON invoice_numbers
     FOR EACH ROW EXECUTE FUNCTION invoice_numbers_gap_free();
 
 CREATE FUNCTION invoices_no_truncate() RETURNS trigger
@@ -233,22 +269,21 @@ CREATE TRIGGER invoice_numbers_no_truncate BEFORE TRUNCATE ON invoice_numbers
 -- those assignments would make late usage bill the change itself.
 CREATE FUNCTION account_price_books_settled() RETURNS trigger
 LANGUAGE plpgsql AS $$
-DECLARE
-    r record;
 BEGIN
-    IF TG_OP = 'DELETE' THEN
-        r := OLD;
-    ELSE
-        r := NEW;
-    END IF;
-    IF EXISTS (SELECT 1 FROM invoices i
-                WHERE i.account_id = r.account_id AND i.status = 'final'
-                  AND i.period >= date_trunc('month', least(r.valid_from,
-                      CASE WHEN TG_OP = 'UPDATE' THEN OLD.valid_from
-                           ELSE r.valid_from END))::date) THEN
-        RAISE EXCEPTION 'account % has final invoices from % on: its price '
-            'books there are settled; change them from a later period',
-            r.account_id, to_char(r.valid_from, 'YYYY-MM')
+    -- The assignment as it was (not on INSERT) and as it will be (not on
+    -- DELETE) must both lie after the account's last final invoice.
+    IF (TG_OP <> 'INSERT' AND EXISTS (
+            SELECT 1 FROM invoices i
+             WHERE i.account_id = OLD.account_id AND i.status = 'final'
+               AND i.period >= date_trunc('month', OLD.valid_from)::date))
+       OR (TG_OP <> 'DELETE' AND EXISTS (
+            SELECT 1 FROM invoices i
+             WHERE i.account_id = NEW.account_id AND i.status = 'final'
+               AND i.period >= date_trunc('month', NEW.valid_from)::date))
+    THEN
+        RAISE EXCEPTION 'account %: the price books of invoiced periods are '
+            'settled; change them from a later period',
+            CASE WHEN TG_OP = 'DELETE' THEN OLD.account_id ELSE NEW.account_id END
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
     IF TG_OP = 'DELETE' THEN

@@ -216,6 +216,45 @@ usage_line(struct pricing_statement *st, const struct dim *d, pricing_u128 qty,
     return 0;
 }
 
+/*
+ * A credit line: -min(credit x active / days, against), rounded once to
+ * six decimals, added to *total. A part of a period on a book gets its
+ * share of the period's credit, as its subscription and minimum commit
+ * do, so a period cut at a change of book never credits twice.
+ */
+static int
+credit_line(struct pricing_statement *st, const char *kind,
+            const char *description, struct pricing_dec credit, int64_t active,
+            int64_t days, struct pricing_dec against, struct pricing_dec *total,
+            struct pricing_err *e)
+{
+    struct pricing_line *l = add_line(st, kind, e);
+    if (!l)
+        return -1;
+    snprintf(l->description, sizeof(l->description), "%s", description);
+    mpq_t c, t;
+    mpq_inits(c, t, NULL);
+    mpq_set_dec(c, credit);
+    mpq_set_si(t, active, (unsigned long)days);
+    mpq_canonicalize(t);
+    mpq_mul(c, c, t);
+    mpq_set_dec(t, against);
+    if (mpq_cmp(t, c) < 0)
+        mpq_set(c, t);
+    mpq_neg(c, c);
+    int rc = round_to(c, 6, &l->amount, e, kind);
+    mpq_clears(c, t, NULL);
+    if (rc < 0)
+        return -1;
+    if (pricing_dec_add(*total, l->amount, total) != PRICING_OK) {
+        snprintf(e->msg, sizeof(e->msg), "account '%s' %04d-%02d: amount "
+                 "overflow", st->account_id, st->year, st->month);
+        return -1;
+    }
+    keep_line(st);
+    return 0;
+}
+
 int
 rate_price(const struct pricing_book *b, const struct rate_acct *a,
            int active_days, struct pricing_statement *st, struct pricing_err *e)
@@ -390,34 +429,18 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
         keep_line(st);
 
         if (b->included_credit.v > 0 && usage.v > 0) {
-            l = add_line(st, "included_credit", e);
-            if (!l)
+            if (credit_line(st, "included_credit",
+                            "included credit of the subscription",
+                            b->included_credit, active, days, usage, &total,
+                            e) < 0)
                 goto out;
-            snprintf(l->description, sizeof(l->description),
-                     "included credit of the subscription");
-            /* Credits may have 12 decimals; lines have 6. */
-            struct pricing_dec c = {-(usage.v < b->included_credit.v
-                                          ? usage.v
-                                          : b->included_credit.v)};
-            if (pricing_dec_round(c, 6, &l->amount) != PRICING_OK ||
-                pricing_dec_add(total, l->amount, &total) != PRICING_OK)
-                goto overflow;
-            keep_line(st);
         }
     }
-    if (b->promotional_credit.v > 0 && total.v > 0) {
-        struct pricing_line *l = add_line(st, "promotional_credit", e);
-        if (!l)
-            goto out;
-        snprintf(l->description, sizeof(l->description), "promotional credit");
-        struct pricing_dec c = {-(total.v < b->promotional_credit.v
-                                      ? total.v
-                                      : b->promotional_credit.v)};
-        if (pricing_dec_round(c, 6, &l->amount) != PRICING_OK ||
-            pricing_dec_add(total, l->amount, &total) != PRICING_OK)
-            goto overflow;
-        keep_line(st);
-    }
+    if (b->promotional_credit.v > 0 && total.v > 0 &&
+        credit_line(st, "promotional_credit", "promotional credit",
+                    b->promotional_credit, active, days, total, &total,
+                    e) < 0)
+        goto out;
     if (b->minimum_commit.v > 0) {
         struct pricing_line *l = add_line(st, "minimum_commit", e);
         if (!l)

@@ -59,8 +59,8 @@ struct report_invoice {
     char status[8]; /* "draft", "final", or "void" (a credit note voids it) */
     char number[16];
     char account_id[PRICING_ID_MAX + 1];
-    char account_name[201];
-    char seller[201];
+    char account_name[801]; /* 200 characters of UTF-8 */
+    char seller[801];
     int year, month; /* the period */
     char currency[4];
     char created_at[32], finalized_at[32]; /* RFC 3339 UTC */

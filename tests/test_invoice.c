@@ -265,6 +265,21 @@ test_drafts(PGconn *db, struct meter_registry *reg)
     /* No book in the period: no invoice. */
     o = invoice(db, "nobook", 2026, 1, false);
     CHECK(!o.written);
+
+    /* Only the run finalizes: with the number it has just taken. */
+    refused(db,
+            "UPDATE invoices SET status = 'final', number = '2026-000042',"
+            " sha256 = decode(repeat('00', 32), 'hex'), finalized_at = now()"
+            " WHERE status = 'draft'",
+            "is not the next of its year");
+    refused(db,
+            "INSERT INTO invoices (account_id, kind, period, status, number,"
+            " currency, total, seller, sha256, finalized_at) VALUES ('acme',"
+            " 'invoice', '2026-02-01', 'final', '2026-000043', 'USD', 0, 'x',"
+            " decode(repeat('00', 32), 'hex'), now())",
+            "created as a draft");
+    refused(db, "INSERT INTO invoice_numbers VALUES (2031, 7)",
+            "start at 1");
 }
 
 /* ---- finalization, concurrent ---- */
@@ -320,7 +335,7 @@ test_finalize(PGconn *db, struct testdb *t, struct meter_registry *reg)
                            " WHERE status = 'final'") == 11);
     CHECK(testdb_count(
               db, "SELECT max(substr(number, 6)::int) FROM invoices"
-                  " WHERE number LIKE to_char(now(), 'YYYY') || '-%'") == 11);
+                  " WHERE number LIKE to_char(now() AT TIME ZONE 'UTC', 'YYYY') || '-%'") == 11);
     CHECK(testdb_count(db, "SELECT count(*) FROM invoices"
                            " WHERE status = 'draft'") == 0);
 
@@ -376,6 +391,10 @@ test_finalize(PGconn *db, struct testdb *t, struct meter_registry *reg)
             " price_book_id, version) VALUES ('acme', '2026-01-20', 'book-b',"
             " 1)",
             "settled");
+    refused(db,
+            "UPDATE account_price_books SET account_id = 'nobook' WHERE"
+            " account_id = 'acme'",
+            "settled");
 }
 
 /* ---- late usage, voiding ---- */
@@ -426,6 +445,7 @@ test_late(PGconn *db, struct meter_registry *reg)
     run(db, reg, "acme", "acme-1", JAN + 1090, 30);
     run(db, reg, "acme", "acme-4", FEB + 70, 5);
     run(db, reg, "acme", "acme-5", MAR + 10, 60);
+    run(db, reg, "acme", "acme-mv", MAR + 5000, 60);
     o = invoice(db, "acme", 2026, 3, true);
     struct report_invoice mar = get(db, o.number);
     CHECK_STR(amount(sum_lines(&mar, "late_usage", 2026, 1), a), "0.000000");
@@ -439,6 +459,34 @@ test_late(PGconn *db, struct meter_registry *reg)
     CHECK(apr.nlines == 0);
     report_invoice_release(&apr);
 
+    /* A late February second of acme-mv moves its first run from March
+     * (final) to February (final): May takes the run back from March
+     * (whose stored seconds did not change) and bills it in February. */
+    run(db, reg, "acme", "acme-mv", FEB + 20000, 1);
+    o = invoice(db, "acme", 2026, 5, true);
+    struct report_invoice may = get(db, o.number);
+    CHECK_STR(amount(sum_lines(&may, "late_usage", 2026, 3), a), "-0.500000");
+    CHECK_STR(amount(sum_lines(&may, "late_usage", 2026, 2), a), "0.560000");
+    report_invoice_release(&may);
+    check_all_billed(db, 5);
+
+    /* Voiding February, which carried January's late usage: the
+     * corrected February bills it again (the void took it back). */
+    struct meter_err ve = {{0}};
+    char feb_no[16], feb_cn[16];
+    PGresult *fr = PQexec(db, "SELECT number FROM invoices WHERE account_id ="
+                              " 'acme' AND period = '2026-02-01'");
+    snprintf(feb_no, sizeof(feb_no), "%s", PQgetvalue(fr, 0, 0));
+    PQclear(fr);
+    CHECK(meter_db_invoice_void(db, feb_no, "resend", feb_cn, &ve) ==
+          METER_DB_ROWS);
+    o = invoice(db, "acme", 2026, 2, true);
+    CHECK(o.written && o.number[0]);
+    struct report_invoice feb2 = get(db, o.number);
+    CHECK_STR(amount(sum_lines(&feb2, "late_usage", 2026, 1), a), "0.560000");
+    report_invoice_release(&feb2);
+    check_all_billed(db, 5);
+
     /* Void January: a credit note; January shows as void. */
     struct meter_err e = {{0}};
     char jan[16], credit[16];
@@ -449,7 +497,8 @@ test_late(PGconn *db, struct meter_registry *reg)
     CHECK(meter_db_invoice_void(db, jan, "wrong address", credit, &e) ==
           METER_DB_ROWS);
     CHECK(meter_db_invoice_void(db, jan, "again", credit, &e) < 0);
-    CHECK(strstr(e.msg, "void") != NULL);
+    CHECK(strstr(e.msg, "is void: only a final invoice can be voided") !=
+          NULL);
     struct report_invoice v = get(db, jan), cn = get(db, credit);
     CHECK_STR(v.status, "void");
     CHECK_STR(v.voided_by, credit);
@@ -466,7 +515,54 @@ test_late(PGconn *db, struct meter_registry *reg)
     struct report_invoice fix = get(db, o.number);
     CHECK(sum_lines(&fix, "late_usage", 2026, 1).v < 0);
     report_invoice_release(&fix);
-    check_all_billed(db, 4);
+    check_all_billed(db, 5);
+}
+
+/* A period cut by a new version of the same book gets its credits once,
+ * shared by the parts' days, as its subscription is. */
+static void
+test_credit_parts(PGconn *db, struct meter_registry *reg)
+{
+    char a[48];
+    static const char v1[] =
+        "{\"id\": \"book-p\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2025-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": \"1\", "
+        "\"per\": \"second\"}, \"memory\": null, \"storage\": null, "
+        "\"egress\": null, \"per_run\": \"0\", \"promotional_credit\": \"10\"}";
+    static const char v2[] =
+        "{\"id\": \"book-p\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2025-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": \"2\", "
+        "\"per\": \"second\"}, \"memory\": null, \"storage\": null, "
+        "\"egress\": null, \"per_run\": \"0\", \"promotional_credit\": \"10\"}";
+    struct pricing_err pe = {{0}};
+    struct meter_err e = {{0}};
+    int version;
+    struct pricing_book *b1 = pricing_book_parse(v1, strlen(v1), "v1", &pe);
+    struct pricing_book *b2 = pricing_book_parse(v2, strlen(v2), "v2", &pe);
+    CHECK(meter_db_book_add(db, b1, v1, &version, &e) == METER_DB_ROWS);
+    account(db, "delta", "book-p", "2026-01-01");
+    CHECK(meter_db_book_add(db, b2, v2, &version, &e) == METER_DB_ROWS);
+    CHECK(version == 2);
+    account(db, "delta", "book-p", "2026-01-16");
+    run(db, reg, "delta", "delta-1", JAN + DAY, 100);
+    run(db, reg, "delta", "delta-2", JAN + 20 * DAY, 100);
+    struct meter_invoice_outcome o = invoice(db, "delta", 2026, 1, false);
+    char ref[24];
+    snprintf(ref, sizeof(ref), "%" PRId64, o.id);
+    struct report_invoice inv = get(db, ref);
+    /* 10 x 15/31 + 10 x 16/31, each rounded: 4.838710 + 5.161290. */
+    CHECK_STR(amount(sum_lines(&inv, "promotional_credit", 2026, 1), a),
+              "-10.000000");
+    CHECK(inv.nlines == 4);
+    if (inv.nlines == 4) {
+        CHECK(inv.lines[0].version == 1 && inv.lines[2].version == 2);
+        CHECK_STR(amount(inv.lines[1].amount, a), "-4.838710");
+        CHECK_STR(amount(inv.lines[3].amount, a), "-5.161290");
+    }
+    CHECK_STR(amount(inv.total, a), "290.000000");
+    report_invoice_release(&inv);
+    pricing_book_free(b1);
+    pricing_book_free(b2);
 }
 
 int
@@ -487,6 +583,7 @@ main(void)
     test_drafts(db, reg);
     test_finalize(db, &t, reg);
     test_late(db, reg);
+    test_credit_parts(db, reg);
 
     meter_registry_free(reg);
     for (int k = 0; k < 3; k++)

@@ -21,11 +21,12 @@
 
 #include <jansson.h>
 
-/* Documents of an account that are final and not voided. */
-#define LIVE_INVOICE                                                           \
-    "i.kind = 'invoice' AND i.status = 'final' AND NOT EXISTS"                 \
-    " (SELECT 1 FROM invoices c WHERE c.account_id = i.account_id"             \
-    "  AND c.voids = i.invoice_id)"
+/* Not voided: no final credit note references document d. */
+#define NOT_VOIDED(d)                                                          \
+    "NOT EXISTS (SELECT 1 FROM invoices c WHERE c.account_id = " d             \
+    ".account_id AND c.voids = " d ".invoice_id AND c.status = 'final')"
+/* Invoices of an account that are final and not voided. */
+#define LIVE_INVOICE "i.kind = 'invoice' AND i.status = 'final' AND " NOT_VOIDED("i")
 
 static void
 period_text(int year, int month, char buf[32])
@@ -73,7 +74,7 @@ struct assignment {
 
 struct account {
     const char *id;
-    char name[201];
+    char name[801]; /* 200 characters of UTF-8 */
     int32_t pk;
     struct assignment *a;
     size_t na;
@@ -98,12 +99,16 @@ account_load(PGconn *db, struct account *acct, bool lock, struct meter_err *e)
     PGresult *r;
     enum meter_db_status st =
         meter_db_exec(db, "cannot read the account",
+                      /* NO KEY: ingestion's foreign keys to the row
+                       * (KEY SHARE) do not wait for the run. */
                       lock ? "SELECT account_pk, coalesce(name, '') FROM"
-                             " accounts WHERE account_id = $1 FOR UPDATE"
+                             " accounts WHERE account_id = $1"
+                             " FOR NO KEY UPDATE"
                            : "SELECT account_pk, coalesce(name, '') FROM"
                              " accounts WHERE account_id = $1",
                       1, v, NULL, NULL, &r, e);
     if (st == METER_DB_NONE) {
+        PQclear(r);
         meter_fail(e, "no account '%s'", acct->id);
         return METER_DB_HARD;
     }
@@ -177,18 +182,62 @@ parts_of(const struct account *acct, int year, int month, struct parts *out)
 /* ---- rating
  * ------------------------------------------------------------------ */
 
+/* The periods a document rated, with what it saw of each: the stored
+ * seconds it read, and the sandboxes whose first run was in the period,
+ * counted before reading (a later change is then seen as late). */
+struct rated {
+    int year[64], month[64];
+    uint64_t seconds[64], first_runs[64];
+    size_t n;
+};
+
+/* The account's sandboxes whose first running minute is in the period. */
+static enum meter_db_status
+first_runs(PGconn *db, const struct account *acct, int year, int month,
+           uint64_t *out, struct meter_err *e)
+{
+    char pk[16], lo[24], hi[24];
+    snprintf(pk, sizeof(pk), "%d", acct->pk);
+    snprintf(lo, sizeof(lo), "%lld", (long long)(period_start(year, month) / 60));
+    snprintf(hi, sizeof(hi), "%lld", (long long)(period_end(year, month) / 60));
+    const char *v[] = {pk, lo, hi};
+    PGresult *r;
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot count first runs",
+        "SELECT count(*) FROM sandboxes WHERE account_pk = $1::int"
+        " AND first_running_minute >= $2::int"
+        " AND first_running_minute < $3::int",
+        3, v, NULL, NULL, &r, e);
+    if (st >= 0)
+        *out = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return st;
+}
+
 /*
- * Rates the account's period with its parts' books into lines of inv
- * (or of fresh, when not NULL), and *seconds the stored seconds of the
- * period read. A period without parts yields no lines.
+ * Rates the account's period with its parts' books into lines of inv,
+ * and records in rated what it saw. A period without parts yields no
+ * lines.
  */
 static enum meter_db_status
 rate_period(PGconn *db, const struct account *acct, int year, int month,
-            struct report_invoice *inv, uint64_t *seconds, struct meter_err *e)
+            struct report_invoice *inv, struct rated *rated,
+            struct meter_err *e)
 {
     struct parts parts;
     parts_of(acct, year, month, &parts);
-    *seconds = 0;
+    if (rated->n == 64)
+        return db_hard(e, "account '%s': more than 64 periods in one invoice",
+                       acct->id);
+    size_t slot = rated->n;
+    rated->year[slot] = year;
+    rated->month[slot] = month;
+    rated->seconds[slot] = 0;
+    enum meter_db_status fr =
+        first_runs(db, acct, year, month, &rated->first_runs[slot], e);
+    if (fr < 0)
+        return fr;
+    rated->n++;
     if (parts.n == 0)
         return METER_DB_NONE;
     struct meter_usage_reader *r =
@@ -205,7 +254,7 @@ rate_period(PGconn *db, const struct account *acct, int year, int month,
                      &n, &pe) < 0) {
         rc = db_hard(e, "%s", pe.msg);
     } else {
-        *seconds = db_usage_seconds(r);
+        rated->seconds[slot] = db_usage_seconds(r);
         for (size_t k = 0; k < n && rc == METER_DB_ROWS; k++) {
             const struct assignment *a = parts.a[k];
             const char *book =
@@ -278,13 +327,6 @@ billed_lines(PGconn *db, const struct account *acct, int year, int month,
     return METER_DB_ROWS;
 }
 
-/* Periods whose usage a document rated, and the seconds it saw. */
-struct rated {
-    int year[64], month[64];
-    uint64_t seconds[64];
-    size_t n;
-};
-
 /* Late usage of period (year, month): a fresh rating less what is billed,
  * appended to inv as late_usage lines. */
 static enum meter_db_status
@@ -292,28 +334,24 @@ late_usage(PGconn *db, const struct account *acct, int year, int month,
            struct report_invoice *inv, struct rated *rated, struct meter_err *e)
 {
     struct report_invoice fresh = {0}, billed = {0};
-    uint64_t seconds = 0;
     snprintf(fresh.currency, sizeof(fresh.currency), "%s", inv->currency);
     enum meter_db_status st =
-        rate_period(db, acct, year, month, &fresh, &seconds, e);
+        rate_period(db, acct, year, month, &fresh, rated, e);
     if (st >= 0)
         st = billed_lines(db, acct, year, month, &billed, e);
     if (st >= 0 &&
         report_invoice_add_late(inv, year, month, fresh.lines, fresh.nlines,
                                 billed.lines, billed.nlines, e) < 0)
         st = METER_DB_HARD;
-    if (st >= 0 && rated->n < 64) {
-        rated->year[rated->n] = year;
-        rated->month[rated->n] = month;
-        rated->seconds[rated->n++] = seconds;
-    }
     report_invoice_release(&fresh);
     report_invoice_release(&billed);
     return st < 0 ? st : METER_DB_ROWS;
 }
 
-/* Earlier periods with a live final invoice and more seconds stored
- * than their last rating saw: each gets its late usage. */
+/* Earlier periods with a live final invoice whose billing may be off:
+ * their usage changed since the latest rating that stands (more seconds
+ * stored, or other first runs), or a credit note took back lines of
+ * theirs since. Each gets its late usage. */
 static enum meter_db_status
 late_periods(PGconn *db, const struct account *acct, int year, int month,
              struct report_invoice *inv, struct rated *rated,
@@ -330,14 +368,24 @@ late_periods(PGconn *db, const struct account *acct, int year, int month,
         " (SELECT DISTINCT i.period FROM invoices i"
         "  WHERE i.account_id = $1 AND i.period < $2::date AND " LIVE_INVOICE
         " ) p"
-        " WHERE (SELECT coalesce(sum(h.samples), 0) FROM usage_hourly h"
+        /* the latest that stands: a rating, or a credit note's return */
+        " CROSS JOIN LATERAL (SELECT u.samples, u.first_runs"
+        "  FROM invoice_usage u JOIN invoices d USING (account_id, invoice_id)"
+        "  WHERE u.account_id = $1 AND u.period = p.period"
+        "  AND d.status = 'final'"
+        "  AND (d.kind = 'credit_note' OR " NOT_VOIDED("d") ")"
+        "  ORDER BY u.seq DESC LIMIT 1) last"
+        " WHERE last.samples IS NULL"
+        " OR (SELECT coalesce(sum(h.samples), 0) FROM usage_hourly h"
         "   WHERE h.account_pk = $3::int"
         "   AND h.hour >= extract(epoch FROM p.period)::bigint / 3600"
         "   AND h.hour < extract(epoch FROM p.period + interval '1 month')"
-        "    ::bigint / 3600)"
-        "  > (SELECT max(u.samples) FROM invoice_usage u JOIN invoices d"
-        "   USING (account_id, invoice_id) WHERE u.account_id = $1"
-        "   AND d.status = 'final' AND u.period = p.period)"
+        "    ::bigint / 3600) <> last.samples"
+        " OR (SELECT count(*) FROM sandboxes s WHERE s.account_pk = $3::int"
+        "   AND s.first_running_minute >= extract(epoch FROM p.period)"
+        "    ::bigint / 60"
+        "   AND s.first_running_minute < extract(epoch FROM p.period"
+        "    + interval '1 month')::bigint / 60) <> last.first_runs"
         " ORDER BY p.period",
         3, v, NULL, NULL, &r, e);
     if (st < 0)
@@ -358,22 +406,21 @@ late_periods(PGconn *db, const struct account *acct, int year, int month,
  */
 static enum meter_db_status
 compute(PGconn *db, const struct account *acct, int year, int month,
-        struct report_invoice *inv, struct rated *rated, struct meter_err *e)
+        bool with_late, struct report_invoice *inv, struct rated *rated,
+        struct meter_err *e)
 {
-    uint64_t seconds;
     inv->year = year;
     inv->month = month;
     snprintf(inv->kind, sizeof(inv->kind), "invoice");
     snprintf(inv->account_id, sizeof(inv->account_id), "%s", acct->id);
     snprintf(inv->account_name, sizeof(inv->account_name), "%s", acct->name);
-    enum meter_db_status st =
-        rate_period(db, acct, year, month, inv, &seconds, e);
+    rated->n = 0;
+    enum meter_db_status st = rate_period(db, acct, year, month, inv, rated, e);
     if (st < 0)
         return st;
-    rated->year[0] = year;
-    rated->month[0] = month;
-    rated->seconds[0] = seconds;
-    rated->n = 1;
+    if (!with_late)
+        return report_invoice_total(inv, e) < 0 ? METER_DB_HARD
+                                                : METER_DB_ROWS;
     struct report_invoice billed = {0};
     st = billed_lines(db, acct, year, month, &billed, e);
     if (st >= 0 && billed.nlines &&
@@ -433,9 +480,10 @@ rated_json(const struct rated *rated)
     for (size_t i = 0; i < rated->n; i++) {
         char period[32];
         period_text(rated->year[i], rated->month[i], period);
-        json_array_append_new(arr, json_pack("{s:s, s:I}", "period", period,
-                                             "samples",
-                                             (json_int_t)rated->seconds[i]));
+        json_array_append_new(
+            arr, json_pack("{s:s, s:I, s:I}", "period", period, "samples",
+                           (json_int_t)rated->seconds[i], "first_runs",
+                           (json_int_t)rated->first_runs[i]));
     }
     char *s = json_dumps(arr, JSON_COMPACT);
     json_decref(arr);
@@ -471,9 +519,9 @@ store_parts(PGconn *db, const struct report_invoice *inv,
         st = meter_db_exec(
             db, "cannot store invoice usage",
             "INSERT INTO invoice_usage (account_id, invoice_id, period,"
-            " samples) SELECT $1, $2::bigint, x.period, x.samples"
-            " FROM json_to_recordset($3::json) AS x (period date,"
-            " samples bigint)",
+            " samples, first_runs) SELECT $1, $2::bigint, x.period,"
+            " x.samples, x.first_runs FROM json_to_recordset($3::json)"
+            " AS x (period date, samples bigint, first_runs bigint)",
             3, u, NULL, NULL, NULL, e);
     }
     free(lines);
@@ -671,7 +719,7 @@ run_attempt(PGconn *db, void *arg, struct meter_err *e)
         goto out;
     }
     snprintf(inv.seller, sizeof(inv.seller), "%s", a->seller);
-    st = compute(db, &acct, a->year, a->month, &inv, &rated, e);
+    st = compute(db, &acct, a->year, a->month, true, &inv, &rated, e);
     if (st >= 0)
         st = store_draft(db, &inv, &rated, e);
     if (st >= 0 && a->finalize)
@@ -727,7 +775,8 @@ preview_attempt(PGconn *db, void *arg, struct meter_err *e)
     }
     if (st >= 0) {
         report_invoice_release(a->inv);
-        st = compute(db, &acct, a->year, a->month, a->inv, &rated, e);
+        /* Its own lines only: late usage is billed as it was. */
+        st = compute(db, &acct, a->year, a->month, false, a->inv, &rated, e);
     }
     account_release(&acct);
     /* Nothing is stored: roll back whatever happened. */
@@ -857,8 +906,10 @@ meter_db_invoice_get(PGconn *db, const char *ref, const char *account,
                       " WHERE (i.number = $1 OR i.invoice_id = $2::bigint)"
                       " AND ($3::text IS NULL OR i.account_id = $3::text)",
                       3, v, NULL, NULL, &r, e);
-    if (st != METER_DB_ROWS)
+    if (st != METER_DB_ROWS) {
+        PQclear(r);
         return st;
+    }
     int bad = doc_header(r, 0, inv);
     PQclear(r);
     if (bad)
@@ -973,6 +1024,19 @@ void_attempt(PGconn *db, void *arg, struct meter_err *e)
     note.id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
     PQclear(r);
     st = store_parts(db, &note, NULL, e);
+    if (st >= 0) {
+        /* Every period the note takes lines back from is to be rated
+         * again by the account's next invoice. */
+        char id[24];
+        snprintf(id, sizeof(id), "%" PRId64, note.id);
+        const char *u[] = {note.account_id, id};
+        st = meter_db_exec(db, "cannot store the credit note",
+                           "INSERT INTO invoice_usage (account_id, invoice_id,"
+                           " period) SELECT DISTINCT account_id, invoice_id,"
+                           " period FROM invoice_lines WHERE account_id = $1"
+                           " AND invoice_id = $2::bigint",
+                           2, u, NULL, NULL, NULL, e);
+    }
     if (st >= 0)
         st = finalize(db, &note, e);
     if (st >= 0)

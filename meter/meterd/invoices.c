@@ -181,6 +181,18 @@ meterd_invoices_get(struct meter_http_request *rq)
                                  NULL, "invoices cannot be read now");
         return;
     }
+    /* A final document must still be what was issued. */
+    char hex[65];
+    if (inv.sha256[0] &&
+        (report_invoice_hash(&inv, hex, &e) < 0 || strcmp(hex, inv.sha256))) {
+        meter_log(METER_LOG_ERROR, "invoice %s does not match its SHA-256",
+                  ref);
+        report_invoice_release(&inv);
+        meter_http_reply_problem(rq, 500, "internal", "Invoice altered", NULL,
+                                 "invoice '%s' does not match its SHA-256",
+                                 ref);
+        return;
+    }
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
