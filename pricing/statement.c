@@ -247,8 +247,10 @@ credit_line(struct pricing_statement *st, const char *kind,
     if (rc < 0)
         return -1;
     if (pricing_dec_add(*total, l->amount, total) != PRICING_OK) {
-        snprintf(e->msg, sizeof(e->msg), "account '%s' %04d-%02d: amount "
-                 "overflow", st->account_id, st->year, st->month);
+        snprintf(e->msg, sizeof(e->msg),
+                 "account '%s' %04d-%02d: amount "
+                 "overflow",
+                 st->account_id, st->year, st->month);
         return -1;
     }
     keep_line(st);
@@ -438,8 +440,7 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
     }
     if (b->promotional_credit.v > 0 && total.v > 0 &&
         credit_line(st, "promotional_credit", "promotional credit",
-                    b->promotional_credit, active, days, total, &total,
-                    e) < 0)
+                    b->promotional_credit, active, days, total, &total, e) < 0)
         goto out;
     if (b->minimum_commit.v > 0) {
         struct pricing_line *l = add_line(st, "minimum_commit", e);

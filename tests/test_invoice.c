@@ -278,8 +278,7 @@ test_drafts(PGconn *db, struct meter_registry *reg)
             " 'invoice', '2026-02-01', 'final', '2026-000043', 'USD', 0, 'x',"
             " decode(repeat('00', 32), 'hex'), now())",
             "created as a draft");
-    refused(db, "INSERT INTO invoice_numbers VALUES (2031, 7)",
-            "start at 1");
+    refused(db, "INSERT INTO invoice_numbers VALUES (2031, 7)", "start at 1");
 }
 
 /* ---- finalization, concurrent ---- */
@@ -333,9 +332,9 @@ test_finalize(PGconn *db, struct testdb *t, struct meter_registry *reg)
     /* Numbers 1..11 of this year, each once: no gap, no repeat. */
     CHECK(testdb_count(db, "SELECT count(DISTINCT number) FROM invoices"
                            " WHERE status = 'final'") == 11);
-    CHECK(testdb_count(
-              db, "SELECT max(substr(number, 6)::int) FROM invoices"
-                  " WHERE number LIKE to_char(now() AT TIME ZONE 'UTC', 'YYYY') || '-%'") == 11);
+    CHECK(testdb_count(db, "SELECT max(substr(number, 6)::int) FROM invoices"
+                           " WHERE number LIKE to_char(now() AT TIME ZONE "
+                           "'UTC', 'YYYY') || '-%'") == 11);
     CHECK(testdb_count(db, "SELECT count(*) FROM invoices"
                            " WHERE status = 'draft'") == 0);
 
@@ -497,8 +496,7 @@ test_late(PGconn *db, struct meter_registry *reg)
     CHECK(meter_db_invoice_void(db, jan, "wrong address", credit, &e) ==
           METER_DB_ROWS);
     CHECK(meter_db_invoice_void(db, jan, "again", credit, &e) < 0);
-    CHECK(strstr(e.msg, "is void: only a final invoice can be voided") !=
-          NULL);
+    CHECK(strstr(e.msg, "is void: only a final invoice can be voided") != NULL);
     struct report_invoice v = get(db, jan), cn = get(db, credit);
     CHECK_STR(v.status, "void");
     CHECK_STR(v.voided_by, credit);

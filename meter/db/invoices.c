@@ -26,7 +26,8 @@
     "NOT EXISTS (SELECT 1 FROM invoices c WHERE c.account_id = " d             \
     ".account_id AND c.voids = " d ".invoice_id AND c.status = 'final')"
 /* Invoices of an account that are final and not voided. */
-#define LIVE_INVOICE "i.kind = 'invoice' AND i.status = 'final' AND " NOT_VOIDED("i")
+#define LIVE_INVOICE                                                           \
+    "i.kind = 'invoice' AND i.status = 'final' AND " NOT_VOIDED("i")
 
 static void
 period_text(int year, int month, char buf[32])
@@ -179,8 +180,7 @@ parts_of(const struct account *acct, int year, int month, struct parts *out)
     }
 }
 
-/* ---- rating
- * ------------------------------------------------------------------ */
+/* ---- rating -------------------------------------------------------------- */
 
 /* The periods a document rated, with what it saw of each: the stored
  * seconds it read, and the sandboxes whose first run was in the period,
@@ -198,7 +198,8 @@ first_runs(PGconn *db, const struct account *acct, int year, int month,
 {
     char pk[16], lo[24], hi[24];
     snprintf(pk, sizeof(pk), "%d", acct->pk);
-    snprintf(lo, sizeof(lo), "%lld", (long long)(period_start(year, month) / 60));
+    snprintf(lo, sizeof(lo), "%lld",
+             (long long)(period_start(year, month) / 60));
     snprintf(hi, sizeof(hi), "%lld", (long long)(period_end(year, month) / 60));
     const char *v[] = {pk, lo, hi};
     PGresult *r;
@@ -373,20 +374,23 @@ late_periods(PGconn *db, const struct account *acct, int year, int month,
         "  FROM invoice_usage u JOIN invoices d USING (account_id, invoice_id)"
         "  WHERE u.account_id = $1 AND u.period = p.period"
         "  AND d.status = 'final'"
-        "  AND (d.kind = 'credit_note' OR " NOT_VOIDED("d") ")"
-        "  ORDER BY u.seq DESC LIMIT 1) last"
-        " WHERE last.samples IS NULL"
-        " OR (SELECT coalesce(sum(h.samples), 0) FROM usage_hourly h"
-        "   WHERE h.account_pk = $3::int"
-        "   AND h.hour >= extract(epoch FROM p.period)::bigint / 3600"
-        "   AND h.hour < extract(epoch FROM p.period + interval '1 month')"
-        "    ::bigint / 3600) <> last.samples"
-        " OR (SELECT count(*) FROM sandboxes s WHERE s.account_pk = $3::int"
-        "   AND s.first_running_minute >= extract(epoch FROM p.period)"
-        "    ::bigint / 60"
-        "   AND s.first_running_minute < extract(epoch FROM p.period"
-        "    + interval '1 month')::bigint / 60) <> last.first_runs"
-        " ORDER BY p.period",
+        "  AND (d.kind = 'credit_note' OR " NOT_VOIDED(
+            "d") ")"
+                 "  ORDER BY u.seq DESC LIMIT 1) last"
+                 " WHERE last.samples IS NULL"
+                 " OR (SELECT coalesce(sum(h.samples), 0) FROM usage_hourly h"
+                 "   WHERE h.account_pk = $3::int"
+                 "   AND h.hour >= extract(epoch FROM p.period)::bigint / 3600"
+                 "   AND h.hour < extract(epoch FROM p.period + interval '1 "
+                 "month')"
+                 "    ::bigint / 3600) <> last.samples"
+                 " OR (SELECT count(*) FROM sandboxes s WHERE s.account_pk = "
+                 "$3::int"
+                 "   AND s.first_running_minute >= extract(epoch FROM p.period)"
+                 "    ::bigint / 60"
+                 "   AND s.first_running_minute < extract(epoch FROM p.period"
+                 "    + interval '1 month')::bigint / 60) <> last.first_runs"
+                 " ORDER BY p.period",
         3, v, NULL, NULL, &r, e);
     if (st < 0)
         return st;
@@ -419,8 +423,7 @@ compute(PGconn *db, const struct account *acct, int year, int month,
     if (st < 0)
         return st;
     if (!with_late)
-        return report_invoice_total(inv, e) < 0 ? METER_DB_HARD
-                                                : METER_DB_ROWS;
+        return report_invoice_total(inv, e) < 0 ? METER_DB_HARD : METER_DB_ROWS;
     struct report_invoice billed = {0};
     st = billed_lines(db, acct, year, month, &billed, e);
     if (st >= 0 && billed.nlines &&
@@ -435,8 +438,7 @@ compute(PGconn *db, const struct account *acct, int year, int month,
     return st < 0 ? st : METER_DB_ROWS;
 }
 
-/* ---- storing
- * ----------------------------------------------------------------- */
+/* ---- storing ------------------------------------------------------------- */
 
 /* The lines as JSON rows for json_to_recordset. */
 static char *
@@ -620,8 +622,7 @@ finalize(PGconn *db, struct report_invoice *inv, struct meter_err *e)
     return st < 0 ? st : METER_DB_ROWS;
 }
 
-/* ---- the run
- * ----------------------------------------------------------------- */
+/* ---- the run ------------------------------------------------------------- */
 
 enum meter_db_status
 meter_db_invoice_accounts(PGconn *db, int year, int month, const char *only,
@@ -749,8 +750,7 @@ meter_db_invoice_run(PGconn *db, const char *account, int year, int month,
     return meter_db_transaction(db, "BEGIN", 5, run_attempt, &a, e);
 }
 
-/* ---- what-if
- * ----------------------------------------------------------------- */
+/* ---- what-if ------------------------------------------------------------- */
 
 struct preview_arg {
     const char *account;
@@ -796,8 +796,7 @@ meter_db_invoice_preview(PGconn *db, const char *account, int year, int month,
     return st == METER_DB_ABORT ? METER_DB_ROWS : st;
 }
 
-/* ---- reading back
- * ------------------------------------------------------------ */
+/* ---- reading back -------------------------------------------------------- */
 
 #define DOC_COLUMNS                                                            \
     "i.invoice_id, i.kind, i.status, coalesce(i.number, ''), i.account_id,"    \
@@ -950,8 +949,7 @@ meter_db_invoice_list(PGconn *db, const struct meter_invoice_filter *f,
     return st;
 }
 
-/* ---- voiding
- * ------------------------------------------------------------------ */
+/* ---- voiding ------------------------------------------------------------- */
 
 struct void_arg {
     const char *number, *reason;

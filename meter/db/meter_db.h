@@ -160,8 +160,7 @@ int meter_migrate_status(PGconn *db, const struct meter_migration_set *set,
                          struct meter_migration_status **out, size_t *n,
                          struct meter_err *e);
 
-/* ---- API keys and who calls ------------------------------------------------
- */
+/* ---- API keys and who calls ---------------------------------------------- */
 
 enum { METER_TOKEN_LEN = 68 }; /* "mtr_" and 64 hex digits (256 bits) */
 
@@ -217,8 +216,7 @@ enum meter_db_status meter_db_key_list(PGconn *db, meter_key_cb *cb, void *arg,
 enum meter_db_status meter_db_key_revoke(PGconn *db, int64_t key_id,
                                          struct meter_err *e);
 
-/* ---- price books and accounts ----------------------------------------------
- */
+/* ---- price books and accounts -------------------------------------------- */
 
 /* Stores book, parsed from text, as its next immutable version: ROWS
  * with *version, or NONE (and *version 0) if text equals the latest. */
@@ -241,8 +239,7 @@ enum meter_db_status meter_db_account_add(PGconn *db, const char *id,
  * `months` - 1, ahead of need; the error suggests migrating. */
 int meter_db_prepare_partitions(PGconn *db, int months, struct meter_err *e);
 
-/* ---- ingestion ------------------------------------------------------------
- */
+/* ---- ingestion ----------------------------------------------------------- */
 
 /* What a process knows of sandboxes: sandbox -> account and keys, which
  * never change once stored, and the partitions that exist. A cache:
@@ -279,8 +276,7 @@ enum meter_ingest_status meter_ingest(PGconn *db, struct meter_registry *reg,
                                       struct meter_problems *probs,
                                       struct meter_err *e);
 
-/* ---- invoices (docs/invoicing.md) ------------------------------------------
- */
+/* ---- invoices (docs/invoicing.md) ---------------------------------------- */
 
 /* Adds to out the accounts on a price book during the period (year,
  * month), or only account `only` if it is: the invoice run's work. */
@@ -355,8 +351,7 @@ enum meter_db_status meter_db_invoice_void(PGconn *db, const char *number,
                                            const char *reason, char credit[16],
                                            struct meter_err *e);
 
-/* ---- usage by hour or day -------------------------------------------------
- */
+/* ---- usage by hour or day ------------------------------------------------ */
 
 /* One bucket of an account's usage; the sums are decimal strings. */
 struct meter_usage_point {

@@ -138,8 +138,7 @@ parse(const char *cmd, int argc, char **argv, unsigned allowed,
     return 0;
 }
 
-/* ---- run
- * --------------------------------------------------------------------- */
+/* ---- run ----------------------------------------------------------------- */
 
 /* The progress bar on a terminal: accounts done, samples per second,
  * time left. */
@@ -295,8 +294,7 @@ invoice_run(struct ctl *ctl, int argc, char **argv)
     return failed ? CTL_FAILED : 0;
 }
 
-/* ---- list
- * --------------------------------------------------------------------- */
+/* ---- list ---------------------------------------------------------------- */
 
 static void
 list_row(const struct report_invoice *inv, void *arg)
@@ -346,8 +344,7 @@ invoice_list(struct ctl *ctl, int argc, char **argv)
     return rc;
 }
 
-/* ---- show
- * --------------------------------------------------------------------- */
+/* ---- show ---------------------------------------------------------------- */
 
 static int
 invoice_show(struct ctl *ctl, int argc, char **argv)
@@ -414,8 +411,7 @@ out:
     return rc;
 }
 
-/* ---- void
- * --------------------------------------------------------------------- */
+/* ---- void ---------------------------------------------------------------- */
 
 static int
 invoice_void(struct ctl *ctl, int argc, char **argv)
@@ -440,8 +436,7 @@ invoice_void(struct ctl *ctl, int argc, char **argv)
     return rc;
 }
 
-/* ---- preview
- * ------------------------------------------------------------------ */
+/* ---- preview ------------------------------------------------------------- */
 
 /* The sum of inv's lines of one kind. */
 static struct pricing_dec
