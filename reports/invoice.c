@@ -184,7 +184,7 @@ str_or_null(const char *s)
 static json_t *
 line_json(const struct report_line *l)
 {
-    char period[16], rate[64];
+    char period[16];
     snprintf(period, sizeof(period), "%04d-%02d", l->year, l->month);
     json_t *o = json_object();
     json_object_set_new(o, "kind", json_string(l->kind));
@@ -193,19 +193,9 @@ line_json(const struct report_line *l)
     json_object_set_new(o, "price_book", str_or_null(l->book));
     json_object_set_new(o, "price_book_version",
                         l->book[0] ? json_integer(l->version) : json_null());
-    json_object_set_new(o, "description", json_string(l->description));
-    json_object_set_new(o, "quantity",
-                        l->has_quantity ? report_dec_json(l->quantity, 6)
-                                        : json_null());
-    json_object_set_new(o, "unit",
-                        l->has_quantity ? json_string(l->unit) : json_null());
-    if (l->has_unit_price) {
-        report_format_rate(l->unit_price, rate, sizeof(rate));
-        json_object_set_new(o, "unit_price", json_string(rate));
-    } else {
-        json_object_set_new(o, "unit_price", json_null());
-    }
-    json_object_set_new(o, "amount", report_dec_json(l->amount, 6));
+    report_priced_json(o, l->description, l->has_quantity ? &l->quantity : NULL,
+                       l->unit, l->has_unit_price ? &l->unit_price : NULL,
+                       l->amount);
     return o;
 }
 

@@ -35,28 +35,36 @@ u64_json(uint64_t v)
     return json_string(buf);
 }
 
+void
+report_priced_json(json_t *o, const char *description,
+                   const struct pricing_dec *quantity, const char *unit,
+                   const struct pricing_dec *unit_price,
+                   struct pricing_dec amount)
+{
+    char rate[64];
+    json_object_set_new(o, "description", json_string(description));
+    json_object_set_new(o, "quantity",
+                        quantity ? report_dec_json(*quantity, 6) : json_null());
+    json_object_set_new(o, "unit", quantity ? json_string(unit) : json_null());
+    if (unit_price)
+        report_format_rate(*unit_price, rate, sizeof(rate));
+    json_object_set_new(o, "unit_price",
+                        unit_price ? json_string(rate) : json_null());
+    json_object_set_new(o, "amount", report_dec_json(amount, 6));
+}
+
 json_t *
 report_statement_json(const struct pricing_statement *inv)
 {
-    char period[16], rate[64];
+    char period[16];
     json_t *lines = json_array();
     for (size_t i = 0; i < inv->nlines; i++) {
         const struct pricing_line *l = &inv->lines[i];
         json_t *o = json_object();
         json_object_set_new(o, "kind", json_string(l->kind));
-        json_object_set_new(o, "description", json_string(l->description));
-        json_object_set_new(o, "quantity",
-                            l->has_quantity ? report_dec_json(l->quantity, 6)
-                                            : json_null());
-        json_object_set_new(
-            o, "unit", l->has_quantity ? json_string(l->unit) : json_null());
-        if (l->has_unit_price) {
-            report_format_rate(l->unit_price, rate, sizeof(rate));
-            json_object_set_new(o, "unit_price", json_string(rate));
-        } else {
-            json_object_set_new(o, "unit_price", json_null());
-        }
-        json_object_set_new(o, "amount", report_dec_json(l->amount, 6));
+        report_priced_json(
+            o, l->description, l->has_quantity ? &l->quantity : NULL, l->unit,
+            l->has_unit_price ? &l->unit_price : NULL, l->amount);
         json_array_append_new(lines, o);
     }
     snprintf(period, sizeof(period), "%04d-%02d", inv->year, inv->month);
