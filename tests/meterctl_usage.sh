@@ -24,6 +24,34 @@ contains "$out" "usage: meterctl" "help"
 expect_status 0 "$METERCTL" --version
 contains "$out" "meterctl " "version"
 
+# invoice: each subcommand names what is wrong, before any database.
+expect_status 2 "$METERCTL" invoice
+contains "$err" "run, list, show, void or preview" "invoice without a subcommand"
+expect_status 2 "$METERCTL" invoice bill
+contains "$err" "unknown invoice subcommand 'bill'" "unknown invoice subcommand"
+expect_status 2 "$METERCTL" invoice run
+contains "$err" "--period" "invoice run without a period"
+expect_status 2 "$METERCTL" invoice run --period 2026-13
+contains "$err" "--period '2026-13' is not YYYY-MM" "a bad period"
+expect_status 2 "$METERCTL" invoice run --period 2026-01 --jobs 0
+contains "$err" "--jobs '0' is not 1-64" "--jobs 0"
+expect_status 2 "$METERCTL" invoice run --period 2026-01 --account 'a b'
+contains "$err" "'a b'" "a bad account id"
+expect_status 2 "$METERCTL" invoice run --period 2026-01 --status final
+contains "$err" "--status" "an option of another subcommand"
+expect_status 2 "$METERCTL" invoice list --status paid
+contains "$err" "--status 'paid' is not draft, final or void" "a bad status"
+expect_status 2 "$METERCTL" invoice list --limit 0
+contains "$err" "--limit '0' is not 1-1000" "--limit 0"
+expect_status 2 "$METERCTL" invoice show
+contains "$err" "NUMBER or DRAFT-ID" "invoice show without a document"
+expect_status 2 "$METERCTL" invoice show 2026-000001 --format docx
+contains "$err" "--format 'docx'" "a bad format"
+expect_status 2 "$METERCTL" invoice void 2026-000001
+contains "$err" "--reason" "void without a reason"
+expect_status 2 "$METERCTL" invoice preview --period 2026-01 --account acme
+contains "$err" "--price-book" "preview without a book"
+
 # Malformed --db: says which and why, touches nothing.
 expect_status 1 "$METERCTL" --db "host=x port" migrate
 contains "$err" "invalid database conninfo 'host=x port'" "malformed --db"
@@ -45,7 +73,8 @@ contains "$err" "/nonexistent" "missing migrations directory"
 # that needs one says so, and none starts a database by itself.
 empty=$(mktemp -d)
 for cmd in "migrate" "keys list" "export --from 0 --to 1" \
-    "accounts add acme" "rate --price-book $(dirname "$0")/../pricing/books/e2b-pro.json --from 0 --to 1"; do
+    "accounts add acme" "invoice run --period 2026-01" "invoice list" \
+    "invoice show 1" "rate --price-book $(dirname "$0")/../pricing/books/e2b-pro.json --from 0 --to 1"; do
     # shellcheck disable=SC2086
     expect_status 1 sh -c "cd '$empty' && METER_DATABASE_URL= '$METERCTL' $cmd"
     contains "$err" "no database" "'$cmd' with no database"

@@ -66,11 +66,14 @@ parse(const char *cmd, int argc, char **argv, unsigned allowed,
         ['b'] = OPT_BOOK,   ['F'] = OPT_FINALIZE, ['A'] = OPT_PAGE,
         ['l'] = OPT_PAGE,   ['o'] = OPT_OUTPUT,   ['j'] = OPT_JOBS,
     };
-    int opt;
+    int opt, index = -1;
     ctl_getopt_reset();
-    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (opt <= 0 || opt >= 128 || !(need[opt] & allowed))
+    while ((opt = getopt_long(argc, argv, "", opts, &index)) != -1) {
+        if (opt <= 0 || opt >= 128 || !need[opt])
             return ctl_bad_option(cmd, argv);
+        if (!(need[opt] & allowed))
+            return ctl_usage_error("%s: option '--%s' does not apply", cmd,
+                                   opts[index].name);
         switch (opt) {
         case 'p':
             a->period = optarg;
