@@ -219,7 +219,11 @@ meterd_invoices_run(struct meter_http_request *rq)
     const char *body = meter_http_body(rq, &len);
     json_error_t jerr;
     json_t *o = json_loadb(body, len, 0, &jerr);
-    const char *period = NULL, *account = NULL, *seller = "Unnamed seller";
+    const char *period = NULL, *account = NULL;
+    /* The issuer: the body's, else the service's $METER_SELLER. */
+    const char *seller = getenv("METER_SELLER");
+    if (!seller || !*seller)
+        seller = "Unnamed seller";
     int finalize = 0, year, month;
     if (!o || json_unpack_ex(o, &jerr, JSON_STRICT, "{s:s, s?s, s?b, s?s}",
                              "period", &period, "account", &account, "finalize",
