@@ -52,6 +52,13 @@ contains "$err" "--reason" "void without a reason"
 expect_status 2 "$METERCTL" invoice preview --period 2026-01 --account acme
 contains "$err" "--price-book" "preview without a book"
 
+expect_status 2 "$METERCTL" usage
+contains "$err" "compact" "usage without a subcommand"
+expect_status 2 "$METERCTL" usage compact
+contains "$err" "--period" "usage compact without a period"
+expect_status 2 "$METERCTL" usage compact --period 26-01
+contains "$err" "--period '26-01' is not YYYY-MM" "usage compact: a bad period"
+
 # Malformed --db: says which and why, touches nothing.
 expect_status 1 "$METERCTL" --db "host=x port" migrate
 contains "$err" "invalid database conninfo 'host=x port'" "malformed --db"
@@ -74,7 +81,7 @@ contains "$err" "/nonexistent" "missing migrations directory"
 empty=$(mktemp -d)
 for cmd in "migrate" "keys list" "export --from 0 --to 1" \
     "accounts add acme" "invoice run --period 2026-01" "invoice list" \
-    "invoice show 1" "rate --price-book $(dirname "$0")/../pricing/books/e2b-pro.json --from 0 --to 1"; do
+    "invoice show 1" "usage compact --period 2026-01" "rate --price-book $(dirname "$0")/../pricing/books/e2b-pro.json --from 0 --to 1"; do
     # shellcheck disable=SC2086
     expect_status 1 sh -c "cd '$empty' && METER_DATABASE_URL= '$METERCTL' $cmd"
     contains "$err" "no database" "'$cmd' with no database"

@@ -516,6 +516,51 @@ test_late(PGconn *db, struct meter_registry *reg)
     check_all_billed(db, 5);
 }
 
+/* Closing a month rewrites an account's blocks in (sandbox, minute)
+ * order and changes nothing else: the same ratings, the same number of
+ * blocks, and a stored second is still a duplicate. */
+static void
+test_compact(PGconn *db, struct meter_registry *reg)
+{
+    struct meter_err e = {{0}};
+    struct pricing_dec before[6];
+    for (int m = 1; m <= 5; m++)
+        before[m] = fresh(db, "acme", 2026, m, books[0]);
+    long blocks = testdb_count(db, "SELECT count(*) FROM usage_blocks");
+    struct meter_strtab accounts = {0};
+    CHECK(meter_db_usage_accounts(db, 2026, 1, &accounts, &e) >= 0);
+    CHECK(meter_strtab_find(&accounts, "acme") >= 0);
+    CHECK(meter_strtab_find(&accounts, "nobook") < 0);
+    meter_strtab_release(&accounts);
+    uint64_t rows, total = 0;
+    for (int m = 1; m <= 5; m++) {
+        CHECK(meter_db_usage_compact(db, "acme", 2026, m, &rows, &e) >= 0);
+        CHECK(meter_db_usage_vacuum(db, 2026, m, &e) >= 0);
+        total += rows;
+    }
+    CHECK(total > 0);
+    CHECK(testdb_count(db, "SELECT count(*) FROM usage_blocks") == blocks);
+    /* acme's January, physically in (sandbox, minute) order. */
+    CHECK(testdb_count(db,
+                       "SELECT count(*) FROM (SELECT row_number() OVER (ORDER"
+                       " BY ctid) a, row_number() OVER (ORDER BY sandbox_pk,"
+                       " minute, ctid) b FROM usage_blocks_202601 WHERE"
+                       " account_pk = (SELECT account_pk FROM accounts WHERE"
+                       " account_id = 'acme')) x WHERE a <> b") == 0);
+    for (int m = 1; m <= 5; m++) {
+        struct pricing_dec after = fresh(db, "acme", 2026, m, books[0]);
+        CHECK(pricing_dec_cmp(after, before[m]) == 0);
+    }
+    struct meter_sample s = {.s = {JAN + 1000, 10000, 10000, 0, 0, 0, 0}};
+    snprintf(s.account_id, sizeof(s.account_id), "acme");
+    snprintf(s.sandbox_id, sizeof(s.sandbox_id), "acme-1");
+    struct meter_ingest_result res;
+    struct meter_problems probs = {0};
+    CHECK(meter_ingest(db, reg, &s, 1, NOW_US, &res, &probs, &e) ==
+          METER_INGEST_OK);
+    CHECK(res.accepted == 0 && res.duplicates == 1);
+}
+
 /* A period cut by a new version of the same book gets its credits once,
  * shared by the parts' days, as its subscription is. */
 static void
@@ -582,6 +627,7 @@ main(void)
     test_finalize(db, &t, reg);
     test_late(db, reg);
     test_credit_parts(db, reg);
+    test_compact(db, reg);
 
     meter_registry_free(reg);
     for (int k = 0; k < 3; k++)

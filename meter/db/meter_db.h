@@ -370,6 +370,28 @@ enum meter_db_status meter_db_usage_series(PGconn *db, const char *account,
                                            meter_usage_cb *cb, void *arg,
                                            struct meter_err *e);
 
+/* ---- closing a month ------------------------------------------------------
+ */
+
+/* Adds to out the accounts with stored usage in the period. */
+enum meter_db_status meter_db_usage_accounts(PGconn *db, int year, int month,
+                                             struct meter_strtab *out,
+                                             struct meter_err *e);
+
+/* Rewrites account's blocks of the period together, in (sandbox,
+ * minute) order, in one transaction of its own (not inside another);
+ * *rows receives the number of blocks. Same seconds, same values:
+ * nothing a reader or ingestion sees changes but the speed of reading
+ * them. ROWS, NONE, or the failure. */
+enum meter_db_status meter_db_usage_compact(PGconn *db, const char *account,
+                                            int year, int month, uint64_t *rows,
+                                            struct meter_err *e);
+
+/* VACUUM (ANALYZE) of the period's partition, after compacting it
+ * (NONE if the period has no partition). */
+enum meter_db_status meter_db_usage_vacuum(PGconn *db, int year, int month,
+                                           struct meter_err *e);
+
 /* ---- reading stored usage ------------------------------------------------ */
 
 /* Stored seconds of [from, to) (Unix seconds), of one account or all

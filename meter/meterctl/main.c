@@ -57,6 +57,10 @@ static const char usage_text[] =
     "  invoice preview --period P --account ID --price-book FILE\n"
     "                             what-if: the invoice under another book\n"
     "                             and the difference, nothing stored\n"
+    "  usage compact --period YYYY-MM [--account ID]\n"
+    "                             close a month's storage: each account's\n"
+    "                             blocks rewritten together (online), so\n"
+    "                             its invoice run reads them faster\n"
     "  help                       show this text\n"
     "\n"
     "options:\n"
@@ -77,6 +81,7 @@ static const struct {
     {"export", ctl_export},
     {"gen", ctl_gen},
     {"invoice", ctl_invoice},
+    {"usage", ctl_usage},
 };
 
 int

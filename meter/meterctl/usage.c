@@ -1,0 +1,97 @@
+/*
+ * usage.c - `meterctl usage compact --period P [--account ID]`: closing a
+ * month's storage, account by account (meter_db_usage_compact), then a
+ * VACUUM of its partition. Online; run once a month has ended, before
+ * its invoice run (docs/invoicing.md).
+ */
+#include "ctl_int.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <string.h>
+#include <time.h>
+
+static int
+usage_compact(struct ctl *ctl, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"period", required_argument, NULL, 'p'},
+        {"account", required_argument, NULL, 'a'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *period = NULL, *account = NULL;
+    int year = 0, month = 0, opt;
+    ctl_getopt_reset();
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'p':
+            period = optarg;
+            if (meter_period_parse(optarg, &year, &month) < 0)
+                return ctl_usage_error("usage compact: --period '%s' is not "
+                                       "YYYY-MM",
+                                       optarg);
+            break;
+        case 'a':
+            account = optarg;
+            if (ctl_check_account("usage compact", "--account", optarg))
+                return CTL_USAGE;
+            break;
+        default:
+            return ctl_bad_option("usage compact", argv);
+        }
+    }
+    if (optind < argc)
+        return ctl_usage_error("usage compact: unexpected argument '%s'",
+                               argv[optind]);
+    if (!period)
+        return ctl_usage_error("usage compact needs --period YYYY-MM");
+    PGconn *db = ctl_connect(ctl);
+    if (!db)
+        return CTL_FAILED;
+    struct meter_err e = {{0}};
+    struct meter_strtab accounts = {0};
+    int rc = CTL_FAILED;
+    if (account ? meter_strtab_intern(&accounts, account, NULL) < 0
+                : meter_db_usage_accounts(db, year, month, &accounts, &e) < 0) {
+        ctl_failed(&e);
+        goto out;
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t blocks = 0;
+    for (size_t i = 0; i < accounts.n; i++) {
+        uint64_t n;
+        if (meter_db_usage_compact(db, accounts.str[i], year, month, &n, &e) <
+            0) {
+            fprintf(stderr, "meterctl: account %s: %s\n", accounts.str[i],
+                    e.msg);
+            goto out;
+        }
+        blocks += n;
+    }
+    if (meter_db_usage_vacuum(db, year, month, &e) < 0) {
+        ctl_failed(&e);
+        goto out;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("usage compact %04d-%02d: %zu accounts, %" PRIu64
+           " blocks rewritten in %.1f s\n",
+           year, month, accounts.n, blocks,
+           (double)(t1.tv_sec - t0.tv_sec) +
+               (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    rc = 0;
+out:
+    meter_strtab_release(&accounts);
+    PQfinish(db);
+    return rc;
+}
+
+int
+ctl_usage(struct ctl *ctl, int argc, char **argv)
+{
+    if (argc < 2)
+        return ctl_usage_error("usage needs a subcommand: compact");
+    if (strcmp(argv[1], "compact") != 0)
+        return ctl_usage_error("unknown usage subcommand '%s'", argv[1]);
+    return usage_compact(ctl, argc - 1, argv + 1);
+}
