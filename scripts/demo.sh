@@ -65,12 +65,14 @@ if [ -z "$("$ctl" invoice list --account hist-a --status final | sed 1d)" ]; the
     post hist-a hooli-1 "$(at "$m2-14 20:00")" 28800 4
     post hist-a hooli-2 "$(at "$m2-20 09:00")" 7200 2
     post hist-b piper-1 "$(at "$m2-03 10:00")" 36000 2
+    "$ctl" usage compact --period "$m2"
     "$ctl" invoice run --period "$m2" --account hist-a --finalize --seller "Meter Demo Inc."
     "$ctl" invoice run --period "$m2" --account hist-b --finalize --seller "Meter Demo Inc."
     # Late: a host that was offline delivers hist-b's usage of the 25th.
     post hist-b piper-2 "$(at "$m2-25 14:00")" 3600 8
     post hist-a hooli-3 "$(at "$m1-05 08:00")" 14400 2
     post hist-b piper-3 "$(at "$m1-06 08:00")" 14400 2
+    "$ctl" usage compact --period "$m1"
     "$ctl" invoice run --period "$m1" --account hist-a --finalize --seller "Meter Demo Inc."
     "$ctl" invoice run --period "$m1" --account hist-b --finalize --seller "Meter Demo Inc."
 fi
