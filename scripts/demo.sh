@@ -57,6 +57,10 @@ post() { # ACCOUNT SANDBOX START SECONDS VCPU
         { echo "demo: posting $1's history failed" >&2; exit 1; }
 }
 at() { date -u -d "$1" +%s; }
+close_month() { # MONTH: its storage closed, its invoices final
+    "$ctl" usage compact --period "$1"
+    "$ctl" invoice run --period "$1" --finalize --seller "Meter Demo Inc."
+}
 if [ -z "$("$ctl" invoice list --account hist-a --status final | sed 1d)" ]; then
     "$ctl" accounts add hist-a --name "Hooli Research" --book e2b-pro --from "$m2-01"
     "$ctl" accounts add hist-a --book fly-machines --from "$m2-15"
@@ -65,16 +69,12 @@ if [ -z "$("$ctl" invoice list --account hist-a --status final | sed 1d)" ]; the
     post hist-a hooli-1 "$(at "$m2-14 20:00")" 28800 4
     post hist-a hooli-2 "$(at "$m2-20 09:00")" 7200 2
     post hist-b piper-1 "$(at "$m2-03 10:00")" 36000 2
-    "$ctl" usage compact --period "$m2"
-    "$ctl" invoice run --period "$m2" --account hist-a --finalize --seller "Meter Demo Inc."
-    "$ctl" invoice run --period "$m2" --account hist-b --finalize --seller "Meter Demo Inc."
+    close_month "$m2"
     # Late: a host that was offline delivers hist-b's usage of the 25th.
     post hist-b piper-2 "$(at "$m2-25 14:00")" 3600 8
     post hist-a hooli-3 "$(at "$m1-05 08:00")" 14400 2
     post hist-b piper-3 "$(at "$m1-06 08:00")" 14400 2
-    "$ctl" usage compact --period "$m1"
-    "$ctl" invoice run --period "$m1" --account hist-a --finalize --seller "Meter Demo Inc."
-    "$ctl" invoice run --period "$m1" --account hist-b --finalize --seller "Meter Demo Inc."
+    close_month "$m1"
 fi
 mkdir -p var/invoices
 "$ctl" invoice list --status final | sed 1d | while read -r number _; do

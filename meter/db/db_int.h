@@ -23,6 +23,21 @@ enum meter_db_status db_copy_in(PGconn *db, const char *sql, const char *data,
 enum meter_db_status db_hard(struct meter_err *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The calendar month (year, month) as Unix seconds [*start, *end). */
+static inline void
+db_period(int year, int month, int64_t *start, int64_t *end)
+{
+    int y, m;
+    pricing_period_of(pricing_days_from_civil(year, month, 1) * 86400, &y, &m,
+                      start, end);
+}
+
+/* Runs sql (n text parameters) and adds the first column of every row
+ * to out: NONE, ROWS or the failure, with "what: ..." in e. */
+enum meter_db_status db_strings(PGconn *db, const char *what, const char *sql,
+                                int n, const char *const *values,
+                                struct meter_strtab *out, struct meter_err *e);
+
 /* What the registry knows of a sandbox. */
 struct db_sandbox {
     char account_id[PRICING_ID_MAX + 1];

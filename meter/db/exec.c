@@ -55,6 +55,25 @@ meter_db_exec(PGconn *db, const char *what, const char *sql, int n,
 }
 
 enum meter_db_status
+db_strings(PGconn *db, const char *what, const char *sql, int n,
+           const char *const *values, struct meter_strtab *out,
+           struct meter_err *e)
+{
+    PGresult *r;
+    enum meter_db_status st =
+        meter_db_exec(db, what, sql, n, values, NULL, NULL, &r, e);
+    if (st < 0)
+        return st;
+    for (int i = 0; i < PQntuples(r); i++)
+        if (meter_strtab_intern(out, PQgetvalue(r, i, 0), NULL) < 0) {
+            st = db_hard(e, "%s: out of memory", what);
+            break;
+        }
+    PQclear(r);
+    return st;
+}
+
+enum meter_db_status
 db_copy_in(PGconn *db, const char *sql, const char *data, size_t len,
            const char *what, struct meter_err *e)
 {

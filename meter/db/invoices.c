@@ -38,14 +38,17 @@ period_text(int year, int month, char buf[32])
 static int64_t
 period_start(int year, int month)
 {
-    return pricing_days_from_civil(year, month, 1) * 86400;
+    int64_t start, end;
+    db_period(year, month, &start, &end);
+    return start;
 }
 
 static int64_t
 period_end(int year, int month)
 {
-    return month == 12 ? period_start(year + 1, 1)
-                       : period_start(year, month + 1);
+    int64_t start, end;
+    db_period(year, month, &start, &end);
+    return end;
 }
 
 /* "YYYY-MM-DD" at the start of a text into days since the epoch. */
@@ -632,9 +635,8 @@ meter_db_invoice_accounts(PGconn *db, int year, int month, const char *only,
     period_text(year, month, from);
     period_text(month == 12 ? year + 1 : year, month == 12 ? 1 : month + 1, to);
     const char *v[] = {from, to, only};
-    PGresult *r;
     /* An assignment holds until the account's next one. */
-    enum meter_db_status st = meter_db_exec(
+    return db_strings(
         db, "cannot list the accounts to invoice",
         "SELECT DISTINCT a.account_id FROM account_price_books a"
         " WHERE a.valid_from < $2::date AND ($3::text IS NULL"
@@ -643,16 +645,7 @@ meter_db_invoice_accounts(PGconn *db, int year, int month, const char *only,
         "  WHERE n.account_id = a.account_id AND n.valid_from > a.valid_from"
         "  AND n.valid_from <= $1::date)"
         " ORDER BY a.account_id",
-        3, v, NULL, NULL, &r, e);
-    if (st < 0)
-        return st;
-    for (int i = 0; i < PQntuples(r); i++)
-        if (meter_strtab_intern(out, PQgetvalue(r, i, 0), NULL) < 0) {
-            PQclear(r);
-            return db_hard(e, "out of memory");
-        }
-    PQclear(r);
-    return st;
+        3, v, out, e);
 }
 
 struct run_arg {

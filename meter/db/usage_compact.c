@@ -12,44 +12,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* The period's bounds in Unix minutes, as text. */
+/* The period's bounds divided by unit (60: minutes, 3600: hours). */
 static void
-minutes(int year, int month, char lo[24], char hi[24])
+bounds(int year, int month, int64_t unit, char lo[24], char hi[24])
 {
-    int64_t from = pricing_days_from_civil(year, month, 1) * 86400;
-    int64_t to = pricing_days_from_civil(month == 12 ? year + 1 : year,
-                                         month == 12 ? 1 : month + 1, 1) *
-                 86400;
-    snprintf(lo, 24, "%" PRId64, from / 60);
-    snprintf(hi, 24, "%" PRId64, to / 60);
+    int64_t from, to;
+    db_period(year, month, &from, &to);
+    snprintf(lo, 24, "%" PRId64, from / unit);
+    snprintf(hi, 24, "%" PRId64, to / unit);
 }
 
 enum meter_db_status
 meter_db_usage_accounts(PGconn *db, int year, int month,
                         struct meter_strtab *out, struct meter_err *e)
 {
-    char lo[24], hi[24], lo_h[24], hi_h[24];
-    minutes(year, month, lo, hi);
-    snprintf(lo_h, sizeof(lo_h), "%lld", strtoll(lo, NULL, 10) / 60);
-    snprintf(hi_h, sizeof(hi_h), "%lld", strtoll(hi, NULL, 10) / 60);
-    const char *v[] = {lo_h, hi_h};
-    PGresult *r;
-    enum meter_db_status st = meter_db_exec(
-        db, "cannot list the accounts with usage",
-        "SELECT a.account_id FROM accounts a WHERE EXISTS (SELECT 1"
-        " FROM usage_hourly h WHERE h.account_pk = a.account_pk"
-        " AND h.hour >= $1::bigint AND h.hour < $2::bigint)"
-        " ORDER BY a.account_id",
-        2, v, NULL, NULL, &r, e);
-    if (st < 0)
-        return st;
-    for (int i = 0; i < PQntuples(r); i++)
-        if (meter_strtab_intern(out, PQgetvalue(r, i, 0), NULL) < 0) {
-            PQclear(r);
-            return db_hard(e, "out of memory");
-        }
-    PQclear(r);
-    return st;
+    char lo[24], hi[24];
+    bounds(year, month, 3600, lo, hi);
+    const char *v[] = {lo, hi};
+    return db_strings(db, "cannot list the accounts with usage",
+                      "SELECT a.account_id FROM accounts a WHERE EXISTS"
+                      " (SELECT 1 FROM usage_hourly h"
+                      "  WHERE h.account_pk = a.account_pk"
+                      "  AND h.hour >= $1::bigint AND h.hour < $2::bigint)"
+                      " ORDER BY a.account_id",
+                      2, v, out, e);
 }
 
 enum meter_db_status
@@ -57,7 +43,7 @@ meter_db_usage_compact(PGconn *db, const char *account, int year, int month,
                        uint64_t *rows, struct meter_err *e)
 {
     char lo[24], hi[24];
-    minutes(year, month, lo, hi);
+    bounds(year, month, 60, lo, hi);
     const char *v[] = {account, lo, hi};
     PGresult *r;
     *rows = 0;
@@ -85,10 +71,9 @@ meter_db_usage_vacuum(PGconn *db, int year, int month, struct meter_err *e)
     snprintf(name, sizeof(name), "usage_blocks_%04d%02d", year, month);
     const char *v[] = {name};
     PGresult *r;
-    enum meter_db_status st =
-        meter_db_exec(db, "cannot find the month's usage",
-                      "SELECT 1 WHERE to_regclass($1) IS NOT NULL", 1, v, NULL,
-                      NULL, &r, e);
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot find the month's usage",
+        "SELECT 1 WHERE to_regclass($1) IS NOT NULL", 1, v, NULL, NULL, &r, e);
     PQclear(r);
     if (st != METER_DB_ROWS)
         return st; /* no partition: nothing stored that month */

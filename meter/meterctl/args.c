@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "pricing.h"
 
@@ -94,4 +95,12 @@ ctl_read_book(const char *path, char **text)
     else
         free(t);
     return book;
+}
+
+double
+ctl_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }

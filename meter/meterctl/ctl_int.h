@@ -51,6 +51,9 @@ int ctl_parse_time(const char *cmd, const char *option, const char *s,
  * (file, key path, value); NULL on failure. */
 struct pricing_book *ctl_read_book(const char *path, char **text);
 
+/* Seconds on the monotonic clock, for rates and progress. */
+double ctl_now(void);
+
 /* Connects to the database of ctl; prints the error. NULL on failure. */
 PGconn *ctl_connect(const struct ctl *ctl);
 

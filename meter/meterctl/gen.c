@@ -49,14 +49,6 @@ keep_reply(char *data, size_t size, size_t n, void *arg)
     return size * n;
 }
 
-static double
-now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* POSTs body; retries on 503 and connection errors, up to a minute. */
 static int
 post(CURL *curl, const char *url, struct curl_slist *headers,
@@ -219,7 +211,7 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
     headers = curl_slist_append(headers, "Content-Type: application/json");
     struct meter_columnar body = {0};
     unsigned long long sent = 0;
-    double t0 = now_s();
+    double t0 = ctl_now();
     for (uint64_t done = 0; follow || done < seconds;) {
         uint32_t step =
             (uint32_t)(!follow && seconds - done < batch ? seconds - done
@@ -241,14 +233,14 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
             break;
         sent += n;
         if (rate) { /* keep to the rate */
-            double due = (double)sent / (double)rate - (now_s() - t0);
+            double due = (double)sent / (double)rate - (ctl_now() - t0);
             if (due > 0)
                 usleep((useconds_t)(due * 1e6));
         }
         if (!follow && done >= seconds)
             rc = 0;
     }
-    double secs = now_s() - t0;
+    double secs = ctl_now() - t0;
     fprintf(stderr,
             "meterctl: pushed %llu samples in %.1f s (%.0f samples/s)\n", sent,
             secs, secs > 0 ? (double)sent / secs : 0.0);

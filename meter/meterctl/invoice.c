@@ -158,14 +158,6 @@ progress(size_t done, size_t total, uint64_t samples, double elapsed)
             total, rate / 1e6, (int)left / 60, (int)left % 60);
 }
 
-static double
-now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* The run shared by its workers: each takes the next account. */
 struct run {
     const struct ctl *ctl;
@@ -218,7 +210,7 @@ run_worker(void *arg)
         }
         if (run->tty)
             progress(run->done, run->accounts->n, run->samples,
-                     now_s() - run->t0);
+                     ctl_now() - run->t0);
         pthread_mutex_unlock(&run->lock);
         if (rc < 0 && meter_db_lost(db))
             break;
@@ -268,7 +260,7 @@ invoice_run(struct ctl *ctl, int argc, char **argv)
                       .a = &a,
                       .accounts = &accounts,
                       .tty = isatty(STDERR_FILENO),
-                      .t0 = now_s()};
+                      .t0 = ctl_now()};
     pthread_mutex_init(&run.lock, NULL);
     size_t n = a.jobs < accounts.n ? (size_t)a.jobs : accounts.n;
     pthread_t *th = calloc(n ? n : 1, sizeof(*th));
@@ -282,7 +274,7 @@ invoice_run(struct ctl *ctl, int argc, char **argv)
         pthread_join(th[i], NULL);
     free(th);
     pthread_mutex_destroy(&run.lock);
-    double dt = now_s() - run.t0;
+    double dt = ctl_now() - run.t0;
     if (run.tty)
         fputc('\n', stderr);
     /* Accounts no worker reached (no connection) count as failed. */

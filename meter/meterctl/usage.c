@@ -9,7 +9,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
-#include <time.h>
 
 static int
 usage_compact(struct ctl *ctl, int argc, char **argv)
@@ -56,8 +55,7 @@ usage_compact(struct ctl *ctl, int argc, char **argv)
         ctl_failed(&e);
         goto out;
     }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = ctl_now();
     uint64_t blocks = 0;
     for (size_t i = 0; i < accounts.n; i++) {
         uint64_t n;
@@ -73,12 +71,9 @@ usage_compact(struct ctl *ctl, int argc, char **argv)
         ctl_failed(&e);
         goto out;
     }
-    clock_gettime(CLOCK_MONOTONIC, &t1);
     printf("usage compact %04d-%02d: %zu accounts, %" PRIu64
            " blocks rewritten in %.1f s\n",
-           year, month, accounts.n, blocks,
-           (double)(t1.tv_sec - t0.tv_sec) +
-               (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+           year, month, accounts.n, blocks, ctl_now() - t0);
     rc = 0;
 out:
     meter_strtab_release(&accounts);
