@@ -13,8 +13,10 @@
  * it prints the best and median stored samples per second of each,
  * their ratio, and the largest resident size of a child.
  *
- * The fleet is stored through the ingest transaction (meter_ingest), so
- * the blocks, sandboxes and rollups are exactly what meterd stores.
+ * The fleet is full (a sample of every slot every second: sandboxes x
+ * seconds samples) and stored through the ingest transaction
+ * (meter_ingest), so the blocks, sandboxes and rollups are exactly what
+ * meterd stores.
  *
  * usage: invoice_bench [SANDBOXES] [SECONDS] [ACCOUNTS]
  * (default 1000 x 86400 = 86.4 million samples, 100 accounts). The
@@ -126,10 +128,13 @@ main(int argc, char **argv)
     pricing_book_free(book);
 
     /* The fleet, a minute of every sandbox per ingest transaction. */
-    printf("invoice_bench: %zu sandbox slots x %u s, %zu accounts\n", sandboxes,
+    printf("invoice_bench: %zu sandboxes x %u s, %zu accounts\n", sandboxes,
            seconds, accounts);
     fflush(stdout);
     struct sim_fleet *fleet = sim_fleet_new(42, sandboxes, accounts, START);
+    if (!fleet)
+        die("memory", "out of memory");
+    sim_fleet_fill(fleet); /* a sample of every slot every second */
     struct meter_registry *reg = meter_registry_new();
     struct window w = {0};
     size_t stored = 0;

@@ -6,7 +6,7 @@
  * Each of N slots runs one sandbox after another: a sandbox lives for a
  * while (minutes to hours, by shape), is sometimes paused and resumed,
  * then goes, and after a short gap the slot starts a new one (a new
- * sandbox_id). The shapes, in equal shares by slot:
+ * sandbox_id); a full fleet (sim_fleet_fill) has no gaps. The shapes, in equal shares by slot:
  *   coding agent  long sessions, mostly idle between LLM turns (busy 1 s
  *                 in 10), memory in use drifting page by page;
  *   evaluation    bursts: 10 minutes at full load, 10 nearly idle;
@@ -41,6 +41,7 @@ struct sim_fleet {
     struct slot *slots;
     size_t n;
     int64_t now; /* the next second to generate */
+    bool full;   /* no gaps: sim_fleet_fill */
 };
 
 static uint64_t
@@ -134,12 +135,21 @@ sim_fleet_size(const struct sim_fleet *f)
     return f->n;
 }
 
+void
+sim_fleet_fill(struct sim_fleet *f)
+{
+    f->full = true;
+    for (size_t k = 0; k < f->n; k++)
+        if (!f->slots[k].alive)
+            start_life(&f->slots[k], k, f->now);
+}
+
 /* One second of slot x at ts; false if no sandbox is there. */
 static bool
-step(struct slot *x, size_t k, int64_t ts, struct pricing_second *s)
+step(struct slot *x, size_t k, int64_t ts, bool full, struct pricing_second *s)
 {
     if (ts >= x->until) {
-        if (x->alive) { /* the sandbox goes; a gap follows */
+        if (x->alive && !full) { /* the sandbox goes; a gap follows */
             x->alive = false;
             x->until = ts + (int64_t)between(&x->rng, 5, 300);
         } else {
@@ -213,18 +223,20 @@ sim_fleet_next(struct sim_fleet *f, uint32_t seconds, sim_fleet_cb *cb,
         struct slot *x = &f->slots[k];
         size_t n = 0;
         char sandbox[PRICING_ID_MAX + 1] = "";
+        unsigned generation = x->generation;
         for (uint32_t i = 0; i < seconds; i++) {
             struct pricing_second s;
-            /* A sandbox is always followed by a gap before the next one
-             * of the slot, so a run ends where step finds no sandbox. */
-            if (!step(x, k, f->now + i, &s)) {
-                if (n)
-                    cb(x->account, sandbox, run, n, arg);
+            bool alive = step(x, k, f->now + i, f->full, &s);
+            /* A run ends where the slot has no sandbox or a new one. */
+            if (n && (!alive || x->generation != generation)) {
+                cb(x->account, sandbox, run, n, arg);
                 total += n;
                 n = 0;
-                continue;
             }
+            if (!alive)
+                continue;
             memcpy(sandbox, x->sandbox, sizeof(sandbox));
+            generation = x->generation;
             run[n++] = s;
         }
         if (n) {

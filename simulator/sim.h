@@ -24,6 +24,9 @@ struct sim_fleet;
 struct sim_fleet *sim_fleet_new(uint64_t seed, size_t sandboxes,
                                 size_t accounts, int64_t start);
 void sim_fleet_free(struct sim_fleet *f);
+/* From now on every slot always runs a sandbox: a waiting slot starts
+ * one now, and one that goes is followed by the next the same second. */
+void sim_fleet_fill(struct sim_fleet *f);
 size_t sim_fleet_size(const struct sim_fleet *f);
 /* The next second sim_fleet_next will generate. */
 int64_t sim_fleet_now(const struct sim_fleet *f);
