@@ -189,7 +189,8 @@ get_per(struct loader *l, const char *path, const json_t *v, int64_t *per_s,
                  {"minute", 60},
                  {"hour", SECONDS_PER_HOUR},
                  {"day", 86400},
-                 {"month", SECONDS_PER_STORAGE_MONTH}};
+                 {"month", SECONDS_PER_STORAGE_MONTH},
+                 {"month30", SECONDS_PER_MONTH30}};
     const char *s = NULL;
     if (get_string(l, path, v, &s) < 0)
         return -1;
@@ -202,18 +203,26 @@ get_per(struct loader *l, const char *path, const json_t *v, int64_t *per_s,
     }
     return fail(l, path,
                 "'%s' is not a time unit (second, minute, hour, "
-                "day, month)",
+                "day, month, month30)",
                 s);
 }
 
+/* Tiers; timed: their bounds and rates may name a time unit ("per"). */
 static int
-load_tiers(struct loader *l, const char *path, const json_t *v, struct price *p)
+load_tiers(struct loader *l, const char *path, const json_t *v, bool timed,
+           struct price *p)
 {
-    static const char *const keys[] = {"mode", "bands", NULL};
+    static const char *const keys[] = {"mode", "bands", "per", NULL};
     char kp[128];
     if (!json_is_object(v))
         return wrong_type(l, path, v, "an object");
     if (only_keys(l, path, v, keys) < 0)
+        return -1;
+    const json_t *per = json_object_get(v, "per");
+    join(kp, sizeof(kp), path, "per");
+    if (per && !timed)
+        return fail(l, kp, "egress is counted in GB, without a time unit");
+    if (per && get_per(l, kp, per, &p->tier_per_s, &p->tier_per_name) < 0)
         return -1;
     const json_t *mode = need(l, path, v, "mode");
     const json_t *bands = need(l, path, v, "bands");
@@ -307,10 +316,10 @@ load_price(struct loader *l, const char *path, const json_t *v, bool timed,
         if (per) {
             join(kp, sizeof(kp), path, "per");
             return fail(l, kp,
-                        "tier rates are per display unit; 'per' "
-                        "applies to 'rate' only");
+                        "applies to 'rate' only; tiers name their own "
+                        "time unit in tiers.per");
         }
-        return load_tiers(l, kp, tiers, p);
+        return load_tiers(l, kp, tiers, timed, p);
     }
     if (!rate)
         return fail(l, path, "needs 'rate' or 'tiers'");
@@ -325,7 +334,7 @@ load_price(struct loader *l, const char *path, const json_t *v, bool timed,
         if (!per)
             return fail(l, kp,
                         "missing: the rate's time unit (second, "
-                        "minute, hour, day, month)");
+                        "minute, hour, day, month, month30)");
         if (get_per(l, kp, per, &p->per_s, &p->per_name) < 0)
             return -1;
     }
@@ -390,6 +399,44 @@ get_bytes(struct loader *l, const char *path, const json_t *v,
     return 0;
 }
 
+/* A decimal > 0 with at most `decimals` decimals, times 10^decimals,
+ * below 2^32: a vCPU count in 1/10,000 (decimals 4). */
+static int
+get_fixed(struct loader *l, const char *path, const json_t *v,
+          unsigned decimals, uint32_t *out)
+{
+    struct pricing_dec d;
+    if (!json_is_string(v))
+        return wrong_type(l, path, v, "a decimal string such as \"0.5\"");
+    const char *s = json_string_value(v);
+    enum pricing_status st = pricing_dec_parse(s, decimals, &d);
+    if (st != PRICING_OK)
+        return fail(l, path, "'%s': %s (at most %u decimals)", s,
+                    pricing_status_str(st), decimals);
+    pricing_i128 unit = PRICING_ONE;
+    for (unsigned i = 0; i < decimals; i++)
+        unit /= 10;
+    if (d.v <= 0 || d.v / unit > UINT32_MAX)
+        return fail(l, path, "'%s' is not above 0 and below 2^32 / 10^%u", s,
+                    decimals);
+    *out = (uint32_t)(d.v / unit);
+    return 0;
+}
+
+/* An id: 1-64 of A-Za-z0-9._:- */
+static int
+get_id(struct loader *l, const char *path, const json_t *v, char *out,
+       size_t n)
+{
+    const char *s = NULL;
+    if (get_string(l, path, v, &s) < 0)
+        return -1;
+    if (!pricing_id_valid(s))
+        return fail(l, path, "'%s' is not 1-64 of A-Za-z0-9._:-", s);
+    snprintf(out, n, "%s", s);
+    return 0;
+}
+
 static bool
 valid_date(const char *s)
 {
@@ -423,11 +470,86 @@ opt_dec(struct loader *l, const char *path, const json_t *obj, const char *key,
 }
 
 static int
+load_addons(struct loader *l, const json_t *v, struct pricing_book *b)
+{
+    static const char *const keys[] = {"name", "max_concurrency",
+                                       "monthly_fee", NULL};
+    const char *path = "subscription.addons";
+    if (!json_is_array(v))
+        return wrong_type(l, path, v, "an array");
+    size_t n = json_array_size(v);
+    if (n && !(b->addons = calloc(n, sizeof(*b->addons))))
+        return fail(l, path, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const json_t *a = json_array_get(v, i), *x;
+        struct book_addon *ad = &b->addons[i];
+        char ap[64], kp[96];
+        int64_t c = 0;
+        snprintf(ap, sizeof(ap), "%s[%zu]", path, i);
+        if (!json_is_object(a))
+            return wrong_type(l, ap, a, "an object");
+        if (only_keys(l, ap, a, keys) < 0)
+            return -1;
+        join(kp, sizeof(kp), ap, "name");
+        if (!(x = need(l, ap, a, "name")) ||
+            get_id(l, kp, x, ad->name, sizeof(ad->name)) < 0)
+            return -1;
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(b->addons[k].name, ad->name) == 0)
+                return fail(l, kp, "'%s' is already the name of %s[%zu]",
+                            ad->name, path, k);
+        join(kp, sizeof(kp), ap, "max_concurrency");
+        if (!(x = need(l, ap, a, "max_concurrency")) ||
+            get_uint(l, kp, x, 1, INT32_MAX, &c) < 0)
+            return -1;
+        ad->max_concurrency = (int32_t)c;
+        join(kp, sizeof(kp), ap, "monthly_fee");
+        if (!(x = need(l, ap, a, "monthly_fee")) ||
+            get_dec(l, kp, x, &ad->monthly_fee) < 0)
+            return -1;
+        b->naddons++;
+    }
+    return 0;
+}
+
+static int
+load_caps(struct loader *l, const json_t *v, struct pricing_book *b)
+{
+    /* In the order of enum CAP_*. */
+    static const char *const keys[] = {"max_runs",      "max_cpu_hours",
+                                       "max_memory_hours", "max_egress_gb",
+                                       "max_storage",   NULL};
+    const char *path = "subscription.caps";
+    if (!json_is_object(v))
+        return wrong_type(l, path, v, "an object");
+    if (only_keys(l, path, v, keys) < 0)
+        return -1;
+    for (int c = 0; c < NCAPS; c++) {
+        const json_t *x = json_object_get(v, keys[c]);
+        char kp[96];
+        join(kp, sizeof(kp), path, keys[c]);
+        if (!x)
+            continue;
+        b->has_cap[c] = true;
+        if (c == CAP_RUNS) {
+            int64_t runs = 0;
+            if (get_uint(l, kp, x, 0, INT64_MAX, &runs) < 0)
+                return -1;
+            b->cap[c].v = (pricing_i128)runs * PRICING_ONE;
+        } else if (get_dec(l, kp, x, &b->cap[c]) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int
 load_subscription(struct loader *l, const json_t *v, struct pricing_book *b)
 {
-    static const char *const keys[] = {"monthly_fee", "included_credit",
-                                       "max_concurrency", "max_session_s",
-                                       NULL};
+    static const char *const keys[] = {
+        "monthly_fee",   "included_credit", "max_concurrency",
+        "max_session_s", "addons",          "caps",
+        NULL};
     if (!json_is_object(v))
         return wrong_type(l, "subscription", v, "an object");
     if (only_keys(l, "subscription", v, keys) < 0)
@@ -451,6 +573,7 @@ load_subscription(struct loader *l, const json_t *v, struct pricing_book *b)
         return -1;
     /* Limits: integers > 0 or null (none); the simulator checks them. */
     const char *limits[] = {"max_concurrency", "max_session_s"};
+    int32_t *out[] = {&b->max_concurrency, &b->max_session_s};
     for (size_t i = 0; i < 2; i++) {
         const json_t *lim = json_object_get(v, limits[i]);
         char kp[64];
@@ -459,6 +582,134 @@ load_subscription(struct loader *l, const json_t *v, struct pricing_book *b)
         if (lim && !json_is_null(lim) &&
             get_uint(l, kp, lim, 1, INT32_MAX, &x) < 0)
             return -1;
+        *out[i] = (int32_t)x;
+    }
+    const json_t *x;
+    if ((x = json_object_get(v, "addons")) && load_addons(l, x, b) < 0)
+        return -1;
+    if ((x = json_object_get(v, "caps")) && load_caps(l, x, b) < 0)
+        return -1;
+    return 0;
+}
+
+/* "instances" (section 11): a memory unit and a list of types. */
+static int
+load_instances(struct loader *l, const json_t *v, struct pricing_book *b)
+{
+    static const char *const keys[] = {"unit", "types", NULL};
+    static const char *const tkeys[] = {"name", "vcpu", "memory",
+                                        "rate", "per",  NULL};
+    if (!json_is_object(v))
+        return wrong_type(l, "instances", v, "an object");
+    if (only_keys(l, "instances", v, keys) < 0)
+        return -1;
+    enum byte_unit unit;
+    if (get_unit(l, "instances", v, true, &unit) < 0)
+        return -1;
+    const json_t *types = need(l, "instances", v, "types");
+    if (!types)
+        return -1;
+    size_t n = json_array_size(types);
+    if (!json_is_array(types) || n == 0)
+        return wrong_type(l, "instances.types", types, "a non-empty array");
+    if (n > INSTANCE_TYPES_MAX)
+        return fail(l, "instances.types", "%zu types: at most %d", n,
+                    INSTANCE_TYPES_MAX);
+    if (!(b->types = calloc(n, sizeof(*b->types))))
+        return fail(l, "instances.types", "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const json_t *t = json_array_get(types, i), *x;
+        struct instance_type *it = &b->types[i];
+        char tp[64], kp[96];
+        snprintf(tp, sizeof(tp), "instances.types[%zu]", i);
+        if (!json_is_object(t))
+            return wrong_type(l, tp, t, "an object");
+        if (only_keys(l, tp, t, tkeys) < 0)
+            return -1;
+        join(kp, sizeof(kp), tp, "name");
+        if (!(x = need(l, tp, t, "name")) ||
+            get_id(l, kp, x, it->name, sizeof(it->name)) < 0)
+            return -1;
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(b->types[k].name, it->name) == 0)
+                return fail(l, kp, "'%s' is already the name of types[%zu]",
+                            it->name, k);
+        join(kp, sizeof(kp), tp, "vcpu");
+        if (!(x = need(l, tp, t, "vcpu")) ||
+            get_fixed(l, kp, x, 4, &it->vcpu) < 0)
+            return -1;
+        join(kp, sizeof(kp), tp, "memory");
+        if (!(x = need(l, tp, t, "memory")) ||
+            get_bytes(l, kp, x, UNIT_BYTES(unit), &it->mem_bytes) < 0)
+            return -1;
+        join(kp, sizeof(kp), tp, "rate");
+        if (!(x = need(l, tp, t, "rate")))
+            return -1;
+        if (json_is_null(x))
+            return fail(l, kp, "null: an instance type's rate must be known");
+        if (get_dec(l, kp, x, &it->rate) < 0)
+            return -1;
+        /* Bounded so that rates compare exactly in 128 bits (rate.c). */
+        if (it->rate.v > (pricing_i128)1 << 100)
+            return fail(l, kp, "'%s' is too large", json_string_value(x));
+        join(kp, sizeof(kp), tp, "per");
+        if (!(x = json_object_get(t, "per")))
+            return fail(l, kp, "missing: the rate's time unit (second, "
+                               "minute, hour, day, month, month30)");
+        if (get_per(l, kp, x, &it->per_s, &it->per_name) < 0)
+            return -1;
+        b->ntypes++;
+    }
+    return 0;
+}
+
+/* "grants" (section 14). */
+static int
+load_grants(struct loader *l, const json_t *v, struct pricing_book *b)
+{
+    static const char *const keys[] = {"id", "amount", "expires_after_periods",
+                                       NULL};
+    if (!json_is_array(v))
+        return wrong_type(l, "grants", v, "an array");
+    size_t n = json_array_size(v);
+    if (n && !(b->grants = calloc(n, sizeof(*b->grants))))
+        return fail(l, "grants", "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const json_t *g = json_array_get(v, i), *x;
+        struct book_grant *gr = &b->grants[i];
+        char gp[32], kp[64];
+        snprintf(gp, sizeof(gp), "grants[%zu]", i);
+        if (!json_is_object(g))
+            return wrong_type(l, gp, g, "an object");
+        if (only_keys(l, gp, g, keys) < 0)
+            return -1;
+        join(kp, sizeof(kp), gp, "id");
+        if (!(x = need(l, gp, g, "id")) ||
+            get_id(l, kp, x, gr->id, sizeof(gr->id)) < 0)
+            return -1;
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(b->grants[k].id, gr->id) == 0)
+                return fail(l, kp, "'%s' is already the id of grants[%zu]",
+                            gr->id, k);
+        join(kp, sizeof(kp), gp, "amount");
+        if (!(x = need(l, gp, g, "amount")))
+            return -1;
+        if (!json_is_string(x))
+            return wrong_type(l, kp, x, "a decimal string such as \"100\"");
+        enum pricing_status st =
+            pricing_dec_parse(json_string_value(x), 6, &gr->amount);
+        if (st != PRICING_OK || gr->amount.v <= 0)
+            return fail(l, kp, "'%s' is not an amount above 0 with at most 6 "
+                               "decimals",
+                        json_string_value(x));
+        join(kp, sizeof(kp), gp, "expires_after_periods");
+        if (!(x = need(l, gp, g, "expires_after_periods")))
+            return -1;
+        int64_t k = 0;
+        if (!json_is_null(x) && get_uint(l, kp, x, 1, INT32_MAX, &k) < 0)
+            return -1;
+        gr->expires_after = (int32_t)k;
+        b->ngrants++;
     }
     return 0;
 }
@@ -509,13 +760,17 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
                                       "promotional_credit",
                                       "minimum_commit",
                                       "autopause",
+                                      "instances",
+                                      "grants",
                                       NULL};
-    static const char *const cpu_keys[] = {"basis", "rate", "per", "tiers",
-                                           NULL};
-    static const char *const mem_keys[] = {"basis", "unit",  "rate",
-                                           "per",   "tiers", NULL};
-    static const char *const storage_keys[] = {"unit",  "rate",         "per",
-                                               "tiers", "included_gib", NULL};
+    static const char *const cpu_keys[] = {"basis", "rate",  "per",
+                                           "tiers", "step", NULL};
+    static const char *const mem_keys[] = {"basis", "unit",  "rate", "per",
+                                           "tiers", "step", NULL};
+    static const char *const storage_keys[] = {
+        "unit",         "rate",        "per",
+        "tiers",        "included_gib", "billed_when",
+        "included_per_account", NULL};
     static const char *const egress_keys[] = {"rate", "tiers", "free_gb", NULL};
     const json_t *v;
     const char *s = NULL;
@@ -568,7 +823,11 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
     if (!(v = need_price(l, root, "cpu")) ||
         load_price(l, "cpu", v, true, cpu_keys, &b->cpu) < 0)
         return -1;
-    if (b->cpu.known && get_basis(l, "cpu", v, &b->cpu_used) < 0)
+    const json_t *step;
+    if (b->cpu.known &&
+        (get_basis(l, "cpu", v, &b->cpu_used) < 0 ||
+         ((step = json_object_get(v, "step")) &&
+          get_fixed(l, "cpu.step", step, 4, &b->cpu_step) < 0)))
         return -1;
 
     if (!(v = need_price(l, root, "memory")) ||
@@ -578,18 +837,51 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
         (get_basis(l, "memory", v, &b->memory_used) < 0 ||
          get_unit(l, "memory", v, true, &b->memory_unit) < 0))
         return -1;
+    if (b->memory.known && (step = json_object_get(v, "step")) &&
+        get_bytes(l, "memory.step", step, UNIT_BYTES(b->memory_unit),
+                  &b->memory_step) < 0)
+        return -1;
+    if (b->memory.known && json_object_get(v, "step") && !b->memory_step)
+        return fail(l, "memory.step", "'0': a step must be above 0");
+
+    if ((v = json_object_get(root, "instances"))) {
+        if (load_instances(l, v, b) < 0)
+            return -1;
+        /* The types price cpu and memory; the dimensions stay at 0. */
+        const struct price *dims[] = {&b->cpu, &b->memory};
+        const char *names[] = {"cpu", "memory"};
+        bool steps[] = {b->cpu_step != 0, b->memory_step != 0};
+        for (int i = 0; i < 2; i++)
+            if (!dims[i]->known || dims[i]->mode != TIERS_NONE ||
+                dims[i]->rate.v != 0 || steps[i])
+                return fail(l, names[i],
+                            "with 'instances', must be an object with rate "
+                            "\"0\", no tiers and no step");
+    }
 
     if (!(v = need_price(l, root, "storage")) ||
         load_price(l, "storage", v, true, storage_keys, &b->storage) < 0)
         return -1;
     b->storage_unit = UNIT_GIB;
-    const json_t *inc;
+    const json_t *inc, *when, *pool;
     if (b->storage.known &&
         (get_unit(l, "storage", v, false, &b->storage_unit) < 0 ||
          ((inc = json_object_get(v, "included_gib")) &&
           get_bytes(l, "storage.included_gib", inc, (uint64_t)1 << 30,
-                    &b->included_bytes) < 0)))
+                    &b->included_bytes) < 0) ||
+         ((pool = json_object_get(v, "included_per_account")) &&
+          get_bytes(l, "storage.included_per_account", pool,
+                    UNIT_BYTES(b->storage_unit), &b->pool_bytes) < 0)))
         return -1;
+    if (b->storage.known && (when = json_object_get(v, "billed_when"))) {
+        if (get_string(l, "storage.billed_when", when, &s) < 0)
+            return -1;
+        if (strcmp(s, "running") == 0)
+            b->storage_running_only = true;
+        else if (strcmp(s, "always") != 0)
+            return fail(l, "storage.billed_when",
+                        "'%s' is not always or running", s);
+    }
 
     if (!(v = need_price(l, root, "egress")) ||
         load_price(l, "egress", v, false, egress_keys, &b->egress) < 0)
@@ -624,6 +916,8 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
         opt_dec(l, "", root, "minimum_commit", &b->minimum_commit) < 0)
         return -1;
     if ((v = json_object_get(root, "autopause")) && load_autopause(l, v, b) < 0)
+        return -1;
+    if ((v = json_object_get(root, "grants")) && load_grants(l, v, b) < 0)
         return -1;
     return 0;
 }
@@ -662,6 +956,9 @@ pricing_book_free(struct pricing_book *b)
     free(b->memory.tiers);
     free(b->storage.tiers);
     free(b->egress.tiers);
+    free(b->types);
+    free(b->addons);
+    free(b->grants);
     free(b);
 }
 

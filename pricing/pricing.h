@@ -162,6 +162,7 @@ struct pricing_source {
 
 struct pricing_line {
     const char *kind; /* "cpu", "memory", ... (docs/pricing.md) */
+    char instance[PRICING_ID_MAX + 1]; /* an "instance" line's type */
     char description[96];
     bool has_quantity;           /* quantity and unit are set */
     struct pricing_dec quantity; /* display units, 6 decimals */
@@ -171,18 +172,25 @@ struct pricing_line {
     struct pricing_dec amount; /* rounded to 6 decimals */
 };
 
+#define PRICING_TYPES_MAX 32 /* instance types in one book */
+
 /* The exact quantities behind a statement, in internal units. */
 struct pricing_quantities {
     pricing_u128 cpu_gross; /* 1/10,000 vCPU-seconds, padding included */
     pricing_u128 cpu_credited;
     pricing_u128 mem_gross; /* byte-seconds */
     pricing_u128 mem_credited;
-    pricing_u128 storage; /* byte-seconds, after included_gib */
+    pricing_u128 storage; /* byte-seconds, after included_gib and the
+                             account's allowance */
     pricing_u128 egress;  /* bytes, before free_gb */
     uint64_t running_s;   /* running seconds (no padding) */
     uint64_t padding_s;   /* seconds added by granularity/minimums */
     uint64_t credited_s;  /* idle seconds credited */
     uint64_t runs;
+    /* Seconds billed (padding included) and credited per instance type,
+     * in the book's order. */
+    uint64_t type_s[PRICING_TYPES_MAX];
+    uint64_t type_credited_s[PRICING_TYPES_MAX];
 };
 
 /*

@@ -10,6 +10,7 @@
 /* Seconds in each time unit a rate may be given per. */
 #define SECONDS_PER_HOUR 3600
 #define SECONDS_PER_STORAGE_MONTH 2628000 /* 730 hours */
+#define SECONDS_PER_MONTH30 2592000       /* 30 days */
 
 /* Units of memory and storage rates. */
 enum byte_unit { UNIT_GIB, UNIT_GB };
@@ -34,7 +35,40 @@ struct price {
     struct tier *tiers;
     size_t ntiers;
     const char *per_name; /* "second", "hour", ... */
+    /* Tiers: the time unit of their display unit, 0 for the dimension's
+     * default (section 13's "per"), and its name. */
+    int64_t tier_per_s;
+    const char *tier_per_name;
 };
+
+/* An instance type (rules section 11). */
+struct instance_type {
+    char name[PRICING_ID_MAX + 1];
+    uint32_t vcpu;           /* 1/10,000 vCPU */
+    uint64_t mem_bytes;      /* memory times the unit */
+    struct pricing_dec rate; /* per per_s seconds */
+    int64_t per_s;
+    const char *per_name;
+};
+#define INSTANCE_TYPES_MAX PRICING_TYPES_MAX
+
+/* A credit grant a book gives (rules section 14). */
+struct book_grant {
+    char id[PRICING_ID_MAX + 1];
+    struct pricing_dec amount; /* at most 6 decimals */
+    int32_t expires_after;     /* periods; 0: never */
+};
+
+/* A plan add-on (section 15): the simulator's, never billed. */
+struct book_addon {
+    char name[PRICING_ID_MAX + 1];
+    int32_t max_concurrency;
+    struct pricing_dec monthly_fee;
+};
+
+/* Caps of a plan (section 15), per period: the simulator's. */
+enum { CAP_RUNS, CAP_CPU_HOURS, CAP_MEMORY_HOURS, CAP_EGRESS_GB, CAP_STORAGE,
+       NCAPS };
 
 struct pricing_book {
     char id[PRICING_ID_MAX + 1];
@@ -42,13 +76,19 @@ struct pricing_book {
     int minor_unit;
 
     struct price cpu;
-    bool cpu_used; /* basis "used" (cpu_used), else vcpu */
+    bool cpu_used;     /* basis "used" (cpu_used), else vcpu */
+    uint32_t cpu_step; /* allocation step in 1/10,000 vCPU; 0: none */
     struct price memory;
     bool memory_used;
     enum byte_unit memory_unit;
+    uint64_t memory_step; /* in bytes; 0: none */
+    struct instance_type *types; /* "instances": ntypes > 0 */
+    size_t ntypes;
     struct price storage;
     enum byte_unit storage_unit;
     uint64_t included_bytes;
+    bool storage_running_only; /* billed_when "running" */
+    uint64_t pool_bytes;       /* included_per_account; 0: none */
     struct price egress; /* per GB, no time unit */
     uint64_t free_bytes;
     bool per_run_known;
@@ -61,8 +101,16 @@ struct pricing_book {
     bool monthly_fee_known, included_credit_known;
     struct pricing_dec monthly_fee;
     struct pricing_dec included_credit;
+    int32_t max_concurrency, max_session_s; /* 0: no limit */
+    struct book_addon *addons;
+    size_t naddons;
+    bool has_cap[NCAPS];
+    struct pricing_dec cap[NCAPS]; /* runs, vCPU-hours, memory-unit-hours,
+                                      GB, storage units */
     struct pricing_dec promotional_credit;
     struct pricing_dec minimum_commit;
+    struct book_grant *grants;
+    size_t ngrants;
 
     bool autopause;
     struct pricing_dec idle_below; /* fraction of vcpu, 0..1 */

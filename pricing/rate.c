@@ -36,7 +36,16 @@ struct pricing_rater {
     uint64_t dups, conflicts;
     /* Its open segment and idle streak. */
     uint64_t seg_n, last_qc, last_qm;
+    int last_type; /* instance type of the segment's last second */
     uint64_t streak;
+    /* Its open storage span, with an allowance per account. */
+    struct pool_span span;
+    /* Instance types, cheapest per second first (ties: the book's
+     * order), and the type of the last allocation looked up. */
+    uint8_t order[PRICING_TYPES_MAX];
+    uint32_t fit_vcpu;
+    uint64_t fit_mem;
+    int fit_type;
     struct pricing_scope scope; /* year 0: price every period */
     char scope_account[PRICING_ID_MAX + 1];
 };
@@ -104,6 +113,15 @@ acct_for(struct pricing_rater *r, const char *account, int64_t ts, int64_t *end)
     return a;
 }
 
+/* Whether type a costs less per second than b: a.rate / a.per <
+ * b.rate / b.per, exactly (book.c bounds rates so the products fit). */
+static bool
+cheaper(const struct instance_type *a, const struct instance_type *b)
+{
+    return (pricing_u128)a->rate.v * (pricing_u128)b->per_s <
+           (pricing_u128)b->rate.v * (pricing_u128)a->per_s;
+}
+
 struct pricing_rater *
 pricing_rater_new(const struct pricing_book *book, struct pricing_err *e)
 {
@@ -114,6 +132,15 @@ pricing_rater_new(const struct pricing_book *book, struct pricing_err *e)
         return NULL;
     }
     r->book = book;
+    /* Insertion sort: stable, so equal rates keep the book's order. */
+    for (size_t i = 0; i < book->ntypes; i++) {
+        size_t j = i;
+        for (; j > 0 && cheaper(&book->types[i], &book->types[r->order[j - 1]]);
+             j--)
+            r->order[j] = r->order[j - 1];
+        r->order[j] = (uint8_t)i;
+    }
+    r->fit_type = -1;
     return r;
 }
 
@@ -126,6 +153,7 @@ pricing_rater_free(struct pricing_rater *r)
         struct rate_acct *a = r->buckets[i], *next;
         for (; a; a = next) {
             next = a->next;
+            free(a->spans);
             free(a);
         }
     }
@@ -148,6 +176,8 @@ close_segment(struct pricing_rater *r)
     r->q.cpu_gross += (pricing_u128)pad * r->last_qc;
     r->q.mem_gross += (pricing_u128)pad * r->last_qm;
     r->q.padding_s += pad;
+    if (r->last_type >= 0)
+        r->q.type_s[r->last_type] += pad;
     r->seg_n = 0;
 }
 
@@ -165,18 +195,47 @@ add_u64(uint64_t *a, uint64_t b)
 
 /* Ends the sandbox's current period: closes its segment and streak and
  * adds its quantities to the account's. */
+/* Adds the sandbox's open storage span to its account's. */
+static bool
+close_span(struct pricing_rater *r)
+{
+    struct rate_acct *a = r->cur;
+    struct pool_span sp = r->span;
+    r->span.level = 0;
+    r->span.from = r->span.to = INT64_MIN;
+    if (!a || sp.level == 0)
+        return true;
+    if (a->nspans == a->spans_cap) {
+        size_t n = a->spans_cap ? 2 * a->spans_cap : 64;
+        struct pool_span *p = realloc(a->spans, n * sizeof(*p));
+        if (!p)
+            return false;
+        a->spans = p;
+        a->spans_cap = n;
+    }
+    a->spans[a->nspans++] = sp;
+    return true;
+}
+
 static int
 flush_period(struct pricing_rater *r, struct pricing_err *e)
 {
     close_segment(r);
     r->streak = 0;
+    if (!close_span(r)) {
+        snprintf(e->msg, sizeof(e->msg), "out of memory");
+        return -1;
+    }
     struct rate_acct *a = r->cur;
     if (!a)
         return 0;
+    bool ok = true;
+    for (size_t t = 0; t < r->book->ntypes; t++)
+        ok = ok && add_u64(&a->q.type_s[t], r->q.type_s[t]) &&
+             add_u64(&a->q.type_credited_s[t], r->q.type_credited_s[t]);
     const struct pricing_quantities *s = &r->q;
     struct pricing_quantities *d = &a->q;
-    bool ok =
-        add_u128(&d->cpu_gross, s->cpu_gross) &&
+    ok = ok && add_u128(&d->cpu_gross, s->cpu_gross) &&
         add_u128(&d->cpu_credited, s->cpu_credited) &&
         add_u128(&d->mem_gross, s->mem_gross) &&
         add_u128(&d->mem_credited, s->mem_credited) &&
@@ -213,27 +272,86 @@ start_sandbox(struct pricing_rater *r, const struct pricing_block *b,
     r->prev_ts = INT64_MIN;
     r->seg_n = 0;
     r->streak = 0;
+    r->last_type = -1;
     return 0;
 }
 
-int
-pricing_rater_add(struct pricing_rater *r, const struct pricing_block *b,
-                  struct pricing_err *e)
+/* The cheapest instance type that s fits, or -1. */
+static int
+fit(struct pricing_rater *r, const struct pricing_second *s)
 {
-    if (!r->in_sandbox || strcmp(r->sandbox, b->sandbox_id) != 0) {
-        if (start_sandbox(r, b, e) < 0)
-            return -1;
-    } else if (strcmp(r->account, b->account_id) != 0) {
-        snprintf(e->msg, sizeof(e->msg),
-                 "sandbox '%s' belongs to account '%s', not '%s'", r->sandbox,
-                 r->account, b->account_id);
-        return -1;
+    if (s->vcpu == r->fit_vcpu && s->mem_bytes == r->fit_mem &&
+        r->fit_type >= 0)
+        return r->fit_type;
+    const struct pricing_book *book = r->book;
+    for (size_t k = 0; k < book->ntypes; k++) {
+        const struct instance_type *t = &book->types[r->order[k]];
+        if (t->vcpu >= s->vcpu && t->mem_bytes >= s->mem_bytes) {
+            r->fit_vcpu = s->vcpu;
+            r->fit_mem = s->mem_bytes;
+            r->fit_type = r->order[k];
+            return r->fit_type;
+        }
     }
+    return -1;
+}
+
+/* Adds a second of storage to the sandbox's open span. */
+static inline bool
+span_add(struct pricing_rater *r, int64_t ts, uint64_t level)
+{
+    if (level == r->span.level && ts == r->span.to) {
+        r->span.to++;
+        return true;
+    }
+    if (!close_span(r))
+        return false;
+    r->span.from = ts;
+    r->span.to = ts + 1;
+    r->span.level = level;
+    return true;
+}
+
+/* q rounded up to a multiple of step (0: no step); false on overflow. */
+static inline bool
+step_up(uint64_t *q, uint64_t step)
+{
+    uint64_t rem = step ? *q % step : 0;
+    return !rem || !__builtin_add_overflow(*q, step - rem, q);
+}
+
+static int
+no_type(struct pricing_rater *r, const struct pricing_second *s,
+        struct pricing_err *e)
+{
+    char vcpu[48];
+    struct pricing_dec v = {(pricing_i128)s->vcpu * (PRICING_ONE / 10000)};
+    pricing_dec_format(v, 4, vcpu, sizeof(vcpu));
+    snprintf(e->msg, sizeof(e->msg),
+             "sandbox '%s': second %lld: no instance type of the book fits "
+             "%s vCPU and %llu bytes of memory",
+             r->sandbox, (long long)s->ts, vcpu,
+             (unsigned long long)s->mem_bytes);
+    return -1;
+}
+
+/*
+ * The seconds of b, for the sandbox started. ext: the book uses keys of
+ * rules version 2 that work second by second (steps, instance types,
+ * storage by state, an allowance per account); without them the loop is
+ * the one of version 1, compiled on its own.
+ */
+static inline __attribute__((always_inline)) int
+add_seconds(struct pricing_rater *r, const struct pricing_block *b, bool ext,
+            struct pricing_err *e)
+{
     const struct pricing_book *book = r->book;
     const bool cpu_used = book->cpu_used, mem_used = book->memory_used;
     const bool autopause = book->autopause;
     const uint64_t incl = book->included_bytes, after = book->after_s;
     const pricing_u128 idle_below = (pricing_u128)book->idle_below.v;
+    const bool types = ext && book->ntypes, pool = ext && book->pool_bytes;
+    const bool paused_free = ext && book->storage_running_only;
     const struct pricing_second *prev =
         r->prev_ts == INT64_MIN ? NULL : &r->prev;
     int64_t prev_ts = r->prev_ts;
@@ -272,43 +390,88 @@ pricing_rater_add(struct pricing_rater *r, const struct pricing_block *b,
         prev = s;
         prev_ts = ts;
         r->q.egress += s->egress_bytes;
+        uint64_t disk;
         if (s->vcpu == 0) { /* paused: storage (all of it) and egress */
             close_segment(r);
             r->streak = 0;
-            r->q.storage += s->disk_bytes;
-            continue;
-        }
-        const uint64_t qc = cpu_used ? s->cpu_used : s->vcpu;
-        const uint64_t qm = mem_used ? s->mem_used_bytes : s->mem_bytes;
-        r->seg_n++;
-        r->last_qc = qc;
-        r->last_qm = qm;
-        r->q.cpu_gross += qc;
-        r->q.mem_gross += qm;
-        r->q.storage += s->disk_bytes > incl ? s->disk_bytes - incl : 0;
-        r->q.running_s++;
-        if (__builtin_expect(!r->ran, 0)) {
-            r->ran = true;
-            r->q.runs++;
-        }
-        if (autopause) {
-            /* idle: cpu_used < idle_below x vcpu, exactly */
-            if ((pricing_u128)s->cpu_used * (pricing_u128)PRICING_ONE <
-                idle_below * s->vcpu) {
-                if (++r->streak > after) {
-                    r->q.cpu_credited += qc;
-                    r->q.mem_credited += qm;
-                    r->q.credited_s++;
+            disk = paused_free ? 0 : s->disk_bytes;
+        } else {
+            uint64_t qc = cpu_used ? s->cpu_used : s->vcpu;
+            uint64_t qm = mem_used ? s->mem_used_bytes : s->mem_bytes;
+            int type = -1;
+            if (ext) {
+                if (!step_up(&qc, book->cpu_step) ||
+                    !step_up(&qm, book->memory_step)) {
+                    snprintf(e->msg, sizeof(e->msg),
+                             "sandbox '%s': second %lld: the allocation "
+                             "rounded up to its step overflows",
+                             r->sandbox, (long long)ts);
+                    return -1;
                 }
-            } else {
-                r->streak = 0;
+                if (types && (type = fit(r, s)) < 0)
+                    return no_type(r, s, e);
+                r->last_type = type;
             }
+            r->seg_n++;
+            r->last_qc = qc;
+            r->last_qm = qm;
+            r->q.cpu_gross += qc;
+            r->q.mem_gross += qm;
+            if (types)
+                r->q.type_s[type]++;
+            disk = s->disk_bytes > incl ? s->disk_bytes - incl : 0;
+            r->q.running_s++;
+            if (__builtin_expect(!r->ran, 0)) {
+                r->ran = true;
+                r->q.runs++;
+            }
+            if (autopause) {
+                /* idle: cpu_used < idle_below x vcpu, exactly */
+                if ((pricing_u128)s->cpu_used * (pricing_u128)PRICING_ONE <
+                    idle_below * s->vcpu) {
+                    if (++r->streak > after) {
+                        r->q.cpu_credited += qc;
+                        r->q.mem_credited += qm;
+                        r->q.credited_s++;
+                        if (types)
+                            r->q.type_credited_s[type]++;
+                    }
+                } else {
+                    r->streak = 0;
+                }
+            }
+        }
+        if (!pool) {
+            r->q.storage += disk;
+        } else if (!span_add(r, ts, disk)) {
+            snprintf(e->msg, sizeof(e->msg), "out of memory");
+            return -1;
         }
     }
     if (prev && prev != &r->prev)
         r->prev = *prev;
     r->prev_ts = prev_ts;
     return 0;
+}
+
+int
+pricing_rater_add(struct pricing_rater *r, const struct pricing_block *b,
+                  struct pricing_err *e)
+{
+    if (!r->in_sandbox || strcmp(r->sandbox, b->sandbox_id) != 0) {
+        if (start_sandbox(r, b, e) < 0)
+            return -1;
+    } else if (strcmp(r->account, b->account_id) != 0) {
+        snprintf(e->msg, sizeof(e->msg),
+                 "sandbox '%s' belongs to account '%s', not '%s'", r->sandbox,
+                 r->account, b->account_id);
+        return -1;
+    }
+    const struct pricing_book *book = r->book;
+    if (book->cpu_step || book->memory_step || book->ntypes ||
+        book->storage_running_only || book->pool_bytes)
+        return add_seconds(r, b, true, e);
+    return add_seconds(r, b, false, e);
 }
 
 void
@@ -318,6 +481,74 @@ pricing_rater_select(struct pricing_rater *r, const struct pricing_scope *scope)
     snprintf(r->scope_account, sizeof(r->scope_account), "%s",
              scope->account ? scope->account : "");
     r->scope.account = r->scope_account[0] ? r->scope_account : NULL;
+}
+
+static int
+span_by_from(const void *x, const void *y)
+{
+    const struct pool_span *a = x, *b = y;
+    return (a->from > b->from) - (a->from < b->from);
+}
+
+static int
+span_by_to(const void *x, const void *y)
+{
+    const struct pool_span *a = x, *b = y;
+    return (a->to > b->to) - (a->to < b->to);
+}
+
+/*
+ * The account's storage quantity under an allowance of pool bytes
+ * (rules section 13): the sum over its seconds of max(0, D_t - pool),
+ * D_t the storage of all its sandboxes at t. A sweep over the spans'
+ * starts (a copy sorted by start) and ends (the spans sorted by end) in
+ * time order; between two of these times D_t is constant.
+ */
+static int
+pool_storage(struct rate_acct *a, uint64_t pool, struct pricing_err *e)
+{
+    size_t n = a->nspans;
+    struct pool_span *starts = malloc((n ? n : 1) * sizeof(*starts));
+    if (!starts) {
+        snprintf(e->msg, sizeof(e->msg), "out of memory");
+        return -1;
+    }
+    if (n) {
+        memcpy(starts, a->spans, n * sizeof(*starts));
+        qsort(starts, n, sizeof(*starts), span_by_from);
+        qsort(a->spans, n, sizeof(*a->spans), span_by_to);
+    }
+    const struct pool_span *ends = a->spans;
+    pricing_u128 level = 0, total = 0;
+    int64_t t = INT64_MIN;
+    size_t i = 0, j = 0;
+    bool ok = true;
+    while (j < n) {
+        /* The next time the level changes: every span ends after it
+         * starts, so starts run out first. */
+        int64_t next = i < n && starts[i].from < ends[j].to ? starts[i].from
+                                                            : ends[j].to;
+        pricing_u128 add;
+        if (level > pool)
+            ok = ok &&
+                 !__builtin_mul_overflow(level - pool, (pricing_u128)(next - t),
+                                         &add) &&
+                 add_u128(&total, add);
+        t = next;
+        for (; i < n && starts[i].from == t; i++)
+            ok = ok && add_u128(&level, starts[i].level);
+        for (; j < n && ends[j].to == t; j++)
+            level -= ends[j].level;
+    }
+    free(starts);
+    if (!ok) {
+        snprintf(e->msg, sizeof(e->msg),
+                 "account '%s' %04d-%02d: storage quantity overflow",
+                 a->account_id, a->year, a->month);
+        return -1;
+    }
+    a->q.storage = total;
+    return 0;
 }
 
 static int
@@ -366,6 +597,9 @@ pricing_rater_finish(struct pricing_rater *r, struct pricing_statement **out,
                  strcmp(a->account_id, r->scope.account) == 0))
                 list[k++] = a;
     qsort(list, k, sizeof(*list), by_account_period);
+    for (size_t i = 0; i < k && r->book->pool_bytes; i++)
+        if (pool_storage(list[i], r->book->pool_bytes, e) < 0)
+            goto out;
     for (; priced < k; priced++)
         if (rate_price(r->book, list[priced], r->scope.active_days, &st[priced],
                        e) < 0) {

@@ -7,6 +7,14 @@
 
 #include "pricing_int.h"
 
+/* Seconds [from, to) in which a sandbox's billable storage was level
+ * bytes: what the account's allowance (included_per_account) is taken
+ * from. */
+struct pool_span {
+    int64_t from, to;
+    uint64_t level;
+};
+
 /* The quantities of one account in one period. */
 struct rate_acct {
     char account_id[PRICING_ID_MAX + 1];
@@ -14,6 +22,10 @@ struct rate_acct {
     int64_t start, end; /* the period, [start, end) in Unix seconds */
     struct pricing_quantities q;
     uint64_t dups, conflicts;
+    /* With an allowance per account: the storage of every sandbox as
+     * spans, summed at the end instead of into q.storage. */
+    struct pool_span *spans;
+    size_t nspans, spans_cap;
     struct rate_acct *next; /* hash chain */
 };
 

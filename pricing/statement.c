@@ -216,6 +216,53 @@ usage_line(struct pricing_statement *st, const struct dim *d, pricing_u128 qty,
     return 0;
 }
 
+/* out = seconds x the type's rate per second, exactly. */
+static void
+type_price(const struct instance_type *it, uint64_t seconds, mpq_t out)
+{
+    mpq_t x;
+    mpq_init(x);
+    mpq_set_dec(out, it->rate);
+    mpq_set_ui(x, (unsigned long)seconds, (unsigned long)it->per_s);
+    mpq_canonicalize(x);
+    mpq_mul(out, out, x);
+    mpq_clear(x);
+}
+
+/* The line of instance type it for its billed seconds; the exact amount
+ * into amt. The quantity shows in hours, with the rate per hour as unit
+ * price when twelve decimals hold it exactly. */
+static int
+instance_line(struct pricing_statement *st, const struct instance_type *it,
+              uint64_t seconds, mpq_t amt, struct pricing_err *e)
+{
+    struct pricing_line *l = add_line(st, "instance", e);
+    if (!l)
+        return -1;
+    snprintf(l->instance, sizeof(l->instance), "%s", it->name);
+    snprintf(l->description, sizeof(l->description), "instance %s", it->name);
+    type_price(it, seconds, amt);
+    mpq_t x;
+    mpq_init(x);
+    l->has_quantity = true;
+    ratio(x, seconds, SECONDS_PER_HOUR);
+    int rc = round_to(x, 6, &l->quantity, e, "instance");
+    snprintf(l->unit, sizeof(l->unit), "hour");
+    type_price(it, SECONDS_PER_HOUR, x); /* the rate per hour */
+    mpz_t scaled;
+    mpz_init(scaled);
+    mpz_ui_pow_ui(scaled, 10, PRICING_SCALE);
+    mpz_mul(scaled, scaled, mpq_numref(x));
+    if (mpz_divisible_p(scaled, mpq_denref(x)) && rc == 0)
+        l->has_unit_price = round_to(x, 12, &l->unit_price, e, "instance") == 0;
+    mpz_clear(scaled);
+    mpq_clear(x);
+    if (rc < 0 || round_to(amt, 6, &l->amount, e, "instance") < 0)
+        return -1;
+    keep_line(st);
+    return 0;
+}
+
 /*
  * A credit line: -min(credit x active / days, against), rounded once to
  * six decimals, added to *total. A part of a period on a book gets its
@@ -279,21 +326,33 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
 
     bool mem_gb = b->memory_unit == UNIT_GB;
     bool disk_gb = b->storage_unit == UNIT_GB;
-    const struct dim cpu = {"cpu",  &b->cpu,          PRICING_CPU_UNIT,
+    struct dim cpu = {"cpu",  &b->cpu,          PRICING_CPU_UNIT,
                             "vCPU", SECONDS_PER_HOUR, "vCPU-hour"};
-    const struct dim memory = {"memory",
+    struct dim memory = {"memory",
                                &b->memory,
                                UNIT_BYTES(b->memory_unit),
                                UNIT_NAME(b->memory_unit),
                                SECONDS_PER_HOUR,
                                mem_gb ? "GB-hour" : "GiB-hour"};
-    const struct dim storage = {"storage",
+    struct dim storage = {"storage",
                                 &b->storage,
                                 UNIT_BYTES(b->storage_unit),
                                 UNIT_NAME(b->storage_unit),
                                 SECONDS_PER_STORAGE_MONTH,
                                 disk_gb ? "GB-month" : "GiB-month"};
     const struct dim egress = {"egress", &b->egress, 1000000000, "GB", 1, "GB"};
+    /* Tiers that name their time unit display in it (section 13). */
+    char names[3][32];
+    struct dim *timed_dims[] = {&cpu, &memory, &storage};
+    for (int i = 0; i < 3; i++) {
+        struct dim *d = timed_dims[i];
+        if (!d->price->tier_per_s)
+            continue;
+        d->display_s = d->price->tier_per_s;
+        snprintf(names[i], sizeof(names[i]), "%s-%s", d->base_name,
+                 d->price->tier_per_name);
+        d->display_name = names[i];
+    }
 
     pricing_u128 egress_q =
         q->egress > b->free_bytes ? q->egress - b->free_bytes : 0;
@@ -338,6 +397,18 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
         bool one;
         struct pricing_dec r;
         price_of(timed[i].d, timed[i].gross - timed[i].credited, net, &one, &r);
+        mpq_sub(t, gross, net);
+        if (mpq_sgn(t) > 0)
+            mpq_add(credit, credit, t);
+    }
+    /* Instance types (section 11): a line per type used, in the book's
+     * order, and each type's share of the autopause credit. */
+    for (size_t k = 0; k < b->ntypes; k++) {
+        if (!q->type_s[k])
+            continue;
+        if (instance_line(st, &b->types[k], q->type_s[k], gross, e) < 0)
+            goto out;
+        type_price(&b->types[k], q->type_s[k] - q->type_credited_s[k], net);
         mpq_sub(t, gross, net);
         if (mpq_sgn(t) > 0)
             mpq_add(credit, credit, t);

@@ -198,6 +198,160 @@ test_errors(void)
     }
 }
 
+/* A book that must load. */
+static void
+expect_ok(const char *body)
+{
+    char json[4096];
+    struct pricing_err e = {{0}};
+    snprintf(json, sizeof(json), base, body);
+    struct pricing_book *b = pricing_book_parse(json, strlen(json), "b", &e);
+    if (!b) {
+        fprintf(stderr, "refused: %s\n  %s\n", e.msg, json);
+        test_failures++;
+    }
+    pricing_book_free(b);
+}
+
+/* The keys of rules version 2 (sections 10 to 15). */
+static void
+test_errors_v2(void)
+{
+    char body[3072];
+#define CPU(extra)                                                             \
+    "\"cpu\": {\"basis\": \"allocated\", \"rate\": \"1\", \"per\": "           \
+    "\"second\"" extra "}"
+#define MEM(extra)                                                             \
+    "\"memory\": {\"basis\": \"allocated\", \"unit\": \"GiB\", \"rate\": "     \
+    "\"1\", \"per\": \"second\"" extra "}"
+#define REST "\"storage\": null, \"egress\": null, \"per_run\": \"0\""
+#define WITH(extra) (snprintf(body, sizeof(body), "%s, %s", dims, extra), body)
+    /* steps */
+    expect_ok(CPU(", \"step\": \"0.25\"") ", " MEM(", \"step\": \"0.5\"") ", " REST);
+    expect_error(CPU(", \"step\": \"0.00001\"") ", \"memory\": null, " REST,
+                 "cpu.step", "'0.00001'");
+    expect_error(CPU(", \"step\": \"0\"") ", \"memory\": null, " REST,
+                 "cpu.step", "'0' is not above 0");
+    expect_error("\"cpu\": null, " MEM(", \"step\": \"0.1\"") ", " REST,
+                 "memory.step", "whole number of bytes");
+    expect_error("\"cpu\": null, " MEM(", \"step\": \"0\"") ", " REST,
+                 "memory.step", "above 0");
+    /* instance types */
+    static const char zero[] =
+        "\"cpu\": {\"basis\": \"allocated\", \"rate\": \"0\", \"per\": "
+        "\"second\"}, \"memory\": {\"basis\": \"allocated\", \"unit\": "
+        "\"GiB\", \"rate\": \"0\", \"per\": \"second\"}, " REST;
+    const char *type = "{\"name\": \"s\", \"vcpu\": \"2\", \"memory\": "
+                       "\"4\", \"rate\": \"0.1\", \"per\": \"hour\"}";
+    snprintf(body, sizeof(body),
+             "%s, \"instances\": {\"unit\": \"GiB\", \"types\": [%s]}", zero,
+             type);
+    expect_ok(body);
+    snprintf(body, sizeof(body),
+             "%s, \"instances\": {\"unit\": \"GiB\", \"types\": [%s]}", dims,
+             type);
+    expect_error(body, "cpu: with 'instances'", "rate \"0\"");
+    snprintf(body, sizeof(body),
+             "%s, \"instances\": {\"unit\": \"GiB\", \"types\": [%s, %s]}",
+             zero, type, type);
+    expect_error(body, "instances.types[1].name", "'s' is already");
+    snprintf(body, sizeof(body),
+             "%s, \"instances\": {\"unit\": \"GiB\", \"types\": [{\"name\": "
+             "\"n\", \"vcpu\": \"1\", \"memory\": \"1\", \"rate\": null, "
+             "\"per\": \"hour\"}]}",
+             zero);
+    expect_error(body, "instances.types[0].rate", "null");
+    snprintf(body, sizeof(body),
+             "%s, \"instances\": {\"unit\": \"GiB\", \"types\": [{\"name\": "
+             "\"n\", \"vcpu\": \"1\", \"memory\": \"0.0000000001\", "
+             "\"rate\": \"1\", \"per\": \"hour\"}]}",
+             zero);
+    expect_error(body, "instances.types[0].memory", "whole number of bytes");
+    snprintf(body, sizeof(body),
+             "%s, \"instances\": {\"types\": [%s]}", zero, type);
+    expect_error(body, "instances.unit", "missing");
+    snprintf(body, sizeof(body),
+             "%s, \"instances\": {\"unit\": \"GiB\", \"types\": []}", zero);
+    expect_error(body, "instances.types", "non-empty");
+    /* storage by state, allowance per account, tier units, month30 */
+    expect_ok("\"cpu\": null, \"memory\": null, \"storage\": {\"unit\": "
+              "\"GB\", \"rate\": \"1\", \"per\": \"month30\", "
+              "\"billed_when\": \"running\", \"included_per_account\": "
+              "\"0.5\"}, \"egress\": null, \"per_run\": \"0\"");
+    expect_error("\"cpu\": null, \"memory\": null, \"storage\": {\"rate\": "
+                 "\"1\", \"per\": \"month\", \"billed_when\": \"paused\"}, "
+                 "\"egress\": null, \"per_run\": \"0\"",
+                 "storage.billed_when", "'paused'");
+    expect_error("\"cpu\": null, \"memory\": null, \"storage\": {\"rate\": "
+                 "\"1\", \"per\": \"month\", \"included_per_account\": "
+                 "\"0.1\"}, \"egress\": null, \"per_run\": \"0\"",
+                 "storage.included_per_account", "whole number of bytes");
+    expect_error("\"cpu\": null, \"memory\": null, \"storage\": {\"rate\": "
+                 "\"1\", \"per\": \"fortnight\"}, \"egress\": null, "
+                 "\"per_run\": \"0\"",
+                 "storage.per", "month30");
+    expect_ok("\"cpu\": null, \"memory\": null, \"storage\": {\"tiers\": "
+              "{\"mode\": \"graduated\", \"per\": \"hour\", \"bands\": "
+              "[{\"up_to\": \"200\", \"rate\": \"0\"}, {\"up_to\": null, "
+              "\"rate\": \"1\"}]}}, \"egress\": null, \"per_run\": \"0\"");
+    expect_error("\"cpu\": null, \"memory\": null, \"storage\": {\"tiers\": "
+                 "{\"mode\": \"graduated\", \"per\": \"week\", \"bands\": "
+                 "[{\"up_to\": null, \"rate\": \"1\"}]}}, \"egress\": null, "
+                 "\"per_run\": \"0\"",
+                 "storage.tiers.per", "'week'");
+    expect_error("\"cpu\": null, \"memory\": null, \"storage\": null, "
+                 "\"egress\": {\"tiers\": {\"mode\": \"graduated\", \"per\": "
+                 "\"hour\", \"bands\": [{\"up_to\": null, \"rate\": "
+                 "\"1\"}]}}, \"per_run\": \"0\"",
+                 "egress.tiers.per", "without a time unit");
+    /* grants */
+    expect_ok(WITH("\"grants\": [{\"id\": \"signup\", \"amount\": \"100\", "
+                   "\"expires_after_periods\": 3}, {\"id\": \"b\", "
+                   "\"amount\": \"0.000001\", \"expires_after_periods\": "
+                   "null}]"));
+    expect_error(WITH("\"grants\": [{\"id\": \"g\", \"amount\": \"1\", "
+                      "\"expires_after_periods\": 1}, {\"id\": \"g\", "
+                      "\"amount\": \"2\", \"expires_after_periods\": 1}]"),
+                 "grants[1].id", "'g' is already");
+    expect_error(WITH("\"grants\": [{\"id\": \"g\", \"amount\": "
+                      "\"0.0000001\", \"expires_after_periods\": 1}]"),
+                 "grants[0].amount", "at most 6 decimals");
+    expect_error(WITH("\"grants\": [{\"id\": \"g\", \"amount\": \"0\", "
+                      "\"expires_after_periods\": 1}]"),
+                 "grants[0].amount", "'0'");
+    expect_error(WITH("\"grants\": [{\"id\": \"g\", \"amount\": \"1\", "
+                      "\"expires_after_periods\": 0}]"),
+                 "grants[0].expires_after_periods", "0 is out of range");
+    expect_error(WITH("\"grants\": [{\"id\": \"g\", \"amount\": \"1\"}]"),
+                 "grants[0].expires_after_periods: missing", NULL);
+    /* add-ons and caps */
+    expect_ok(WITH("\"subscription\": {\"monthly_fee\": \"150\", "
+                   "\"max_concurrency\": 100, \"addons\": [{\"name\": "
+                   "\"c500\", \"max_concurrency\": 500, \"monthly_fee\": "
+                   "\"500\"}], \"caps\": {\"max_runs\": 1000, "
+                   "\"max_cpu_hours\": \"100\", \"max_memory_hours\": "
+                   "\"360\", \"max_egress_gb\": \"10\", \"max_storage\": "
+                   "\"1\"}}"));
+    expect_error(WITH("\"subscription\": {\"monthly_fee\": \"1\", "
+                      "\"addons\": [{\"max_concurrency\": 5, "
+                      "\"monthly_fee\": \"1\"}]}"),
+                 "subscription.addons[0].name: missing", NULL);
+    expect_error(WITH("\"subscription\": {\"monthly_fee\": \"1\", "
+                      "\"addons\": [{\"name\": \"a\", \"max_concurrency\": 0, "
+                      "\"monthly_fee\": \"1\"}]}"),
+                 "subscription.addons[0].max_concurrency", "out of range");
+    expect_error(WITH("\"subscription\": {\"monthly_fee\": \"1\", \"caps\": "
+                      "{\"max_gpu_hours\": \"1\"}}"),
+                 "subscription.caps.max_gpu_hours: unknown key", NULL);
+    expect_error(WITH("\"subscription\": {\"monthly_fee\": \"1\", \"caps\": "
+                      "{\"max_runs\": \"10\"}}"),
+                 "subscription.caps.max_runs", "an integer");
+#undef WITH
+#undef CPU
+#undef MEM
+#undef REST
+}
+
 /* Every book the project ships loads, and its id is its file name. */
 static void
 test_shipped_books(void)
@@ -243,6 +397,7 @@ int
 main(void)
 {
     test_errors();
+    test_errors_v2();
     test_shipped_books();
     return test_result();
 }

@@ -656,6 +656,312 @@ test_pipeline(void)
     pricing_book_free(b);
 }
 
+/* ---- rules version 2 (sections 10 to 15) -------------------------------- */
+
+/* A book of the given cpu, memory and storage objects (JSON), egress
+ * unknown, runs free, then the extra keys. */
+static char *
+book_v2(const char *cpu, const char *memory, const char *storage,
+        const char *extra)
+{
+    static char buf[16384];
+    snprintf(buf, sizeof(buf),
+             "{\"id\": \"v2\", \"currency\": \"USD\", \"effective_from\": "
+             "\"2026-01-01\", \"cpu\": %s, \"memory\": %s, \"storage\": %s, "
+             "\"egress\": null, \"per_run\": \"0\"%s%s}",
+             cpu, memory, storage, *extra ? ", " : "", extra);
+    return buf;
+}
+
+#define CPU_PER_S(extra)                                                       \
+    "{\"basis\": \"allocated\", \"rate\": \"0.001\", \"per\": \"second\"" extra \
+    "}"
+#define MEM_PER_S(extra)                                                       \
+    "{\"basis\": \"allocated\", \"unit\": \"GiB\", \"rate\": \"0.001\", "      \
+    "\"per\": \"second\"" extra "}"
+#define FREE_CPU "{\"basis\": \"allocated\", \"rate\": \"0\", \"per\": \"second\"}"
+#define FREE_MEM                                                               \
+    "{\"basis\": \"allocated\", \"unit\": \"GiB\", \"rate\": \"0\", \"per\": "  \
+    "\"second\"}"
+
+/* The amount of instance type name's line in invoice i, or "-". */
+static const char *
+instance_amount(size_t i, const char *name)
+{
+    static char buf[64];
+    for (size_t l = 0; i < ninv && l < inv[i].nlines; l++)
+        if (strcmp(inv[i].lines[l].kind, "instance") == 0 &&
+            strcmp(inv[i].lines[l].instance, name) == 0) {
+            pricing_dec_format(inv[i].lines[l].amount, 6, buf, sizeof(buf));
+            return buf;
+        }
+    return "-";
+}
+
+/* Section 10: steps round each second's allocation up. */
+static void
+test_steps(void)
+{
+    char *b = book_v2(CPU_PER_S(", \"step\": \"0.5\""),
+                      MEM_PER_S(", \"step\": \"0.5\""), "null", "");
+    char stepped[16384];
+    snprintf(stepped, sizeof(stepped), "%s", b);
+    /* 1.2 vCPU is billed 1.5, 1 GiB + 1 byte 1.5 GiB: 10 s, 15 units. */
+    struct run off[] = {{NULL, JAN, 10, V(1.2), V(1), GIB + 1, 0, 0, 0}};
+    CHECK(rate(stepped, off, 1) == 0);
+    CHECK_STR(amount(0, "cpu"), "0.015000");
+    CHECK_STR(amount(0, "memory"), "0.015000");
+    /* Exact multiples stay: 1.5 vCPU and 1 GiB, 10 s. */
+    struct run on[] = {{NULL, JAN, 10, V(1.5), V(1), GIB, 0, 0, 0}};
+    CHECK(rate(stepped, on, 1) == 0);
+    CHECK_STR(amount(0, "cpu"), "0.015000");
+    CHECK_STR(amount(0, "memory"), "0.010000");
+    /* Without a step nothing is rounded: 12 vCPU-s, 10 GiB-s + 10 B. */
+    CHECK(rate(book_v2(CPU_PER_S(""), MEM_PER_S(""), "null", ""), off, 1) ==
+          0);
+    CHECK_STR(amount(0, "cpu"), "0.012000");
+    CHECK_STR(amount(0, "memory"), "0.010000");
+    /* A step changing inside a segment: 1.2 then 2 vCPU (1.5 and 2.0). */
+    struct run change[] = {{NULL, JAN, 10, V(1.2), V(1), 0, 0, 0, 0},
+                           {NULL, JAN + 10, 10, V(2), V(1), 0, 0, 0, 0}};
+    CHECK(rate(stepped, change, 2) == 0);
+    CHECK_STR(amount(0, "cpu"), "0.035000");
+
+    /* Padding repeats the rounded value: 1 s of 1.2 vCPU in a 60 s
+     * granule is 60 x 1.5 = 90 vCPU-s. */
+    b = book_v2(CPU_PER_S(", \"step\": \"0.5\""), FREE_MEM, "null",
+                "\"granularity_s\": 60");
+    struct run one[] = {{NULL, JAN, 1, V(1.2), V(1), 0, 0, 0, 0}};
+    CHECK(rate(b, one, 1) == 0);
+    CHECK_STR(amount(0, "cpu"), "0.090000");
+
+    /* Under the used basis, with autopause: 0.04 of 1 vCPU used is
+     * billed 1 (step 1) and is idle (0.04 < 0.05 x 1, on the sample's own
+     * values), so the rounded 1 is credited: 10 s, 0.010 - 0.010. */
+    b = book_v2("{\"basis\": \"used\", \"rate\": \"0.001\", \"per\": "
+                "\"second\", \"step\": \"1\"}",
+                FREE_MEM, "null",
+                "\"autopause\": {\"idle_below\": \"0.05\", \"after_s\": 0}");
+    struct run idle[] = {{NULL, JAN, 10, V(1), V(0.04), 0, 0, 0, 0}};
+    CHECK(rate(b, idle, 1) == 0);
+    CHECK_STR(amount(0, "cpu"), "0.010000");
+    CHECK_STR(amount(0, "autopause_credit"), "-0.010000");
+    CHECK(inv[0].q.credited_s == 10);
+    /* 0.05 used is not idle (not below 0.05): billed 1, no credit. */
+    struct run busy[] = {{NULL, JAN, 10, V(1), V(0.05), 0, 0, 0, 0}};
+    CHECK(rate(b, busy, 1) == 0);
+    CHECK_STR(amount(0, "cpu"), "0.010000");
+    CHECK_STR(amount(0, "autopause_credit"), "-");
+    /* 0 used stays 0: no cpu line. */
+    struct run zero[] = {{NULL, JAN, 10, V(1), 0, 0, 0, 0, 0}};
+    CHECK(rate(b, zero, 1) == 0);
+    CHECK_STR(amount(0, "cpu"), "-");
+}
+
+/* Section 11: instance types. */
+static void
+test_instances(void)
+{
+    /* small and twin cost the same per second (0.18 per hour is 0.00005
+     * per second); tiny, last in the list, is the cheapest. */
+    const char *types =
+        "\"instances\": {\"unit\": \"GiB\", \"types\": ["
+        "{\"name\": \"big\", \"vcpu\": \"4\", \"memory\": \"8\", \"rate\": "
+        "\"0.36\", \"per\": \"hour\"},"
+        "{\"name\": \"small\", \"vcpu\": \"2\", \"memory\": \"4\", \"rate\": "
+        "\"0.18\", \"per\": \"hour\"},"
+        "{\"name\": \"twin\", \"vcpu\": \"2\", \"memory\": \"4\", \"rate\": "
+        "\"0.00005\", \"per\": \"second\"},"
+        "{\"name\": \"tiny\", \"vcpu\": \"1\", \"memory\": \"2\", \"rate\": "
+        "\"0.01\", \"per\": \"hour\"}]}";
+    char b[16384];
+    snprintf(b, sizeof(b), "%s", book_v2(FREE_CPU, FREE_MEM, "null", types));
+
+    /* 2 vCPU + 4 GiB fits big, small and twin: small and twin tie, the
+     * first in the list wins. An hour: 0.18. */
+    struct run two[] = {{NULL, JAN, 3600, V(2), V(1), 4 * GIB, 0, 0, 0}};
+    CHECK(rate(b, two, 1) == 0);
+    CHECK_STR(instance_amount(0, "small"), "0.180000");
+    CHECK_STR(instance_amount(0, "twin"), "-");
+    CHECK(ninv == 1 && inv[0].nlines == 1);
+    CHECK_STR(inv[0].lines[0].kind, "instance");
+    CHECK_STR(inv[0].lines[0].unit, "hour");
+    char q[64];
+    pricing_dec_format(inv[0].lines[0].quantity, 6, q, sizeof(q));
+    CHECK_STR(q, "1.000000");
+    pricing_dec_format(inv[0].lines[0].unit_price, 6, q, sizeof(q));
+    CHECK(inv[0].lines[0].has_unit_price);
+    CHECK_STR(q, "0.180000");
+    /* 1 vCPU + 2 GiB fits all four: tiny, the cheapest, though last. */
+    struct run one[] = {{NULL, JAN, 3600, V(1), V(1), 2 * GIB, 0, 0, 0}};
+    CHECK(rate(b, one, 1) == 0);
+    CHECK_STR(instance_amount(0, "tiny"), "0.010000");
+    /* 3 vCPU + 4 GiB fits big only; exactly its size fits it. */
+    struct run three[] = {{NULL, JAN, 3600, V(3), V(1), 4 * GIB, 0, 0, 0},
+                          {NULL, JAN + 3600, 3600, V(4), V(1), 8 * GIB, 0, 0,
+                           0}};
+    CHECK(rate(b, three, 2) == 0);
+    CHECK_STR(instance_amount(0, "big"), "0.720000");
+    /* One byte more than the largest fits none: an error naming the
+     * sandbox, the second and the allocation. */
+    struct run over[] = {{NULL, JAN, 5, V(1), V(1), GIB, 0, 0, 0},
+                         {NULL, JAN + 5, 1, V(4), V(1), 8 * GIB + 1, 0, 0, 0}};
+    CHECK(rate(b, over, 2) == -1);
+    CHECK(strstr(err, "sandbox 'sb-1'") && strstr(err, "second 1767225605") &&
+          strstr(err, "4.0000 vCPU") && strstr(err, "8589934593 bytes"));
+
+    /* Types are in whole bytes of their unit: 1 GiB does not fit 1 GB. */
+    const char *gb = "\"instances\": {\"unit\": \"GB\", \"types\": ["
+                     "{\"name\": \"g1\", \"vcpu\": \"1\", \"memory\": \"1\", "
+                     "\"rate\": \"1\", \"per\": \"hour\"}]}";
+    struct run gib[] = {{NULL, JAN, 1, V(1), V(1), GIB, 0, 0, 0}};
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM, "null", gb), gib, 1) == -1);
+    struct run gbyte[] = {{NULL, JAN, 3600, V(1), V(1), 1000000000, 0, 0, 0}};
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM, "null", gb), gbyte, 1) == 0);
+    CHECK_STR(instance_amount(0, "g1"), "1.000000");
+
+    /* Padding takes the type of the segment's last second: 1 s small,
+     * 1 s tiny, then 3,598 s of tiny to the hour's granule. small
+     * 0.00005; tiny 3,599 x 0.01 / 3,600 = 0.009997222... */
+    char g[4096];
+    snprintf(g, sizeof(g), "%s, \"granularity_s\": 3600", types);
+    struct run pad[] = {{NULL, JAN, 1, V(2), V(1), 4 * GIB, 0, 0, 0},
+                        {NULL, JAN + 1, 1, V(1), V(1), 2 * GIB, 0, 0, 0}};
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM, "null", g), pad, 2) == 0);
+    CHECK_STR(instance_amount(0, "small"), "0.000050");
+    CHECK_STR(instance_amount(0, "tiny"), "0.009997");
+    CHECK(inv[0].q.type_s[1] == 1 && inv[0].q.type_s[3] == 3599);
+
+    /* Credited seconds credit the type they were priced at: an idle hour
+     * of small after 600 s: 3,000 s x 0.00005 = 0.15. */
+    snprintf(g, sizeof(g),
+             "%s, \"autopause\": {\"idle_below\": \"0.1\", \"after_s\": 600}",
+             types);
+    struct run idle[] = {{NULL, JAN, 3600, V(2), 0, 4 * GIB, 0, 0, 0}};
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM, "null", g), idle, 1) == 0);
+    CHECK_STR(instance_amount(0, "small"), "0.180000");
+    CHECK_STR(amount(0, "autopause_credit"), "-0.150000");
+    CHECK(inv[0].q.type_credited_s[1] == 3000);
+}
+
+/* Sections 12, 13 and 15: storage by state, the allowance per account,
+ * tier units, the 30-day month. */
+static void
+test_storage_v2(void)
+{
+    /* 0.001 per GiB-second beyond 1 GiB per running sandbox. */
+    const char *always =
+        "{\"rate\": \"0.001\", \"per\": \"second\", \"included_gib\": \"1\"}";
+    const char *running =
+        "{\"rate\": \"0.001\", \"per\": \"second\", \"included_gib\": \"1\", "
+        "\"billed_when\": \"running\"}";
+    /* 10 s paused with 2 GiB, then 10 s running with 2 GiB. */
+    struct run paused[] = {{NULL, JAN, 10, 0, 0, 0, 2 * GIB, 0, 0}};
+    struct run up[] = {{NULL, JAN, 10, V(1), V(1), 0, 2 * GIB, 0, 0}};
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM, always, ""), paused, 1) == 0);
+    CHECK_STR(amount(0, "storage"), "0.020000");
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM, running, ""), paused, 1) == 0);
+    CHECK_STR(amount(0, "storage"), "-");
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM, always, ""), up, 1) == 0);
+    CHECK_STR(amount(0, "storage"), "0.010000");
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM, running, ""), up, 1) == 0);
+    CHECK_STR(amount(0, "storage"), "0.010000");
+    /* "always" is the default: the same as no billed_when. */
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM,
+                       "{\"rate\": \"0.001\", \"per\": \"second\", "
+                       "\"included_gib\": \"1\", \"billed_when\": \"always\"}",
+                       ""),
+               paused, 1) == 0);
+    CHECK_STR(amount(0, "storage"), "0.020000");
+
+    /* 10 GiB free per account, pooled: a holds 6 GiB over [0, 100), b
+     * 6 GiB over [50, 150): 12 GiB over [50, 100), 2 beyond the pool for
+     * 50 s = 100 GiB-s = 0.1. */
+    const char *pool = "{\"rate\": \"0.001\", \"per\": \"second\", "
+                       "\"included_per_account\": \"10\"}";
+    struct run two[] = {{"a", JAN, 100, V(1), V(1), 0, 6 * GIB, 0, 0},
+                        {"b", JAN + 50, 100, V(1), V(1), 0, 6 * GIB, 0, 0}};
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM, pool, ""), two, 2) == 0);
+    CHECK_STR(amount(0, "storage"), "0.100000");
+    /* included_gib applies first, per sandbox: 5 + 5 = 10, not above. */
+    const char *both = "{\"rate\": \"0.001\", \"per\": \"second\", "
+                       "\"included_gib\": \"1\", "
+                       "\"included_per_account\": \"10\"}";
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM, both, ""), two, 2) == 0);
+    CHECK_STR(amount(0, "storage"), "-");
+    /* Exactly the pool is free; a byte more for 50 s is billed. */
+    struct run exact[] = {{"a", JAN, 50, V(1), V(1), 0, 5 * GIB, 0, 0},
+                          {"b", JAN, 50, V(1), V(1), 0, 5 * GIB, 0, 0}};
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM, pool, ""), exact, 2) == 0);
+    CHECK_STR(amount(0, "storage"), "-");
+    CHECK(inv[0].q.storage == 0);
+    struct run byte[] = {{"a", JAN, 50, V(1), V(1), 0, 5 * GIB + 1, 0, 0},
+                         {"b", JAN, 50, V(1), V(1), 0, 5 * GIB, 0, 0}};
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM, pool, ""), byte, 2) == 0);
+    CHECK(inv[0].q.storage == 50);
+    /* A level changing inside a span: a holds 6 GiB over [0, 50) then
+     * 8 over [50, 100); b 6 over [50, 150): 14 over [50, 100), 4 beyond
+     * for 50 s = 200 GiB-s. A paused second holds its disk too. */
+    struct run grow[] = {{"a", JAN, 50, V(1), V(1), 0, 6 * GIB, 0, 0},
+                         {"a", JAN + 50, 50, 0, 0, 0, 8 * GIB, 0, 0},
+                         {"b", JAN + 50, 100, V(1), V(1), 0, 6 * GIB, 0, 0}};
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM, pool, ""), grow, 3) == 0);
+    CHECK_STR(amount(0, "storage"), "0.200000");
+    /* ... unless paused seconds are free: then 6 over [50, 100). */
+    const char *pool_running =
+        "{\"rate\": \"0.001\", \"per\": \"second\", "
+        "\"included_per_account\": \"10\", \"billed_when\": \"running\"}";
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM, pool_running, ""), grow, 3) == 0);
+    CHECK_STR(amount(0, "storage"), "-");
+    /* Seconds without a sample count nothing; periods apart: a over the
+     * end of January and the start of February, each month on its own. */
+    struct run across[] = {{"a", FEB - 10, 20, V(1), V(1), 0, 11 * GIB, 0, 0}};
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM, pool, ""), across, 1) == 0);
+    CHECK(ninv == 2);
+    CHECK_STR(amount(0, "storage"), "0.010000");
+    CHECK_STR(amount(1, "storage"), "0.010000");
+
+    /* Storage tiers in GB-hours: the first 200 free, then 0.001. 100 GB
+     * for 2 h is 200 (free); for 2 h and 1 s, 100/3,600 beyond: 0.000028;
+     * for 3 h, 100 beyond: 0.1. */
+    const char *gbh = "{\"unit\": \"GB\", \"tiers\": {\"mode\": \"graduated\", "
+                      "\"per\": \"hour\", \"bands\": [{\"up_to\": \"200\", "
+                      "\"rate\": \"0\"}, {\"up_to\": null, \"rate\": "
+                      "\"0.001\"}]}}";
+    uint32_t lengths[] = {7200, 7201, 10800};
+    const char *want[] = {"-", "0.000028", "0.100000"};
+    for (int i = 0; i < 3; i++) {
+        struct run r[] = {
+            {NULL, JAN, lengths[i], V(1), V(1), 0, 100000000000ULL, 0, 0}};
+        CHECK(rate(book_v2(FREE_CPU, FREE_MEM, gbh, ""), r, 1) == 0);
+        CHECK_STR(amount(0, "storage"), want[i]);
+    }
+    CHECK(ninv == 1 && inv[0].nlines == 1);
+    CHECK_STR(inv[0].lines[0].unit, "GB-hour");
+    /* cpu tiers in vCPU-seconds: the first 100 free. 2 vCPU for 60 s. */
+    const char *cpus = "{\"basis\": \"allocated\", \"tiers\": {\"mode\": "
+                       "\"graduated\", \"per\": \"second\", \"bands\": "
+                       "[{\"up_to\": \"100\", \"rate\": \"0\"}, {\"up_to\": "
+                       "null, \"rate\": \"0.01\"}]}}";
+    struct run cpu[] = {{NULL, JAN, 60, V(2), V(1), 0, 0, 0, 0}};
+    CHECK(rate(book_v2(cpus, FREE_MEM, "null", ""), cpu, 1) == 0);
+    CHECK_STR(amount(0, "cpu"), "0.200000");
+    CHECK_STR(inv[0].lines[0].unit, "vCPU-second");
+
+    /* The 30-day month: 2.592 per GiB-month30 is 0.000001 per GiB-s;
+     * 1 GiB for 1,000 s: 0.001. The 730-hour month: 0.000986. */
+    struct run disk[] = {{NULL, JAN, 1000, V(1), V(1), 0, GIB, 0, 0}};
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM,
+                       "{\"rate\": \"2.592\", \"per\": \"month30\"}", ""),
+               disk, 1) == 0);
+    CHECK_STR(amount(0, "storage"), "0.001000");
+    CHECK_STR(inv[0].lines[0].unit, "GiB-month30");
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM,
+                       "{\"rate\": \"2.592\", \"per\": \"month\"}", ""),
+               disk, 1) == 0);
+    CHECK_STR(amount(0, "storage"), "0.000986");
+}
+
 int
 main(void)
 {
@@ -669,6 +975,9 @@ main(void)
     test_rounding();
     test_unknown_and_overflow();
     test_pipeline();
+    test_steps();
+    test_instances();
+    test_storage_v2();
     pricing_statements_free(inv, ninv);
     return test_result();
 }
