@@ -672,6 +672,9 @@ load_grants(struct loader *l, const json_t *v, struct pricing_book *b)
     if (!json_is_array(v))
         return wrong_type(l, "grants", v, "an array");
     size_t n = json_array_size(v);
+    if (n > PRICING_GRANTS_MAX)
+        return fail(l, "grants", "%zu grants: at most %d", n,
+                    PRICING_GRANTS_MAX);
     if (n && !(b->grants = calloc(n, sizeof(*b->grants))))
         return fail(l, "grants", "out of memory");
     for (size_t i = 0; i < n; i++) {

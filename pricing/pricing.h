@@ -127,6 +127,8 @@ struct pricing_second {
 
 #define PRICING_CPU_UNIT 10000 /* pricing_second.vcpu per vCPU */
 #define PRICING_ID_MAX 64      /* longest account or sandbox id */
+/* Longest grant id: an operator's id, or a book's "BOOK/ID". */
+#define PRICING_GRANT_ID_MAX (2 * PRICING_ID_MAX + 1)
 
 /* Whether s is a valid id: 1-64 characters of A-Za-z0-9._:- */
 bool pricing_id_valid(const char *s);
@@ -162,7 +164,8 @@ struct pricing_source {
 
 struct pricing_line {
     const char *kind; /* "cpu", "memory", ... (docs/pricing.md) */
-    char instance[PRICING_ID_MAX + 1]; /* an "instance" line's type */
+    char instance[PRICING_ID_MAX + 1];   /* an "instance" line's type */
+    char grant[PRICING_GRANT_ID_MAX + 1]; /* a "credit_grant" line's grant */
     char description[96];
     bool has_quantity;           /* quantity and unit are set */
     struct pricing_dec quantity; /* display units, 6 decimals */
@@ -261,6 +264,9 @@ struct pricing_scope {
      * is priced even without usage (a subscription or a minimum commit
      * is still owed). */
     const char *account;
+    /* With year: the periods before it are priced too (what grants
+     * spend before it). */
+    bool through;
 };
 
 /* Makes pricing_rater_finish price what scope says (account is copied);
@@ -289,6 +295,59 @@ int pricing_rate(const struct pricing_book *book, struct pricing_source src,
                  const struct pricing_part *parts, size_t nparts,
                  struct pricing_statement **out, size_t *n,
                  struct pricing_err *e);
+
+/* ---- credit grants (rules section 14) --------------------------------- */
+
+#define PRICING_GRANTS_MAX 32 /* grants in one book */
+
+/* A grant an account received, and what is left of it. */
+struct pricing_grant {
+    char id[PRICING_GRANT_ID_MAX + 1]; /* a book's: "BOOK/ID" */
+    char currency[4];
+    struct pricing_dec amount;  /* as received, at most 6 decimals */
+    struct pricing_dec balance; /* what is left */
+    int received;               /* its period: year * 12 + month - 1 */
+    int expires_after;          /* periods it can be spent in; 0: never */
+};
+
+/* The period index of (year, month): year * 12 + month - 1. */
+int pricing_period_index(int year, int month);
+
+/* The grants book lists, as received in (year, month) with their whole
+ * amount left; returns how many (at most max are written). */
+size_t pricing_book_grants(const struct pricing_book *book, int year,
+                           int month, struct pricing_grant *out, size_t max);
+
+/* Whether g can be spent by an invoice of (year, month) in currency:
+ * the period is in its window and it has a balance. */
+bool pricing_grant_spendable(const struct pricing_grant *g, int year,
+                             int month, const char *currency);
+
+/*
+ * Spends the n grants (at most PRICING_GRANTS_MAX) on a document of (year, month) in currency whose
+ * rounded lines sum to total: each spendable grant, soonest expiry first
+ * (never-expiring last), then earliest received, then by id, pays
+ * -min(balance, what is left of total if positive). order[] receives the
+ * indices of the grants that pay, in that order, and spent[] (indexed
+ * like g) their amounts (negative, else 0); balances fall by as much.
+ * Returns the number in order[]. Cannot fail: amounts only shrink.
+ */
+size_t pricing_grants_spend(struct pricing_grant *g, size_t n, int year,
+                            int month, const char *currency,
+                            struct pricing_dec total, size_t *order,
+                            struct pricing_dec *spent);
+
+/*
+ * Offline rating across periods (rules section 14): with the n
+ * statements of pricing_rate (ordered by account, then period), each
+ * account receives the book's grants in its first period and spends
+ * them period after period; a credit_grant line (naming the grant and
+ * its balance left) ends each statement that spends, and its total is
+ * recomputed.
+ */
+int pricing_statements_grant(const struct pricing_book *book,
+                             struct pricing_statement *st, size_t n,
+                             struct pricing_err *e);
 
 /* ---- periods ---------------------------------------------------------- */
 

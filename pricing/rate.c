@@ -592,7 +592,10 @@ pricing_rater_finish(struct pricing_rater *r, struct pricing_statement **out,
     for (size_t i = 0; i < r->nbuckets; i++)
         for (struct rate_acct *a = r->buckets[i]; a; a = a->next)
             if ((!r->scope.year ||
-                 (a->year == r->scope.year && a->month == r->scope.month)) &&
+                 (a->year == r->scope.year && a->month == r->scope.month) ||
+                 (r->scope.through &&
+                  pricing_period_index(a->year, a->month) <
+                      pricing_period_index(r->scope.year, r->scope.month))) &&
                 (!r->scope.account ||
                  strcmp(a->account_id, r->scope.account) == 0))
                 list[k++] = a;

@@ -36,4 +36,11 @@ int rate_price(const struct pricing_book *book, const struct rate_acct *a,
                int active_days, struct pricing_statement *st,
                struct pricing_err *e);
 
+/* A zeroed line of kind at the end of st's lines, not yet counted:
+ * rate_keep_line counts it unless its amount is zero. NULL, with e set,
+ * when out of memory. */
+struct pricing_line *rate_add_line(struct pricing_statement *st,
+                                   const char *kind, struct pricing_err *e);
+void rate_keep_line(struct pricing_statement *st);
+
 #endif

@@ -141,10 +141,9 @@ out:
     mpq_clears(x, t, r, bound, prev, NULL);
 }
 
-/* A zeroed line of kind at the end of st's lines, not yet counted (see
- * keep_line); NULL, with e set, when out of memory. */
-static struct pricing_line *
-add_line(struct pricing_statement *st, const char *kind, struct pricing_err *e)
+struct pricing_line *
+rate_add_line(struct pricing_statement *st, const char *kind,
+              struct pricing_err *e)
 {
     if (st->nlines == st->lines_cap) {
         size_t nc = st->lines_cap ? 2 * st->lines_cap : 8;
@@ -162,9 +161,8 @@ add_line(struct pricing_statement *st, const char *kind, struct pricing_err *e)
     return l;
 }
 
-/* Keeps the line just filled in unless its amount is zero. */
-static void
-keep_line(struct pricing_statement *st)
+void
+rate_keep_line(struct pricing_statement *st)
 {
     if (st->lines[st->nlines].amount.v != 0)
         st->nlines++;
@@ -190,7 +188,7 @@ usage_line(struct pricing_statement *st, const struct dim *d, pricing_u128 qty,
     struct pricing_dec rate = {0};
     mpq_t x;
     price_of(d, qty, amt, &one_rate, &rate);
-    struct pricing_line *l = add_line(st, d->kind, e);
+    struct pricing_line *l = rate_add_line(st, d->kind, e);
     if (!l)
         return -1;
     snprintf(l->description, sizeof(l->description), "%s", description);
@@ -212,7 +210,7 @@ usage_line(struct pricing_statement *st, const struct dim *d, pricing_u128 qty,
         snprintf(l->unit, sizeof(l->unit), "%s-%s", d->base_name, p->per_name);
     l->has_unit_price = one_rate;
     l->unit_price = rate;
-    keep_line(st);
+    rate_keep_line(st);
     return 0;
 }
 
@@ -236,7 +234,7 @@ static int
 instance_line(struct pricing_statement *st, const struct instance_type *it,
               uint64_t seconds, mpq_t amt, struct pricing_err *e)
 {
-    struct pricing_line *l = add_line(st, "instance", e);
+    struct pricing_line *l = rate_add_line(st, "instance", e);
     if (!l)
         return -1;
     snprintf(l->instance, sizeof(l->instance), "%s", it->name);
@@ -259,7 +257,7 @@ instance_line(struct pricing_statement *st, const struct instance_type *it,
     mpq_clear(x);
     if (rc < 0 || round_to(amt, 6, &l->amount, e, "instance") < 0)
         return -1;
-    keep_line(st);
+    rate_keep_line(st);
     return 0;
 }
 
@@ -275,7 +273,7 @@ credit_line(struct pricing_statement *st, const char *kind,
             int64_t days, struct pricing_dec against, struct pricing_dec *total,
             struct pricing_err *e)
 {
-    struct pricing_line *l = add_line(st, kind, e);
+    struct pricing_line *l = rate_add_line(st, kind, e);
     if (!l)
         return -1;
     snprintf(l->description, sizeof(l->description), "%s", description);
@@ -300,7 +298,7 @@ credit_line(struct pricing_statement *st, const char *kind,
                  st->account_id, st->year, st->month);
         return -1;
     }
-    keep_line(st);
+    rate_keep_line(st);
     return 0;
 }
 
@@ -436,7 +434,7 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
             goto out;
     }
     if (q->runs) {
-        struct pricing_line *l = add_line(st, "runs", e);
+        struct pricing_line *l = rate_add_line(st, "runs", e);
         if (!l)
             goto out;
         snprintf(l->description, sizeof(l->description), "sandbox runs");
@@ -451,10 +449,10 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
         mpq_mul(amt, amt, t);
         if (round_to(amt, 6, &l->amount, e, "runs") < 0)
             goto out;
-        keep_line(st);
+        rate_keep_line(st);
     }
     if (mpq_sgn(credit) > 0) {
-        struct pricing_line *l = add_line(st, "autopause_credit", e);
+        struct pricing_line *l = rate_add_line(st, "autopause_credit", e);
         if (!l)
             goto out;
         snprintf(l->description, sizeof(l->description),
@@ -465,7 +463,7 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
         mpq_neg(credit, credit);
         if (round_to(credit, 6, &l->amount, e, "autopause_credit") < 0)
             goto out;
-        keep_line(st);
+        rate_keep_line(st);
     }
 
     /* The rounded usage lines so far. */
@@ -480,7 +478,7 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
     int64_t active = active_days > 0 && active_days < days ? active_days : days;
     struct pricing_dec total = usage;
     if (b->has_subscription) {
-        struct pricing_line *l = add_line(st, "subscription", e);
+        struct pricing_line *l = rate_add_line(st, "subscription", e);
         if (!l)
             goto out;
         snprintf(l->description, sizeof(l->description),
@@ -499,7 +497,7 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
         l->unit_price = b->monthly_fee;
         if (pricing_dec_add(total, l->amount, &total) != PRICING_OK)
             goto overflow;
-        keep_line(st);
+        rate_keep_line(st);
 
         if (b->included_credit.v > 0 && usage.v > 0) {
             if (credit_line(st, "included_credit",
@@ -514,7 +512,7 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
                     b->promotional_credit, active, days, total, &total, e) < 0)
         goto out;
     if (b->minimum_commit.v > 0) {
-        struct pricing_line *l = add_line(st, "minimum_commit", e);
+        struct pricing_line *l = rate_add_line(st, "minimum_commit", e);
         if (!l)
             goto out;
         snprintf(l->description, sizeof(l->description),
@@ -530,7 +528,7 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
                 goto out;
             if (pricing_dec_add(total, l->amount, &total) != PRICING_OK)
                 goto overflow;
-            keep_line(st);
+            rate_keep_line(st);
         }
     }
     if (pricing_dec_round(total, (unsigned)b->minor_unit, &st->total) !=

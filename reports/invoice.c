@@ -57,6 +57,7 @@ report_invoice_add_statement(struct report_invoice *inv,
         snprintf(l.book, sizeof(l.book), "%s", book);
         snprintf(l.description, sizeof(l.description), "%s", p->description);
         snprintf(l.unit, sizeof(l.unit), "%s", p->unit);
+        snprintf(l.instance, sizeof(l.instance), "%s", p->instance);
         if (report_invoice_add_line(inv, &l, e) < 0)
             return -1;
     }
@@ -74,7 +75,8 @@ static bool
 same_key(const struct report_line *a, const struct report_line *b)
 {
     return strcmp(billed_kind(a), billed_kind(b)) == 0 &&
-           strcmp(a->book, b->book) == 0 && a->version == b->version;
+           strcmp(a->book, b->book) == 0 && a->version == b->version &&
+           strcmp(a->instance, b->instance) == 0;
 }
 
 /* Adds sign x the lines of list matching key into *d; clears
@@ -121,6 +123,8 @@ report_invoice_add_late(struct report_invoice *inv, int year, int month,
     for (size_t i = 0; i < nfresh + nbilled; i++) {
         const struct report_line *key =
             i < nfresh ? &fresh[i] : &billed[i - nfresh];
+        if (strcmp(billed_kind(key), "credit_grant") == 0)
+            continue; /* never rated again (rules section 14) */
         bool seen = false;
         for (size_t j = 0; j < i && !seen; j++)
             seen = same_key(j < nfresh ? &fresh[j] : &billed[j - nfresh], key);
@@ -138,6 +142,7 @@ report_invoice_add_late(struct report_invoice *inv, int year, int month,
         snprintf(d.corrects, sizeof(d.corrects), "%s", billed_kind(key));
         snprintf(d.book, sizeof(d.book), "%s", key->book);
         d.version = key->version;
+        snprintf(d.instance, sizeof(d.instance), "%s", key->instance);
         snprintf(d.description, sizeof(d.description),
                  "late usage of %04d-%02d: %.120s", year, month,
                  key->description);
@@ -193,6 +198,12 @@ line_json(const struct report_line *l)
     json_object_set_new(o, "price_book", str_or_null(l->book));
     json_object_set_new(o, "price_book_version",
                         l->book[0] ? json_integer(l->version) : json_null());
+    /* Only on the lines they name, so that documents without them keep
+     * their canonical form. */
+    if (l->instance[0])
+        json_object_set_new(o, "instance", json_string(l->instance));
+    if (l->grant[0])
+        json_object_set_new(o, "grant", json_string(l->grant));
     report_priced_json(o, l->description, l->has_quantity ? &l->quantity : NULL,
                        l->unit, l->has_unit_price ? &l->unit_price : NULL,
                        l->amount);
@@ -291,8 +302,9 @@ invoice_csv(FILE *out, const struct report_invoice *inv)
         "document",    "account_id", "period",
         "line",        "kind",       "corrects",
         "line_period", "price_book", "price_book_version",
-        "description", "quantity",   "unit",
-        "unit_price",  "amount",     "currency"};
+        "instance",    "grant",      "description",
+        "quantity",    "unit",       "unit_price",
+        "amount",      "currency"};
     size_t nh = sizeof(header) / sizeof(header[0]);
     for (size_t i = 0; i < nh; i++)
         csv_field(out, header[i], i + 1 == nh);
@@ -319,6 +331,8 @@ invoice_csv(FILE *out, const struct report_invoice *inv)
                              line_period,
                              l->book,
                              l->book[0] ? version : "",
+                             l->instance,
+                             l->grant,
                              l->description,
                              c.quantity,
                              l->has_quantity ? l->unit : "",

@@ -43,6 +43,8 @@ struct report_line {
     int year, month;                    /* the period whose usage it bills */
     char book[PRICING_ID_MAX + 1];      /* the pricing book, "" if none */
     int version;                        /* of book */
+    char instance[PRICING_ID_MAX + 1];  /* an instance line's type */
+    char grant[PRICING_GRANT_ID_MAX + 1]; /* a credit_grant line's */
     char description[160];
     bool has_quantity;
     struct pricing_dec quantity; /* display units, 6 decimals */
@@ -98,8 +100,9 @@ int report_invoice_add_statement(struct report_invoice *inv,
  * Late usage (docs/invoicing.md): for period (year, month), what a fresh
  * rating gives (fresh) less what documents already billed for it
  * (billed: their lines of that period), line by line, matched by the
- * kind (or the kind a late_usage line corrects), book and version. Each
- * nonzero difference is appended as a late_usage line.
+ * kind (or the kind a late_usage line corrects), book, version and
+ * instance type. credit_grant lines are never rated again and take no
+ * part. Each nonzero difference is appended as a late_usage line.
  */
 int report_invoice_add_late(struct report_invoice *inv, int year, int month,
                             const struct report_line *fresh, size_t nfresh,

@@ -62,6 +62,10 @@ report_statement_json(const struct pricing_statement *inv)
         const struct pricing_line *l = &inv->lines[i];
         json_t *o = json_object();
         json_object_set_new(o, "kind", json_string(l->kind));
+        if (l->instance[0])
+            json_object_set_new(o, "instance", json_string(l->instance));
+        if (l->grant[0])
+            json_object_set_new(o, "grant", json_string(l->grant));
         report_priced_json(
             o, l->description, l->has_quantity ? &l->quantity : NULL, l->unit,
             l->has_unit_price ? &l->unit_price : NULL, l->amount);

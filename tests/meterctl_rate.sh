@@ -163,6 +163,40 @@ awk 'BEGIN { for (i = 0; i < 20000; i++) printf "{\"ts\":%d,\"account_id\":\"a\"
 expect_status 1 "$METERCTL" rate --price-book "$books/e2b-hobby.json" --usage many.ndjson --memory-limit 1
 contains "$err" "limit of the in-memory sort" "memory limit"
 
+# --- grants carried across files and periods ------------------------------
+# 1 vCPU at 0.001 a second: 3.000 in January (one file), 2.000 in
+# February (another); a grant of 4 leaves 1 for February, which pays 1.00.
+cat >granted.json <<'EOF'
+{"id": "granted", "currency": "USD", "effective_from": "2026-01-01",
+ "source": "test", "as_of": "test",
+ "cpu": {"basis": "allocated", "rate": "0.001", "per": "second"},
+ "memory": {"basis": "allocated", "unit": "GiB", "rate": "0", "per": "second"},
+ "storage": null, "egress": null, "per_run": "0",
+ "grants": [{"id": "signup", "amount": "4", "expires_after_periods": 2}]}
+EOF
+running $JAN 3000 sb-1 1 1 0 >g-jan.ndjson
+running $((JAN + 31 * 86400)) 2000 sb-1 1 1 0 >g-feb.ndjson
+expect_status 0 "$METERCTL" rate --price-book granted.json --usage g-feb.ndjson --usage g-jan.ndjson
+with_grants=$out
+contains "$out" '"grant": "granted/signup"' "grant line names the grant"
+contains "$out" '"amount": "-3.000000"' "January spends 3 of the grant"
+contains "$out" '"amount": "-1.000000"' "February spends the 1 left"
+contains "$out" '"total": "1.00"' "February pays the rest"
+contains "$out" 'credit grant granted/signup, 0.000000 left' "balance shown"
+# --period shows February with the balance January left.
+expect_status 0 "$METERCTL" rate --price-book granted.json --usage g-jan.ndjson --usage g-feb.ndjson --period 2026-02
+contains "$out" '"amount": "-1.000000"' "February alone still spends what January left"
+[ "$(grep -c '"period"' <<<"$out")" = 1 ] || fail "--period prints one statement"
+# --no-grants: the published way, no credit_grant line.
+expect_status 0 "$METERCTL" rate --price-book granted.json --usage g-jan.ndjson --usage g-feb.ndjson --no-grants
+grep -q credit_grant <<<"$out" && fail "--no-grants printed a grant line"
+contains "$out" '"total": "3.00"' "January without grants"
+contains "$out" '"total": "2.00"' "February without grants"
+# The split into files changes nothing.
+cat g-jan.ndjson g-feb.ndjson >g-both.ndjson
+expect_status 0 "$METERCTL" rate --price-book granted.json --usage g-both.ndjson
+[ "$out" = "$with_grants" ] || fail "grants depend on how the files are split"
+
 # --- usage errors: exit 2 ------------------------------------------------
 expect_status 2 "$METERCTL" rate --usage e2b.ndjson
 contains "$err" "--price-book" "no book"

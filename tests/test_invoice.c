@@ -173,7 +173,7 @@ fresh(PGconn *db, const char *acct, int y, int m, const struct pricing_book *b)
         meter_usage_reader_new(db, acct, from, to, &e);
     struct pricing_statement *st = NULL;
     size_t n = 0;
-    struct pricing_scope scope = {y, m, 0, acct};
+    struct pricing_scope scope = {y, m, 0, acct, false};
     CHECK(pricing_rate(b, meter_usage_source(r), &scope, NULL, 0, &st, &n,
                        &pe) == 0);
     meter_usage_reader_free(r);

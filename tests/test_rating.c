@@ -643,7 +643,7 @@ test_pipeline(void)
     pricing_statements_free(st, n);
 
     t.calls = 0;
-    CHECK(pricing_rate(b, src, &(struct pricing_scope){2026, 2, 0, NULL}, NULL,
+    CHECK(pricing_rate(b, src, &(struct pricing_scope){2026, 2, 0, NULL, false}, NULL,
                        0, &st, &n, &e) == 0);
     CHECK(n == 1 && st[0].year == 2026 && st[0].month == 2);
     pricing_statements_free(st, n);
@@ -962,6 +962,95 @@ test_storage_v2(void)
     CHECK_STR(amount(0, "storage"), "0.000986");
 }
 
+/* The amount of grant id's credit_grant line in invoice i, or "-". */
+static const char *
+grant_amount(size_t i, const char *id)
+{
+    static char buf[64];
+    for (size_t l = 0; i < ninv && l < inv[i].nlines; l++)
+        if (strcmp(inv[i].lines[l].kind, "credit_grant") == 0 &&
+            strcmp(inv[i].lines[l].grant, id) == 0) {
+            pricing_dec_format(inv[i].lines[l].amount, 6, buf, sizeof(buf));
+            return buf;
+        }
+    return "-";
+}
+
+/* Section 14, offline: grants received in the account's first period,
+ * spent period after period in the rules' order, lost when they expire. */
+static void
+test_grants(void)
+{
+    const char *json = simple_book(
+        "0.001", "\"grants\": [{\"id\": \"big\", \"amount\": \"10\", "
+                 "\"expires_after_periods\": 3}, {\"id\": \"small\", "
+                 "\"amount\": \"0.5\", \"expires_after_periods\": 1}, "
+                 "{\"id\": \"forever\", \"amount\": \"1\", "
+                 "\"expires_after_periods\": null}]");
+    const int64_t mar = FEB + 28 * 86400LL, apr = mar + 31 * 86400LL,
+                  may = apr + 30 * 86400LL;
+    /* 1.000 in January, 2.000 in February, nothing in March, 1.000 in
+     * April, 20.000 in May. */
+    struct run runs[] = {{NULL, JAN, 1000, V(1), V(1), 0, 0, 0, 0},
+                         {NULL, FEB, 2000, V(1), V(1), 0, 0, 0, 0},
+                         {NULL, apr, 1000, V(1), V(1), 0, 0, 0, 0},
+                         {NULL, may, 20000, V(1), V(1), 0, 0, 0, 0}};
+    CHECK(rate(json, runs, 4) == 0);
+    struct pricing_book *b = book(json);
+    struct pricing_err e = {{0}};
+    CHECK(pricing_statements_grant(b, inv, ninv, &e) == 0);
+    CHECK(ninv == 4);
+    /* January: small (expires first) pays 0.5 and is spent; big, larger
+     * than what is left, pays 0.5; forever waits. */
+    CHECK_STR(grant_amount(0, "t/small"), "-0.500000");
+    CHECK_STR(grant_amount(0, "t/big"), "-0.500000");
+    CHECK_STR(grant_amount(0, "t/forever"), "-");
+    CHECK_STR(total(0), "0.00");
+    CHECK(inv[0].nlines == 3);
+    CHECK_STR(inv[0].lines[1].grant, "t/small"); /* in order, last */
+    CHECK(strstr(inv[0].lines[2].description, "9.500000 left") != NULL);
+    /* February: big pays all 2.000, 7.5 left. */
+    CHECK_STR(grant_amount(1, "t/big"), "-2.000000");
+    CHECK_STR(total(1), "0.00");
+    /* April: big's window (January to March) is over, with 7.5 left and
+     * lost although March had no invoice; forever pays its 1. */
+    CHECK_STR(grant_amount(2, "t/big"), "-");
+    CHECK_STR(grant_amount(2, "t/forever"), "-1.000000");
+    CHECK_STR(total(2), "0.00");
+    /* May: nothing left. */
+    CHECK(inv[3].nlines == 1);
+    CHECK_STR(total(3), "20.00");
+    pricing_book_free(b);
+
+    /* The order when expiries tie: the period received, then the id; a
+     * grant received later cannot pay an earlier period; another
+     * currency pays nothing. */
+    struct pricing_grant g[4] = {
+        {"b", "USD", {5 * PRICING_ONE}, {5 * PRICING_ONE}, 100, 2},
+        {"a", "USD", {5 * PRICING_ONE}, {5 * PRICING_ONE}, 100, 2},
+        {"later", "USD", {5 * PRICING_ONE}, {5 * PRICING_ONE}, 101, 0},
+        {"euro", "EUR", {5 * PRICING_ONE}, {5 * PRICING_ONE}, 100, 0}};
+    size_t order[4];
+    struct pricing_dec spent[4];
+    int y = 100 / 12, m = 100 % 12 + 1;
+    size_t k = pricing_grants_spend(g, 4, y, m, "USD",
+                                    (struct pricing_dec){7 * PRICING_ONE},
+                                    order, spent);
+    CHECK(k == 2 && order[0] == 1 && order[1] == 0);
+    CHECK(spent[1].v == -5 * PRICING_ONE && spent[0].v == -2 * PRICING_ONE);
+    CHECK(spent[2].v == 0 && spent[3].v == 0);
+    CHECK(g[0].balance.v == 3 * PRICING_ONE && g[1].balance.v == 0);
+    /* A total of zero or below spends nothing. */
+    k = pricing_grants_spend(g, 4, y, m, "USD", (struct pricing_dec){0}, order,
+                             spent);
+    CHECK(k == 0 && g[0].balance.v == 3 * PRICING_ONE);
+    /* The last period of the window, and the one after it. */
+    CHECK(pricing_grant_spendable(&g[0], (101) / 12, 101 % 12 + 1, "USD"));
+    CHECK(!pricing_grant_spendable(&g[0], (102) / 12, 102 % 12 + 1, "USD"));
+    CHECK(!pricing_grant_spendable(&g[2], y, m, "USD"));
+    CHECK(pricing_grant_spendable(&g[2], 9999, 12, "USD"));
+}
+
 int
 main(void)
 {
@@ -978,6 +1067,7 @@ main(void)
     test_steps();
     test_instances();
     test_storage_v2();
+    test_grants();
     pricing_statements_free(inv, ninv);
     return test_result();
 }

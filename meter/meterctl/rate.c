@@ -19,6 +19,7 @@ struct rate_args {
     const char **usage;
     size_t nusage;
     uint64_t memory_mib;
+    bool no_grants;
     int year, month;
     int64_t t_from, t_to;
 };
@@ -36,6 +37,7 @@ parse_args(int argc, char **argv, struct rate_args *a)
         {"period", required_argument, NULL, 'p'},
         {"format", required_argument, NULL, 'f'},
         {"memory-limit", required_argument, NULL, 'm'},
+        {"no-grants", no_argument, NULL, 'G'},
         {NULL, 0, NULL, 0},
     };
     int opt;
@@ -79,6 +81,9 @@ parse_args(int argc, char **argv, struct rate_args *a)
                 return ctl_usage_error("rate: --memory-limit '%s' is not a "
                                        "number of MiB",
                                        optarg);
+            break;
+        case 'G':
+            a->no_grants = true;
             break;
         default:
             return ctl_bad_option("rate", argv);
@@ -127,6 +132,20 @@ read_usage(const struct rate_args *a, struct meter_err *e)
     return set;
 }
 
+/* Keeps the statements of (year, month) only, releasing the others. */
+static void
+keep_period(struct pricing_statement *st, size_t *n, int year, int month)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < *n; i++) {
+        if (st[i].year == year && st[i].month == month)
+            st[k++] = st[i];
+        else
+            free(st[i].lines);
+    }
+    *n = k;
+}
+
 int
 ctl_rate(struct ctl *ctl, int argc, char **argv)
 {
@@ -165,12 +184,19 @@ ctl_rate(struct ctl *ctl, int argc, char **argv)
         }
         src = meter_sample_set_source(set);
     }
-    /* --period prices one period; all samples still count for runs. */
-    struct pricing_scope scope = {a.period ? a.year : 0, a.month, 0, NULL};
-    if (pricing_rate(book, src, &scope, NULL, 0, &st, &n, &pe) < 0) {
+    /* --period prices one period; all samples still count for runs.
+     * With grants the periods before it are priced too, in order, for
+     * the balances they leave it. */
+    bool grants = !a.no_grants && pricing_book_grants(book, 0, 0, NULL, 0);
+    struct pricing_scope scope = {a.period ? a.year : 0, a.month, 0, NULL,
+                                  grants};
+    if (pricing_rate(book, src, &scope, NULL, 0, &st, &n, &pe) < 0 ||
+        (grants && pricing_statements_grant(book, st, n, &pe) < 0)) {
         fprintf(stderr, "meterctl: %s\n", pe.msg);
         goto out;
     }
+    if (a.period && grants)
+        keep_period(st, &n, a.year, a.month);
     int written = strcmp(a.format, "table") == 0
                       ? report_statements_table(stdout, st, n, &e)
                       : report_statements_json(stdout, st, n, &e);
