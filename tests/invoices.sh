@@ -151,6 +151,25 @@ contains "$err" "void" "voiding twice"
 expect_status 0 ctl invoice run --period 2026-01 --account acme --finalize
 contains "$out" "1 finalized" "the corrected invoice"
 
+# --- credit grants ----------------------------------------------------------
+expect_status 0 ctl credits grant acme 5 --id promo --expires-after 2
+contains "$out" "grant promo of 5 to account acme" "grant given"
+expect_status 1 ctl credits grant acme 5 --id promo
+contains "$err" "already has a grant 'promo'" "grant id unique per account"
+expect_status 0 ctl credits grant acme 0.25
+contains "$out" "grant grant-1 of 0.25" "grant id generated"
+expect_status 2 ctl credits grant acme 5 --expires-after 0
+expect_status 1 ctl credits grant acme 1.0000001
+contains "$err" "amount '1.0000001'" "grant amount checked"
+expect_status 0 ctl credits list --account acme
+contains "$out" "promo" "grants listed"
+contains "$out" "operator" "an operator's grant"
+expect_status 1 ctl credits list --account ghost
+body=$(curl -s -H "Authorization: Bearer $ACME" "$A/v1/accounts/acme/credits")
+checks=$((checks + 1))
+jq -e '.account_id == "acme" and ([.items[] | select(.grant == "promo" and .amount == "5.000000" and .balance == "5.000000" and .source == "operator" and .currency == "USD")] | length) == 1' <<<"$body" >/dev/null \
+    || fail "GET /v1/accounts/acme/credits: $body"
+
 # --- the role matrix -------------------------------------------------------
 # route                                   none host acme other finance admin
 matrix="
@@ -158,6 +177,8 @@ GET  /v1/invoices                          401  403  200  200   200     200
 GET  /v1/invoices/$num                     401  403  200  404   200     200
 GET  /v1/invoices/$other_num               401  403  404  200   200     200
 GET  /v1/usage?account=acme&from=0&to=9999 401  403  200  404   200     200
+GET  /v1/accounts/acme/credits             401  403  200  404   200     200
+GET  /v1/accounts/ghost/credits            401  403  404  404   404     404
 POST /v1/invoices/run                      401  403  403  403   200     200
 POST /v1/samples                           401  200  403  403   403     403
 GET  /healthz                              200  200  200  200   200     200

@@ -49,7 +49,17 @@ static const char book_s[] =
     "\"0\", \"subscription\": {\"monthly_fee\": \"31\", \"included_credit\": "
     "\"0\", \"max_concurrency\": null, \"max_session_s\": null}}";
 
-static struct pricing_book *books[3];
+/* 0.001 a vCPU-second and a grant of 10 for three periods. */
+static const char book_g[] =
+    "{\"id\": \"book-g\", \"currency\": \"USD\", \"effective_from\": "
+    "\"2025-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": \"0.001\", "
+    "\"per\": \"second\"}, \"memory\": {\"basis\": \"allocated\", \"unit\": "
+    "\"GiB\", \"rate\": \"0\", \"per\": \"second\"}, \"storage\": {\"rate\": "
+    "\"0\", \"per\": \"month\"}, \"egress\": {\"rate\": \"0\"}, \"per_run\": "
+    "\"0\", \"grants\": [{\"id\": \"welcome\", \"amount\": \"10\", "
+    "\"expires_after_periods\": 3}]}";
+
+static struct pricing_book *books[4];
 
 static void
 add_book(PGconn *db, int k, const char *text)
@@ -608,6 +618,205 @@ test_credit_parts(PGconn *db, struct meter_registry *reg)
     pricing_book_free(b2);
 }
 
+/* The credit_grant line of grant id in inv, or NULL. */
+static const struct report_line *
+grant_line(const struct report_invoice *inv, const char *id)
+{
+    for (size_t i = 0; i < inv->nlines; i++)
+        if (strcmp(inv->lines[i].kind, "credit_grant") == 0 &&
+            strcmp(inv->lines[i].grant, id) == 0)
+            return &inv->lines[i];
+    return NULL;
+}
+
+/* The invoice run's document for (acct, y, m) as a struct. */
+static struct report_invoice
+run_get(PGconn *db, const char *acct, int y, int m, bool final)
+{
+    struct meter_invoice_outcome o = invoice(db, acct, y, m, final);
+    char ref[24];
+    snprintf(ref, sizeof(ref), "%" PRId64, o.id);
+    return get(db, ref);
+}
+
+/* Checks grant id's line of inv: its amount and the balance it shows. */
+static void
+check_grant(const struct report_invoice *inv, const char *id,
+            const char *want, const char *left)
+{
+    char a[48], text[96];
+    const struct report_line *l = grant_line(inv, id);
+    if (!want) {
+        CHECK(l == NULL);
+        return;
+    }
+    CHECK(l != NULL);
+    if (!l)
+        return;
+    CHECK_STR(amount(l->amount, a), want);
+    snprintf(text, sizeof(text), "%s left", left);
+    if (!strstr(l->description, text)) {
+        fprintf(stderr, "grant line '%s' lacks '%s'\n", l->description, text);
+        test_failures++;
+    }
+    CHECK(l->year == inv->year && l->month == inv->month && !l->book[0]);
+}
+
+struct grant_seen {
+    int n;
+    struct meter_grant last;
+};
+
+static void
+grant_seen(const struct meter_grant *g, void *arg)
+{
+    struct grant_seen *s = arg;
+    s->n++;
+    s->last = *g;
+}
+
+/* Rules section 14 in the invoice run: book grants spent in order of
+ * finalization, provisional in drafts, lost on expiry, never re-rated by
+ * late usage, given back by voids; operator grants. */
+static void
+test_grants(PGconn *db, struct meter_registry *reg)
+{
+    char a[48];
+    struct meter_err e = {{0}};
+    /* gina: 1.000 in January, 2.000 in February, 3.000 in March, 1.000
+     * in April, on book-g (a grant of 10 for January to March). */
+    run(db, reg, "gina", "gina-1", JAN + 100, 1000);
+    run(db, reg, "gina", "gina-2", FEB + 100, 2000);
+    run(db, reg, "gina", "gina-3", MAR + 100, 3000);
+    const int64_t apr = MAR + 31 * DAY;
+    run(db, reg, "gina", "gina-4", apr + 100, 1000);
+
+    /* A draft spends what final documents left: all 10 so far. */
+    struct report_invoice d = run_get(db, "gina", 2026, 2, false);
+    check_grant(&d, "book-g/welcome", "-2.000000", "8.000000");
+    CHECK(d.lines[d.nlines - 1].kind[0] && grant_line(&d, "book-g/welcome") ==
+                                               &d.lines[d.nlines - 1]);
+    report_invoice_release(&d);
+    /* February cannot be final before January. */
+    struct meter_invoice_outcome o;
+    CHECK(meter_db_invoice_run(db, "gina", 2026, 2, true, "S", &o, &e) < 0);
+    CHECK(strstr(e.msg, "2026-01 has no final invoice") != NULL);
+
+    struct report_invoice jan = run_get(db, "gina", 2026, 1, true);
+    check_grant(&jan, "book-g/welcome", "-1.000000", "9.000000");
+    CHECK_STR(amount(jan.total, a), "0.000000");
+    struct report_invoice feb = run_get(db, "gina", 2026, 2, true);
+    check_grant(&feb, "book-g/welcome", "-2.000000", "7.000000");
+    struct report_invoice mar = run_get(db, "gina", 2026, 3, true);
+    check_grant(&mar, "book-g/welcome", "-3.000000", "4.000000");
+    /* April is past the grant's three periods: the 4 left are lost. */
+    struct report_invoice april = run_get(db, "gina", 2026, 4, true);
+    check_grant(&april, "book-g/welcome", NULL, NULL);
+    CHECK_STR(amount(april.total, a), "1.000000");
+    struct grant_seen seen = {0};
+    CHECK(meter_db_grants_list(db, "gina", grant_seen, &seen, &e) >= 0);
+    CHECK(seen.n == 1 && seen.last.from_book);
+    CHECK_STR(seen.last.grant.id, "book-g/welcome");
+    CHECK_STR(amount(seen.last.grant.balance, a), "4.000000");
+    CHECK(seen.last.grant.received == pricing_period_index(2026, 1) &&
+          seen.last.grant.expires_after == 3);
+
+    /* Late usage in January (0.5 more): May bills it, and only the cpu
+     * line: January's grant line is never rated again. */
+    run(db, reg, "gina", "gina-1", JAN + 2000, 500);
+    struct report_invoice may = run_get(db, "gina", 2026, 5, true);
+    CHECK_STR(amount(sum_lines(&may, "late_usage", 2026, 1), a), "0.500000");
+    for (size_t i = 0; i < may.nlines; i++)
+        CHECK(strcmp(may.lines[i].corrects, "credit_grant") != 0);
+    check_grant(&may, "book-g/welcome", NULL, NULL);
+    CHECK_STR(amount(may.total, a), "0.500000");
+
+    /* Voiding January gives its 1 back to the expired grant; the
+     * corrected January, in the grant's window, spends it again: its
+     * usage (1.5) less what May billed of it (0.5), paid by the grant. */
+    char credit[16];
+    CHECK(meter_db_invoice_void(db, jan.number, "wrong", credit, &e) >= 0);
+    struct report_invoice jan2 = run_get(db, "gina", 2026, 1, true);
+    CHECK(jan2.number[0] && strcmp(jan2.number, jan.number) != 0);
+    check_grant(&jan2, "book-g/welcome", "-1.000000", "4.000000");
+    CHECK_STR(amount(jan2.total, a), "0.000000");
+    seen.n = 0;
+    CHECK(meter_db_grants_list(db, "gina", grant_seen, &seen, &e) >= 0);
+    CHECK_STR(amount(seen.last.grant.balance, a), "4.000000");
+    report_invoice_release(&jan);
+    report_invoice_release(&feb);
+    report_invoice_release(&mar);
+    report_invoice_release(&april);
+    report_invoice_release(&may);
+    report_invoice_release(&jan2);
+
+    /* rita: book-g in January, book-a in February, book-g again from
+     * March: the grant is received once, in January. Voiding January
+     * gives back to the grant still open. */
+    run(db, reg, "rita", "rita-1", JAN + 100, 1000);
+    jan = run_get(db, "rita", 2026, 1, true);
+    check_grant(&jan, "book-g/welcome", "-1.000000", "9.000000");
+    CHECK(meter_db_invoice_void(db, jan.number, "wrong", credit, &e) >= 0);
+    jan2 = run_get(db, "rita", 2026, 1, true);
+    check_grant(&jan2, "book-g/welcome", "-1.000000", "9.000000");
+    seen.n = 0;
+    CHECK(meter_db_grants_list(db, "rita", grant_seen, &seen, &e) >= 0);
+    CHECK(seen.n == 1);
+    CHECK(seen.last.grant.received == pricing_period_index(2026, 1));
+    CHECK_STR(amount(seen.last.grant.balance, a), "9.000000");
+
+    /* Operator grants: received in the month given, in the book's
+     * currency; ids unique per account; grant-N when none is given. */
+    char id[PRICING_ID_MAX + 1];
+    const int64_t mar10 = MAR + 9 * DAY;
+    CHECK(meter_db_grant_add(db, "rita", "2.5", 1, NULL, mar10, id, &e) ==
+          METER_DB_ROWS);
+    CHECK_STR(id, "grant-1");
+    CHECK(meter_db_grant_add(db, "rita", "1", 0, "grant-1", mar10, id, &e) < 0);
+    CHECK(strstr(e.msg, "already has a grant 'grant-1'") != NULL);
+    CHECK(meter_db_grant_add(db, "rita", "100", 0, NULL, mar10, id, &e) ==
+          METER_DB_ROWS);
+    CHECK_STR(id, "grant-2");
+    CHECK(meter_db_grant_add(db, "nobook", "1", 0, NULL, mar10, id, &e) < 0);
+    CHECK(strstr(e.msg, "no price book") != NULL);
+    CHECK(meter_db_grant_add(db, "rita", "0", 0, NULL, mar10, id, &e) < 0);
+    CHECK(strstr(e.msg, "amount '0'") != NULL);
+    CHECK(meter_db_grant_add(db, "rita", "0.0000001", 0, NULL, mar10, id,
+                             &e) < 0);
+    CHECK(meter_db_grant_add(db, "rita", "1", 0, "no spaces", mar10, id,
+                             &e) < 0);
+    CHECK(meter_db_grant_add(db, "ghost", "1", 0, NULL, mar10, id, &e) < 0);
+    CHECK(strstr(e.msg, "no account 'ghost'") != NULL);
+    refused(db, "UPDATE credit_grants SET amount = 1000", "never changes");
+    refused(db, "DELETE FROM credit_grants", "never changes");
+    refused(db, "TRUNCATE credit_grants", "never truncated");
+
+    /* March, 10.000 of usage: the book's grant and grant-1 both end
+     * with March; the earlier received (January) pays first, 9; grant-1
+     * pays the last 1; grant-2, never expiring, comes last and pays
+     * nothing. February (book-a, no usage) is finalized first. */
+    run(db, reg, "rita", "rita-3", MAR + 100, 10000);
+    report_invoice_release(&jan);
+    jan = run_get(db, "rita", 2026, 2, true);
+    CHECK(jan.nlines == 0 && jan.number[0]);
+    mar = run_get(db, "rita", 2026, 3, true);
+    check_grant(&mar, "book-g/welcome", "-9.000000", "0.000000");
+    check_grant(&mar, "grant-1", "-1.000000", "1.500000");
+    check_grant(&mar, "grant-2", NULL, NULL);
+    CHECK(mar.nlines == 3 && strcmp(mar.lines[1].grant, "book-g/welcome") == 0);
+    CHECK_STR(amount(mar.total, a), "0.000000");
+    seen.n = 0;
+    CHECK(meter_db_grants_list(db, "rita", grant_seen, &seen, &e) >= 0);
+    CHECK(seen.n == 3 && !seen.last.from_book);
+    CHECK_STR(seen.last.grant.id, "grant-2");
+    CHECK_STR(seen.last.grant.currency, "USD");
+    CHECK(seen.last.grant.received == pricing_period_index(2026, 3) &&
+          seen.last.grant.expires_after == 0);
+    report_invoice_release(&jan);
+    report_invoice_release(&jan2);
+    report_invoice_release(&mar);
+}
+
 int
 main(void)
 {
@@ -616,11 +825,16 @@ main(void)
     add_book(db, 0, book_a);
     add_book(db, 1, book_b);
     add_book(db, 2, book_s);
+    add_book(db, 3, book_g);
     account(db, "acme", "book-a", "2026-01-01");
     account(db, "beta", "book-s", "2026-01-15");
     account(db, "gamma", "book-a", "2026-01-01");
     account(db, "gamma", "book-b", "2026-01-16");
     account(db, "nobook", NULL, NULL);
+    account(db, "gina", "book-g", "2026-01-01");
+    account(db, "rita", "book-g", "2026-01-01");
+    account(db, "rita", "book-a", "2026-02-01");
+    account(db, "rita", "book-g", "2026-03-01");
     struct meter_registry *reg = meter_registry_new();
 
     test_drafts(db, reg);
@@ -628,9 +842,10 @@ main(void)
     test_late(db, reg);
     test_credit_parts(db, reg);
     test_compact(db, reg);
+    test_grants(db, reg);
 
     meter_registry_free(reg);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
         pricing_book_free(books[k]);
     testdb_drop(&t, db);
     return test_result();

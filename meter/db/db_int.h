@@ -6,6 +6,8 @@
 
 #include "meter_db.h"
 
+#include <stdio.h>
+
 /* The status of a statement that failed (r may be NULL), its message
  * "what: the server's message" in e: SOFT for serialization failures
  * and deadlocks, HARD otherwise. Clears r. For the few statements that
@@ -31,6 +33,82 @@ db_period(int year, int month, int64_t *start, int64_t *end)
     pricing_period_of(pricing_days_from_civil(year, month, 1) * 86400, &y, &m,
                       start, end);
 }
+
+/* The first day of (year, month) as "YYYY-MM-DD". */
+static inline void
+db_period_text(int year, int month, char buf[32])
+{
+    snprintf(buf, 32, "%04d-%02d-01", year, month);
+}
+
+static inline int64_t
+db_period_start(int year, int month)
+{
+    int64_t start, end;
+    db_period(year, month, &start, &end);
+    return start;
+}
+
+static inline int64_t
+db_period_end(int year, int month)
+{
+    int64_t start, end;
+    db_period(year, month, &start, &end);
+    return end;
+}
+
+/* A decimal as the server writes numeric: 0, or -1 if it is not one. */
+static inline int
+db_parse_dec(const char *s, struct pricing_dec *out)
+{
+    return pricing_dec_parse(s, PRICING_SCALE, out) == PRICING_OK ? 0 : -1;
+}
+
+/* One row of account_price_books, with its book parsed. */
+struct db_assignment {
+    int64_t from; /* Unix seconds */
+    char book_id[PRICING_ID_MAX + 1];
+    int version;
+    struct pricing_book *book;
+};
+
+struct db_account {
+    const char *id;
+    char name[801]; /* 200 characters of UTF-8 */
+    int32_t pk;
+    struct db_assignment *a;
+    size_t na;
+    const struct pricing_book *override; /* preview: this book instead */
+};
+
+/* Reads the account (locking its row FOR NO KEY UPDATE when lock) and
+ * its assignments; HARD with "no account" if there is none. */
+enum meter_db_status db_account_load(PGconn *db, struct db_account *acct,
+                                     bool lock, struct meter_err *e);
+void db_account_release(struct db_account *acct);
+
+/* The parts of a period: the days on each book. */
+struct db_parts {
+    struct pricing_part p[31];
+    const struct db_assignment *a[31];
+    size_t n;
+};
+
+void db_parts_of(const struct db_account *acct, int year, int month,
+                 struct db_parts *out);
+
+/* The grants an account has received (its books' and its operator's,
+ * in that order), with the balances its final documents left. */
+struct db_grants {
+    struct pricing_grant *g;
+    bool *from_book; /* g[i] is a book's */
+    size_t n, cap;
+};
+enum meter_db_status db_account_grants(PGconn *db,
+                                       const struct db_account *acct,
+                                       struct db_grants *out,
+                                       struct meter_err *e);
+void db_grants_release(struct db_grants *gs);
 
 /* Runs sql (n text parameters) and adds the first column of every row
  * to out: NONE, ROWS or the failure, with "what: ..." in e. */

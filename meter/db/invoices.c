@@ -29,160 +29,6 @@
 #define LIVE_INVOICE                                                           \
     "i.kind = 'invoice' AND i.status = 'final' AND " NOT_VOIDED("i")
 
-static void
-period_text(int year, int month, char buf[32])
-{
-    snprintf(buf, 32, "%04d-%02d-01", year, month);
-}
-
-static int64_t
-period_start(int year, int month)
-{
-    int64_t start, end;
-    db_period(year, month, &start, &end);
-    return start;
-}
-
-static int64_t
-period_end(int year, int month)
-{
-    int64_t start, end;
-    db_period(year, month, &start, &end);
-    return end;
-}
-
-/* "YYYY-MM-DD" at the start of a text into days since the epoch. */
-static int64_t
-date_days(const char *s)
-{
-    int y = 0, m = 0, d = 0;
-    sscanf(s, "%4d-%2d-%2d", &y, &m, &d);
-    return pricing_days_from_civil(y, m, d);
-}
-
-static int
-parse_dec(const char *s, struct pricing_dec *out)
-{
-    return pricing_dec_parse(s, PRICING_SCALE, out) == PRICING_OK ? 0 : -1;
-}
-
-/* ---- an account's books -------------------------------------------------- */
-
-/* One row of account_price_books, with its book parsed. */
-struct assignment {
-    int64_t from; /* Unix seconds */
-    char book_id[PRICING_ID_MAX + 1];
-    int version;
-    struct pricing_book *book;
-};
-
-struct account {
-    const char *id;
-    char name[801]; /* 200 characters of UTF-8 */
-    int32_t pk;
-    struct assignment *a;
-    size_t na;
-    const struct pricing_book *override; /* preview: this book instead */
-};
-
-static void
-account_release(struct account *acct)
-{
-    for (size_t i = 0; i < acct->na; i++)
-        pricing_book_free(acct->a[i].book);
-    free(acct->a);
-    acct->a = NULL;
-    acct->na = 0;
-}
-
-/* Reads the account (locking its row when lock) and its assignments. */
-static enum meter_db_status
-account_load(PGconn *db, struct account *acct, bool lock, struct meter_err *e)
-{
-    const char *v[] = {acct->id};
-    PGresult *r;
-    enum meter_db_status st =
-        meter_db_exec(db, "cannot read the account",
-                      /* NO KEY: ingestion's foreign keys to the row
-                       * (KEY SHARE) do not wait for the run. */
-                      lock ? "SELECT account_pk, coalesce(name, '') FROM"
-                             " accounts WHERE account_id = $1"
-                             " FOR NO KEY UPDATE"
-                           : "SELECT account_pk, coalesce(name, '') FROM"
-                             " accounts WHERE account_id = $1",
-                      1, v, NULL, NULL, &r, e);
-    if (st == METER_DB_NONE) {
-        PQclear(r);
-        meter_fail(e, "no account '%s'", acct->id);
-        return METER_DB_HARD;
-    }
-    if (st < 0)
-        return st;
-    acct->pk = (int32_t)strtol(PQgetvalue(r, 0, 0), NULL, 10);
-    snprintf(acct->name, sizeof(acct->name), "%s", PQgetvalue(r, 0, 1));
-    PQclear(r);
-    st = meter_db_exec(db, "cannot read the account's price books",
-                       "SELECT a.valid_from, a.price_book_id, a.version,"
-                       " b.book::text FROM account_price_books a"
-                       " JOIN price_books b USING (price_book_id, version)"
-                       " WHERE a.account_id = $1 ORDER BY a.valid_from",
-                       1, v, NULL, NULL, &r, e);
-    if (st < 0)
-        return st;
-    int n = PQntuples(r);
-    acct->a = calloc(n ? (size_t)n : 1, sizeof(*acct->a));
-    if (!acct->a) {
-        PQclear(r);
-        return db_hard(e, "out of memory");
-    }
-    for (int i = 0; i < n; i++) {
-        struct assignment *x = &acct->a[acct->na++];
-        x->from = date_days(PQgetvalue(r, i, 0)) * 86400;
-        snprintf(x->book_id, sizeof(x->book_id), "%s", PQgetvalue(r, i, 1));
-        x->version = (int)strtol(PQgetvalue(r, i, 2), NULL, 10);
-        struct pricing_err pe = {{0}};
-        char origin[96];
-        snprintf(origin, sizeof(origin), "price book %s version %d", x->book_id,
-                 x->version);
-        x->book = pricing_book_parse(PQgetvalue(r, i, 3),
-                                     (size_t)PQgetlength(r, i, 3), origin, &pe);
-        if (!x->book) {
-            PQclear(r);
-            return db_hard(e, "%s", pe.msg);
-        }
-    }
-    PQclear(r);
-    return METER_DB_ROWS;
-}
-
-/* The parts of a period: the days on each book. */
-struct parts {
-    struct pricing_part p[31];
-    const struct assignment *a[31];
-    size_t n;
-};
-
-static void
-parts_of(const struct account *acct, int year, int month, struct parts *out)
-{
-    int64_t start = period_start(year, month), end = period_end(year, month);
-    out->n = 0;
-    for (size_t i = 0; i < acct->na; i++) {
-        int64_t from = acct->a[i].from,
-                to = i + 1 < acct->na ? acct->a[i + 1].from : INT64_MAX;
-        if (from < start)
-            from = start;
-        if (to > end)
-            to = end;
-        if (from >= to || out->n == 31)
-            continue;
-        out->p[out->n].book = acct->override ? acct->override : acct->a[i].book;
-        out->p[out->n].from = from;
-        out->p[out->n].to = to;
-        out->a[out->n++] = &acct->a[i];
-    }
-}
-
 /* ---- rating -------------------------------------------------------------- */
 
 /* The periods a document rated, with what it saw of each: the stored
@@ -196,14 +42,14 @@ struct rated {
 
 /* The account's sandboxes whose first running minute is in the period. */
 static enum meter_db_status
-first_runs(PGconn *db, const struct account *acct, int year, int month,
+first_runs(PGconn *db, const struct db_account *acct, int year, int month,
            uint64_t *out, struct meter_err *e)
 {
     char pk[16], lo[24], hi[24];
     snprintf(pk, sizeof(pk), "%d", acct->pk);
     snprintf(lo, sizeof(lo), "%lld",
-             (long long)(period_start(year, month) / 60));
-    snprintf(hi, sizeof(hi), "%lld", (long long)(period_end(year, month) / 60));
+             (long long)(db_period_start(year, month) / 60));
+    snprintf(hi, sizeof(hi), "%lld", (long long)(db_period_end(year, month) / 60));
     const char *v[] = {pk, lo, hi};
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
@@ -224,12 +70,12 @@ first_runs(PGconn *db, const struct account *acct, int year, int month,
  * lines.
  */
 static enum meter_db_status
-rate_period(PGconn *db, const struct account *acct, int year, int month,
+rate_period(PGconn *db, const struct db_account *acct, int year, int month,
             struct report_invoice *inv, struct rated *rated,
             struct meter_err *e)
 {
-    struct parts parts;
-    parts_of(acct, year, month, &parts);
+    struct db_parts parts;
+    db_parts_of(acct, year, month, &parts);
     if (rated->n == 64)
         return db_hard(e, "account '%s': more than 64 periods in one invoice",
                        acct->id);
@@ -245,11 +91,11 @@ rate_period(PGconn *db, const struct account *acct, int year, int month,
     if (parts.n == 0)
         return METER_DB_NONE;
     struct meter_usage_reader *r =
-        db_usage_open(db, acct->id, period_start(year, month),
-                      period_end(year, month), false, e);
+        db_usage_open(db, acct->id, db_period_start(year, month),
+                      db_period_end(year, month), false, e);
     if (!r)
         return METER_DB_HARD;
-    struct pricing_scope scope = {year, month, 0, acct->id};
+    struct pricing_scope scope = {year, month, 0, acct->id, false};
     struct pricing_statement *st = NULL;
     size_t n = 0;
     struct pricing_err pe = {{0}};
@@ -260,7 +106,7 @@ rate_period(PGconn *db, const struct account *acct, int year, int month,
     } else {
         rated->seconds[slot] = db_usage_seconds(r);
         for (size_t k = 0; k < n && rc == METER_DB_ROWS; k++) {
-            const struct assignment *a = parts.a[k];
+            const struct db_assignment *a = parts.a[k];
             const char *book =
                 acct->override ? pricing_book_id(acct->override) : a->book_id;
             if (strcmp(st[k].currency, inv->currency) != 0 &&
@@ -284,57 +130,67 @@ rate_period(PGconn *db, const struct account *acct, int year, int month,
     return rc;
 }
 
+/* The columns of a line, as line_from_row reads them. */
+#define LINE_COLUMNS                                                           \
+    "l.kind, coalesce(l.corrects, ''), to_char(l.period, 'YYYY-MM'),"          \
+    " coalesce(l.price_book_id, ''), coalesce(l.version, 0), l.description,"   \
+    " l.quantity, coalesce(l.unit, ''), l.unit_price, l.amount,"               \
+    " coalesce(l.instance, ''), coalesce(l.grant_id, ''), l.account_id"
+
+/* Appends the line of row i of r (LINE_COLUMNS) to inv; -1 if it does not
+ * read back. */
+static int
+line_from_row(PGresult *r, int i, struct report_invoice *inv,
+              struct meter_err *e)
+{
+    struct report_line l = {0};
+    snprintf(l.kind, sizeof(l.kind), "%s", PQgetvalue(r, i, 0));
+    snprintf(l.corrects, sizeof(l.corrects), "%s", PQgetvalue(r, i, 1));
+    meter_period_parse(PQgetvalue(r, i, 2), &l.year, &l.month);
+    snprintf(l.book, sizeof(l.book), "%s", PQgetvalue(r, i, 3));
+    l.version = (int)strtol(PQgetvalue(r, i, 4), NULL, 10);
+    snprintf(l.description, sizeof(l.description), "%s", PQgetvalue(r, i, 5));
+    l.has_quantity = !PQgetisnull(r, i, 6);
+    snprintf(l.unit, sizeof(l.unit), "%s", PQgetvalue(r, i, 7));
+    l.has_unit_price = !PQgetisnull(r, i, 8);
+    snprintf(l.instance, sizeof(l.instance), "%s", PQgetvalue(r, i, 10));
+    snprintf(l.grant, sizeof(l.grant), "%s", PQgetvalue(r, i, 11));
+    if ((l.has_quantity && db_parse_dec(PQgetvalue(r, i, 6), &l.quantity)) ||
+        (l.has_unit_price && db_parse_dec(PQgetvalue(r, i, 8), &l.unit_price)) ||
+        db_parse_dec(PQgetvalue(r, i, 9), &l.amount))
+        return meter_fail(e, "account '%s': a stored line does not read back",
+                          PQgetvalue(r, i, 12));
+    return report_invoice_add_line(inv, &l, e);
+}
+
 /* The lines that final documents of the account bill for a period
  * (credit notes cancel the invoices they void), into billed. */
 static enum meter_db_status
-billed_lines(PGconn *db, const struct account *acct, int year, int month,
+billed_lines(PGconn *db, const struct db_account *acct, int year, int month,
              struct report_invoice *billed, struct meter_err *e)
 {
     char period[32];
-    period_text(year, month, period);
+    db_period_text(year, month, period);
     const char *v[] = {acct->id, period};
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
         db, "cannot read billed lines",
-        "SELECT l.kind, coalesce(l.corrects, ''),"
-        " coalesce(l.price_book_id, ''), coalesce(l.version, 0),"
-        " l.description, l.quantity, coalesce(l.unit, ''), l.unit_price,"
-        " l.amount FROM invoice_lines l JOIN invoices i"
+        "SELECT " LINE_COLUMNS " FROM invoice_lines l JOIN invoices i"
         " USING (account_id, invoice_id)"
         " WHERE l.account_id = $1 AND i.status = 'final' AND l.period = $2"
         " ORDER BY i.invoice_id, l.line_no",
         2, v, NULL, NULL, &r, e);
-    if (st < 0)
-        return st;
-    for (int i = 0; i < PQntuples(r); i++) {
-        struct report_line l = {.year = year, .month = month};
-        snprintf(l.kind, sizeof(l.kind), "%s", PQgetvalue(r, i, 0));
-        snprintf(l.corrects, sizeof(l.corrects), "%s", PQgetvalue(r, i, 1));
-        snprintf(l.book, sizeof(l.book), "%s", PQgetvalue(r, i, 2));
-        l.version = (int)strtol(PQgetvalue(r, i, 3), NULL, 10);
-        snprintf(l.description, sizeof(l.description), "%s",
-                 PQgetvalue(r, i, 4));
-        l.has_quantity = !PQgetisnull(r, i, 5);
-        l.has_unit_price = !PQgetisnull(r, i, 7);
-        snprintf(l.unit, sizeof(l.unit), "%s", PQgetvalue(r, i, 6));
-        if ((l.has_quantity && parse_dec(PQgetvalue(r, i, 5), &l.quantity)) ||
-            (l.has_unit_price &&
-             parse_dec(PQgetvalue(r, i, 7), &l.unit_price)) ||
-            parse_dec(PQgetvalue(r, i, 8), &l.amount) ||
-            report_invoice_add_line(billed, &l, e) < 0) {
-            PQclear(r);
-            return db_hard(e, "account '%s': a stored line does not read back",
-                           acct->id);
-        }
-    }
+    for (int i = 0; st >= 0 && i < PQntuples(r); i++)
+        if (line_from_row(r, i, billed, e) < 0)
+            st = METER_DB_HARD;
     PQclear(r);
-    return METER_DB_ROWS;
+    return st < 0 ? st : METER_DB_ROWS;
 }
 
 /* Late usage of period (year, month): a fresh rating less what is billed,
  * appended to inv as late_usage lines. */
 static enum meter_db_status
-late_usage(PGconn *db, const struct account *acct, int year, int month,
+late_usage(PGconn *db, const struct db_account *acct, int year, int month,
            struct report_invoice *inv, struct rated *rated, struct meter_err *e)
 {
     struct report_invoice fresh = {0}, billed = {0};
@@ -357,12 +213,12 @@ late_usage(PGconn *db, const struct account *acct, int year, int month,
  * stored, or other first runs), or a credit note took back lines of
  * theirs since. Each gets its late usage. */
 static enum meter_db_status
-late_periods(PGconn *db, const struct account *acct, int year, int month,
+late_periods(PGconn *db, const struct db_account *acct, int year, int month,
              struct report_invoice *inv, struct rated *rated,
              struct meter_err *e)
 {
     char period[32], pk[16];
-    period_text(year, month, period);
+    db_period_text(year, month, period);
     snprintf(pk, sizeof(pk), "%d", acct->pk);
     const char *v[] = {acct->id, period, pk};
     PGresult *r;
@@ -407,12 +263,58 @@ late_periods(PGconn *db, const struct account *acct, int year, int month,
 }
 
 /*
+ * Ends inv with a credit_grant line for each grant that pays it (rules
+ * section 14), from the balances final documents left: at finalization,
+ * which runs in the same transaction under the account's lock, these are
+ * the balances then.
+ */
+static enum meter_db_status
+spend_grants(PGconn *db, const struct db_account *acct,
+             struct report_invoice *inv, struct meter_err *e)
+{
+    struct db_grants gs;
+    enum meter_db_status st = db_account_grants(db, acct, &gs, e);
+    if (st < 0 || gs.n == 0) {
+        db_grants_release(&gs);
+        return st;
+    }
+    struct pricing_dec sum = {0};
+    for (size_t i = 0; i < inv->nlines; i++)
+        if (pricing_dec_add(sum, inv->lines[i].amount, &sum) != PRICING_OK)
+            st = db_hard(e, "account '%s': amount overflow", acct->id);
+    size_t *order = calloc(gs.n, sizeof(*order));
+    struct pricing_dec *spent = calloc(gs.n, sizeof(*spent));
+    if (!order || !spent)
+        st = db_hard(e, "out of memory");
+    size_t k = st < 0 ? 0
+                      : pricing_grants_spend(gs.g, gs.n, inv->year, inv->month,
+                                             inv->currency, sum, order, spent);
+    for (size_t x = 0; x < k && st >= 0; x++) {
+        const struct pricing_grant *g = &gs.g[order[x]];
+        struct report_line l = {.year = inv->year, .month = inv->month};
+        char left[48];
+        pricing_dec_format(g->balance, 6, left, sizeof(left));
+        snprintf(l.kind, sizeof(l.kind), "credit_grant");
+        snprintf(l.grant, sizeof(l.grant), "%s", g->id);
+        snprintf(l.description, sizeof(l.description),
+                 "credit grant %.40s, %.30s left", g->id, left);
+        l.amount = spent[order[x]];
+        if (report_invoice_add_line(inv, &l, e) < 0)
+            st = METER_DB_HARD;
+    }
+    free(order);
+    free(spent);
+    db_grants_release(&gs);
+    return st;
+}
+
+/*
  * Computes the account's document for the period into inv: its own
  * lines, part by part, then late usage (of its own period, if other
  * documents billed some of it, and of earlier invoiced periods).
  */
 static enum meter_db_status
-compute(PGconn *db, const struct account *acct, int year, int month,
+compute(PGconn *db, const struct db_account *acct, int year, int month,
         bool with_late, struct report_invoice *inv, struct rated *rated,
         struct meter_err *e)
 {
@@ -436,6 +338,8 @@ compute(PGconn *db, const struct account *acct, int year, int month,
     report_invoice_release(&billed);
     if (st >= 0)
         st = late_periods(db, acct, year, month, inv, rated, e);
+    if (st >= 0)
+        st = spend_grants(db, acct, inv, e);
     if (st >= 0 && report_invoice_total(inv, e) < 0)
         st = METER_DB_HARD;
     return st < 0 ? st : METER_DB_ROWS;
@@ -451,14 +355,14 @@ lines_json(const struct report_invoice *inv)
     for (size_t i = 0; i < inv->nlines; i++) {
         const struct report_line *l = &inv->lines[i];
         char period[32], q[64], up[64], amt[64];
-        period_text(l->year, l->month, period);
+        db_period_text(l->year, l->month, period);
         struct report_cells c;
         report_line_cells(l, &c);
         snprintf(q, sizeof(q), "%s", c.quantity);
         snprintf(up, sizeof(up), "%s", c.unit_price);
         snprintf(amt, sizeof(amt), "%s", c.amount);
         json_t *o = json_pack(
-            "{s:I, s:s, s:o, s:s, s:o, s:o, s:s, s:o, s:o, s:o, s:s}",
+            "{s:I, s:s, s:o, s:s, s:o, s:o, s:s, s:o, s:o, s:o, s:s, s:o, s:o}",
             "line_no", (json_int_t)(i + 1), "kind", l->kind, "corrects",
             l->corrects[0] ? json_string(l->corrects) : json_null(), "period",
             period, "price_book_id",
@@ -467,7 +371,9 @@ lines_json(const struct report_invoice *inv)
             l->description, "quantity",
             l->has_quantity ? json_string(q) : json_null(), "unit",
             l->has_quantity ? json_string(l->unit) : json_null(), "unit_price",
-            l->has_unit_price ? json_string(up) : json_null(), "amount", amt);
+            l->has_unit_price ? json_string(up) : json_null(), "amount", amt,
+            "instance", l->instance[0] ? json_string(l->instance) : json_null(),
+            "grant_id", l->grant[0] ? json_string(l->grant) : json_null());
         if (!o || json_array_append_new(arr, o) < 0) {
             json_decref(arr);
             return NULL;
@@ -484,7 +390,7 @@ rated_json(const struct rated *rated)
     json_t *arr = json_array();
     for (size_t i = 0; i < rated->n; i++) {
         char period[32];
-        period_text(rated->year[i], rated->month[i], period);
+        db_period_text(rated->year[i], rated->month[i], period);
         json_array_append_new(
             arr, json_pack("{s:s, s:I, s:I}", "period", period, "samples",
                            (json_int_t)rated->seconds[i], "first_runs",
@@ -513,11 +419,12 @@ store_parts(PGconn *db, const struct report_invoice *inv,
         db, "cannot store invoice lines",
         "INSERT INTO invoice_lines (account_id, invoice_id, line_no, kind,"
         " corrects, period, price_book_id, version, description, quantity,"
-        " unit, unit_price, amount)"
+        " unit, unit_price, amount, instance, grant_id)"
         " SELECT $1, $2::bigint, x.* FROM json_to_recordset($3::json) AS x"
         " (line_no int, kind text, corrects text, period date,"
         "  price_book_id text, version int, description text,"
-        "  quantity numeric, unit text, unit_price numeric, amount numeric)",
+        "  quantity numeric, unit text, unit_price numeric, amount numeric,"
+        "  instance text, grant_id text)",
         3, v, NULL, NULL, NULL, e);
     if (st >= 0 && usage) {
         const char *u[] = {inv->account_id, id, usage};
@@ -548,7 +455,7 @@ store_draft(PGconn *db, struct report_invoice *inv, const struct rated *rated,
             struct meter_err *e)
 {
     char period[32], total[64];
-    period_text(inv->year, inv->month, period);
+    db_period_text(inv->year, inv->month, period);
     total_text(inv, total, sizeof(total));
     const char *v[] = {
         inv->account_id, period,
@@ -632,8 +539,8 @@ meter_db_invoice_accounts(PGconn *db, int year, int month, const char *only,
                           struct meter_strtab *out, struct meter_err *e)
 {
     char from[32], to[32];
-    period_text(year, month, from);
-    period_text(month == 12 ? year + 1 : year, month == 12 ? 1 : month + 1, to);
+    db_period_text(year, month, from);
+    db_period_text(month == 12 ? year + 1 : year, month == 12 ? 1 : month + 1, to);
     const char *v[] = {from, to, only};
     /* An assignment holds until the account's next one. */
     return db_strings(
@@ -648,6 +555,50 @@ meter_db_invoice_accounts(PGconn *db, int year, int month, const char *only,
         3, v, out, e);
 }
 
+/* HARD, naming the period, when an earlier period in which the account
+ * had a book has no final invoice: grants look back, so an account's
+ * periods are finalized in order (rules section 14). A voided period
+ * had one; its corrected invoice may come later. */
+static enum meter_db_status
+finalized_before(PGconn *db, const struct db_account *acct, int year,
+                 int month, struct meter_err *e)
+{
+    if (acct->na == 0)
+        return METER_DB_NONE;
+    char period[32];
+    db_period_text(year, month, period);
+    const char *v[] = {acct->id, period};
+    PGresult *r;
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot read the account's invoices",
+        "SELECT DISTINCT to_char(period, 'YYYY-MM') FROM invoices"
+        " WHERE account_id = $1 AND kind = 'invoice' AND status = 'final'"
+        " AND period < $2::date",
+        2, v, NULL, NULL, &r, e);
+    if (st < 0)
+        return st;
+    int y, m;
+    int64_t start, end;
+    pricing_period_of(acct->a[0].from, &y, &m, &start, &end);
+    for (int p = pricing_period_index(y, m);
+         st >= 0 && p < pricing_period_index(year, month); p++) {
+        struct db_parts parts;
+        db_parts_of(acct, p / 12, p % 12 + 1, &parts);
+        char want[16];
+        snprintf(want, sizeof(want), "%04d-%02d", p / 12, p % 12 + 1);
+        bool final = false;
+        for (int i = 0; i < PQntuples(r) && !final; i++)
+            final = strcmp(PQgetvalue(r, i, 0), want) == 0;
+        if (parts.n && !final)
+            st = db_hard(e,
+                         "account '%s': %s has no final invoice; an "
+                         "account's periods are finalized in order",
+                         acct->id, want);
+    }
+    PQclear(r);
+    return st;
+}
+
 struct run_arg {
     const char *account, *seller;
     int year, month;
@@ -660,14 +611,14 @@ run_attempt(PGconn *db, void *arg, struct meter_err *e)
 {
     struct run_arg *a = arg;
     struct meter_invoice_outcome *out = a->out;
-    struct account acct = {.id = a->account};
+    struct db_account acct = {.id = a->account};
     struct report_invoice inv = {0};
     struct rated rated = {0};
     char period[32];
-    period_text(a->year, a->month, period);
+    db_period_text(a->year, a->month, period);
     memset(out, 0, sizeof(*out));
 
-    enum meter_db_status st = account_load(db, &acct, true, e);
+    enum meter_db_status st = db_account_load(db, &acct, true, e);
     if (st < 0)
         goto out;
     /* A draft is recomputed by any run: it need not wait for the disk. A
@@ -677,7 +628,7 @@ run_attempt(PGconn *db, void *arg, struct meter_err *e)
                             "SET LOCAL synchronous_commit = off", 0, NULL, NULL,
                             NULL, NULL, e)) < 0)
         goto out;
-    if (a->finalize && period_end(a->year, a->month) > time(NULL)) {
+    if (a->finalize && db_period_end(a->year, a->month) > time(NULL)) {
         st = db_hard(e,
                      "%04d-%02d has not ended: a period is finalized once "
                      "it is over",
@@ -701,8 +652,8 @@ run_attempt(PGconn *db, void *arg, struct meter_err *e)
         goto out;
     }
     PQclear(r);
-    struct parts parts;
-    parts_of(&acct, a->year, a->month, &parts);
+    struct db_parts parts;
+    db_parts_of(&acct, a->year, a->month, &parts);
     if (parts.n == 0) {
         /* No book in the period: no invoice, and no stale draft. */
         st = meter_db_exec(db, "cannot remove a stale draft",
@@ -716,7 +667,8 @@ run_attempt(PGconn *db, void *arg, struct meter_err *e)
     st = compute(db, &acct, a->year, a->month, true, &inv, &rated, e);
     if (st >= 0)
         st = store_draft(db, &inv, &rated, e);
-    if (st >= 0 && a->finalize)
+    if (st >= 0 && a->finalize &&
+        (st = finalized_before(db, &acct, a->year, a->month, e)) >= 0)
         st = finalize(db, &inv, e);
     if (st >= 0) {
         out->written = true;
@@ -729,7 +681,7 @@ run_attempt(PGconn *db, void *arg, struct meter_err *e)
         st = METER_DB_ROWS;
     }
 out:
-    account_release(&acct);
+    db_account_release(&acct);
     report_invoice_release(&inv);
     return st;
 }
@@ -756,12 +708,12 @@ static enum meter_db_status
 preview_attempt(PGconn *db, void *arg, struct meter_err *e)
 {
     struct preview_arg *a = arg;
-    struct account acct = {.id = a->account, .override = a->book};
+    struct db_account acct = {.id = a->account, .override = a->book};
     struct rated rated = {0};
-    enum meter_db_status st = account_load(db, &acct, false, e);
+    enum meter_db_status st = db_account_load(db, &acct, false, e);
     if (st >= 0) {
-        struct parts parts;
-        parts_of(&acct, a->year, a->month, &parts);
+        struct db_parts parts;
+        db_parts_of(&acct, a->year, a->month, &parts);
         if (parts.n == 0)
             st = db_hard(e, "account '%s' has no price book in %04d-%02d",
                          a->account, a->year, a->month);
@@ -771,7 +723,7 @@ preview_attempt(PGconn *db, void *arg, struct meter_err *e)
         /* Its own lines only: late usage is billed as it was. */
         st = compute(db, &acct, a->year, a->month, false, a->inv, &rated, e);
     }
-    account_release(&acct);
+    db_account_release(&acct);
     /* Nothing is stored: roll back whatever happened. */
     return st < 0 ? st : METER_DB_ABORT;
 }
@@ -831,7 +783,7 @@ doc_header(PGresult *r, int i, struct report_invoice *inv)
     snprintf(inv->sha256, sizeof(inv->sha256), "%s", PQgetvalue(r, i, 14));
     snprintf(inv->status, sizeof(inv->status), "%s",
              inv->voided_by[0] ? "void" : PQgetvalue(r, i, 2));
-    return parse_dec(PQgetvalue(r, i, 15), &inv->total);
+    return db_parse_dec(PQgetvalue(r, i, 15), &inv->total);
 }
 
 /* The lines of document inv->id. */
@@ -844,38 +796,15 @@ doc_lines(PGconn *db, struct report_invoice *inv, struct meter_err *e)
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
         db, "cannot read invoice lines",
-        "SELECT kind, coalesce(corrects, ''), to_char(period, 'YYYY-MM'),"
-        " coalesce(price_book_id, ''), coalesce(version, 0), description,"
-        " quantity, coalesce(unit, ''), unit_price, amount"
-        " FROM invoice_lines WHERE account_id = $1 AND invoice_id = $2::bigint"
-        " ORDER BY line_no",
+        "SELECT " LINE_COLUMNS " FROM invoice_lines l"
+        " WHERE l.account_id = $1 AND l.invoice_id = $2::bigint"
+        " ORDER BY l.line_no",
         2, v, NULL, NULL, &r, e);
-    if (st < 0)
-        return st;
-    for (int i = 0; i < PQntuples(r); i++) {
-        struct report_line l = {0};
-        snprintf(l.kind, sizeof(l.kind), "%s", PQgetvalue(r, i, 0));
-        snprintf(l.corrects, sizeof(l.corrects), "%s", PQgetvalue(r, i, 1));
-        meter_period_parse(PQgetvalue(r, i, 2), &l.year, &l.month);
-        snprintf(l.book, sizeof(l.book), "%s", PQgetvalue(r, i, 3));
-        l.version = (int)strtol(PQgetvalue(r, i, 4), NULL, 10);
-        snprintf(l.description, sizeof(l.description), "%s",
-                 PQgetvalue(r, i, 5));
-        l.has_quantity = !PQgetisnull(r, i, 6);
-        snprintf(l.unit, sizeof(l.unit), "%s", PQgetvalue(r, i, 7));
-        l.has_unit_price = !PQgetisnull(r, i, 8);
-        if ((l.has_quantity && parse_dec(PQgetvalue(r, i, 6), &l.quantity)) ||
-            (l.has_unit_price &&
-             parse_dec(PQgetvalue(r, i, 8), &l.unit_price)) ||
-            parse_dec(PQgetvalue(r, i, 9), &l.amount) ||
-            report_invoice_add_line(inv, &l, e) < 0) {
-            PQclear(r);
-            return db_hard(e, "invoice %" PRId64 ": a line does not read back",
-                           inv->id);
-        }
-    }
+    for (int i = 0; st >= 0 && i < PQntuples(r); i++)
+        if (line_from_row(r, i, inv, e) < 0)
+            st = METER_DB_HARD;
     PQclear(r);
-    return METER_DB_ROWS;
+    return st < 0 ? st : METER_DB_ROWS;
 }
 
 enum meter_db_status
@@ -915,7 +844,7 @@ meter_db_invoice_list(PGconn *db, const struct meter_invoice_filter *f,
 {
     char period[32] = "", after[24], limit[24];
     if (f->year)
-        period_text(f->year, f->month, period);
+        db_period_text(f->year, f->month, period);
     snprintf(after, sizeof(after), "%" PRId64, f->after);
     snprintf(limit, sizeof(limit), "%d", f->limit > 0 ? f->limit : 100);
     const char *v[] = {f->account, period[0] ? period : NULL, f->status, after,
@@ -967,9 +896,9 @@ void_attempt(PGconn *db, void *arg, struct meter_err *e)
         goto out;
     }
     /* Serialize with the account's runs, then check again. */
-    struct account acct = {.id = inv.account_id};
-    st = account_load(db, &acct, true, e);
-    account_release(&acct);
+    struct db_account acct = {.id = inv.account_id};
+    st = db_account_load(db, &acct, true, e);
+    db_account_release(&acct);
     if (st < 0)
         goto out;
     note = inv;
@@ -991,7 +920,7 @@ void_attempt(PGconn *db, void *arg, struct meter_err *e)
     if (st < 0)
         goto out;
     char period[32], total[64], voids[24];
-    period_text(note.year, note.month, period);
+    db_period_text(note.year, note.month, period);
     total_text(&note, total, sizeof(total));
     snprintf(voids, sizeof(voids), "%" PRId64, inv.id);
     const char *v[] = {

@@ -351,6 +351,36 @@ enum meter_db_status meter_db_invoice_void(PGconn *db, const char *number,
                                            const char *reason, char credit[16],
                                            struct meter_err *e);
 
+/* ---- credit grants (pricing rules section 14) ---------------------------- */
+
+/* A grant an account has received; balance is what its final documents
+ * left (docs/invoicing.md). */
+struct meter_grant {
+    char account_id[PRICING_ID_MAX + 1];
+    struct pricing_grant grant;
+    bool from_book; /* a book's grant ("BOOK/ID"), else an operator's */
+};
+typedef void meter_grant_cb(const struct meter_grant *g, void *arg);
+
+/* Calls cb for each grant of account (NULL: of every account, by
+ * account); NONE if there is no such account. */
+enum meter_db_status meter_db_grants_list(PGconn *db, const char *account,
+                                          meter_grant_cb *cb, void *arg,
+                                          struct meter_err *e);
+
+/*
+ * Gives account a grant of amount (a decimal > 0, at most 6 decimals),
+ * spendable for expires_after periods (0: never), received in the month
+ * of now (Unix seconds) and in the currency of the account's book that
+ * day (refused if it has none). id NULL: grant-N, the first N free;
+ * otherwise refused if the account already has it. *out_id receives it.
+ */
+enum meter_db_status meter_db_grant_add(PGconn *db, const char *account,
+                                        const char *amount, int expires_after,
+                                        const char *id, int64_t now,
+                                        char out_id[PRICING_ID_MAX + 1],
+                                        struct meter_err *e);
+
 /* ---- usage by hour or day ------------------------------------------------ */
 
 /* One bucket of an account's usage; the sums are decimal strings. */

@@ -62,6 +62,12 @@ static const char usage_text[] =
     "                             close a month's storage: each account's\n"
     "                             blocks rewritten together (online), so\n"
     "                             its invoice run reads them faster\n"
+    "  credits grant ACCOUNT AMOUNT [--expires-after N] [--id ID]\n"
+    "                             give an account credit for its next\n"
+    "                             invoices, in its book's currency\n"
+    "  credits list [--account ID]\n"
+    "                             the grants received, books' and\n"
+    "                             operators', with their balances\n"
     "  help                       show this text\n"
     "\n"
     "options:\n"
@@ -83,6 +89,7 @@ static const struct {
     {"gen", ctl_gen},
     {"invoice", ctl_invoice},
     {"usage", ctl_usage},
+    {"credits", ctl_credits},
 };
 
 int

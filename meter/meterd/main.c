@@ -29,6 +29,8 @@ static const struct meter_http_route routes[] = {
     {"POST", "/v1/invoices/run", METER_ROLE_FINANCE | METER_ROLE_ADMIN, true,
      NULL, meterd_invoices_run, NULL},
     {"GET", "/v1/usage", READERS, false, NULL, meterd_usage, NULL},
+    {"GET", "/v1/accounts/{id}/credits", READERS, false, NULL, meterd_credits,
+     NULL},
     {"GET", "/healthz", 0, false, NULL, meterd_healthz, NULL},
     {"GET", "/readyz", 0, false, NULL, meterd_readyz, NULL},
     {"GET", "/metrics", 0, false, NULL, meterd_metrics, NULL},

@@ -32,6 +32,9 @@ void meterd_invoices_run(struct meter_http_request *rq);
 /* GET /v1/usage (usage.c) */
 void meterd_usage(struct meter_http_request *rq);
 
+/* GET /v1/accounts/{id}/credits (credits.c) */
+void meterd_credits(struct meter_http_request *rq);
+
 /* The query parameters of a page, after (a cursor, default 0) and limit
  * (1-1000, default 100); false after answering 400. */
 bool meterd_page(struct meter_http_request *rq, int64_t *after, int *limit);

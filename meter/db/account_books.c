@@ -1,0 +1,110 @@
+/*
+ * account_books.c - an account with the price books it has been on
+ * (account_price_books, every version parsed), and the parts of a
+ * period spent on each: what the invoice run and grants read.
+ */
+#include "db_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* "YYYY-MM-DD" at the start of a text into days since the epoch. */
+static int64_t
+date_days(const char *s)
+{
+    int y = 0, m = 0, d = 0;
+    sscanf(s, "%4d-%2d-%2d", &y, &m, &d);
+    return pricing_days_from_civil(y, m, d);
+}
+
+void
+db_account_release(struct db_account *acct)
+{
+    for (size_t i = 0; i < acct->na; i++)
+        pricing_book_free(acct->a[i].book);
+    free(acct->a);
+    acct->a = NULL;
+    acct->na = 0;
+}
+
+/* Reads the account (locking its row when lock) and its assignments. */
+enum meter_db_status
+db_account_load(PGconn *db, struct db_account *acct, bool lock, struct meter_err *e)
+{
+    const char *v[] = {acct->id};
+    PGresult *r;
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot read the account",
+                      /* NO KEY: ingestion's foreign keys to the row
+                       * (KEY SHARE) do not wait for the run. */
+                      lock ? "SELECT account_pk, coalesce(name, '') FROM"
+                             " accounts WHERE account_id = $1"
+                             " FOR NO KEY UPDATE"
+                           : "SELECT account_pk, coalesce(name, '') FROM"
+                             " accounts WHERE account_id = $1",
+                      1, v, NULL, NULL, &r, e);
+    if (st == METER_DB_NONE) {
+        PQclear(r);
+        meter_fail(e, "no account '%s'", acct->id);
+        return METER_DB_HARD;
+    }
+    if (st < 0)
+        return st;
+    acct->pk = (int32_t)strtol(PQgetvalue(r, 0, 0), NULL, 10);
+    snprintf(acct->name, sizeof(acct->name), "%s", PQgetvalue(r, 0, 1));
+    PQclear(r);
+    st = meter_db_exec(db, "cannot read the account's price books",
+                       "SELECT a.valid_from, a.price_book_id, a.version,"
+                       " b.book::text FROM account_price_books a"
+                       " JOIN price_books b USING (price_book_id, version)"
+                       " WHERE a.account_id = $1 ORDER BY a.valid_from",
+                       1, v, NULL, NULL, &r, e);
+    if (st < 0)
+        return st;
+    int n = PQntuples(r);
+    acct->a = calloc(n ? (size_t)n : 1, sizeof(*acct->a));
+    if (!acct->a) {
+        PQclear(r);
+        return db_hard(e, "out of memory");
+    }
+    for (int i = 0; i < n; i++) {
+        struct db_assignment *x = &acct->a[acct->na++];
+        x->from = date_days(PQgetvalue(r, i, 0)) * 86400;
+        snprintf(x->book_id, sizeof(x->book_id), "%s", PQgetvalue(r, i, 1));
+        x->version = (int)strtol(PQgetvalue(r, i, 2), NULL, 10);
+        struct pricing_err pe = {{0}};
+        char origin[96];
+        snprintf(origin, sizeof(origin), "price book %s version %d", x->book_id,
+                 x->version);
+        x->book = pricing_book_parse(PQgetvalue(r, i, 3),
+                                     (size_t)PQgetlength(r, i, 3), origin, &pe);
+        if (!x->book) {
+            PQclear(r);
+            return db_hard(e, "%s", pe.msg);
+        }
+    }
+    PQclear(r);
+    return METER_DB_ROWS;
+}
+
+void
+db_parts_of(const struct db_account *acct, int year, int month, struct db_parts *out)
+{
+    int64_t start = db_period_start(year, month), end = db_period_end(year, month);
+    out->n = 0;
+    for (size_t i = 0; i < acct->na; i++) {
+        int64_t from = acct->a[i].from,
+                to = i + 1 < acct->na ? acct->a[i + 1].from : INT64_MAX;
+        if (from < start)
+            from = start;
+        if (to > end)
+            to = end;
+        if (from >= to || out->n == 31)
+            continue;
+        out->p[out->n].book = acct->override ? acct->override : acct->a[i].book;
+        out->p[out->n].from = from;
+        out->p[out->n].to = to;
+        out->a[out->n++] = &acct->a[i];
+    }
+}
+

@@ -1,0 +1,257 @@
+/*
+ * grants.c - credit grants in the database (pricing rules section 14):
+ * the grants an account has received, with the balances its final
+ * documents left them, and giving one.
+ *
+ * A book's grants are not stored: they follow from the account's
+ * assignments (the first period on a version listing each). An
+ * operator's are rows of credit_grants. Balances are not stored either:
+ * a grant's balance is its amount plus the amounts of its credit_grant
+ * lines in final documents, so a credit note, whose lines are the voided
+ * invoice's negated, gives back what that invoice spent.
+ */
+#include "db_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void
+db_grants_release(struct db_grants *gs)
+{
+    free(gs->g);
+    free(gs->from_book);
+    memset(gs, 0, sizeof(*gs));
+}
+
+static struct pricing_grant *
+find(struct db_grants *gs, const char *id)
+{
+    for (size_t i = 0; i < gs->n; i++)
+        if (strcmp(gs->g[i].id, id) == 0)
+            return &gs->g[i];
+    return NULL;
+}
+
+static int
+push(struct db_grants *gs, const struct pricing_grant *g, bool from_book)
+{
+    if (gs->n == gs->cap) {
+        size_t n = gs->cap ? 2 * gs->cap : 8;
+        struct pricing_grant *p = realloc(gs->g, n * sizeof(*p));
+        if (!p)
+            return -1;
+        gs->g = p;
+        bool *b = realloc(gs->from_book, n * sizeof(*b));
+        if (!b)
+            return -1;
+        gs->from_book = b;
+        gs->cap = n;
+    }
+    gs->from_book[gs->n] = from_book;
+    gs->g[gs->n++] = *g;
+    return 0;
+}
+
+enum meter_db_status
+db_account_grants(PGconn *db, const struct db_account *acct,
+                  struct db_grants *out, struct meter_err *e)
+{
+    memset(out, 0, sizeof(*out));
+    /* A book's: received in the period of the first assignment to a
+     * version that lists it, with that version's amount and expiry. */
+    for (size_t i = 0; i < acct->na; i++) {
+        int y, m;
+        int64_t start, end;
+        pricing_period_of(acct->a[i].from, &y, &m, &start, &end);
+        struct pricing_grant g[PRICING_GRANTS_MAX];
+        size_t k = pricing_book_grants(acct->a[i].book, y, m, g,
+                                       PRICING_GRANTS_MAX);
+        for (size_t j = 0; j < k; j++)
+            if (!find(out, g[j].id) && push(out, &g[j], true) < 0)
+                return db_hard(e, "out of memory");
+    }
+    const char *v[] = {acct->id};
+    PGresult *r;
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot read the account's grants",
+        "SELECT grant_id, amount, currency, to_char(period, 'YYYY-MM'),"
+        " coalesce(expires_after, 0) FROM credit_grants"
+        " WHERE account_id = $1 ORDER BY period, grant_id",
+        1, v, NULL, NULL, &r, e);
+    for (int i = 0; st >= 0 && i < PQntuples(r); i++) {
+        struct pricing_grant g;
+        memset(&g, 0, sizeof(g));
+        int y = 0, m = 0;
+        snprintf(g.id, sizeof(g.id), "%s", PQgetvalue(r, i, 0));
+        snprintf(g.currency, sizeof(g.currency), "%s", PQgetvalue(r, i, 2));
+        meter_period_parse(PQgetvalue(r, i, 3), &y, &m);
+        g.received = pricing_period_index(y, m);
+        g.expires_after = (int)strtol(PQgetvalue(r, i, 4), NULL, 10);
+        if (db_parse_dec(PQgetvalue(r, i, 1), &g.amount) < 0)
+            st = db_hard(e, "grant '%s': its amount does not read back", g.id);
+        g.balance = g.amount;
+        if (st >= 0 && push(out, &g, false) < 0)
+            st = db_hard(e, "out of memory");
+    }
+    PQclear(r);
+    if (st < 0)
+        return st;
+    st = meter_db_exec(db, "cannot read what grants paid",
+                       "SELECT l.grant_id, sum(l.amount) FROM invoice_lines l"
+                       " JOIN invoices i USING (account_id, invoice_id)"
+                       " WHERE l.account_id = $1 AND l.kind = 'credit_grant'"
+                       " AND i.status = 'final' GROUP BY l.grant_id",
+                       1, v, NULL, NULL, &r, e);
+    for (int i = 0; st >= 0 && i < PQntuples(r); i++) {
+        struct pricing_grant *g = find(out, PQgetvalue(r, i, 0));
+        struct pricing_dec paid;
+        if (db_parse_dec(PQgetvalue(r, i, 1), &paid) < 0)
+            st = db_hard(e, "grant '%s': what it paid does not read back",
+                         PQgetvalue(r, i, 0));
+        else if (g && pricing_dec_add(g->amount, paid, &g->balance) !=
+                          PRICING_OK)
+            st = db_hard(e, "grant '%s': balance overflow", g->id);
+    }
+    PQclear(r);
+    return st < 0 ? st : METER_DB_ROWS;
+}
+
+/* ---- listing and giving ------------------------------------------------- */
+
+static enum meter_db_status
+list_account(PGconn *db, const char *account, meter_grant_cb *cb, void *arg,
+             struct meter_err *e)
+{
+    struct db_account acct = {.id = account};
+    struct db_grants gs = {0};
+    enum meter_db_status st = db_account_load(db, &acct, false, e);
+    if (st >= 0)
+        st = db_account_grants(db, &acct, &gs, e);
+    for (size_t i = 0; st >= 0 && i < gs.n; i++) {
+        struct meter_grant g = {.grant = gs.g[i], .from_book = gs.from_book[i]};
+        snprintf(g.account_id, sizeof(g.account_id), "%s", account);
+        cb(&g, arg);
+    }
+    db_grants_release(&gs);
+    db_account_release(&acct);
+    return st;
+}
+
+enum meter_db_status
+meter_db_grants_list(PGconn *db, const char *account, meter_grant_cb *cb,
+                     void *arg, struct meter_err *e)
+{
+    if (account) {
+        const char *v[] = {account};
+        enum meter_db_status st = meter_db_exec(
+            db, "cannot read the account",
+            "SELECT 1 FROM accounts WHERE account_id = $1", 1, v, NULL, NULL,
+            NULL, e);
+        return st == METER_DB_ROWS ? list_account(db, account, cb, arg, e)
+                                   : st;
+    }
+    struct meter_strtab ids = {0};
+    enum meter_db_status st =
+        db_strings(db, "cannot list accounts",
+                   "SELECT account_id FROM accounts ORDER BY account_id", 0,
+                   NULL, &ids, e);
+    for (size_t i = 0; st >= 0 && i < ids.n; i++)
+        st = list_account(db, ids.str[i], cb, arg, e);
+    meter_strtab_release(&ids);
+    return st;
+}
+
+struct give_arg {
+    const char *account, *amount, *id;
+    int expires_after;
+    int64_t now;
+    char *out_id;
+};
+
+static enum meter_db_status
+give_attempt(PGconn *db, void *arg, struct meter_err *e)
+{
+    struct give_arg *a = arg;
+    struct db_account acct = {.id = a->account};
+    /* Serialize with the account's invoice runs. */
+    enum meter_db_status st = db_account_load(db, &acct, true, e);
+    db_account_release(&acct);
+    if (st < 0)
+        return st;
+    /* Received in the month of now; in the currency of the book the
+     * account is on that day. */
+    struct tm tm;
+    time_t t = (time_t)a->now;
+    gmtime_r(&t, &tm);
+    char period[32], day[32], expires[16];
+    db_period_text(tm.tm_year + 1900, tm.tm_mon + 1, period);
+    snprintf(day, sizeof(day), "%04d-%02d-%02d", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday);
+    snprintf(expires, sizeof(expires), "%d", a->expires_after);
+    const char *v[] = {a->account, day};
+    PGresult *r;
+    st = meter_db_exec(db, "cannot read the account's price book",
+                       "SELECT b.currency FROM account_price_books a"
+                       " JOIN price_books b USING (price_book_id, version)"
+                       " WHERE a.account_id = $1 AND a.valid_from <= $2::date"
+                       " ORDER BY a.valid_from DESC LIMIT 1",
+                       2, v, NULL, NULL, &r, e);
+    if (st == METER_DB_NONE)
+        st = db_hard(e,
+                     "account '%s' has no price book on %s: a grant is in "
+                     "the currency of the account's book",
+                     a->account, day);
+    if (st < 0) {
+        PQclear(r);
+        return st;
+    }
+    char currency[4];
+    snprintf(currency, sizeof(currency), "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    /* Without an id: grant-N, the first N free. */
+    for (int n = 1;; n++) {
+        char id[PRICING_ID_MAX + 1];
+        if (a->id)
+            snprintf(id, sizeof(id), "%s", a->id);
+        else
+            snprintf(id, sizeof(id), "grant-%d", n);
+        const char *w[] = {a->account, id, a->amount, currency, period,
+                           a->expires_after ? expires : NULL};
+        st = meter_db_exec(
+            db, "cannot give the grant",
+            "INSERT INTO credit_grants (account_id, grant_id, amount,"
+            " currency, period, expires_after) VALUES ($1, $2, $3::numeric,"
+            " $4, $5::date, $6::int) ON CONFLICT DO NOTHING RETURNING 1",
+            6, w, NULL, NULL, NULL, e);
+        if (st == METER_DB_ROWS) {
+            snprintf(a->out_id, PRICING_ID_MAX + 1, "%s", id);
+            return st;
+        }
+        if (st < 0)
+            return st;
+        if (a->id)
+            return db_hard(e, "account '%s' already has a grant '%s'",
+                           a->account, a->id);
+    }
+}
+
+enum meter_db_status
+meter_db_grant_add(PGconn *db, const char *account, const char *amount,
+                   int expires_after, const char *id, int64_t now,
+                   char out_id[PRICING_ID_MAX + 1], struct meter_err *e)
+{
+    struct pricing_dec d;
+    if (pricing_dec_parse(amount, 6, &d) != PRICING_OK || d.v <= 0)
+        return db_hard(e,
+                       "amount '%s' is not an amount above 0 with at most 6 "
+                       "decimals",
+                       amount);
+    if (id && !pricing_id_valid(id))
+        return db_hard(e, "grant id '%s' is not 1-64 of A-Za-z0-9._:-", id);
+    if (expires_after < 0)
+        return db_hard(e, "expires after %d periods: give a number above 0",
+                       expires_after);
+    struct give_arg a = {account, amount, id, expires_after, now, out_id};
+    return meter_db_transaction(db, "BEGIN", 5, give_attempt, &a, e);
+}
