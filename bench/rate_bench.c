@@ -6,7 +6,9 @@
  * 86,400 s = 86.4 million samples), already sorted in memory as struct
  * pricing_second, so the figure is the engine's alone. Parsing JSON
  * samples is measured separately, on a slice, because it is a different
- * cost paid once at ingestion.
+ * cost paid once at ingestion. Books of rules version 2 that take the
+ * engine's general loop (steps, instance types, an allowance per
+ * account) are rated in the same runs and reported beside it.
  *
  * usage: rate_bench [SANDBOXES] [REPEATS]
  */
@@ -100,6 +102,47 @@ static const char book_json[] =
     "\"included_gib\": \"10\"}, \"egress\": {\"rate\": \"0.05\"}, "
     "\"per_run\": \"0\", \"granularity_s\": 1, \"autopause\": "
     "{\"idle_below\": \"0.05\", \"after_s\": 600}}";
+
+/* Books of rules version 2, rated second by second on the general loop:
+ * allocation steps, paused storage free and an allowance per account;
+ * instance types (no steps with them) and the same allowance. */
+static const char steps_json[] =
+    "{\"id\": \"bench-steps\", \"currency\": \"USD\", \"effective_from\": "
+    "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": "
+    "\"0.000014\", \"per\": \"second\", \"step\": \"0.25\"}, \"memory\": "
+    "{\"basis\": \"used\", \"unit\": \"GiB\", \"rate\": \"0.0000045\", "
+    "\"per\": \"second\", \"step\": \"0.5\"}, \"storage\": {\"rate\": "
+    "\"0.000108\", \"per\": \"hour\", \"billed_when\": \"running\", "
+    "\"included_per_account\": \"100\"}, \"egress\": {\"rate\": \"0.05\"}, "
+    "\"per_run\": \"0\", \"autopause\": {\"idle_below\": \"0.05\", "
+    "\"after_s\": 600}}";
+static const char instances_json[] =
+    "{\"id\": \"bench-instances\", \"currency\": \"USD\", "
+    "\"effective_from\": \"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", "
+    "\"rate\": \"0\", \"per\": \"second\"}, \"memory\": {\"basis\": "
+    "\"allocated\", \"unit\": \"GiB\", \"rate\": \"0\", \"per\": \"second\"}, "
+    "\"instances\": {\"unit\": \"GiB\", \"types\": [{\"name\": \"s\", "
+    "\"vcpu\": \"2\", \"memory\": \"4\", \"rate\": \"0.0743\", \"per\": "
+    "\"hour\"}, {\"name\": \"m\", \"vcpu\": \"4\", \"memory\": \"8\", "
+    "\"rate\": \"0.1486\", \"per\": \"hour\"}, {\"name\": \"l\", \"vcpu\": "
+    "\"8\", \"memory\": \"16\", \"rate\": \"0.2972\", \"per\": \"hour\"}]}, "
+    "\"storage\": {\"rate\": \"0.000108\", \"per\": \"hour\", "
+    "\"included_per_account\": \"100\"}, \"egress\": {\"rate\": \"0.05\"}, "
+    "\"per_run\": \"0\", \"autopause\": {\"idle_below\": \"0.05\", "
+    "\"after_s\": 600}}";
+
+static struct pricing_book *
+load_book(const char *json)
+{
+    struct pricing_err e = {{0}};
+    struct pricing_book *book =
+        pricing_book_parse(json, strlen(json), "bench", &e);
+    if (!book) {
+        fprintf(stderr, "rate_bench: %s\n", e.msg);
+        exit(1);
+    }
+    return book;
+}
 
 static double
 run_engine(const struct pricing_book *book, const struct pricing_second *all,
@@ -208,15 +251,14 @@ main(int argc, char **argv)
         generate(all + (size_t)k * DAY, k);
     printf("generated in %.1f s\n", bench_now() - t);
 
-    struct pricing_err e = {{0}};
-    struct pricing_book *book =
-        pricing_book_parse(book_json, strlen(book_json), "bench", &e);
-    if (!book) {
-        fprintf(stderr, "rate_bench: %s\n", e.msg);
-        return 1;
-    }
-    double eng[20], cpy[20];
-    char total[64] = "";
+    struct pricing_book *book = load_book(book_json);
+    struct pricing_book *v2[2] = {load_book(steps_json),
+                                  load_book(instances_json)};
+    static const char *const v2_name[2] = {
+        "steps, paused storage free, allowance per account",
+        "instance types, allowance per account"};
+    double eng[20], cpy[20], eng2[2][20];
+    char total[64] = "", total2[2][64] = {"", ""};
     /* Warm-up, untimed: the first pass over fresh pages is the kernel's
      * cost of faulting them in, not the engine's or memcpy's. */
     memcpy(copy, all, bytes);
@@ -233,6 +275,14 @@ main(int argc, char **argv)
                i + 1, cpy[i], (double)n / cpy[i] / 1e6,
                (double)bytes / cpy[i] / 1e9, eng[i], (double)n / eng[i] / 1e6,
                (double)bytes / eng[i] / 1e9, total);
+        for (int b = 0; b < 2; b++) {
+            eng2[b][i] = run_engine(v2[b], all, sandboxes, total2[b],
+                                    sizeof(total2[b]));
+            printf("       v2 book (%s): %.3f s (%.1f M samples/s); "
+                   "invoices total %s\n",
+                   v2_name[b], eng2[b][i], (double)n / eng2[b][i] / 1e6,
+                   total2[b]);
+        }
     }
     double me = bench_quantile(eng, (size_t)repeats, 0.5);
     double mc = bench_quantile(cpy, (size_t)repeats, 0.5);
@@ -240,6 +290,12 @@ main(int argc, char **argv)
            "bytes %.1f M samples/s; engine/memcpy %.2f; target 50 M "
            "samples/s\n",
            (double)n / me / 1e6, (double)n / mc / 1e6, mc / me);
+    for (int b = 0; b < 2; b++) {
+        double m2 = bench_quantile(eng2[b], (size_t)repeats, 0.5);
+        printf("median, v2 book (%s): %.1f M samples/s; /memcpy %.2f\n",
+               v2_name[b], (double)n / m2 / 1e6, mc / m2);
+        pricing_book_free(v2[b]);
+    }
     free(copy);
 
     bench_parse(all, n < 200000 ? n : 200000);
