@@ -469,6 +469,39 @@ opt_dec(struct loader *l, const char *path, const json_t *obj, const char *key,
     return get_dec(l, kp, v, out);
 }
 
+/* Element i of the array at path: an object of the allowed keys, or
+ * NULL after failing. Its path, "path[i]", goes into ip. */
+static const json_t *
+item(struct loader *l, const char *path, const json_t *arr, size_t i,
+     const char *const *keys, char *ip, size_t n)
+{
+    const json_t *x = json_array_get(arr, i);
+    snprintf(ip, n, "%s[%zu]", path, i);
+    if (!json_is_object(x)) {
+        wrong_type(l, ip, x, "an object");
+        return NULL;
+    }
+    return only_keys(l, ip, x, keys) < 0 ? NULL : x;
+}
+
+/* The id at ip.key, refused if one of the n before it has it. */
+static int
+unique_id(struct loader *l, const char *ip, const json_t *obj,
+          const char *key, char *out, const char *before, size_t stride,
+          size_t n)
+{
+    char kp[128];
+    const json_t *x = need(l, ip, obj, key);
+    join(kp, sizeof(kp), ip, key);
+    if (!x || get_id(l, kp, x, out, PRICING_ID_MAX + 1) < 0)
+        return -1;
+    for (size_t k = 0; k < n; k++)
+        if (strcmp(before + k * stride, out) == 0)
+            return fail(l, kp, "'%s' is already the %s of item %zu", out, key,
+                        k);
+    return 0;
+}
+
 static int
 load_addons(struct loader *l, const json_t *v, struct pricing_book *b)
 {
@@ -481,23 +514,14 @@ load_addons(struct loader *l, const json_t *v, struct pricing_book *b)
     if (n && !(b->addons = calloc(n, sizeof(*b->addons))))
         return fail(l, path, "out of memory");
     for (size_t i = 0; i < n; i++) {
-        const json_t *a = json_array_get(v, i), *x;
+        const json_t *a, *x;
         struct book_addon *ad = &b->addons[i];
         char ap[64], kp[96];
         int64_t c = 0;
-        snprintf(ap, sizeof(ap), "%s[%zu]", path, i);
-        if (!json_is_object(a))
-            return wrong_type(l, ap, a, "an object");
-        if (only_keys(l, ap, a, keys) < 0)
+        if (!(a = item(l, path, v, i, keys, ap, sizeof(ap))) ||
+            unique_id(l, ap, a, "name", ad->name, b->addons[0].name,
+                      sizeof(*ad), i) < 0)
             return -1;
-        join(kp, sizeof(kp), ap, "name");
-        if (!(x = need(l, ap, a, "name")) ||
-            get_id(l, kp, x, ad->name, sizeof(ad->name)) < 0)
-            return -1;
-        for (size_t k = 0; k < i; k++)
-            if (strcmp(b->addons[k].name, ad->name) == 0)
-                return fail(l, kp, "'%s' is already the name of %s[%zu]",
-                            ad->name, path, k);
         join(kp, sizeof(kp), ap, "max_concurrency");
         if (!(x = need(l, ap, a, "max_concurrency")) ||
             get_uint(l, kp, x, 1, INT32_MAX, &c) < 0)
@@ -618,22 +642,14 @@ load_instances(struct loader *l, const json_t *v, struct pricing_book *b)
     if (!(b->types = calloc(n, sizeof(*b->types))))
         return fail(l, "instances.types", "out of memory");
     for (size_t i = 0; i < n; i++) {
-        const json_t *t = json_array_get(types, i), *x;
+        const json_t *t, *x;
         struct instance_type *it = &b->types[i];
         char tp[64], kp[96];
-        snprintf(tp, sizeof(tp), "instances.types[%zu]", i);
-        if (!json_is_object(t))
-            return wrong_type(l, tp, t, "an object");
-        if (only_keys(l, tp, t, tkeys) < 0)
+        if (!(t = item(l, "instances.types", types, i, tkeys, tp,
+                       sizeof(tp))) ||
+            unique_id(l, tp, t, "name", it->name, b->types[0].name,
+                      sizeof(*it), i) < 0)
             return -1;
-        join(kp, sizeof(kp), tp, "name");
-        if (!(x = need(l, tp, t, "name")) ||
-            get_id(l, kp, x, it->name, sizeof(it->name)) < 0)
-            return -1;
-        for (size_t k = 0; k < i; k++)
-            if (strcmp(b->types[k].name, it->name) == 0)
-                return fail(l, kp, "'%s' is already the name of types[%zu]",
-                            it->name, k);
         join(kp, sizeof(kp), tp, "vcpu");
         if (!(x = need(l, tp, t, "vcpu")) ||
             get_fixed(l, kp, x, 4, &it->vcpu) < 0)
@@ -678,22 +694,13 @@ load_grants(struct loader *l, const json_t *v, struct pricing_book *b)
     if (n && !(b->grants = calloc(n, sizeof(*b->grants))))
         return fail(l, "grants", "out of memory");
     for (size_t i = 0; i < n; i++) {
-        const json_t *g = json_array_get(v, i), *x;
+        const json_t *g, *x;
         struct book_grant *gr = &b->grants[i];
         char gp[32], kp[64];
-        snprintf(gp, sizeof(gp), "grants[%zu]", i);
-        if (!json_is_object(g))
-            return wrong_type(l, gp, g, "an object");
-        if (only_keys(l, gp, g, keys) < 0)
+        if (!(g = item(l, "grants", v, i, keys, gp, sizeof(gp))) ||
+            unique_id(l, gp, g, "id", gr->id, b->grants[0].id, sizeof(*gr),
+                      i) < 0)
             return -1;
-        join(kp, sizeof(kp), gp, "id");
-        if (!(x = need(l, gp, g, "id")) ||
-            get_id(l, kp, x, gr->id, sizeof(gr->id)) < 0)
-            return -1;
-        for (size_t k = 0; k < i; k++)
-            if (strcmp(b->grants[k].id, gr->id) == 0)
-                return fail(l, kp, "'%s' is already the id of grants[%zu]",
-                            gr->id, k);
         join(kp, sizeof(kp), gp, "amount");
         if (!(x = need(l, gp, g, "amount")))
             return -1;
