@@ -45,7 +45,8 @@ done
 
 # Invoices: two accounts with two months of history, invoiced and
 # finalized: hist-a changes book mid-month, hist-b's second invoice
-# carries late usage of its first month. Done once: a second demo finds
+# carries late usage of its first month (both of hist-b's are paid by
+# the daytona book's one-off $200 grant, so they total 0.00). Done once: a second demo finds
 # them final and leaves them.
 m2=$(date -u -d "$today -2 month" +%Y-%m)
 m1=$(date -u -d "$today -1 month" +%Y-%m)
@@ -109,7 +110,8 @@ demo: see what came in, and what it costs so far:
   $ctl rate --price-book pricing/books/fly-machines.json --from $((now - 3600)) --to $((now + 60)) --account acct-1 --format table
 
 demo: finalized invoices ($m2 and $m1; hist-a changed book on $m2-15,
-hist-b's $m1 invoice carries late usage of $m2):
+hist-b's $m1 invoice carries late usage of $m2, and Daytona's one-off
+\$200 credit grant pays hist-b's invoices):
 $("$ctl" invoice list --status final | sed 's/^/  /')
   PDF and HTML: var/invoices/ (e.g. var/invoices/$(ls var/invoices | grep pdf | tail -1))
   $ctl invoice show NUMBER --format json|csv|html|pdf

@@ -16,32 +16,53 @@ running() { # N seconds from TS of one sandbox, as NDJSON
 }
 JAN=1767225600
 
+# The published examples are checked without grants (rules section 14):
+# the shipped books of E2B Hobby and Daytona list their one-off credits.
 # --- E2B: 8 vCPU + 4 GiB for one hour = 0.4032 + 0.0648 = 0.47 ---------
 running $JAN 3600 sb-1 8 7.5 4294967296 >e2b.ndjson
-expect_status 0 "$METERCTL" rate --price-book "$books/e2b-hobby.json" --usage e2b.ndjson
+expect_status 0 "$METERCTL" rate --price-book "$books/e2b-hobby.json" --usage e2b.ndjson --no-grants
 contains "$out" '"kind": "cpu"' "e2b cpu line"
 contains "$out" '"amount": "0.403200"' "e2b cpu"
 contains "$out" '"amount": "0.064800"' "e2b memory"
 contains "$out" '"total": "0.47"' "e2b total"
 contains "$out" '"unit_price": "0.000014"' "e2b unit price"
 contains "$out" '"period": "2026-01"' "e2b period"
+grep -q credit_grant <<<"$out" && fail "e2b: --no-grants printed a grant line"
 e2b_json=$out
+# With its grant, the one-off $100 pays the 0.468.
+expect_status 0 "$METERCTL" rate --price-book "$books/e2b-hobby.json" --usage e2b.ndjson
+contains "$out" '"amount": "0.403200"' "e2b cpu, with the grant"
+contains "$out" '"kind": "credit_grant"' "e2b grant line"
+contains "$out" '"grant": "e2b-hobby/signup"' "e2b grant named"
+contains "$out" '"amount": "-0.468000"' "e2b grant pays the hour"
+contains "$out" 'credit grant e2b-hobby/signup, 99.532000 left' "e2b grant balance"
+contains "$out" '"total": "0.00"' "e2b total with the grant"
 
 # --- Daytona: 2 vCPU + 4 GiB for 730 h in one month = 120.89 ---------
 running $JAN 2628000 sb-1 2 1 4294967296 >daytona.ndjson
-expect_status 0 "$METERCTL" rate --price-book "$books/daytona.json" --usage daytona.ndjson
+expect_status 0 "$METERCTL" rate --price-book "$books/daytona.json" --usage daytona.ndjson --no-grants
 contains "$out" '"amount": "73.584000"' "daytona cpu"
 contains "$out" '"amount": "47.304000"' "daytona memory"
 contains "$out" '"total": "120.89"' "daytona total"
+grep -q credit_grant <<<"$out" && fail "daytona: --no-grants printed a grant line"
+# With its grant, the one-off $200 pays the 120.888.
+expect_status 0 "$METERCTL" rate --price-book "$books/daytona.json" --usage daytona.ndjson
+contains "$out" '"grant": "daytona/signup"' "daytona grant named"
+contains "$out" '"amount": "-120.888000"' "daytona grant pays the month"
+contains "$out" 'credit grant daytona/signup, 79.112000 left' "daytona grant balance"
+contains "$out" '"total": "0.00"' "daytona total with the grant"
 rm daytona.ndjson
 
 # --- the same as a JSON array and as a table ----------------------------
 { echo '['; sed '$!s/$/,/' e2b.ndjson; echo ']'; } >e2b.json
-expect_status 0 "$METERCTL" rate --price-book "$books/e2b-hobby.json" --usage e2b.json
+expect_status 0 "$METERCTL" rate --price-book "$books/e2b-hobby.json" --usage e2b.json --no-grants
 [ "$out" = "$e2b_json" ] || fail "a JSON array rated differently from NDJSON"
-expect_status 0 "$METERCTL" rate --price-book "$books/e2b-hobby.json" --usage e2b.ndjson --format table
+expect_status 0 "$METERCTL" rate --price-book "$books/e2b-hobby.json" --usage e2b.ndjson --format table --no-grants
 contains "$out" "0.403200" "table"
 contains "$out" "0.47 USD" "table total"
+expect_status 0 "$METERCTL" rate --price-book "$books/e2b-hobby.json" --usage e2b.ndjson --format table
+contains "$out" "credit_grant" "table grant line"
+contains "$out" "0.00 USD" "table total with the grant"
 
 # --- a fleet: order and file splits change nothing -----------------------
 # Five sandboxes across the January/February boundary, with pauses,
