@@ -276,8 +276,8 @@ main(int argc, char **argv)
                (double)bytes / cpy[i] / 1e9, eng[i], (double)n / eng[i] / 1e6,
                (double)bytes / eng[i] / 1e9, total);
         for (int b = 0; b < 2; b++) {
-            eng2[b][i] = run_engine(v2[b], all, sandboxes, total2[b],
-                                    sizeof(total2[b]));
+            eng2[b][i] =
+                run_engine(v2[b], all, sandboxes, total2[b], sizeof(total2[b]));
             printf("       v2 book (%s): %.3f s (%.1f M samples/s); "
                    "invoices total %s\n",
                    v2_name[b], eng2[b][i], (double)n / eng2[b][i] / 1e6,

@@ -6,8 +6,14 @@ ALTER TABLE invoice_lines
     ADD COLUMN instance meter_id,
     ADD COLUMN grant_id text
         CHECK (grant_id ~ '^[A-Za-z0-9._:-]{1,64}(/[A-Za-z0-9._:-]{1,64})?$'),
+    ADD CONSTRAINT invoice_lines_instance
+        CHECK (instance IS NULL OR kind IN ('instance', 'late_usage')),
     ADD CONSTRAINT invoice_lines_grant
         CHECK ((kind = 'credit_grant') = (grant_id IS NOT NULL));
+COMMENT ON COLUMN invoice_lines.kind IS
+    'what the line bills: cpu, memory, instance, storage, egress, runs, '
+    'autopause_credit, subscription, included_credit, promotional_credit, '
+    'minimum_commit (a statement''s kinds), late_usage or credit_grant';
 COMMENT ON COLUMN invoice_lines.instance IS
     'an instance line''s type (price books with "instances"); late usage '
     'matches lines by kind, book and type';
@@ -21,13 +27,15 @@ CREATE TABLE credit_grants (
     account_id    meter_id    NOT NULL REFERENCES accounts ON DELETE RESTRICT,
     grant_id      meter_id    NOT NULL,
     amount        numeric     NOT NULL
-                  CHECK (amount > 0 AND amount = round(amount, 6)),
+                  CHECK (amount > 0 AND amount <= 1e15
+                         AND amount = round(amount, 6)),
     currency      char(3)     NOT NULL CHECK (currency ~ '^[A-Z]{3}$'),
     period        date        NOT NULL
                   CHECK (period = date_trunc('month', period)::date),
-    expires_after integer     CHECK (expires_after > 0),
+    expires_after integer     CHECK (expires_after BETWEEN 1 AND 1200),
     created_at    timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (account_id, grant_id)
+    PRIMARY KEY (account_id, grant_id),
+    CHECK (period = date_trunc('month', created_at AT TIME ZONE 'UTC')::date)
 );
 COMMENT ON TABLE credit_grants IS
     'money an operator gave an account to spend over several periods '
@@ -36,14 +44,15 @@ COMMENT ON TABLE credit_grants IS
 COMMENT ON COLUMN credit_grants.account_id IS 'the account that received it';
 COMMENT ON COLUMN credit_grants.grant_id IS
     'unique per account; given by the operator or generated';
-COMMENT ON COLUMN credit_grants.amount IS 'at most 6 decimals';
+COMMENT ON COLUMN credit_grants.amount IS
+    'at most 6 decimals, at most 10^15';
 COMMENT ON COLUMN credit_grants.currency IS
     'the currency of the account''s book when the grant was given';
 COMMENT ON COLUMN credit_grants.period IS
-    'the period received: the month (UTC) in which it was given';
+    'the period received: the month (UTC) of created_at';
 COMMENT ON COLUMN credit_grants.expires_after IS
-    'the periods it can be spent in, from the one received; NULL: never '
-    'expires';
+    'the periods it can be spent in, from the one received (at most '
+    '1,200, a hundred years); NULL: never expires';
 COMMENT ON COLUMN credit_grants.created_at IS 'when it was given';
 
 CREATE FUNCTION credit_grants_immutable() RETURNS trigger

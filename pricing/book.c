@@ -425,8 +425,7 @@ get_fixed(struct loader *l, const char *path, const json_t *v,
 
 /* An id: 1-64 of A-Za-z0-9._:- */
 static int
-get_id(struct loader *l, const char *path, const json_t *v, char *out,
-       size_t n)
+get_id(struct loader *l, const char *path, const json_t *v, char *out, size_t n)
 {
     const char *s = NULL;
     if (get_string(l, path, v, &s) < 0)
@@ -486,9 +485,8 @@ item(struct loader *l, const char *path, const json_t *arr, size_t i,
 
 /* The id at ip.key, refused if one of the n before it has it. */
 static int
-unique_id(struct loader *l, const char *ip, const json_t *obj,
-          const char *key, char *out, const char *before, size_t stride,
-          size_t n)
+unique_id(struct loader *l, const char *ip, const json_t *obj, const char *key,
+          char *out, const char *before, size_t stride, size_t n)
 {
     char kp[128];
     const json_t *x = need(l, ip, obj, key);
@@ -505,8 +503,8 @@ unique_id(struct loader *l, const char *ip, const json_t *obj,
 static int
 load_addons(struct loader *l, const json_t *v, struct pricing_book *b)
 {
-    static const char *const keys[] = {"name", "max_concurrency",
-                                       "monthly_fee", NULL};
+    static const char *const keys[] = {"name", "max_concurrency", "monthly_fee",
+                                       NULL};
     const char *path = "subscription.addons";
     if (!json_is_array(v))
         return wrong_type(l, path, v, "an array");
@@ -540,9 +538,9 @@ static int
 load_caps(struct loader *l, const json_t *v, struct pricing_book *b)
 {
     /* In the order of enum CAP_*. */
-    static const char *const keys[] = {"max_runs",      "max_cpu_hours",
+    static const char *const keys[] = {"max_runs",         "max_cpu_hours",
                                        "max_memory_hours", "max_egress_gb",
-                                       "max_storage",   NULL};
+                                       "max_storage",      NULL};
     const char *path = "subscription.caps";
     if (!json_is_object(v))
         return wrong_type(l, path, v, "an object");
@@ -570,10 +568,13 @@ load_caps(struct loader *l, const json_t *v, struct pricing_book *b)
 static int
 load_subscription(struct loader *l, const json_t *v, struct pricing_book *b)
 {
-    static const char *const keys[] = {
-        "monthly_fee",   "included_credit", "max_concurrency",
-        "max_session_s", "addons",          "caps",
-        NULL};
+    static const char *const keys[] = {"monthly_fee",
+                                       "included_credit",
+                                       "max_concurrency",
+                                       "max_session_s",
+                                       "addons",
+                                       "caps",
+                                       NULL};
     if (!json_is_object(v))
         return wrong_type(l, "subscription", v, "an object");
     if (only_keys(l, "subscription", v, keys) < 0)
@@ -647,8 +648,8 @@ load_instances(struct loader *l, const json_t *v, struct pricing_book *b)
         char tp[64], kp[96];
         if (!(t = item(l, "instances.types", types, i, tkeys, tp,
                        sizeof(tp))) ||
-            unique_id(l, tp, t, "name", it->name, b->types[0].name,
-                      sizeof(*it), i) < 0)
+            unique_id(l, tp, t, "name", it->name, b->types[0].name, sizeof(*it),
+                      i) < 0)
             return -1;
         join(kp, sizeof(kp), tp, "vcpu");
         if (!(x = need(l, tp, t, "vcpu")) ||
@@ -670,8 +671,9 @@ load_instances(struct loader *l, const json_t *v, struct pricing_book *b)
             return fail(l, kp, "'%s' is too large", json_string_value(x));
         join(kp, sizeof(kp), tp, "per");
         if (!(x = json_object_get(t, "per")))
-            return fail(l, kp, "missing: the rate's time unit (second, "
-                               "minute, hour, day, month, month30)");
+            return fail(l, kp,
+                        "missing: the rate's time unit (second, "
+                        "minute, hour, day, month, month30)");
         if (get_per(l, kp, x, &it->per_s, &it->per_name) < 0)
             return -1;
         b->ntypes++;
@@ -698,8 +700,8 @@ load_grants(struct loader *l, const json_t *v, struct pricing_book *b)
         struct book_grant *gr = &b->grants[i];
         char gp[32], kp[64];
         if (!(g = item(l, "grants", v, i, keys, gp, sizeof(gp))) ||
-            unique_id(l, gp, g, "id", gr->id, b->grants[0].id, sizeof(*gr),
-                      i) < 0)
+            unique_id(l, gp, g, "id", gr->id, b->grants[0].id, sizeof(*gr), i) <
+                0)
             return -1;
         join(kp, sizeof(kp), gp, "amount");
         if (!(x = need(l, gp, g, "amount")))
@@ -709,14 +711,16 @@ load_grants(struct loader *l, const json_t *v, struct pricing_book *b)
         enum pricing_status st =
             pricing_dec_parse(json_string_value(x), 6, &gr->amount);
         if (st != PRICING_OK || gr->amount.v <= 0)
-            return fail(l, kp, "'%s' is not an amount above 0 with at most 6 "
-                               "decimals",
+            return fail(l, kp,
+                        "'%s' is not an amount above 0 with at most 6 "
+                        "decimals",
                         json_string_value(x));
         join(kp, sizeof(kp), gp, "expires_after_periods");
         if (!(x = need(l, gp, g, "expires_after_periods")))
             return -1;
         int64_t k = 0;
-        if (!json_is_null(x) && get_uint(l, kp, x, 1, INT32_MAX, &k) < 0)
+        if (!json_is_null(x) &&
+            get_uint(l, kp, x, 1, PRICING_GRANT_PERIODS_MAX, &k) < 0)
             return -1;
         gr->expires_after = (int32_t)k;
         b->ngrants++;
@@ -773,14 +777,18 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
                                       "instances",
                                       "grants",
                                       NULL};
-    static const char *const cpu_keys[] = {"basis", "rate",  "per",
+    static const char *const cpu_keys[] = {"basis", "rate", "per",
                                            "tiers", "step", NULL};
-    static const char *const mem_keys[] = {"basis", "unit",  "rate", "per",
+    static const char *const mem_keys[] = {"basis", "unit", "rate", "per",
                                            "tiers", "step", NULL};
-    static const char *const storage_keys[] = {
-        "unit",         "rate",        "per",
-        "tiers",        "included_gib", "billed_when",
-        "included_per_account", NULL};
+    static const char *const storage_keys[] = {"unit",
+                                               "rate",
+                                               "per",
+                                               "tiers",
+                                               "included_gib",
+                                               "billed_when",
+                                               "included_per_account",
+                                               NULL};
     static const char *const egress_keys[] = {"rate", "tiers", "free_gb", NULL};
     const json_t *v;
     const char *s = NULL;
@@ -834,10 +842,9 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
         load_price(l, "cpu", v, true, cpu_keys, &b->cpu) < 0)
         return -1;
     const json_t *step;
-    if (b->cpu.known &&
-        (get_basis(l, "cpu", v, &b->cpu_used) < 0 ||
-         ((step = json_object_get(v, "step")) &&
-          get_fixed(l, "cpu.step", step, 4, &b->cpu_step) < 0)))
+    if (b->cpu.known && (get_basis(l, "cpu", v, &b->cpu_used) < 0 ||
+                         ((step = json_object_get(v, "step")) &&
+                          get_fixed(l, "cpu.step", step, 4, &b->cpu_step) < 0)))
         return -1;
 
     if (!(v = need_price(l, root, "memory")) ||

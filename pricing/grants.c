@@ -41,7 +41,8 @@ pricing_grant_spendable(const struct pricing_grant *g, int year, int month,
     int p = pricing_period_index(year, month);
     return g->balance.v > 0 && strcmp(g->currency, currency) == 0 &&
            p >= g->received &&
-           (g->expires_after == 0 || p < g->received + g->expires_after);
+           (g->expires_after == 0 ||
+            (int64_t)p < (int64_t)g->received + g->expires_after);
 }
 
 /* The spending order: soonest expiry first, never last; then the period

@@ -164,7 +164,7 @@ struct pricing_source {
 
 struct pricing_line {
     const char *kind; /* "cpu", "memory", ... (docs/pricing.md) */
-    char instance[PRICING_ID_MAX + 1];   /* an "instance" line's type */
+    char instance[PRICING_ID_MAX + 1];    /* an "instance" line's type */
     char grant[PRICING_GRANT_ID_MAX + 1]; /* a "credit_grant" line's grant */
     char description[96];
     bool has_quantity;           /* quantity and unit are set */
@@ -299,6 +299,8 @@ int pricing_rate(const struct pricing_book *book, struct pricing_source src,
 /* ---- credit grants (rules section 14) --------------------------------- */
 
 #define PRICING_GRANTS_MAX 32 /* grants in one book */
+/* Longest life of a grant, in periods: a hundred years. */
+#define PRICING_GRANT_PERIODS_MAX 1200
 
 /* A grant an account received, and what is left of it. */
 struct pricing_grant {
@@ -307,7 +309,8 @@ struct pricing_grant {
     struct pricing_dec amount;  /* as received, at most 6 decimals */
     struct pricing_dec balance; /* what is left */
     int received;               /* its period: year * 12 + month - 1 */
-    int expires_after;          /* periods it can be spent in; 0: never */
+    int expires_after;          /* periods it can be spent in (at most
+                                   PRICING_GRANT_PERIODS_MAX); 0: never */
 };
 
 /* The period index of (year, month): year * 12 + month - 1. */
@@ -315,22 +318,22 @@ int pricing_period_index(int year, int month);
 
 /* The grants book lists, as received in (year, month) with their whole
  * amount left; returns how many (at most max are written). */
-size_t pricing_book_grants(const struct pricing_book *book, int year,
-                           int month, struct pricing_grant *out, size_t max);
+size_t pricing_book_grants(const struct pricing_book *book, int year, int month,
+                           struct pricing_grant *out, size_t max);
 
 /* Whether g can be spent by an invoice of (year, month) in currency:
  * the period is in its window and it has a balance. */
-bool pricing_grant_spendable(const struct pricing_grant *g, int year,
-                             int month, const char *currency);
+bool pricing_grant_spendable(const struct pricing_grant *g, int year, int month,
+                             const char *currency);
 
 /*
- * Spends the n grants (at most PRICING_GRANTS_MAX) on a document of (year, month) in currency whose
- * rounded lines sum to total: each spendable grant, soonest expiry first
- * (never-expiring last), then earliest received, then by id, pays
- * -min(balance, what is left of total if positive). order[] receives the
- * indices of the grants that pay, in that order, and spent[] (indexed
- * like g) their amounts (negative, else 0); balances fall by as much.
- * Returns the number in order[]. Cannot fail: amounts only shrink.
+ * Spends the n grants (at most PRICING_GRANTS_MAX) on a document of (year,
+ * month) in currency whose rounded lines sum to total: each spendable grant,
+ * soonest expiry first (never-expiring last), then earliest received, then by
+ * id, pays -min(balance, what is left of total if positive). order[] receives
+ * the indices of the grants that pay, in that order, and spent[] (indexed like
+ * g) their amounts (negative, else 0); balances fall by as much. Returns the
+ * number in order[]. Cannot fail: amounts only shrink.
  */
 size_t pricing_grants_spend(struct pricing_grant *g, size_t n, int year,
                             int month, const char *currency,

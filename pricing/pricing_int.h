@@ -67,8 +67,14 @@ struct book_addon {
 };
 
 /* Caps of a plan (section 15), per period: the simulator's. */
-enum { CAP_RUNS, CAP_CPU_HOURS, CAP_MEMORY_HOURS, CAP_EGRESS_GB, CAP_STORAGE,
-       NCAPS };
+enum {
+    CAP_RUNS,
+    CAP_CPU_HOURS,
+    CAP_MEMORY_HOURS,
+    CAP_EGRESS_GB,
+    CAP_STORAGE,
+    NCAPS
+};
 
 struct pricing_book {
     char id[PRICING_ID_MAX + 1];
@@ -81,7 +87,7 @@ struct pricing_book {
     struct price memory;
     bool memory_used;
     enum byte_unit memory_unit;
-    uint64_t memory_step; /* in bytes; 0: none */
+    uint64_t memory_step;        /* in bytes; 0: none */
     struct instance_type *types; /* "instances": ntypes > 0 */
     size_t ntypes;
     struct price storage;
@@ -89,7 +95,7 @@ struct pricing_book {
     uint64_t included_bytes;
     bool storage_running_only; /* billed_when "running" */
     uint64_t pool_bytes;       /* included_per_account; 0: none */
-    struct price egress; /* per GB, no time unit */
+    struct price egress;       /* per GB, no time unit */
     uint64_t free_bytes;
     bool per_run_known;
     struct pricing_dec per_run;

@@ -154,6 +154,7 @@ pricing_rater_free(struct pricing_rater *r)
         for (; a; a = next) {
             next = a->next;
             free(a->spans);
+            free(a->dense);
             free(a);
         }
     }
@@ -195,9 +196,22 @@ add_u64(uint64_t *a, uint64_t b)
 
 /* Ends the sandbox's current period: closes its segment and streak and
  * adds its quantities to the account's. */
-/* Adds the sandbox's open storage span to its account's. */
+/* Adds sp's level to the account's total of each of its seconds; false
+ * on overflow. */
 static bool
-close_span(struct pricing_rater *r)
+add_dense(struct rate_acct *a, const struct pool_span *sp)
+{
+    bool ok = true;
+    for (int64_t t = sp->from; t < sp->to; t++)
+        ok &= add_u64(&a->dense[t - a->start], sp->level);
+    return ok;
+}
+
+/* Adds the sandbox's open storage span to its account's: to the spans,
+ * or to the total per second once the spans would outgrow it. false when
+ * out of memory or on overflow (*e says which). */
+static bool
+close_span(struct pricing_rater *r, struct pricing_err *e)
 {
     struct rate_acct *a = r->cur;
     struct pool_span sp = r->span;
@@ -205,16 +219,44 @@ close_span(struct pricing_rater *r)
     r->span.from = r->span.to = INT64_MIN;
     if (!a || sp.level == 0)
         return true;
-    if (a->nspans == a->spans_cap) {
-        size_t n = a->spans_cap ? 2 * a->spans_cap : 64;
-        struct pool_span *p = realloc(a->spans, n * sizeof(*p));
-        if (!p)
+    size_t seconds = (size_t)(a->end - a->start);
+    size_t grown = a->spans_cap ? 2 * a->spans_cap : 64;
+    if (!a->dense && a->nspans == a->spans_cap &&
+        grown * sizeof(*a->spans) > seconds * sizeof(*a->dense)) {
+        /* Dense from now on: memory bounded by the period, whatever the
+         * number of changes of level. */
+        if (!(a->dense = calloc(seconds, sizeof(*a->dense)))) {
+            snprintf(e->msg, sizeof(e->msg), "out of memory");
             return false;
+        }
+        for (size_t i = 0; i < a->nspans; i++)
+            if (!add_dense(a, &a->spans[i]))
+                goto overflow;
+        free(a->spans);
+        a->spans = NULL;
+        a->nspans = a->spans_cap = 0;
+    }
+    if (a->dense) {
+        if (!add_dense(a, &sp))
+            goto overflow;
+        return true;
+    }
+    if (a->nspans == a->spans_cap) {
+        struct pool_span *p = realloc(a->spans, grown * sizeof(*p));
+        if (!p) {
+            snprintf(e->msg, sizeof(e->msg), "out of memory");
+            return false;
+        }
         a->spans = p;
-        a->spans_cap = n;
+        a->spans_cap = grown;
     }
     a->spans[a->nspans++] = sp;
     return true;
+overflow:
+    snprintf(e->msg, sizeof(e->msg),
+             "account '%s' %04d-%02d: storage quantity overflow", a->account_id,
+             a->year, a->month);
+    return false;
 }
 
 static int
@@ -222,10 +264,8 @@ flush_period(struct pricing_rater *r, struct pricing_err *e)
 {
     close_segment(r);
     r->streak = 0;
-    if (!close_span(r)) {
-        snprintf(e->msg, sizeof(e->msg), "out of memory");
+    if (!close_span(r, e))
         return -1;
-    }
     struct rate_acct *a = r->cur;
     if (!a)
         return 0;
@@ -236,14 +276,14 @@ flush_period(struct pricing_rater *r, struct pricing_err *e)
     const struct pricing_quantities *s = &r->q;
     struct pricing_quantities *d = &a->q;
     ok = ok && add_u128(&d->cpu_gross, s->cpu_gross) &&
-        add_u128(&d->cpu_credited, s->cpu_credited) &&
-        add_u128(&d->mem_gross, s->mem_gross) &&
-        add_u128(&d->mem_credited, s->mem_credited) &&
-        add_u128(&d->storage, s->storage) && add_u128(&d->egress, s->egress) &&
-        add_u64(&d->running_s, s->running_s) &&
-        add_u64(&d->padding_s, s->padding_s) &&
-        add_u64(&d->credited_s, s->credited_s) && add_u64(&d->runs, s->runs) &&
-        add_u64(&a->dups, r->dups) && add_u64(&a->conflicts, r->conflicts);
+         add_u128(&d->cpu_credited, s->cpu_credited) &&
+         add_u128(&d->mem_gross, s->mem_gross) &&
+         add_u128(&d->mem_credited, s->mem_credited) &&
+         add_u128(&d->storage, s->storage) && add_u128(&d->egress, s->egress) &&
+         add_u64(&d->running_s, s->running_s) &&
+         add_u64(&d->padding_s, s->padding_s) &&
+         add_u64(&d->credited_s, s->credited_s) && add_u64(&d->runs, s->runs) &&
+         add_u64(&a->dups, r->dups) && add_u64(&a->conflicts, r->conflicts);
     memset(&r->q, 0, sizeof(r->q));
     r->dups = r->conflicts = 0;
     r->cur = NULL;
@@ -298,13 +338,14 @@ fit(struct pricing_rater *r, const struct pricing_second *s)
 
 /* Adds a second of storage to the sandbox's open span. */
 static inline bool
-span_add(struct pricing_rater *r, int64_t ts, uint64_t level)
+span_add(struct pricing_rater *r, int64_t ts, uint64_t level,
+         struct pricing_err *e)
 {
     if (level == r->span.level && ts == r->span.to) {
         r->span.to++;
         return true;
     }
-    if (!close_span(r))
+    if (!close_span(r, e))
         return false;
     r->span.from = ts;
     r->span.to = ts + 1;
@@ -441,12 +482,10 @@ add_seconds(struct pricing_rater *r, const struct pricing_block *b, bool ext,
                 }
             }
         }
-        if (!pool) {
+        if (!pool)
             r->q.storage += disk;
-        } else if (!span_add(r, ts, disk)) {
-            snprintf(e->msg, sizeof(e->msg), "out of memory");
+        else if (!span_add(r, ts, disk, e))
             return -1;
-        }
     }
     if (prev && prev != &r->prev)
         r->prev = *prev;
@@ -500,13 +539,21 @@ span_by_to(const void *x, const void *y)
 /*
  * The account's storage quantity under an allowance of pool bytes
  * (rules section 13): the sum over its seconds of max(0, D_t - pool),
- * D_t the storage of all its sandboxes at t. A sweep over the spans'
- * starts (a copy sorted by start) and ends (the spans sorted by end) in
- * time order; between two of these times D_t is constant.
+ * D_t the storage of all its sandboxes at t: from the total per second
+ * if dense, else by a sweep over the spans' starts (a copy sorted by
+ * start) and ends (the spans sorted by end) in time order, between two
+ * of which D_t is constant.
  */
 static int
 pool_storage(struct rate_acct *a, uint64_t pool, struct pricing_err *e)
 {
+    if (a->dense) {
+        pricing_u128 total = 0;
+        for (int64_t t = 0; t < a->end - a->start; t++)
+            total += a->dense[t] > pool ? a->dense[t] - pool : 0;
+        a->q.storage = total;
+        return 0;
+    }
     size_t n = a->nspans;
     struct pool_span *starts = malloc((n ? n : 1) * sizeof(*starts));
     if (!starts) {
@@ -526,8 +573,8 @@ pool_storage(struct rate_acct *a, uint64_t pool, struct pricing_err *e)
     while (j < n) {
         /* The next time the level changes: every span ends after it
          * starts, so starts run out first. */
-        int64_t next = i < n && starts[i].from < ends[j].to ? starts[i].from
-                                                            : ends[j].to;
+        int64_t next =
+            i < n && starts[i].from < ends[j].to ? starts[i].from : ends[j].to;
         pricing_u128 add;
         if (level > pool)
             ok = ok &&

@@ -23,9 +23,12 @@ struct rate_acct {
     struct pricing_quantities q;
     uint64_t dups, conflicts;
     /* With an allowance per account: the storage of every sandbox as
-     * spans, summed at the end instead of into q.storage. */
+     * spans, summed at the end instead of into q.storage; once the spans
+     * would take more memory than a total per second of the period,
+     * that total instead (dense, end - start seconds). */
     struct pool_span *spans;
     size_t nspans, spans_cap;
+    uint64_t *dense;
     struct rate_acct *next; /* hash chain */
 };
 

@@ -325,19 +325,19 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
     bool mem_gb = b->memory_unit == UNIT_GB;
     bool disk_gb = b->storage_unit == UNIT_GB;
     struct dim cpu = {"cpu",  &b->cpu,          PRICING_CPU_UNIT,
-                            "vCPU", SECONDS_PER_HOUR, "vCPU-hour"};
+                      "vCPU", SECONDS_PER_HOUR, "vCPU-hour"};
     struct dim memory = {"memory",
-                               &b->memory,
-                               UNIT_BYTES(b->memory_unit),
-                               UNIT_NAME(b->memory_unit),
-                               SECONDS_PER_HOUR,
-                               mem_gb ? "GB-hour" : "GiB-hour"};
+                         &b->memory,
+                         UNIT_BYTES(b->memory_unit),
+                         UNIT_NAME(b->memory_unit),
+                         SECONDS_PER_HOUR,
+                         mem_gb ? "GB-hour" : "GiB-hour"};
     struct dim storage = {"storage",
-                                &b->storage,
-                                UNIT_BYTES(b->storage_unit),
-                                UNIT_NAME(b->storage_unit),
-                                SECONDS_PER_STORAGE_MONTH,
-                                disk_gb ? "GB-month" : "GiB-month"};
+                          &b->storage,
+                          UNIT_BYTES(b->storage_unit),
+                          UNIT_NAME(b->storage_unit),
+                          SECONDS_PER_STORAGE_MONTH,
+                          disk_gb ? "GB-month" : "GiB-month"};
     const struct dim egress = {"egress", &b->egress, 1000000000, "GB", 1, "GB"};
     /* Tiers that name their time unit display in it (section 13). */
     char names[3][32];

@@ -38,12 +38,12 @@ int report_statements_table(FILE *out, const struct pricing_statement *st,
 
 /* One line of an invoice or credit note. */
 struct report_line {
-    char kind[REPORT_KIND_MAX + 1];     /* a statement's kind, late_usage */
-    char corrects[REPORT_KIND_MAX + 1]; /* late_usage: the kind corrected */
-    int year, month;                    /* the period whose usage it bills */
-    char book[PRICING_ID_MAX + 1];      /* the pricing book, "" if none */
-    int version;                        /* of book */
-    char instance[PRICING_ID_MAX + 1];  /* an instance line's type */
+    char kind[REPORT_KIND_MAX + 1];       /* a statement's kind, late_usage */
+    char corrects[REPORT_KIND_MAX + 1];   /* late_usage: the kind corrected */
+    int year, month;                      /* the period whose usage it bills */
+    char book[PRICING_ID_MAX + 1];        /* the pricing book, "" if none */
+    int version;                          /* of book */
+    char instance[PRICING_ID_MAX + 1];    /* an instance line's type */
     char grant[PRICING_GRANT_ID_MAX + 1]; /* a credit_grant line's */
     char description[160];
     bool has_quantity;

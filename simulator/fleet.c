@@ -6,14 +6,14 @@
  * Each of N slots runs one sandbox after another: a sandbox lives for a
  * while (minutes to hours, by shape), is sometimes paused and resumed,
  * then goes, and after a short gap the slot starts a new one (a new
- * sandbox_id); a full fleet (sim_fleet_fill) has no gaps. The shapes, in equal shares by slot:
- *   coding agent  long sessions, mostly idle between LLM turns (busy 1 s
- *                 in 10), memory in use drifting page by page;
- *   evaluation    bursts: 10 minutes at full load, 10 nearly idle;
- *   code run      short lives (30 s to 5 min), noisy CPU, many restarts;
- *   browser       steady CPU around a quarter, egress in bursts.
- * cpu_used changes every second (noise), memory in use drifts, egress
- * comes in bursts, disk grows slowly. Accounts are slot % accounts.
+ * sandbox_id); a full fleet (sim_fleet_fill) has no gaps. The shapes, in equal
+ * shares by slot: coding agent  long sessions, mostly idle between LLM turns
+ * (busy 1 s in 10), memory in use drifting page by page; evaluation    bursts:
+ * 10 minutes at full load, 10 nearly idle; code run      short lives (30 s to 5
+ * min), noisy CPU, many restarts; browser       steady CPU around a quarter,
+ * egress in bursts. cpu_used changes every second (noise), memory in use
+ * drifts, egress comes in bursts, disk grows slowly. Accounts are slot %
+ * accounts.
  */
 #include "sim.h"
 

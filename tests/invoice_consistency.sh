@@ -5,9 +5,11 @@
 # export`; then late January usage arrives, February is invoiced, and
 # for every account and period what the final documents bill (invoices
 # plus their late-usage lines) equals a fresh rating of all that is
-# stored. The book uses every rule: granularity and a minimum, autopause,
-# included storage, free egress, runs, a subscription with included
-# credit, and a promotional credit.
+# stored, credit grant lines aside. The book uses every rule: granularity
+# and a minimum, autopause, a memory step, included storage per sandbox
+# and per account, paused storage free, free egress, runs, a
+# subscription with included credit, a promotional credit and a credit
+# grant (which both sides spend in January).
 . "$(dirname "$0")/lib.sh"
 with_meterd
 ctl() { "$METERCTL" --db "$db" "$@"; }
@@ -15,14 +17,17 @@ ctl() { "$METERCTL" --db "$db" "$@"; }
 cat >book.json <<'JSON'
 {"id": "every-rule", "currency": "USD", "effective_from": "2025-01-01",
  "cpu": {"basis": "allocated", "rate": "0.0504", "per": "hour"},
- "memory": {"basis": "used", "unit": "GiB", "rate": "0.0000045", "per": "second"},
- "storage": {"rate": "0.000108", "per": "hour", "included_gib": "1"},
+ "memory": {"basis": "used", "unit": "GiB", "rate": "0.0000045", "per": "second",
+            "step": "0.5"},
+ "storage": {"rate": "0.000108", "per": "hour", "included_gib": "1",
+             "included_per_account": "5", "billed_when": "running"},
  "egress": {"rate": "0.05", "free_gb": "0.001"},
  "per_run": "0.001", "granularity_s": 60, "min_billed_s": 120,
  "autopause": {"idle_below": "0.1", "after_s": 300},
  "subscription": {"monthly_fee": "1", "included_credit": "0.25",
                   "max_concurrency": null, "max_session_s": null},
- "promotional_credit": "0.1"}
+ "promotional_credit": "0.1",
+ "grants": [{"id": "welcome", "amount": "0.5", "expires_after_periods": 2}]}
 JSON
 ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
 ctl books add book.json >/dev/null || fail "books add"
@@ -68,6 +73,7 @@ for a in acct-0 acct-1 acct-2 acct-3; do
     from_rate $a 2026-01 <jan.json >rate.txt
     checks=$((checks + 1))
     [ -s rate.txt ] || fail "$a: no January lines from rate"
+    grep -q '^credit_grant -0.500000$' inv.txt || fail "$a January: the grant does not pay"
     diff rate.txt inv.txt >/dev/null || fail "$a January: invoice lines differ from meterctl rate: $(diff rate.txt inv.txt)"
 done
 
@@ -91,8 +97,8 @@ for a in acct-0 acct-1 acct-2 acct-3; do
     checks=$((checks + 1))
     diff rate.txt inv.txt >/dev/null || fail "$a February: $(diff rate.txt inv.txt)"
     for p in 2026-01 2026-02; do
-        want=$(from_rate $a $p <fresh.json | sum)
-        got=$(psql "$db" -qAtc "SELECT to_char(coalesce(sum(l.amount), 0), 'FM999999990.000000') FROM invoice_lines l JOIN invoices i USING (account_id, invoice_id) WHERE l.account_id = '$a' AND i.status = 'final' AND l.period = '$p-01'")
+        want=$(from_rate $a $p <fresh.json | grep -v '^credit_grant ' | sum)
+        got=$(psql "$db" -qAtc "SELECT to_char(coalesce(sum(l.amount), 0), 'FM999999990.000000') FROM invoice_lines l JOIN invoices i USING (account_id, invoice_id) WHERE l.account_id = '$a' AND i.status = 'final' AND l.period = '$p-01' AND l.kind <> 'credit_grant'")
         checks=$((checks + 1))
         [ "$got" = "$want" ] || fail "$a $p: invoices bill $got, a fresh rating $want"
     done

@@ -148,7 +148,8 @@ sum_lines(const struct report_invoice *inv, const char *kind, int y, int m)
     return s;
 }
 
-/* What final documents of acct bill for (y, m), from the tables. */
+/* What final documents of acct bill for (y, m), from the tables: their
+ * lines, credit grants aside (money paid, not usage). */
 static struct pricing_dec
 billed(PGconn *db, const char *acct, int y, int m)
 {
@@ -157,7 +158,7 @@ billed(PGconn *db, const char *acct, int y, int m)
              "SELECT coalesce(sum(l.amount), 0)::text FROM invoice_lines l"
              " JOIN invoices i USING (account_id, invoice_id)"
              " WHERE l.account_id = '%s' AND i.status = 'final'"
-             " AND l.period = '%04d-%02d-01'",
+             " AND l.period = '%04d-%02d-01' AND l.kind <> 'credit_grant'",
              acct, y, m);
     PGresult *r = PQexec(db, sql);
     struct pricing_dec d = {0};
@@ -641,8 +642,8 @@ run_get(PGconn *db, const char *acct, int y, int m, bool final)
 
 /* Checks grant id's line of inv: its amount and the balance it shows. */
 static void
-check_grant(const struct report_invoice *inv, const char *id,
-            const char *want, const char *left)
+check_grant(const struct report_invoice *inv, const char *id, const char *want,
+            const char *left)
 {
     char a[48], text[96];
     const struct report_line *l = grant_line(inv, id);
@@ -694,8 +695,8 @@ test_grants(PGconn *db, struct meter_registry *reg)
     /* A draft spends what final documents left: all 10 so far. */
     struct report_invoice d = run_get(db, "gina", 2026, 2, false);
     check_grant(&d, "book-g/welcome", "-2.000000", "8.000000");
-    CHECK(d.lines[d.nlines - 1].kind[0] && grant_line(&d, "book-g/welcome") ==
-                                               &d.lines[d.nlines - 1]);
+    CHECK(d.lines[d.nlines - 1].kind[0] &&
+          grant_line(&d, "book-g/welcome") == &d.lines[d.nlines - 1]);
     report_invoice_release(&d);
     /* February cannot be final before January. */
     struct meter_invoice_outcome o;
@@ -743,6 +744,18 @@ test_grants(PGconn *db, struct meter_registry *reg)
     seen.n = 0;
     CHECK(meter_db_grants_list(db, "gina", grant_seen, &seen, &e) >= 0);
     CHECK_STR(amount(seen.last.grant.balance, a), "4.000000");
+    /* Grant lines aside, what gina's documents bill for each period is a
+     * fresh rating of it. */
+    for (int m = 1; m <= 5; m++) {
+        char b[48];
+        struct pricing_dec x = billed(db, "gina", 2026, m);
+        struct pricing_dec y = fresh(db, "gina", 2026, m, books[3]);
+        if (pricing_dec_cmp(x, y) != 0) {
+            fprintf(stderr, "gina 2026-%02d: billed %s, fresh %s\n", m,
+                    amount(x, a), amount(y, b));
+            test_failures++;
+        }
+    }
     report_invoice_release(&jan);
     report_invoice_release(&feb);
     report_invoice_release(&mar);
@@ -781,10 +794,10 @@ test_grants(PGconn *db, struct meter_registry *reg)
     CHECK(strstr(e.msg, "no price book") != NULL);
     CHECK(meter_db_grant_add(db, "rita", "0", 0, NULL, mar10, id, &e) < 0);
     CHECK(strstr(e.msg, "amount '0'") != NULL);
-    CHECK(meter_db_grant_add(db, "rita", "0.0000001", 0, NULL, mar10, id,
-                             &e) < 0);
-    CHECK(meter_db_grant_add(db, "rita", "1", 0, "no spaces", mar10, id,
-                             &e) < 0);
+    CHECK(meter_db_grant_add(db, "rita", "0.0000001", 0, NULL, mar10, id, &e) <
+          0);
+    CHECK(meter_db_grant_add(db, "rita", "1", 0, "no spaces", mar10, id, &e) <
+          0);
     CHECK(meter_db_grant_add(db, "ghost", "1", 0, NULL, mar10, id, &e) < 0);
     CHECK(strstr(e.msg, "no account 'ghost'") != NULL);
     refused(db, "UPDATE credit_grants SET amount = 1000", "never changes");
@@ -815,6 +828,53 @@ test_grants(PGconn *db, struct meter_registry *reg)
     report_invoice_release(&jan);
     report_invoice_release(&jan2);
     report_invoice_release(&mar);
+
+    /* mona: book-a, then book-g from January 16th: the grant lines come
+     * once, after both parts, and pay both. book-a: 100 s billed 120 s
+     * (0.12) and a run (0.5); book-g: 1.000. */
+    run(db, reg, "mona", "mona-1", JAN + DAY, 100);
+    run(db, reg, "mona", "mona-2", JAN + 19 * DAY, 1000);
+    jan = run_get(db, "mona", 2026, 1, false);
+    size_t grants = 0;
+    for (size_t i = 0; i < jan.nlines; i++)
+        grants += strcmp(jan.lines[i].kind, "credit_grant") == 0;
+    CHECK(grants == 1 && jan.nlines == 4);
+    CHECK(jan.nlines == 4 && strcmp(jan.lines[3].kind, "credit_grant") == 0);
+    check_grant(&jan, "book-g/welcome", "-1.620000", "8.380000");
+    report_invoice_release(&jan);
+
+    /* vera: book-g version 1 in January, version 2 (a grant of 20 for
+     * one period) from February: the grant stays as version 1 gave it. */
+    struct pricing_err pe = {{0}};
+    int version;
+    char v2[sizeof(book_g) + 16];
+    snprintf(v2, sizeof(v2), "%s", book_g);
+    char *amt = strstr(v2, "\"10\""),
+         *exp = strstr(v2, "\"expires_after_periods\": 3");
+    CHECK(amt && exp);
+    if (amt && exp) {
+        memcpy(amt, "\"20\"", 4);
+        exp[strlen("\"expires_after_periods\": ")] = '1';
+    }
+    struct pricing_book *g2 = pricing_book_parse(v2, strlen(v2), "v2", &pe);
+    CHECK(g2 && meter_db_book_add(db, g2, v2, &version, &e) >= 0 &&
+          version == 2);
+    account(db, "vera", "book-g", "2026-02-01");
+    seen.n = 0;
+    CHECK(meter_db_grants_list(db, "vera", grant_seen, &seen, &e) >= 0);
+    CHECK(seen.n == 1);
+    CHECK_STR(amount(seen.last.grant.amount, a), "10.000000");
+    CHECK(seen.last.grant.expires_after == 3 &&
+          seen.last.grant.received == pricing_period_index(2026, 1));
+    /* walt, on version 2 only, receives version 2's grant. */
+    account(db, "walt", "book-g", "2026-02-01");
+    seen.n = 0;
+    CHECK(meter_db_grants_list(db, "walt", grant_seen, &seen, &e) >= 0);
+    CHECK(seen.n == 1);
+    CHECK_STR(amount(seen.last.grant.amount, a), "20.000000");
+    CHECK(seen.last.grant.expires_after == 1 &&
+          seen.last.grant.received == pricing_period_index(2026, 2));
+    pricing_book_free(g2);
 }
 
 int
@@ -835,6 +895,9 @@ main(void)
     account(db, "rita", "book-g", "2026-01-01");
     account(db, "rita", "book-a", "2026-02-01");
     account(db, "rita", "book-g", "2026-03-01");
+    account(db, "mona", "book-a", "2026-01-01");
+    account(db, "mona", "book-g", "2026-01-16");
+    account(db, "vera", "book-g", "2026-01-01");
     struct meter_registry *reg = meter_registry_new();
 
     test_drafts(db, reg);

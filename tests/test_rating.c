@@ -643,8 +643,8 @@ test_pipeline(void)
     pricing_statements_free(st, n);
 
     t.calls = 0;
-    CHECK(pricing_rate(b, src, &(struct pricing_scope){2026, 2, 0, NULL, false}, NULL,
-                       0, &st, &n, &e) == 0);
+    CHECK(pricing_rate(b, src, &(struct pricing_scope){2026, 2, 0, NULL, false},
+                       NULL, 0, &st, &n, &e) == 0);
     CHECK(n == 1 && st[0].year == 2026 && st[0].month == 2);
     pricing_statements_free(st, n);
 
@@ -674,14 +674,15 @@ book_v2(const char *cpu, const char *memory, const char *storage,
 }
 
 #define CPU_PER_S(extra)                                                       \
-    "{\"basis\": \"allocated\", \"rate\": \"0.001\", \"per\": \"second\"" extra \
-    "}"
+    "{\"basis\": \"allocated\", \"rate\": \"0.001\", \"per\": "                \
+    "\"second\"" extra "}"
 #define MEM_PER_S(extra)                                                       \
     "{\"basis\": \"allocated\", \"unit\": \"GiB\", \"rate\": \"0.001\", "      \
     "\"per\": \"second\"" extra "}"
-#define FREE_CPU "{\"basis\": \"allocated\", \"rate\": \"0\", \"per\": \"second\"}"
+#define FREE_CPU                                                               \
+    "{\"basis\": \"allocated\", \"rate\": \"0\", \"per\": \"second\"}"
 #define FREE_MEM                                                               \
-    "{\"basis\": \"allocated\", \"unit\": \"GiB\", \"rate\": \"0\", \"per\": "  \
+    "{\"basis\": \"allocated\", \"unit\": \"GiB\", \"rate\": \"0\", \"per\": " \
     "\"second\"}"
 
 /* The amount of instance type name's line in invoice i, or "-". */
@@ -717,8 +718,7 @@ test_steps(void)
     CHECK_STR(amount(0, "cpu"), "0.015000");
     CHECK_STR(amount(0, "memory"), "0.010000");
     /* Without a step nothing is rounded: 12 vCPU-s, 10 GiB-s + 10 B. */
-    CHECK(rate(book_v2(CPU_PER_S(""), MEM_PER_S(""), "null", ""), off, 1) ==
-          0);
+    CHECK(rate(book_v2(CPU_PER_S(""), MEM_PER_S(""), "null", ""), off, 1) == 0);
     CHECK_STR(amount(0, "cpu"), "0.012000");
     CHECK_STR(amount(0, "memory"), "0.010000");
     /* A step changing inside a segment: 1.2 then 2 vCPU (1.5 and 2.0). */
@@ -796,10 +796,18 @@ test_instances(void)
     struct run one[] = {{NULL, JAN, 3600, V(1), V(1), 2 * GIB, 0, 0, 0}};
     CHECK(rate(b, one, 1) == 0);
     CHECK_STR(instance_amount(0, "tiny"), "0.010000");
+    /* The allocation grows at the same vCPU: 2 vCPU with 4 GiB (small),
+     * then with 6 GiB (big): an hour of each. */
+    struct run grow[] = {
+        {NULL, JAN, 3600, V(2), V(1), 4 * GIB, 0, 0, 0},
+        {NULL, JAN + 3600, 3600, V(2), V(1), 6 * GIB, 0, 0, 0}};
+    CHECK(rate(b, grow, 2) == 0);
+    CHECK_STR(instance_amount(0, "small"), "0.180000");
+    CHECK_STR(instance_amount(0, "big"), "0.360000");
     /* 3 vCPU + 4 GiB fits big only; exactly its size fits it. */
-    struct run three[] = {{NULL, JAN, 3600, V(3), V(1), 4 * GIB, 0, 0, 0},
-                          {NULL, JAN + 3600, 3600, V(4), V(1), 8 * GIB, 0, 0,
-                           0}};
+    struct run three[] = {
+        {NULL, JAN, 3600, V(3), V(1), 4 * GIB, 0, 0, 0},
+        {NULL, JAN + 3600, 3600, V(4), V(1), 8 * GIB, 0, 0, 0}};
     CHECK(rate(b, three, 2) == 0);
     CHECK_STR(instance_amount(0, "big"), "0.720000");
     /* One byte more than the largest fits none: an error naming the
@@ -921,6 +929,45 @@ test_storage_v2(void)
     CHECK_STR(amount(0, "storage"), "0.010000");
     CHECK_STR(amount(1, "storage"), "0.010000");
 
+    /* Spans do not join across a missing second: a holds 6 GiB over
+     * [0, 10) and [20, 30), b over [20, 30): 2 beyond for 10 s. */
+    struct run holes[] = {{"a", JAN, 10, V(1), V(1), 0, 6 * GIB, 0, 0},
+                          {"a", JAN + 20, 10, V(1), V(1), 0, 6 * GIB, 0, 0},
+                          {"b", JAN + 20, 10, V(1), V(1), 0, 6 * GIB, 0, 0}};
+    CHECK(rate(book_v2(FREE_CPU, FREE_MEM, pool, ""), holes, 3) == 0);
+    CHECK_STR(amount(0, "storage"), "0.020000");
+
+    /* A level that changes every second: past a third of the period in
+     * spans the account keeps a total per second instead (memory bounded
+     * by the period). a alternates 11 and 9 GiB for 1,000,000 s: 1 GiB
+     * beyond on half of them; b adds 2 GiB over the first 10 s: 3 and 1
+     * beyond there instead of 1 and 0: 500,015 GiB-s. */
+    {
+        struct pricing_book *pb = book(book_v2(FREE_CPU, FREE_MEM, pool, ""));
+        struct pricing_err e = {{0}};
+        struct pricing_rater *r = pricing_rater_new(pb, &e);
+        const size_t n = 1000000;
+        struct pricing_second *s = calloc(n, sizeof(*s));
+        for (size_t k = 0; k < n; k++)
+            s[k] = (struct pricing_second){
+                JAN + (int64_t)k,           V(1), V(1), 0, 0,
+                k % 2 ? 9 * GIB : 11 * GIB, 0};
+        struct pricing_block blk = {"acme", "a", s, n, false, 0};
+        CHECK(pricing_rater_add(r, &blk, &e) == 0);
+        for (size_t k = 0; k < 10; k++)
+            s[k].disk_bytes = 2 * GIB;
+        blk = (struct pricing_block){"acme", "b", s, 10, false, 0};
+        CHECK(pricing_rater_add(r, &blk, &e) == 0);
+        struct pricing_statement *st = NULL;
+        size_t nst = 0;
+        CHECK(pricing_rater_finish(r, &st, &nst, &e) == 0);
+        CHECK(nst == 1 && st[0].q.storage == (pricing_u128)500015 * GIB);
+        pricing_statements_free(st, nst);
+        pricing_rater_free(r);
+        pricing_book_free(pb);
+        free(s);
+    }
+
     /* Storage tiers in GB-hours: the first 200 free, then 0.001. 100 GB
      * for 2 h is 200 (free); for 2 h and 1 s, 100/3,600 beyond: 0.000028;
      * for 3 h, 100 beyond: 0.1. */
@@ -1033,9 +1080,8 @@ test_grants(void)
     size_t order[4];
     struct pricing_dec spent[4];
     int y = 100 / 12, m = 100 % 12 + 1;
-    size_t k = pricing_grants_spend(g, 4, y, m, "USD",
-                                    (struct pricing_dec){7 * PRICING_ONE},
-                                    order, spent);
+    size_t k = pricing_grants_spend(
+        g, 4, y, m, "USD", (struct pricing_dec){7 * PRICING_ONE}, order, spent);
     CHECK(k == 2 && order[0] == 1 && order[1] == 0);
     CHECK(spent[1].v == -5 * PRICING_ONE && spent[0].v == -2 * PRICING_ONE);
     CHECK(spent[2].v == 0 && spent[3].v == 0);

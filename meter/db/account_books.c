@@ -29,7 +29,8 @@ db_account_release(struct db_account *acct)
 
 /* Reads the account (locking its row when lock) and its assignments. */
 enum meter_db_status
-db_account_load(PGconn *db, struct db_account *acct, bool lock, struct meter_err *e)
+db_account_load(PGconn *db, struct db_account *acct, bool lock,
+                struct meter_err *e)
 {
     const char *v[] = {acct->id};
     PGresult *r;
@@ -88,9 +89,11 @@ db_account_load(PGconn *db, struct db_account *acct, bool lock, struct meter_err
 }
 
 void
-db_parts_of(const struct db_account *acct, int year, int month, struct db_parts *out)
+db_parts_of(const struct db_account *acct, int year, int month,
+            struct db_parts *out)
 {
-    int64_t start = db_period_start(year, month), end = db_period_end(year, month);
+    int64_t start = db_period_start(year, month),
+            end = db_period_end(year, month);
     out->n = 0;
     for (size_t i = 0; i < acct->na; i++) {
         int64_t from = acct->a[i].from,
@@ -107,4 +110,3 @@ db_parts_of(const struct db_account *acct, int year, int month, struct db_parts 
         out->a[out->n++] = &acct->a[i];
     }
 }
-

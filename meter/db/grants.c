@@ -16,6 +16,9 @@
 #include <string.h>
 #include <time.h>
 
+/* The largest grant an operator gives (as credit_grants checks it). */
+#define GRANT_AMOUNT_MAX ((pricing_i128)1000000000000000 * PRICING_ONE)
+
 void
 db_grants_release(struct db_grants *gs)
 {
@@ -65,8 +68,8 @@ db_account_grants(PGconn *db, const struct db_account *acct,
         int64_t start, end;
         pricing_period_of(acct->a[i].from, &y, &m, &start, &end);
         struct pricing_grant g[PRICING_GRANTS_MAX];
-        size_t k = pricing_book_grants(acct->a[i].book, y, m, g,
-                                       PRICING_GRANTS_MAX);
+        size_t k =
+            pricing_book_grants(acct->a[i].book, y, m, g, PRICING_GRANTS_MAX);
         for (size_t j = 0; j < k; j++)
             if (!find(out, g[j].id) && push(out, &g[j], true) < 0)
                 return db_hard(e, "out of memory");
@@ -109,8 +112,8 @@ db_account_grants(PGconn *db, const struct db_account *acct,
         if (db_parse_dec(PQgetvalue(r, i, 1), &paid) < 0)
             st = db_hard(e, "grant '%s': what it paid does not read back",
                          PQgetvalue(r, i, 0));
-        else if (g && pricing_dec_add(g->amount, paid, &g->balance) !=
-                          PRICING_OK)
+        else if (g &&
+                 pricing_dec_add(g->amount, paid, &g->balance) != PRICING_OK)
             st = db_hard(e, "grant '%s': balance overflow", g->id);
     }
     PQclear(r);
@@ -144,12 +147,11 @@ meter_db_grants_list(PGconn *db, const char *account, meter_grant_cb *cb,
 {
     if (account) {
         const char *v[] = {account};
-        enum meter_db_status st = meter_db_exec(
-            db, "cannot read the account",
-            "SELECT 1 FROM accounts WHERE account_id = $1", 1, v, NULL, NULL,
-            NULL, e);
-        return st == METER_DB_ROWS ? list_account(db, account, cb, arg, e)
-                                   : st;
+        enum meter_db_status st =
+            meter_db_exec(db, "cannot read the account",
+                          "SELECT 1 FROM accounts WHERE account_id = $1", 1, v,
+                          NULL, NULL, NULL, e);
+        return st == METER_DB_ROWS ? list_account(db, account, cb, arg, e) : st;
     }
     struct meter_strtab ids = {0};
     enum meter_db_status st =
@@ -189,6 +191,8 @@ give_attempt(PGconn *db, void *arg, struct meter_err *e)
     snprintf(day, sizeof(day), "%04d-%02d-%02d", tm.tm_year + 1900,
              tm.tm_mon + 1, tm.tm_mday);
     snprintf(expires, sizeof(expires), "%d", a->expires_after);
+    char when[24];
+    snprintf(when, sizeof(when), "%lld", (long long)a->now);
     const char *v[] = {a->account, day};
     PGresult *r;
     st = meter_db_exec(db, "cannot read the account's price book",
@@ -216,14 +220,17 @@ give_attempt(PGconn *db, void *arg, struct meter_err *e)
             snprintf(id, sizeof(id), "%s", a->id);
         else
             snprintf(id, sizeof(id), "grant-%d", n);
-        const char *w[] = {a->account, id, a->amount, currency, period,
-                           a->expires_after ? expires : NULL};
+        const char *w[] = {a->account, id,
+                           a->amount,  currency,
+                           period,     a->expires_after ? expires : NULL,
+                           when};
         st = meter_db_exec(
             db, "cannot give the grant",
             "INSERT INTO credit_grants (account_id, grant_id, amount,"
-            " currency, period, expires_after) VALUES ($1, $2, $3::numeric,"
-            " $4, $5::date, $6::int) ON CONFLICT DO NOTHING RETURNING 1",
-            6, w, NULL, NULL, NULL, e);
+            " currency, period, expires_after, created_at) VALUES ($1, $2,"
+            " $3::numeric, $4, $5::date, $6::int, to_timestamp($7::bigint))"
+            " ON CONFLICT DO NOTHING RETURNING 1",
+            7, w, NULL, NULL, NULL, e);
         if (st == METER_DB_ROWS) {
             snprintf(a->out_id, PRICING_ID_MAX + 1, "%s", id);
             return st;
@@ -249,9 +256,12 @@ meter_db_grant_add(PGconn *db, const char *account, const char *amount,
                        amount);
     if (id && !pricing_id_valid(id))
         return db_hard(e, "grant id '%s' is not 1-64 of A-Za-z0-9._:-", id);
-    if (expires_after < 0)
-        return db_hard(e, "expires after %d periods: give a number above 0",
-                       expires_after);
+    if (expires_after < 0 || expires_after > PRICING_GRANT_PERIODS_MAX)
+        return db_hard(e, "expires after %d periods: give 1 to %d, or none",
+                       expires_after, PRICING_GRANT_PERIODS_MAX);
+    if (d.v > GRANT_AMOUNT_MAX)
+        return db_hard(e, "amount '%s' is above %lld", amount,
+                       (long long)(GRANT_AMOUNT_MAX / PRICING_ONE));
     struct give_arg a = {account, amount, id, expires_after, now, out_id};
     return meter_db_transaction(db, "BEGIN", 5, give_attempt, &a, e);
 }

@@ -49,7 +49,8 @@ first_runs(PGconn *db, const struct db_account *acct, int year, int month,
     snprintf(pk, sizeof(pk), "%d", acct->pk);
     snprintf(lo, sizeof(lo), "%lld",
              (long long)(db_period_start(year, month) / 60));
-    snprintf(hi, sizeof(hi), "%lld", (long long)(db_period_end(year, month) / 60));
+    snprintf(hi, sizeof(hi), "%lld",
+             (long long)(db_period_end(year, month) / 60));
     const char *v[] = {pk, lo, hi};
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
@@ -156,7 +157,8 @@ line_from_row(PGresult *r, int i, struct report_invoice *inv,
     snprintf(l.instance, sizeof(l.instance), "%s", PQgetvalue(r, i, 10));
     snprintf(l.grant, sizeof(l.grant), "%s", PQgetvalue(r, i, 11));
     if ((l.has_quantity && db_parse_dec(PQgetvalue(r, i, 6), &l.quantity)) ||
-        (l.has_unit_price && db_parse_dec(PQgetvalue(r, i, 8), &l.unit_price)) ||
+        (l.has_unit_price &&
+         db_parse_dec(PQgetvalue(r, i, 8), &l.unit_price)) ||
         db_parse_dec(PQgetvalue(r, i, 9), &l.amount))
         return meter_fail(e, "account '%s': a stored line does not read back",
                           PQgetvalue(r, i, 12));
@@ -540,7 +542,8 @@ meter_db_invoice_accounts(PGconn *db, int year, int month, const char *only,
 {
     char from[32], to[32];
     db_period_text(year, month, from);
-    db_period_text(month == 12 ? year + 1 : year, month == 12 ? 1 : month + 1, to);
+    db_period_text(month == 12 ? year + 1 : year, month == 12 ? 1 : month + 1,
+                   to);
     const char *v[] = {from, to, only};
     /* An assignment holds until the account's next one. */
     return db_strings(
@@ -560,8 +563,8 @@ meter_db_invoice_accounts(PGconn *db, int year, int month, const char *only,
  * periods are finalized in order (rules section 14). A voided period
  * had one; its corrected invoice may come later. */
 static enum meter_db_status
-finalized_before(PGconn *db, const struct db_account *acct, int year,
-                 int month, struct meter_err *e)
+finalized_before(PGconn *db, const struct db_account *acct, int year, int month,
+                 struct meter_err *e)
 {
     if (acct->na == 0)
         return METER_DB_NONE;
@@ -794,12 +797,12 @@ doc_lines(PGconn *db, struct report_invoice *inv, struct meter_err *e)
     snprintf(id, sizeof(id), "%" PRId64, inv->id);
     const char *v[] = {inv->account_id, id};
     PGresult *r;
-    enum meter_db_status st = meter_db_exec(
-        db, "cannot read invoice lines",
-        "SELECT " LINE_COLUMNS " FROM invoice_lines l"
-        " WHERE l.account_id = $1 AND l.invoice_id = $2::bigint"
-        " ORDER BY l.line_no",
-        2, v, NULL, NULL, &r, e);
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot read invoice lines",
+                      "SELECT " LINE_COLUMNS " FROM invoice_lines l"
+                      " WHERE l.account_id = $1 AND l.invoice_id = $2::bigint"
+                      " ORDER BY l.line_no",
+                      2, v, NULL, NULL, &r, e);
     for (int i = 0; st >= 0 && i < PQntuples(r); i++)
         if (line_from_row(r, i, inv, e) < 0)
             st = METER_DB_HARD;

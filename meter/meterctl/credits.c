@@ -26,10 +26,12 @@ credits_grant(struct ctl *ctl, int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {
         case 'x':
-            if (meter_parse_uint(optarg, 1, INT32_MAX, &expires) < 0)
+            if (meter_parse_uint(optarg, 1, PRICING_GRANT_PERIODS_MAX,
+                                 &expires) < 0)
                 return ctl_usage_error("credits grant: --expires-after '%s' "
-                                       "is not a number of periods above 0",
-                                       optarg);
+                                       "is not a number of periods from 1 "
+                                       "to %d",
+                                       optarg, PRICING_GRANT_PERIODS_MAX);
             break;
         case 'i':
             id = optarg;

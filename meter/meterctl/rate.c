@@ -185,9 +185,11 @@ ctl_rate(struct ctl *ctl, int argc, char **argv)
         src = meter_sample_set_source(set);
     }
     /* --period prices one period; all samples still count for runs.
-     * With grants the periods before it are priced too, in order, for
-     * the balances they leave it. */
-    bool grants = !a.no_grants && pricing_book_grants(book, 0, 0, NULL, 0);
+     * Files are rated with the book's grants (stored usage without: its
+     * balances are the invoices'), and then the periods before it are
+     * priced too, in order, for the balances they leave it. */
+    bool grants =
+        !a.no_grants && set && pricing_book_grants(book, 0, 0, NULL, 0);
     struct pricing_scope scope = {a.period ? a.year : 0, a.month, 0, NULL,
                                   grants};
     if (pricing_rate(book, src, &scope, NULL, 0, &st, &n, &pe) < 0 ||

@@ -22,9 +22,9 @@ add_grant(const struct meter_grant *g, void *arg)
     snprintf(last, sizeof(last), "%04d-%02d", p / 12, p % 12 + 1);
     json_array_append_new(
         items, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o}", "grant", x->id,
-                         "source", g->from_book ? "book" : "operator",
-                         "amount", amount, "balance", balance, "currency",
-                         x->currency, "received", received, "last_period",
+                         "source", g->from_book ? "book" : "operator", "amount",
+                         amount, "balance", balance, "currency", x->currency,
+                         "received", received, "last_period",
                          x->expires_after ? json_string(last) : json_null()));
 }
 
@@ -33,9 +33,8 @@ meterd_credits(struct meter_http_request *rq)
 {
     const struct meter_principal *who = meter_http_principal(rq);
     const char *account = meter_http_param(rq, "id");
-    if (!pricing_id_valid(account) ||
-        (who->role == METER_ROLE_ACCOUNT &&
-         strcmp(account, who->account_id) != 0)) {
+    if (!pricing_id_valid(account) || (who->role == METER_ROLE_ACCOUNT &&
+                                       strcmp(account, who->account_id) != 0)) {
         meter_http_reply_problem(rq, 404, "not-found", "Not found", NULL,
                                  "no account '%s'", account);
         return;
@@ -59,7 +58,7 @@ meterd_credits(struct meter_http_request *rq)
                                  "no account '%s'", account);
         return;
     }
-    meter_http_reply_json(rq, 200,
-                          json_pack("{s:s, s:o}", "account_id", account,
-                                    "items", items));
+    meter_http_reply_json(
+        rq, 200,
+        json_pack("{s:s, s:o}", "account_id", account, "items", items));
 }
