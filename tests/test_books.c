@@ -327,6 +327,11 @@ test_errors_v2(void)
     expect_error(WITH("\"grants\": [{\"id\": \"g\", \"amount\": \"1\", "
                       "\"expires_after_periods\": 0}]"),
                  "grants[0].expires_after_periods", "0 is out of range");
+    expect_error(WITH("\"grants\": [{\"id\": \"g\", \"amount\": \"1\", "
+                      "\"expires_after_periods\": 1201}]"),
+                 "grants[0].expires_after_periods", "[1, 1200]");
+    expect_ok(WITH("\"grants\": [{\"id\": \"g\", \"amount\": \"1\", "
+                   "\"expires_after_periods\": 1200}]"));
     expect_error(WITH("\"grants\": [{\"id\": \"g\", \"amount\": \"1\"}]"),
                  "grants[0].expires_after_periods: missing", NULL);
     /* add-ons and caps */
