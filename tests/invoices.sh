@@ -169,6 +169,7 @@ expect_status 0 ctl credits list --account acme
 contains "$out" "promo" "grants listed"
 contains "$out" "operator" "an operator's grant"
 expect_status 1 ctl credits list --account ghost
+contains "$err" "no account 'ghost'" "credits of an unknown account"
 body=$(curl -s -H "Authorization: Bearer $ACME" "$A/v1/accounts/acme/credits")
 checks=$((checks + 1))
 jq -e '.account_id == "acme" and ([.items[] | select(.grant == "promo" and .amount == "5.000000" and .balance == "5.000000" and .source == "operator" and .currency == "USD")] | length) == 1' <<<"$body" >/dev/null \

@@ -111,8 +111,10 @@ credits_list(struct ctl *ctl, int argc, char **argv)
     int rc = 0;
     if (st < 0)
         rc = ctl_failed(&e);
-    else if (st == METER_DB_NONE && account)
-        rc = ctl_failed(&(struct meter_err){.msg = "no such account"});
+    else if (st == METER_DB_NONE && account) {
+        meter_fail(&e, "no account '%s'", account);
+        rc = ctl_failed(&e);
+    }
     PQfinish(db);
     return rc;
 }
