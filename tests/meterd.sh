@@ -167,14 +167,16 @@ head -c 1000000 /dev/zero | tr '\0' ' ' | gzip -c >bomb.gz
 post $url_small "$HOST" application/json bomb.gz -H "Content-Encoding: gzip"
 expect_http 413 "inflating past the limit"
 
-# 503 when saturated: a slow upload holds most of --max-buffered.
-start_meterd busy "$db" --max-body 100000 --max-buffered 100000 --threads 1
-head -c 90000 /dev/zero | tr '\0' ' ' >slow.json
-curl -s -o /dev/null --limit-rate 20k -X POST -H "Authorization: Bearer $HOST" \
+# 503 when saturated: a slow upload's bytes, counted as they arrive,
+# hold most of --max-buffered.
+start_meterd busy "$db" --max-body 100000 --max-buffered 30000 --threads 1
+head -c 28000 /dev/zero | tr '\0' ' ' >slow.json
+curl -s -o /dev/null --limit-rate 4k -X POST -H "Authorization: Bearer $HOST" \
     -H "Content-Type: application/json" --data-binary @slow.json "$url_busy/v1/samples" &
 slow=$!
-for i in $(seq 1 50); do # until the slow body holds its reservation
-    curl -s "$url_busy/metrics" | grep -q '^meter_buffered_bytes 90000$' && break
+for i in $(seq 1 100); do # until the slow body holds 16000 bytes or more
+    held=$(curl -s "$url_busy/metrics" | awk '$1 == "meter_buffered_bytes" { print $2 }')
+    [ "${held:-0}" -ge 16000 ] && break
     sleep 0.1
 done
 { cat rows.json; head -c 20000 /dev/zero | tr '\0' ' '; } >padded.json

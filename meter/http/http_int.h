@@ -55,7 +55,8 @@ struct meter_http_request {
     size_t nparams;
     struct meter_buf body;
     bool too_big;       /* past max_body (or out of memory): dropped */
-    bool out_of_memory; /* the body could not be held */
+    bool out_of_memory; /* the body could not be held: no memory, or past
+                           max_buffered */
     size_t received;    /* body bytes received, kept or not */
     size_t reserved;    /* bytes counted against max_buffered */
     struct timespec start;

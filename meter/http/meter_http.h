@@ -65,8 +65,15 @@ struct meter_http_config {
     struct sockaddr_in listen;
     const char *conninfo; /* resolved (meter_db_conninfo); copied */
     size_t max_body;      /* largest body, after inflation */
-    size_t max_buffered;  /* bodies held at once, all requests */
+    size_t max_buffered;  /* body bytes held at once, all requests: counted
+                             as they arrive */
     unsigned threads;     /* request threads, each with a connection */
+    /* Each 0 for its default (4096, 256, 30 s, 120 s): */
+    unsigned max_connections; /* open at once (clipped to what the
+                                 open-file limit leaves) */
+    unsigned max_per_ip;      /* open at once from one address */
+    unsigned idle_timeout_s;  /* a silent connection is closed after it */
+    unsigned body_timeout_s;  /* a request must have arrived within it */
     const struct meter_http_route *routes; /* kept, not copied */
     size_t nroutes;
 };

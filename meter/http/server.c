@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -212,8 +213,9 @@ saturated(struct meter_http_request *rq)
     return false;
 }
 
-/* Reserves n more bytes of max_buffered for rq's body; false if that
- * passes the bound (the bytes stay counted until rq completes). */
+/* Reserves n more bytes of max_buffered for rq's body, as they arrive;
+ * false if that passes the bound (the bytes stay counted until rq
+ * completes). */
 static bool
 reserve(struct meter_http_request *rq, size_t n)
 {
@@ -246,10 +248,9 @@ admit_body(struct meter_http_request *rq)
                                  h->cfg.max_body);
         return false;
     }
-    /* Reserve the body's size: past max_buffered the service is
-     * saturated, and says so rather than run out of memory. */
-    return reserve(rq, has_length ? (size_t)declared : h->cfg.max_body) ||
-           saturated(rq);
+    /* Nothing is reserved for what is only declared: bytes count against
+     * max_buffered as they arrive (take_body). */
+    return true;
 }
 
 /* The whole body has arrived: the size cap, then gzip. False after
@@ -258,7 +259,7 @@ static bool
 finish_body(struct meter_http_request *rq)
 {
     struct meter_http *h = rq->h;
-    if (rq->out_of_memory)
+    if (rq->out_of_memory) /* memory, or max_buffered: retry later */
         return saturated(rq);
     if (rq->too_big) {
         meter_http_reply_problem(rq, 413, "too-large", "Body too large", NULL,
@@ -295,9 +296,53 @@ finish_body(struct meter_http_request *rq)
 
 /* The first call, with the headers: every check before the body. False
  * when the request was refused (answered). */
+/* Counts the Content-Length headers of a request, and whether they
+ * differ. */
+struct lengths {
+    int n;
+    bool differ;
+    const char *first;
+};
+
+static enum MHD_Result
+count_length(void *cls, enum MHD_ValueKind kind, const char *key,
+             const char *value)
+{
+    (void)kind;
+    struct lengths *l = cls;
+    if (strcasecmp(key, "Content-Length") != 0)
+        return MHD_YES;
+    if (l->n++ && strcmp(l->first, value ? value : "") != 0)
+        l->differ = true;
+    if (l->n == 1)
+        l->first = value ? value : "";
+    return MHD_YES;
+}
+
+/* Refuses framing that a proxy in front could read otherwise than this
+ * server: two different Content-Length headers, or one beside chunked
+ * Transfer-Encoding (request smuggling). False after refusing. */
+static bool
+framing(struct meter_http_request *rq)
+{
+    struct lengths l = {0};
+    MHD_get_connection_values(rq->c, MHD_HEADER_KIND, count_length, &l);
+    const char *te = meter_http_header(rq, "Transfer-Encoding");
+    if (!l.differ && !(l.n && te))
+        return true;
+    meter_http_reply_problem(rq, 400, "invalid-framing", "Invalid framing",
+                             NULL,
+                             l.differ ? "two different Content-Length headers"
+                                      : "Content-Length beside "
+                                        "Transfer-Encoding");
+    return false;
+}
+
 static bool
 admit(struct meter_http_request *rq)
 {
+    if (!framing(rq))
+        return false;
     if (!route(rq))
         return false;
     if (rq->route->roles && !authenticate(rq))
@@ -314,18 +359,42 @@ admit(struct meter_http_request *rq)
     return true;
 }
 
-/* Keeps upload data, up to max_body; past it keeps reading, storing
- * nothing, so that the 413 goes out once the client has sent it all. */
-static void
+/* Seconds since rq's headers began. */
+static double
+age(const struct meter_http_request *rq)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - rq->start.tv_sec) +
+           (double)(now.tv_nsec - rq->start.tv_nsec) / 1e9;
+}
+
+/* Keeps upload data, up to max_body and while max_buffered holds it;
+ * past either it keeps reading, storing nothing, so that the 413 or 503
+ * goes out once the client has sent it all. False when the body is
+ * later than body_timeout: the connection is then closed. */
+static bool
 take_body(struct meter_http_request *rq, const char *data, size_t n)
 {
     rq->received += n;
+    if (age(rq) > rq->h->cfg.body_timeout_s) {
+        snprintf(rq->note, sizeof(rq->note), "body timeout after %zu bytes",
+                 rq->received);
+        return false;
+    }
     if (rq->too_big)
-        return;
+        return true;
     if (rq->received > rq->h->cfg.max_body) {
         rq->too_big = true;
         meter_buf_release(&rq->body);
-        return;
+        return true;
+    }
+    if (!reserve(rq, n)) {
+        /* Saturated: say so once the body is in (retry later). */
+        rq->out_of_memory = true;
+        rq->too_big = true;
+        meter_buf_release(&rq->body);
+        return true;
     }
     meter_buf_add(&rq->body, data, n);
     if (rq->body.failed) {
@@ -335,6 +404,7 @@ take_body(struct meter_http_request *rq, const char *data, size_t n)
         rq->too_big = true;
         meter_buf_release(&rq->body);
     }
+    return true;
 }
 
 static enum MHD_Result
@@ -359,10 +429,11 @@ dispatch(void *cls, struct MHD_Connection *c, const char *url,
         if (!admit(rq) || rq->route->body)
             return rq->status ? rq->result : MHD_YES; /* the body follows */
     } else if (*upload_size) {
-        if (!rq->status) /* else refused already: drop the body */
-            take_body(rq, upload_data, *upload_size);
+        /* Refused already: drop the body, within the same deadline. */
+        bool in_time = rq->status ? age(rq) <= h->cfg.body_timeout_s
+                                  : take_body(rq, upload_data, *upload_size);
         *upload_size = 0;
-        return MHD_YES;
+        return in_time ? MHD_YES : MHD_NO;
     }
     if (rq->status)
         return rq->result;
@@ -487,6 +558,31 @@ meter_http_note(struct meter_http_request *rq, const char *fmt, ...)
 
 /* ---- start and stop ---------------------------------------------------- */
 
+/* cfg's connection limit, within what the open-file limit leaves once
+ * raised to its hard limit: a socket each, a database connection per
+ * thread, and a margin for the process's own files. */
+static unsigned
+connection_limit(const struct meter_http_config *cfg)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return cfg->max_connections;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    rlim_t spare = 64 + 2 * (rlim_t)cfg->threads;
+    rlim_t room = rl.rlim_cur > spare ? rl.rlim_cur - spare : 1;
+    if ((rlim_t)cfg->max_connections <= room)
+        return cfg->max_connections;
+    meter_log(METER_LOG_WARN,
+              "max connections %u lowered to %u: the open-file limit is %llu",
+              cfg->max_connections, (unsigned)room,
+              (unsigned long long)rl.rlim_cur);
+    return (unsigned)room;
+}
+
 struct meter_http *
 meter_http_start(const struct meter_http_config *cfg, struct meter_err *e)
 {
@@ -507,13 +603,24 @@ meter_http_start(const struct meter_http_config *cfg, struct meter_err *e)
     }
     h->cfg = *cfg;
     h->cfg.conninfo = h->conninfo;
+    /* Zero: the defaults (meterd's usage text). */
+    if (!h->cfg.max_connections)
+        h->cfg.max_connections = 4096;
+    if (!h->cfg.max_per_ip)
+        h->cfg.max_per_ip = 256;
+    if (!h->cfg.idle_timeout_s)
+        h->cfg.idle_timeout_s = 30;
+    if (!h->cfg.body_timeout_s)
+        h->cfg.body_timeout_s = 120;
+    h->cfg.max_connections = connection_limit(&h->cfg);
     h->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
             MHD_USE_ERROR_LOG,
         0, NULL, NULL, dispatch, h, MHD_OPTION_SOCK_ADDR, &h->cfg.listen,
         MHD_OPTION_THREAD_POOL_SIZE, cfg->threads, MHD_OPTION_NOTIFY_COMPLETED,
-        completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-        MHD_OPTION_END);
+        completed, h, MHD_OPTION_CONNECTION_TIMEOUT, h->cfg.idle_timeout_s,
+        MHD_OPTION_CONNECTION_LIMIT, h->cfg.max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->cfg.max_per_ip, MHD_OPTION_END);
     if (!h->daemon) {
         char addr[INET_ADDRSTRLEN] = "?";
         inet_ntop(AF_INET, &cfg->listen.sin_addr, addr, sizeof(addr));

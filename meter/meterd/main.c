@@ -56,63 +56,75 @@ static const char usage_text[] =
     "                       default max-body x threads)\n"
     "  --threads N          request threads, each with a database\n"
     "                       connection ($METER_THREADS; default 4)\n"
+    "  --max-connections N  connections open at once, past which new ones\n"
+    "                       are refused ($METER_MAX_CONNECTIONS; default\n"
+    "                       4096, and at most what the open-file limit\n"
+    "                       leaves)\n"
+    "  --max-per-ip N       connections open at once from one address\n"
+    "                       ($METER_MAX_PER_IP; default 256)\n"
+    "  --idle-timeout S     a connection that sends nothing for S seconds\n"
+    "                       is closed ($METER_IDLE_TIMEOUT; default 30)\n"
+    "  --body-timeout S     a request whose headers and body take longer\n"
+    "                       is closed ($METER_BODY_TIMEOUT; default 120)\n"
     "  --log-level LEVEL    error, warn, info (one line per request) or\n"
     "                       debug ($METER_LOG_LEVEL; default info)\n"
     "  --help               this text\n";
 
+/* The options: each a flag, else its environment variable. */
+enum {
+    OPT_LISTEN,
+    OPT_DB,
+    OPT_MAX_BODY,
+    OPT_MAX_BUFFERED,
+    OPT_THREADS,
+    OPT_MAX_CONNECTIONS,
+    OPT_MAX_PER_IP,
+    OPT_IDLE_TIMEOUT,
+    OPT_BODY_TIMEOUT,
+    OPT_LOG_LEVEL,
+    NOPTS
+};
+static const struct {
+    const char *flag, *env;
+} option_names[NOPTS] = {
+    {"listen", "METER_LISTEN"},
+    {"db", "METER_DATABASE_URL"},
+    {"max-body", "METER_MAX_BODY"},
+    {"max-buffered", "METER_MAX_BUFFERED"},
+    {"threads", "METER_THREADS"},
+    {"max-connections", "METER_MAX_CONNECTIONS"},
+    {"max-per-ip", "METER_MAX_PER_IP"},
+    {"idle-timeout", "METER_IDLE_TIMEOUT"},
+    {"body-timeout", "METER_BODY_TIMEOUT"},
+    {"log-level", "METER_LOG_LEVEL"},
+};
+
 struct options {
-    const char *listen, *db, *max_body, *max_buffered, *threads, *log_level;
+    const char *v[NOPTS]; /* NULL: unset */
 };
 
 /* The options, each from its flag, else its environment variable. */
 static int
 read_options(int argc, char **argv, struct options *o)
 {
-    static const struct option opts[] = {
-        {"listen", required_argument, NULL, 'l'},
-        {"db", required_argument, NULL, 'd'},
-        {"max-body", required_argument, NULL, 'b'},
-        {"threads", required_argument, NULL, 't'},
-        {"max-buffered", required_argument, NULL, 'B'},
-        {"log-level", required_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *env_db = getenv("METER_DATABASE_URL");
-    *o = (struct options){
-        .listen = getenv("METER_LISTEN"),
-        .db = env_db && *env_db ? env_db : NULL,
-        .max_body = getenv("METER_MAX_BODY"),
-        .max_buffered = getenv("METER_MAX_BUFFERED"),
-        .threads = getenv("METER_THREADS"),
-        .log_level = getenv("METER_LOG_LEVEL"),
-    };
+    struct option opts[NOPTS + 2];
+    for (int i = 0; i < NOPTS; i++) {
+        opts[i] = (struct option){option_names[i].flag, required_argument, NULL,
+                                  256 + i};
+        const char *env = getenv(option_names[i].env);
+        o->v[i] = env && *env ? env : NULL;
+    }
+    opts[NOPTS] = (struct option){"help", no_argument, NULL, 'h'};
+    opts[NOPTS + 1] = (struct option){NULL, 0, NULL, 0};
     int opt;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (opt) {
-        case 'l':
-            o->listen = optarg;
-            break;
-        case 'd':
-            o->db = optarg;
-            break;
-        case 'b':
-            o->max_body = optarg;
-            break;
-        case 't':
-            o->threads = optarg;
-            break;
-        case 'B':
-            o->max_buffered = optarg;
-            break;
-        case 'v':
-            o->log_level = optarg;
-            break;
-        case 'h':
+        if (opt >= 256 && opt < 256 + NOPTS) {
+            o->v[opt - 256] = optarg;
+        } else if (opt == 'h') {
             fputs(usage_text, stdout);
             exit(0);
-        default:
+        } else {
             fprintf(stderr, "meterd: unknown or incomplete option '%s'\n%s",
                     argv[optind - 1], usage_text);
             return 2;
@@ -162,29 +174,42 @@ count_option(const char *name, const char *value, uint64_t max,
 static int
 configure(const struct options *o, struct meter_http_config *cfg)
 {
-    uint64_t body, threads, buffered;
-    const char *listen = o->listen && *o->listen ? o->listen : "127.0.0.1:8080";
+    uint64_t body, threads, buffered, conns, per_ip, idle, body_s;
+    const char *listen = o->v[OPT_LISTEN] ? o->v[OPT_LISTEN] : "127.0.0.1:8080";
     if (parse_listen(listen, &cfg->listen) < 0) {
         fprintf(stderr, "meterd: --listen '%s' is not IPV4:PORT\n", listen);
         return 2;
     }
-    if (count_option("max-body", o->max_body, SIZE_MAX, "a number of bytes",
-                     64 << 20, &body) < 0 ||
-        count_option("threads", o->threads, 250, "a number from 1 to 250", 4,
-                     &threads) < 0 ||
-        count_option("max-buffered", o->max_buffered, SIZE_MAX,
-                     "a number of bytes", body * threads, &buffered) < 0)
+    if (count_option("max-body", o->v[OPT_MAX_BODY], SIZE_MAX,
+                     "a number of bytes", 64 << 20, &body) < 0 ||
+        count_option("threads", o->v[OPT_THREADS], 250,
+                     "a number from 1 to 250", 4, &threads) < 0 ||
+        count_option("max-buffered", o->v[OPT_MAX_BUFFERED], SIZE_MAX,
+                     "a number of bytes", body * threads, &buffered) < 0 ||
+        count_option("max-connections", o->v[OPT_MAX_CONNECTIONS], 1000000,
+                     "a number from 1 to 1000000", 4096, &conns) < 0 ||
+        count_option("max-per-ip", o->v[OPT_MAX_PER_IP], 1000000,
+                     "a number from 1 to 1000000", 256, &per_ip) < 0 ||
+        count_option("idle-timeout", o->v[OPT_IDLE_TIMEOUT], 3600,
+                     "a number of seconds from 1 to 3600", 30, &idle) < 0 ||
+        count_option("body-timeout", o->v[OPT_BODY_TIMEOUT], 3600,
+                     "a number of seconds from 1 to 3600", 120, &body_s) < 0)
         return 2;
     cfg->max_body = (size_t)body;
     cfg->threads = (unsigned)threads;
     cfg->max_buffered = (size_t)buffered;
-    if (o->log_level && *o->log_level) {
-        int level = meter_log_parse_level(o->log_level);
+    cfg->max_connections = (unsigned)conns;
+    cfg->max_per_ip = (unsigned)per_ip;
+    cfg->idle_timeout_s = (unsigned)idle;
+    cfg->body_timeout_s = (unsigned)body_s;
+    const char *level_s = o->v[OPT_LOG_LEVEL];
+    if (level_s) {
+        int level = meter_log_parse_level(level_s);
         if (level < 0) {
             fprintf(stderr,
                     "meterd: --log-level '%s' is not error, warn, "
                     "info or debug\n",
-                    o->log_level);
+                    level_s);
             return 2;
         }
         meter_log_set_level((enum meter_log_level)level);
@@ -218,11 +243,11 @@ main(int argc, char **argv)
     if (rc || (rc = configure(&o, &cfg)))
         return rc;
     rc = 1;
-    if (o.db && meter_db_check_conninfo(o.db, &e) < 0) {
+    if (o.v[OPT_DB] && meter_db_check_conninfo(o.v[OPT_DB], &e) < 0) {
         fprintf(stderr, "meterd: %s\n", e.msg);
         return 2;
     }
-    if (meter_db_conninfo(o.db, &conninfo, &e) < 0 ||
+    if (meter_db_conninfo(o.v[OPT_DB], &conninfo, &e) < 0 ||
         prepare_database(conninfo, &e) < 0)
         goto out;
     if (!(meterd.registry = meter_registry_new())) {
@@ -244,7 +269,7 @@ main(int argc, char **argv)
     meter_log(METER_LOG_INFO,
               "meterd listening on http://%s (%u threads, max body %zu "
               "bytes)",
-              o.listen && *o.listen ? o.listen : "127.0.0.1:8080", cfg.threads,
+              o.v[OPT_LISTEN] ? o.v[OPT_LISTEN] : "127.0.0.1:8080", cfg.threads,
               cfg.max_body);
     int sig;
     sigwait(&stop, &sig);

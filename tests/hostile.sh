@@ -1,0 +1,125 @@
+#!/bin/bash
+# Hostile clients against the shared HTTP layer (every route gets the
+# same limits): bodies that are only declared hold nothing, slow bodies
+# and silent connections are closed, connections are bounded in total
+# and per address while other clients are served, and ambiguous framing
+# is refused. Raw requests go through bash's /dev/tcp.
+. "$(dirname "$0")/lib.sh"
+with_meterd
+"$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
+HOST=$("$METERCTL" --db "$db" keys create --role host --name h)
+T=$(($(date +%s) - 600))
+cat >rows.json <<JSON
+[{"ts": $T, "account_id": "acme", "sandbox_id": "h-1", "state": "running",
+  "vcpu": 1, "cpu_used": 0.5, "mem_bytes": 1073741824, "disk_bytes": 0}]
+JSON
+
+port_of() { echo "${1##*:}"; }
+# open_raw FD URL TEXT: a connection on fd FD that has sent TEXT.
+open_raw() {
+    eval "exec $1<>/dev/tcp/127.0.0.1/$(port_of "$2")" || return 1
+    printf '%b' "$3" >&"$1"
+}
+close_raw() { eval "exec $1>&-"; }
+# code URL [CURL ARGS]: the status of a GET of /healthz ("000": refused).
+code() {
+    local url=$1
+    shift
+    curl -s -o /dev/null -m 5 -w '%{http_code}' "$@" "$url/healthz"
+}
+post_rows() { # URL: the status of posting rows.json
+    curl -s -o /dev/null -m 10 -w '%{http_code}' -X POST \
+        -H "Authorization: Bearer $HOST" -H "Content-Type: application/json" \
+        --data-binary @rows.json "$1/v1/samples"
+}
+buffered() { # URL: meter_buffered_bytes
+    curl -s "$1/metrics" | awk '$1 == "meter_buffered_bytes" { print $2 }'
+}
+
+# --- a declared body holds nothing until it arrives -------------------------
+# Two connections declare 49,900 bytes each and send one: with
+# --max-buffered 50,000 an honest batch is still taken.
+start_meterd held "$db" --max-buffered 50000 || { finish; exit; }
+for fd in 5 6; do
+    open_raw $fd "$url_held" "POST /v1/samples HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer $HOST\r\nContent-Type: application/json\r\nContent-Length: 49900\r\n\r\n[" ||
+        fail "raw connection $fd"
+done
+sleep 0.5
+got=$(post_rows "$url_held")
+checks=$((checks + 1))
+[ "$got" = 200 ] || fail "declared but unsent bodies blocked a batch: HTTP $got"
+held=$(buffered "$url_held")
+checks=$((checks + 1))
+[ "${held:-x}" -lt 100 ] || fail "buffered bytes count what was declared: $held"
+for fd in 5 6; do close_raw $fd; done
+
+# --- a body slower than --body-timeout is closed ---------------------------
+start_meterd slow "$db" --body-timeout 2 || { finish; exit; }
+open_raw 5 "$url_slow" "POST /v1/samples HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer $HOST\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n[" ||
+    fail "raw connection"
+sleep 3
+printf ' ' >&5 2>/dev/null
+t0=$(date +%s%N)
+timeout 5 cat <&5 >/dev/null
+elapsed=$((($(date +%s%N) - t0) / 1000000))
+checks=$((checks + 1))
+[ "$elapsed" -lt 3000 ] || fail "a body past --body-timeout was not closed (${elapsed} ms)"
+close_raw 5
+sleep 0.3
+contains "$(cat "$tmp/slow.log")" "body timeout" "body timeout logged"
+
+# --- a silent connection is closed after --idle-timeout ---------------------
+start_meterd idle "$db" --idle-timeout 1 || { finish; exit; }
+open_raw 5 "$url_idle" "GET /healthz HTTP/1.1\r\n" || fail "raw connection"
+t0=$(date +%s%N)
+timeout 6 cat <&5 >/dev/null
+elapsed=$((($(date +%s%N) - t0) / 1000000))
+checks=$((checks + 1))
+[ "$elapsed" -lt 4000 ] || fail "a silent connection stayed open ${elapsed} ms"
+close_raw 5
+
+# --- connections per address and in total ------------------------------------
+# Three silent connections from 127.0.0.1 use up --max-per-ip 3: a fourth
+# from there is refused, one from 127.0.0.2 is served.
+start_meterd perip "$db" --max-per-ip 3 --idle-timeout 30 || { finish; exit; }
+for fd in 5 6 7; do
+    open_raw $fd "$url_perip" "GET /healthz HTTP/1.1\r\n" || fail "raw connection $fd"
+done
+sleep 0.3
+checks=$((checks + 2))
+[ "$(code "$url_perip")" != 200 ] || fail "a fourth connection from one address was served"
+[ "$(code "$url_perip" --interface 127.0.0.2)" = 200 ] ||
+    fail "another address was not served beside a full one"
+for fd in 5 6 7; do close_raw $fd; done
+sleep 0.3
+checks=$((checks + 1))
+[ "$(code "$url_perip")" = 200 ] || fail "the address was not served once its connections closed"
+
+start_meterd total "$db" --max-connections 4 --max-per-ip 100 --idle-timeout 30 || { finish; exit; }
+for fd in 5 6 7 8; do
+    open_raw $fd "$url_total" "GET /healthz HTTP/1.1\r\n" || fail "raw connection $fd"
+done
+sleep 0.3
+checks=$((checks + 1))
+[ "$(code "$url_total" --interface 127.0.0.3)" != 200 ] ||
+    fail "a connection past --max-connections was served"
+for fd in 5 6 7 8; do close_raw $fd; done
+sleep 0.3
+checks=$((checks + 1))
+[ "$(code "$url_total")" = 200 ] || fail "not served once the connections closed"
+
+# --- ambiguous framing is refused --------------------------------------------
+# raw URL TEXT: the status line of a raw request's reply.
+raw() {
+    open_raw 5 "$1" "$2" || return
+    timeout 5 head -1 <&5 | tr -d '\r'
+    close_raw 5
+}
+reply=$(raw "$url_held" "POST /v1/samples HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer $HOST\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n[]")
+contains "$reply" "400" "two different Content-Length headers"
+reply=$(raw "$url_held" "POST /v1/samples HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer $HOST\r\nContent-Type: application/json\r\nContent-Length: 7\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n[]\r\n0\r\n\r\n")
+contains "$reply" "400" "Content-Length beside chunked"
+reply=$(raw "$url_held" "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n")
+contains "$reply" "200" "a repeated equal Content-Length"
+
+finish
