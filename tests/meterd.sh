@@ -119,10 +119,23 @@ printf '[{"ts":%d,"account_id":"acme","sandbox_id":"sb-6","state":"paused","disk
 post $A "$HOST" application/json future.json
 expect_http 400 "future sample"
 contains "$body" "more than 5 minutes in the future" "future sample"
+printf '[{"ts":%d,"account_id":"acme","sandbox_id":"sb-6","state":"paused","disk_bytes":0}]' $((T - 401 * 86400)) >old.json
+post $A "$HOST" application/json old.json
+expect_http 400 "a sample older than --max-age"
+contains "$body" "older than the 400 days" "a sample older than --max-age"
 printf '[{"ts":%d,"account_id":"other","sandbox_id":"sb-1","state":"paused","disk_bytes":0}]' $((T + 9)) >owner.json
 post $B "$HOST" application/json owner.json
 expect_http 400 "sandbox of another account"
-contains "$body" "belongs to account 'acme'" "sandbox of another account"
+contains "$body" "belongs to another account than 'other'" "sandbox of another account"
+case "$body" in *acme*) fail "a 400 names the account that owns the sandbox: $body" ;; esac
+# A long value cut for the message is cut at a character: "x" then 60
+# two-byte characters, whose 77th byte is half of one, still show.
+e60=x$(printf '\xc3\xa9%.0s' $(seq 1 60))
+printf '[{"ts":%d,"account_id":"acme","sandbox_id":"sb-1","state":"%s","disk_bytes":0}]' $((T + 9)) "$e60" >utf8.json
+post $A "$HOST" application/json utf8.json
+expect_http 400 "a bad state"
+contains "$body" '"field":"state"' "the field of a cut value"
+contains "$body" '"value":"\"xéééé' "a cut value keeps its characters"
 printf '[{"ts":1,' >syntax.json
 post $A "$HOST" application/json syntax.json
 expect_http 400 "bad JSON"

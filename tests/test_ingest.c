@@ -25,6 +25,9 @@ paused(const char *account, const char *sandbox, int64_t ts, uint64_t disk)
     return m;
 }
 
+/* The acceptance window ingest() passes: 0, none, unless a test sets it. */
+static int64_t max_age;
+
 struct outcome {
     enum meter_ingest_status st;
     struct meter_ingest_result res;
@@ -38,7 +41,8 @@ ingest(PGconn *db, struct meter_registry *reg, const struct meter_sample *s,
 {
     struct outcome o;
     memset(&o, 0, sizeof(o));
-    o.st = meter_ingest(db, reg, s, n, NOW_US(now), &o.res, &o.probs, &o.e);
+    o.st = meter_ingest(db, reg, s, n, NOW_US(now), max_age, &o.res, &o.probs,
+                        &o.e);
     if (o.st == METER_INGEST_ERROR || o.st == METER_INGEST_UNAVAILABLE)
         fprintf(stderr, "ingest: %s\n", o.e.msg);
     return o;
@@ -148,7 +152,9 @@ test_refusals(PGconn *db, struct meter_registry *reg)
     CHECK(o.st == METER_INGEST_INVALID && o.probs.total == 1);
     CHECK(o.probs.items[0].index == 1);
     CHECK_STR(o.probs.items[0].err.field, "account_id");
-    CHECK(strstr(o.probs.items[0].err.reason, "belongs to account 'acme'"));
+    /* The owner is another customer: never named. */
+    CHECK(strstr(o.probs.items[0].err.reason, "belongs to another account"));
+    CHECK(!strstr(o.probs.items[0].err.reason, "acme"));
     CHECK(testdb_count(db, "SELECT count(*) FROM usage_blocks") == before);
     CHECK(testdb_count(db, "SELECT count(*) FROM sandboxes"
                            " WHERE sandbox_id = 'sb-new'") == 0);
@@ -162,6 +168,35 @@ test_refusals(PGconn *db, struct meter_registry *reg)
     CHECK(testdb_count(db,
                        "SELECT count(*) FROM accounts WHERE account_id = 'acme'"
                        " AND auto_created") == 1);
+
+    /* The acceptance window: with 400 days, a sample exactly 400 days
+     * old is taken, one a second older refused naming ts, and a
+     * refused batch creates no partition for its month. */
+    const char *parts = "SELECT count(*) FROM pg_inherits"
+                        " WHERE inhparent = 'usage_blocks'::regclass";
+    max_age = 400 * 86400LL;
+    const int64_t now = JAN + 400 * 86400LL;
+    struct meter_sample oldest = paused("acme", "sb-old", now - max_age, 1);
+    o = ingest(db, reg, &oldest, 1, now);
+    CHECK(o.st == METER_INGEST_OK && o.res.accepted == 1);
+    long nparts = testdb_count(db, parts);
+    struct meter_sample older =
+        paused("acme", "sb-old2", JAN - 400 * 86400LL, 1);
+    o = ingest(db, reg, &older, 1, now);
+    CHECK(o.st == METER_INGEST_INVALID && o.probs.total == 1);
+    CHECK_STR(o.probs.items[0].err.field, "ts");
+    CHECK(strstr(o.probs.items[0].err.reason, "older than the 400 days"));
+    older.s.ts = now - max_age - 1;
+    o = ingest(db, reg, &older, 1, now);
+    CHECK(o.st == METER_INGEST_INVALID && o.probs.total == 1);
+    CHECK(testdb_count(db, parts) == nparts);
+    max_age = 0;
+    /* A sandbox of another account in a month without a partition:
+     * refused, and the partition is not created. */
+    struct meter_sample stray = paused("other", "sb-1", JAN + 900 * 86400LL, 1);
+    o = ingest(db, reg, &stray, 1, JAN + 900 * 86400LL);
+    CHECK(o.st == METER_INGEST_INVALID && o.probs.total == 1);
+    CHECK(testdb_count(db, parts) == nparts);
 }
 
 static void

@@ -198,10 +198,38 @@ test_fail(void)
     CHECK(meter_fail(NULL, "ignored") == -1);
 }
 
+/* Cutting never splits a UTF-8 character: at each cut of a text of one-,
+ * two-, three- and four-byte characters, the result is that text's
+ * prefix ending at the last whole character. */
+static void
+test_utf8_cut(void)
+{
+    /* "a" 1 byte, "é" 2, "€" 3, "😀" 4: ends at 1, 3, 6, 10. */
+    static const char text[] = "a\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80";
+    static const size_t want[] = {0, 1, 1, 3, 3, 3, 6, 6, 6, 6, 10, 10};
+    for (size_t max = 0; max < sizeof(want) / sizeof(want[0]); max++) {
+        char s[32];
+        snprintf(s, sizeof(s), "%s", text);
+        size_t n = meter_utf8_cut(s, max);
+        if (n != want[max] || strlen(s) != n || memcmp(s, text, n) != 0) {
+            fprintf(stderr, "cut at %zu: %zu bytes, want %zu\n", max, n,
+                    want[max]);
+            test_failures++;
+        }
+    }
+    /* Shorter than max: unchanged; invalid bytes are cut like text. */
+    char s[8] = "ab";
+    CHECK(meter_utf8_cut(s, 5) == 2 && strcmp(s, "ab") == 0);
+    char t[8] = "a\x80\x80"
+                "b";
+    CHECK(meter_utf8_cut(t, 3) == 3);
+}
+
 int
 main(void)
 {
     test_buf();
+    test_utf8_cut();
     test_strtab();
     test_time();
     test_files();

@@ -137,9 +137,11 @@ check_account(const struct batch *b, const struct group *g, const char *account,
     for (size_t k = g->first; k < g->end; k++) {
         const struct meter_sample *x = &b->s[b->ord[k]];
         if (strcmp(x->account_id, account) != 0) {
+            /* Not naming the owner: it may be another customer. */
             char why[200];
-            snprintf(why, sizeof(why), "sandbox '%s' belongs to account '%s'",
-                     x->sandbox_id, account);
+            snprintf(why, sizeof(why),
+                     "sandbox '%s' belongs to another account than '%s'",
+                     x->sandbox_id, x->account_id);
             meter_problems_add(probs, b->ord[k], "account_id", x->account_id,
                                why);
         }
@@ -147,9 +149,11 @@ check_account(const struct batch *b, const struct group *g, const char *account,
 }
 
 /* Orders the batch and splits it by sandbox; checks what needs no
- * database: seconds in the future, a sandbox under two accounts. */
+ * database: seconds in the future or older than max_age (0: no bound),
+ * a sandbox under two accounts. */
 static int
-prepare(struct batch *b, int64_t now, struct meter_problems *probs)
+prepare(struct batch *b, int64_t now, int64_t max_age,
+        struct meter_problems *probs)
 {
     b->ord = malloc((b->n ? b->n : 1) * sizeof(*b->ord));
     b->groups = malloc((b->n ? b->n : 1) * sizeof(*b->groups));
@@ -157,11 +161,16 @@ prepare(struct batch *b, int64_t now, struct meter_problems *probs)
         return -1;
     for (size_t i = 0; i < b->n; i++) {
         b->ord[i] = i;
-        if (b->s[i].s.ts > now + FUTURE_S) {
-            char v[32];
-            snprintf(v, sizeof(v), "%lld", (long long)b->s[i].s.ts);
+        char v[32], why[96];
+        snprintf(v, sizeof(v), "%lld", (long long)b->s[i].s.ts);
+        if (b->s[i].s.ts > now + FUTURE_S)
             meter_problems_add(probs, i, "ts", v,
                                "more than 5 minutes in the future");
+        if (max_age && b->s[i].s.ts < now - max_age) {
+            snprintf(why, sizeof(why),
+                     "older than the %lld days that samples are accepted for",
+                     (long long)(max_age / 86400));
+            meter_problems_add(probs, i, "ts", v, why);
         }
     }
     qsort_r(b->ord, b->n, sizeof(*b->ord), by_sandbox_ts_index, (void *)b->s);
@@ -633,12 +642,49 @@ note_first_runs(PGconn *db, struct batch *b, struct meter_err *e)
     return rc;
 }
 
-/* Creates the monthly partitions the batch needs, in their own
- * transactions, before the batch's. */
-static int
-ensure_partitions(PGconn *db, struct meter_registry *reg, const struct batch *b,
-                  struct meter_err *e)
+/* Lists the samples whose sandbox is stored under another account, as
+ * the batch's transaction would (resolve): ABORT if there are, so that a
+ * batch it would refuse creates no partition first. */
+static enum meter_db_status
+check_owners(PGconn *db, struct batch *b, struct meter_problems *probs,
+             struct meter_err *e)
 {
+    struct meter_buf ids = {0};
+    for (size_t i = 0; i < b->ngroups; i++)
+        b->groups[i].known = false; /* id_array lists every group */
+    id_array(&ids, b, false);
+    if (ids.failed) {
+        meter_buf_release(&ids);
+        return db_hard(e, "out of memory");
+    }
+    const char *p[] = {ids.p};
+    PGresult *r;
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot read sandboxes",
+                      "SELECT s.sandbox_id, a.account_id FROM sandboxes s"
+                      " JOIN accounts a USING (account_pk)"
+                      " WHERE s.sandbox_id = ANY ($1::text[])",
+                      1, p, NULL, NULL, &r, e);
+    meter_buf_release(&ids);
+    for (int row = 0; st >= 0 && row < PQntuples(r); row++) {
+        struct group *g = find_group(b, PQgetvalue(r, row, 0));
+        if (g)
+            check_account(b, g, PQgetvalue(r, row, 1), probs);
+    }
+    PQclear(r);
+    if (st < 0)
+        return st;
+    return probs->total ? METER_DB_ABORT : METER_DB_NONE;
+}
+
+/* Creates the monthly partitions the batch needs, in their own
+ * transactions, before the batch's; none if the batch would be refused
+ * (its sandboxes' accounts are checked first). */
+static enum meter_db_status
+ensure_partitions(PGconn *db, struct meter_registry *reg, struct batch *b,
+                  struct meter_problems *probs, struct meter_err *e)
+{
+    bool checked = false;
     for (size_t i = 0; i < b->nblocks; i++) {
         int y, m;
         int64_t start, end;
@@ -646,15 +692,23 @@ ensure_partitions(PGconn *db, struct meter_registry *reg, const struct batch *b,
         int64_t key = (int64_t)y * 12 + m;
         if (db_registry_month_known(reg, key))
             continue;
+        if (!checked) {
+            enum meter_db_status st = check_owners(db, b, probs, e);
+            if (st != METER_DB_NONE)
+                return st;
+            checked = true;
+        }
         char day[16];
         snprintf(day, sizeof(day), "%04d-%02d-01", y, m);
         const char *p[] = {day};
-        if (exec_cmd(db, "SELECT usage_blocks_partition($1::date)", 1, p,
-                     "cannot create a partition", e) != METER_DB_NONE)
-            return -1;
+        enum meter_db_status st =
+            exec_cmd(db, "SELECT usage_blocks_partition($1::date)", 1, p,
+                     "cannot create a partition", e);
+        if (st != METER_DB_NONE)
+            return st;
         db_registry_month_add(reg, key);
     }
-    return 0;
+    return METER_DB_NONE;
 }
 
 /* Locks the batch's sandboxes by bucket (sandbox_pk % LOCK_BUCKETS), in
@@ -728,13 +782,13 @@ ingest_attempt(PGconn *db, void *arg, struct meter_err *e)
 enum meter_ingest_status
 meter_ingest(PGconn *db, struct meter_registry *reg,
              const struct meter_sample *s, size_t n, int64_t now_us,
-             struct meter_ingest_result *res, struct meter_problems *probs,
-             struct meter_err *e)
+             int64_t max_age, struct meter_ingest_result *res,
+             struct meter_problems *probs, struct meter_err *e)
 {
     struct batch b = {.s = s, .n = n};
     enum meter_ingest_status st = METER_INGEST_ERROR;
     memset(res, 0, sizeof(*res));
-    if (prepare(&b, now_us / 1000000, probs) < 0) {
+    if (prepare(&b, now_us / 1000000, max_age, probs) < 0) {
         meter_fail(e, "out of memory");
         goto out;
     }
@@ -751,7 +805,12 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
         meter_fail(e, "out of memory");
         goto out;
     }
-    if (ensure_partitions(db, reg, &b, e) < 0) {
+    enum meter_db_status made = ensure_partitions(db, reg, &b, probs, e);
+    if (made == METER_DB_ABORT) {
+        st = METER_INGEST_INVALID;
+        goto out;
+    }
+    if (made < 0) {
         st = meter_db_lost(db) ? METER_INGEST_UNAVAILABLE : METER_INGEST_ERROR;
         goto out;
     }

@@ -267,11 +267,13 @@ enum meter_ingest_status {
  * commits, or nothing does. A second already stored (or earlier in the
  * batch) is a duplicate if equal, a conflict if not; the first stands.
  * Refused: samples more than 5 minutes after now_us (Unix microseconds,
- * also the arrival time stored), and a sandbox under another account.
+ * also the arrival time stored), samples more than max_age seconds
+ * before it (0: no bound), and a sandbox under another account. A
+ * refused batch creates nothing.
  */
 enum meter_ingest_status meter_ingest(PGconn *db, struct meter_registry *reg,
                                       const struct meter_sample *s, size_t n,
-                                      int64_t now_us,
+                                      int64_t now_us, int64_t max_age,
                                       struct meter_ingest_result *res,
                                       struct meter_problems *probs,
                                       struct meter_err *e);

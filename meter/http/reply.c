@@ -96,6 +96,7 @@ meter_http_reply_problem(struct meter_http_request *rq, unsigned status,
     va_start(ap, detail);
     vsnprintf(text, sizeof(text), detail, ap);
     va_end(ap);
+    meter_utf8_cut(text, sizeof(text) - 1); /* vsnprintf cuts at a byte */
     snprintf(type, sizeof(type), "urn:meter:problem:%s", code);
     json_t *p = json_object();
     json_object_set_new(p, "type", json_string(type));

@@ -66,6 +66,9 @@ static const char usage_text[] =
     "                       is closed ($METER_IDLE_TIMEOUT; default 30)\n"
     "  --body-timeout S     a request whose headers and body take longer\n"
     "                       is closed ($METER_BODY_TIMEOUT; default 120)\n"
+    "  --max-age DAYS       samples older than this are refused (late\n"
+    "                       samples within it become late usage)\n"
+    "                       ($METER_MAX_AGE; default 400)\n"
     "  --log-level LEVEL    error, warn, info (one line per request) or\n"
     "                       debug ($METER_LOG_LEVEL; default info)\n"
     "  --help               this text\n";
@@ -81,6 +84,7 @@ enum {
     OPT_MAX_PER_IP,
     OPT_IDLE_TIMEOUT,
     OPT_BODY_TIMEOUT,
+    OPT_MAX_AGE,
     OPT_LOG_LEVEL,
     NOPTS
 };
@@ -96,6 +100,7 @@ static const struct {
     {"max-per-ip", "METER_MAX_PER_IP"},
     {"idle-timeout", "METER_IDLE_TIMEOUT"},
     {"body-timeout", "METER_BODY_TIMEOUT"},
+    {"max-age", "METER_MAX_AGE"},
     {"log-level", "METER_LOG_LEVEL"},
 };
 
@@ -174,7 +179,7 @@ count_option(const char *name, const char *value, uint64_t max,
 static int
 configure(const struct options *o, struct meter_http_config *cfg)
 {
-    uint64_t body, threads, buffered, conns, per_ip, idle, body_s;
+    uint64_t body, threads, buffered, conns, per_ip, idle, body_s, age;
     const char *listen = o->v[OPT_LISTEN] ? o->v[OPT_LISTEN] : "127.0.0.1:8080";
     if (parse_listen(listen, &cfg->listen) < 0) {
         fprintf(stderr, "meterd: --listen '%s' is not IPV4:PORT\n", listen);
@@ -193,8 +198,11 @@ configure(const struct options *o, struct meter_http_config *cfg)
         count_option("idle-timeout", o->v[OPT_IDLE_TIMEOUT], 3600,
                      "a number of seconds from 1 to 3600", 30, &idle) < 0 ||
         count_option("body-timeout", o->v[OPT_BODY_TIMEOUT], 3600,
-                     "a number of seconds from 1 to 3600", 120, &body_s) < 0)
+                     "a number of seconds from 1 to 3600", 120, &body_s) < 0 ||
+        count_option("max-age", o->v[OPT_MAX_AGE], 36500,
+                     "a number of days from 1 to 36500", 400, &age) < 0)
         return 2;
+    meterd.max_age = (int64_t)age * 86400;
     cfg->max_body = (size_t)body;
     cfg->threads = (unsigned)threads;
     cfg->max_buffered = (size_t)buffered;

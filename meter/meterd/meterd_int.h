@@ -15,6 +15,7 @@
  * server starts. */
 struct meterd {
     struct meter_registry *registry;
+    int64_t max_age; /* seconds: older samples are refused */
 };
 extern struct meterd meterd;
 

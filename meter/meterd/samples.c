@@ -157,8 +157,8 @@ meterd_samples(struct meter_http_request *rq)
     enum meter_ingest_status st = METER_INGEST_INVALID;
     if (probs.total == 0) {
         PGconn *db = meter_http_db(rq);
-        st = db ? meter_ingest(db, meterd.registry, s, n, now_us(), &res,
-                               &probs, &e)
+        st = db ? meter_ingest(db, meterd.registry, s, n, now_us(),
+                               meterd.max_age, &res, &probs, &e)
                 : METER_INGEST_UNAVAILABLE;
     }
     reply(rq, st, n, &res, &probs, &e);

@@ -20,13 +20,16 @@ meter_problems_add(struct meter_problems *p, size_t index, const char *field,
         return;
     struct meter_problem *x = &p->items[p->n++];
     x->index = index;
-    /* Cut to the fields' sizes: these are messages, not data. */
-    snprintf(x->err.field, sizeof(x->err.field), "%.*s",
-             (int)sizeof(x->err.field) - 1, field);
-    snprintf(x->err.value, sizeof(x->err.value), "%.*s",
-             (int)sizeof(x->err.value) - 1, value);
-    snprintf(x->err.reason, sizeof(x->err.reason), "%.*s",
-             (int)sizeof(x->err.reason) - 1, reason);
+    /* Cut to the fields' sizes (these are messages, not data), never
+     * inside a character. */
+    const char *from[] = {field, value, reason};
+    char *to[] = {x->err.field, x->err.value, x->err.reason};
+    size_t size[] = {sizeof(x->err.field), sizeof(x->err.value),
+                     sizeof(x->err.reason)};
+    for (int i = 0; i < 3; i++) {
+        snprintf(to[i], size[i], "%.*s", (int)size[i] - 1, from[i]);
+        meter_utf8_cut(to[i], size[i] - 1);
+    }
 }
 
 struct samples {

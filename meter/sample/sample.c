@@ -22,10 +22,13 @@ invalid(struct meter_sample_err *err, const char *field, const json_t *v,
     err->value[0] = '\0';
     if (v) {
         char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-        if (s && strlen(s) > 80)
-            snprintf(err->value, sizeof(err->value), "%.77s...", s);
-        else if (s)
+        /* Long values are cut, at a character, never inside one. */
+        if (s && strlen(s) > 80) {
+            meter_utf8_cut(s, 77);
+            snprintf(err->value, sizeof(err->value), "%s...", s);
+        } else if (s) {
             snprintf(err->value, sizeof(err->value), "%s", s);
+        }
         free(s);
     }
     snprintf(err->reason, sizeof(err->reason), "%s", reason);

@@ -84,6 +84,12 @@ long meter_strtab_find(const struct meter_strtab *t, const char *s);
 void meter_strtab_clear(struct meter_strtab *t);
 void meter_strtab_release(struct meter_strtab *t);
 
+/* ---- text -------------------------------------------------------------- */
+
+/* Cuts the string s to at most max bytes, and further back to the end of
+ * the last whole UTF-8 character; returns its new length. */
+size_t meter_utf8_cut(char *s, size_t max);
+
 /* ---- time -------------------------------------------------------------- */
 
 /* Latest second accepted anywhere: 9999-12-31T23:59:59Z. */
