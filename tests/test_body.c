@@ -64,7 +64,8 @@ test_array(void)
     CHECK_STR(x.p.items[0].err.value, "-6");
     free(x.s);
     parse("[" P(1, "s", 5) ",", false, 10, &x);
-    CHECK(x.p.total == 1 && problem_is(&x, 0, 0, "(json)", ""));
+    /* At the sample where the text ends, with its place. */
+    CHECK(x.p.total == 1 && problem_is(&x, 0, 1, "(json)", ""));
     CHECK(strstr(x.p.items[0].err.value, "line 1 column") != NULL);
     free(x.s);
     parse("[" P(1, "s", 5) "," P(1, "s", 5) "]", false, 10, &x);
@@ -73,9 +74,36 @@ test_array(void)
     parse("\"samples\"", false, 10, &x);
     CHECK(x.p.total == 1 && problem_is(&x, 0, 0, "(body)", "must be an array"));
     free(x.s);
-    parse("{\"ts\":1,\"ts\":2}", false, 10, &x); /* duplicate keys */
+    parse("[{\"ts\":1,\"ts\":2}]", false, 10, &x); /* duplicate keys */
     CHECK(x.p.total == 1 && problem_is(&x, 0, 0, "(json)", "duplicate"));
     free(x.s);
+    parse("{\"ts\":1}", false, 10, &x); /* an object is the columnar form */
+    CHECK(x.p.total == 1 && problem_is(&x, 0, 0, "ts", "unknown key"));
+    free(x.s);
+    parse("[" P(1, "s", 5) "] [", false, 10, &x);
+    CHECK(x.p.total == 1 && problem_is(&x, 0, 1, "(json)", "nothing may"));
+    free(x.s);
+    /* Memory follows the batch, not the body: an element past 64 KiB is
+     * refused before it is parsed, whatever it holds. */
+    size_t big = 70000;
+    char *huge = malloc(big + 8);
+    memcpy(huge, "[[", 2);
+    for (size_t i = 2; i < big; i += 2)
+        memcpy(huge + i, "0,", 2);
+    memcpy(huge + big, "0]]", 4);
+    parse(huge, false, 10, &x);
+    CHECK(x.p.total == 1 &&
+          problem_is(&x, 0, 0, "(body)", "larger than 65536"));
+    free(x.s);
+    /* Many tiny elements stop at the batch's cap. */
+    for (size_t i = 1; i < big; i += 3)
+        memcpy(huge + i, "{},", 3);
+    huge[0] = '[';
+    huge[big - big % 3 + 1] = '\0';
+    parse(huge, false, 10, &x);
+    CHECK(x.n == 10 && problem_is(&x, x.p.n - 1, 10, "(body)", "more samples"));
+    free(x.s);
+    free(huge);
     parse("[]", false, 10, &x);
     CHECK(x.n == 0 && x.p.total == 0);
     free(x.s);
@@ -96,8 +124,49 @@ test_ndjson(void)
     free(x.s);
     parse(P(1, "s", 5) "\n{\"ts\":\n" P(2, "s", 6), true, 10, &x);
     CHECK(x.p.total == 1 && problem_is(&x, 0, 1, "(json)", ""));
-    CHECK(strncmp(x.p.items[0].err.value, "column", 6) == 0);
+    CHECK(strncmp(x.p.items[0].err.value, "line 2 column", 13) == 0);
     free(x.s);
+}
+
+/* A columnar sandbox holding more values than 86,400 seconds of every
+ * field is refused before any tree is built; one of 86,400 seconds with
+ * every per-second field an array is taken. */
+static void
+test_columnar_bounds(void)
+{
+    struct parsed x;
+    struct meter_buf b = {0};
+    meter_buf_str(&b, "{\"sandboxes\":[{\"account_id\":\"a\",\"sandbox_id\":"
+                      "\"s\",\"start\":0,\"seconds\":1,\"state\":\"paused\","
+                      "\"disk_bytes\":[0");
+    for (int i = 0; i < 86400 * (METER_NFIELDS + 1) + 100; i++)
+        meter_buf_str(&b, ",0");
+    meter_buf_str(&b, "]}]}");
+    parse(b.p, false, 200000, &x);
+    CHECK(x.p.total == 1 && problem_is(&x, 0, 0, "(body)", "more values"));
+    free(x.s);
+    meter_buf_release(&b);
+
+    static const char *const arrays[] = {"cpu_used", "disk_bytes",
+                                         "egress_bytes", "mem_used_bytes"};
+    meter_buf_str(&b, "{\"sandboxes\":[{\"account_id\":\"a\",\"sandbox_id\":"
+                      "\"s\",\"start\":0,\"seconds\":86400,"
+                      "\"state\":\"running\",\"vcpu\":1,"
+                      "\"mem_bytes\":9223372036854775807");
+    for (size_t f = 0; f < 4; f++) {
+        meter_buf_printf(&b, ",\"%s\":[", arrays[f]);
+        for (int i = 0; i < 86400; i++)
+            meter_buf_str(&b, i ? ",1" : "1");
+        meter_buf_str(&b, "]");
+    }
+    meter_buf_str(&b, "}]}");
+    parse(b.p, false, 200000, &x);
+    CHECK(x.n == 86400 && x.p.total == 0);
+    if (x.p.total)
+        fprintf(stderr, "%s: %s %s\n", x.p.items[0].err.field,
+                x.p.items[0].err.value, x.p.items[0].err.reason);
+    free(x.s);
+    meter_buf_release(&b);
 }
 
 static void
@@ -162,6 +231,8 @@ test_columnar(void)
          "\"start\":253402300799,\"seconds\":2,\"state\":\"paused\","
          "\"disk_bytes\":0}]}",
          "ts", "out of range", 1},
+        {"{\"sandboxes\":[]", "(json)", "'}' expected", 0},
+        {"{\"samples\":[]}", "samples", "unknown key", 0},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         parse(bad[i].body, false, 200000, &x);
@@ -178,6 +249,9 @@ test_columnar(void)
           "\"disk_bytes\":0}]}",
           false, 100000, &x);
     CHECK(x.n == 86400 && x.p.total == 0);
+    if (x.p.total)
+        fprintf(stderr, "%s: %s %s\n", x.p.items[0].err.field,
+                x.p.items[0].err.value, x.p.items[0].err.reason);
     free(x.s);
 }
 
@@ -259,6 +333,7 @@ main(void)
     test_array();
     test_ndjson();
     test_columnar();
+    test_columnar_bounds();
     test_caps();
     test_columnar_writer();
     return test_result();

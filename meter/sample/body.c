@@ -4,12 +4,24 @@
  * second and per-second arrays). Every sample is validated; the first
  * problems are listed by sample index. (Content-Encoding is the HTTP
  * layer's: bodies arrive here inflated.)
+ *
+ * Memory is bounded by the batch, not by the body's shape: arrays are
+ * read one element at a time (jansson parses each element on its own),
+ * an element of the array or NDJSON forms may be at most SAMPLE_MAX
+ * bytes, and a sandbox of the columnar form at most SANDBOX_MAX bytes
+ * and as many values as 86,400 seconds of every field can hold.
  */
 #include "meter_sample.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define SAMPLE_MAX 65536        /* bytes of one sample's object */
+#define SANDBOX_MAX (32u << 20) /* bytes of one columnar sandbox */
+#define SANDBOX_VALUES (86400 * (METER_NFIELDS + 1) + 64)
+#define PARSE_FLAGS                                                            \
+    (JSON_REJECT_DUPLICATES | JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY)
 
 void
 meter_problems_add(struct meter_problems *p, size_t index, const char *field,
@@ -92,108 +104,290 @@ add_object(struct samples *v, const json_t *obj, struct meter_problems *p)
  *                   "state": "running", "vcpu": 2,
  *                   "cpu_used": [0.5, 0.25, ...], ...}]}
  * Each per-second field is a scalar (the same every second) or an array
- * of "seconds" values; second i has ts start + i. */
+ * of "seconds" values; second i has ts start + i. One sandbox sb, the
+ * si-th: its samples, or a problem. */
 static int
-add_columnar(struct samples *v, const json_t *root, struct meter_problems *p)
+add_sandbox(struct samples *v, const json_t *sb, size_t si,
+            struct meter_problems *p)
 {
-    const json_t *list = json_object_get(root, "sandboxes");
     const char *key;
     json_t *x;
-    json_object_foreach((json_t *)root, key, x)
-    {
-        if (strcmp(key, "sandboxes") != 0) {
-            meter_problems_add(p, 0, key, "",
-                               "unknown key of the columnar "
-                               "form (only \"sandboxes\")");
-            return 0;
-        }
-    }
-    if (!json_is_array(list)) {
-        meter_problems_add(p, 0, "sandboxes", "",
-                           "must be an array of per-sandbox objects");
+    char where[64];
+    snprintf(where, sizeof(where), "sandboxes[%zu]", si);
+    if (!json_is_object(sb)) {
+        meter_problems_add(p, v->n, where, "", "must be an object");
         return 0;
     }
-    size_t si;
-    const json_t *sb;
-    json_array_foreach(list, si, sb)
+    const json_t *fields[METER_NFIELDS] = {0};
+    const json_t *start = NULL, *count = NULL;
+    json_object_foreach((json_t *)sb, key, x)
     {
-        char where[64];
-        snprintf(where, sizeof(where), "sandboxes[%zu]", si);
-        if (!json_is_object(sb)) {
-            meter_problems_add(p, v->n, where, "", "must be an object");
+        int f = meter_sample_field(key);
+        if (strcmp(key, "start") == 0)
+            start = x;
+        else if (strcmp(key, "seconds") == 0)
+            count = x;
+        else if (f < 0 || f == METER_F_TS) {
+            char field[96];
+            snprintf(field, sizeof(field), "%s.%s", where, key);
+            meter_problems_add(p, v->n, field, "", "unknown field");
             return 0;
-        }
-        const json_t *fields[METER_NFIELDS] = {0};
-        const json_t *start = NULL, *count = NULL;
-        json_object_foreach((json_t *)sb, key, x)
-        {
-            int f = meter_sample_field(key);
-            if (strcmp(key, "start") == 0)
-                start = x;
-            else if (strcmp(key, "seconds") == 0)
-                count = x;
-            else if (f < 0 || f == METER_F_TS) {
-                char field[96];
-                snprintf(field, sizeof(field), "%s.%s", where, key);
-                meter_problems_add(p, v->n, field, "", "unknown field");
-                return 0;
-            } else
-                fields[f] = x;
-        }
-        json_int_t n = json_is_integer(count) ? json_integer_value(count) : -1;
-        int64_t t0;
-        if (n < 1 || n > 86400) {
-            meter_problems_add(p, v->n, "seconds", "",
-                               "must be an integer from 1 to 86400");
-            return 0;
-        }
-        if (json_is_integer(start) && json_integer_value(start) >= 0 &&
-            json_integer_value(start) <= METER_TS_MAX)
-            t0 = json_integer_value(start);
-        else if (!json_is_string(start) ||
-                 meter_time_parse_rfc3339(json_string_value(start), &t0) < 0) {
-            meter_problems_add(p, v->n, "start", "",
-                               "must be Unix seconds or "
-                               "\"YYYY-MM-DDTHH:MM:SSZ\"");
-            return 0;
-        }
-        for (int f = 0; f < METER_NFIELDS; f++) {
-            if (json_is_array(fields[f]) &&
-                json_array_size(fields[f]) != (size_t)n) {
-                char len[32];
-                snprintf(len, sizeof(len), "%zu", json_array_size(fields[f]));
-                meter_problems_add(p, v->n, meter_sample_fields[f], len,
-                                   "array length differs from \"seconds\"");
-                return 0;
-            }
-        }
-        /* Each second: its values, then the checks of any sample. */
-        json_t *ts = json_integer(0);
-        const json_t *vals[METER_NFIELDS];
-        for (json_int_t i = 0; i < n; i++) {
-            struct meter_sample_err err;
-            struct meter_sample *slot;
-            if (too_many(v, p) < 0) {
-                json_decref(ts);
-                return -1;
-            }
-            if (!(slot = next_slot(v))) {
-                json_decref(ts);
-                return -2;
-            }
-            for (int f = 0; f < METER_NFIELDS; f++)
-                vals[f] = json_is_array(fields[f])
-                              ? json_array_get(fields[f], (size_t)i)
-                              : fields[f];
-            json_integer_set(ts, t0 + i);
-            vals[METER_F_TS] = ts;
-            if (meter_sample_from_fields(vals, slot, &err) < 0)
-                problem(p, v->n, &err);
-            v->n++;
-        }
-        json_decref(ts);
+        } else
+            fields[f] = x;
     }
+    json_int_t n = json_is_integer(count) ? json_integer_value(count) : -1;
+    int64_t t0;
+    if (n < 1 || n > 86400) {
+        meter_problems_add(p, v->n, "seconds", "",
+                           "must be an integer from 1 to 86400");
+        return 0;
+    }
+    if (json_is_integer(start) && json_integer_value(start) >= 0 &&
+        json_integer_value(start) <= METER_TS_MAX)
+        t0 = json_integer_value(start);
+    else if (!json_is_string(start) ||
+             meter_time_parse_rfc3339(json_string_value(start), &t0) < 0) {
+        meter_problems_add(p, v->n, "start", "",
+                           "must be Unix seconds or "
+                           "\"YYYY-MM-DDTHH:MM:SSZ\"");
+        return 0;
+    }
+    for (int f = 0; f < METER_NFIELDS; f++) {
+        if (json_is_array(fields[f]) &&
+            json_array_size(fields[f]) != (size_t)n) {
+            char len[32];
+            snprintf(len, sizeof(len), "%zu", json_array_size(fields[f]));
+            meter_problems_add(p, v->n, meter_sample_fields[f], len,
+                               "array length differs from \"seconds\"");
+            return 0;
+        }
+    }
+    /* Each second: its values, then the checks of any sample. */
+    json_t *ts = json_integer(0);
+    const json_t *vals[METER_NFIELDS];
+    for (json_int_t i = 0; i < n; i++) {
+        struct meter_sample_err err;
+        struct meter_sample *slot;
+        if (too_many(v, p) < 0) {
+            json_decref(ts);
+            return -1;
+        }
+        if (!(slot = next_slot(v))) {
+            json_decref(ts);
+            return -2;
+        }
+        for (int f = 0; f < METER_NFIELDS; f++)
+            vals[f] = json_is_array(fields[f])
+                          ? json_array_get(fields[f], (size_t)i)
+                          : fields[f];
+        json_integer_set(ts, t0 + i);
+        vals[METER_F_TS] = ts;
+        if (meter_sample_from_fields(vals, slot, &err) < 0)
+            problem(p, v->n, &err);
+        v->n++;
+    }
+    json_decref(ts);
     return 0;
+}
+
+/* ---- reading arrays one element at a time --------------------------------
+ */
+
+struct cursor {
+    const char *p, *end;
+};
+
+static void
+skip_ws(struct cursor *c)
+{
+    while (c->p < c->end &&
+           (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r'))
+        c->p++;
+}
+
+/* Whether the next character, after whitespace, is ch (then taken). */
+static bool
+take(struct cursor *c, char ch)
+{
+    skip_ws(c);
+    if (c->p < c->end && *c->p == ch) {
+        c->p++;
+        return true;
+    }
+    return false;
+}
+
+/* "line L column C" of the byte at offset into body, for messages. */
+static void
+where_at(const char *body, size_t offset, char *buf, size_t n)
+{
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < offset; i++, col++)
+        if (body[i] == '\n') {
+            line++;
+            col = 0;
+        }
+    snprintf(buf, n, "line %zu column %zu", line, col);
+}
+
+static void
+where(const char *body, const struct cursor *c, char *buf, size_t n)
+{
+    where_at(body, (size_t)(c->p - body), buf, n);
+}
+
+/*
+ * The value at c, parsed on its own and at most max bytes long (longer
+ * is a problem naming the index), c advanced past it. With values, it
+ * must also hold at most that many commas outside strings (a count
+ * taken before any tree is built). NULL after adding a problem.
+ */
+static json_t *
+next_value(const char *body, struct cursor *c, size_t max, size_t values,
+           size_t index, struct meter_problems *p)
+{
+    char at[48];
+    skip_ws(c);
+    size_t room = (size_t)(c->end - c->p), len = room < max ? room : max;
+    if (values) {
+        /* Count the commas of the value's extent within len bytes. */
+        size_t commas = 0;
+        int depth = 0;
+        for (const char *q = c->p; q < c->p + len; q++) {
+            if (*q == '"') {
+                for (q++; q < c->p + len && *q != '"'; q++)
+                    q += *q == '\\';
+            } else if (*q == '[' || *q == '{') {
+                depth++;
+            } else if (*q == ']' || *q == '}') {
+                if (--depth <= 0)
+                    break;
+            } else if (*q == ',' && depth > 0 && ++commas > values) {
+                where(body, c, at, sizeof(at));
+                meter_problems_add(p, index, "(body)", at,
+                                   "a sandbox holds more values than 86,400 "
+                                   "seconds of every field");
+                return NULL;
+            }
+        }
+    }
+    json_error_t jerr;
+    json_t *x = json_loadb(c->p, len, PARSE_FLAGS, &jerr);
+    if (!x) {
+        bool cut = len < room && (size_t)jerr.position >= len;
+        if (cut) {
+            char why[96];
+            where(body, c, at, sizeof(at));
+            snprintf(why, sizeof(why), "an element is larger than %zu bytes",
+                     max);
+            meter_problems_add(p, index, "(body)", at, why);
+        } else {
+            where_at(body, (size_t)(c->p - body) + (size_t)jerr.position, at,
+                     sizeof(at));
+            meter_problems_add(p, index, "(json)", at, jerr.text);
+        }
+        return NULL;
+    }
+    c->p += jerr.position;
+    return x;
+}
+
+/*
+ * The elements of the array at c, one at a time: each (at most max
+ * bytes, values commas) goes to add, which returns 0 to go on, -1 (a
+ * problem added) or -2 (out of memory) to stop. Syntax errors are
+ * problems; returns add's stop, else 0.
+ */
+static int
+each_element(const char *body, struct cursor *c, size_t max, size_t values,
+             struct samples *v, struct meter_problems *p,
+             int (*add)(struct samples *, const json_t *, size_t,
+                        struct meter_problems *))
+{
+    char at[48];
+    if (!take(c, '[')) {
+        where(body, c, at, sizeof(at));
+        meter_problems_add(p, v->n, "(json)", at, "'[' expected");
+        return -1;
+    }
+    if (take(c, ']'))
+        return 0;
+    for (size_t i = 0;; i++) {
+        json_t *x = next_value(body, c, max, values, v->n, p);
+        if (!x)
+            return -1;
+        int rc = add(v, x, i, p);
+        json_decref(x);
+        if (rc != 0)
+            return rc;
+        if (take(c, ']'))
+            return 0;
+        if (!take(c, ',')) {
+            where(body, c, at, sizeof(at));
+            meter_problems_add(p, v->n, "(json)", at, "',' or ']' expected");
+            return -1;
+        }
+    }
+}
+
+/* add_object for each_element. */
+static int
+add_element(struct samples *v, const json_t *obj, size_t i,
+            struct meter_problems *p)
+{
+    (void)i;
+    return add_object(v, obj, p);
+}
+
+/* The columnar body at c: {"sandboxes": [...]}, nothing else. */
+static int
+add_columnar(const char *body, struct cursor *c, struct samples *v,
+             struct meter_problems *p)
+{
+    char at[48];
+    take(c, '{');
+    json_t *key = next_value(body, c, 256, 0, v->n, p);
+    if (!key)
+        return -1;
+    bool ok =
+        json_is_string(key) && strcmp(json_string_value(key), "sandboxes") == 0;
+    if (!ok)
+        meter_problems_add(
+            p, 0, json_is_string(key) ? json_string_value(key) : "(key)", "",
+            "unknown key of the columnar form (only "
+            "\"sandboxes\")");
+    json_decref(key);
+    if (!ok)
+        return -1;
+    if (!take(c, ':')) {
+        where(body, c, at, sizeof(at));
+        meter_problems_add(p, 0, "(json)", at, "':' expected");
+        return -1;
+    }
+    skip_ws(c);
+    if (c->p >= c->end || *c->p != '[') {
+        meter_problems_add(p, 0, "sandboxes", "",
+                           "must be an array of per-sandbox objects");
+        return -1;
+    }
+    int rc =
+        each_element(body, c, SANDBOX_MAX, SANDBOX_VALUES, v, p, add_sandbox);
+    if (rc == 0 && take(c, ',')) {
+        /* Another key: only "sandboxes" is known. */
+        json_t *k = next_value(body, c, 256, 0, v->n, p);
+        meter_problems_add(
+            p, 0, json_is_string(k) ? json_string_value(k) : "(key)", "",
+            "unknown key of the columnar form (only "
+            "\"sandboxes\")");
+        json_decref(k);
+        return -1;
+    }
+    if (rc == 0 && !take(c, '}')) {
+        where(body, c, at, sizeof(at));
+        meter_problems_add(p, 0, "(json)", at, "'}' expected");
+        return -1;
+    }
+    return rc;
 }
 
 int
@@ -201,7 +395,6 @@ meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
                  struct meter_sample **out, size_t *n, struct meter_problems *p)
 {
     struct samples v = {.max = max};
-    json_error_t jerr;
     int rc = 0;
     *out = NULL;
     *n = 0;
@@ -210,47 +403,44 @@ meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
         while (line < end && rc == 0) {
             const char *nl = memchr(line, '\n', (size_t)(end - line));
             const char *stop = nl ? nl : end;
-            const char *q = line;
-            while (q < stop && (*q == ' ' || *q == '\t' || *q == '\r'))
-                q++;
-            if (q < stop) {
-                json_t *obj = json_loadb(line, (size_t)(stop - line),
-                                         JSON_REJECT_DUPLICATES, &jerr);
-                if (!obj) {
-                    char where[32];
-                    snprintf(where, sizeof(where), "column %d", jerr.column);
-                    meter_problems_add(p, v.n, "(json)", where, jerr.text);
-                    break;
+            struct cursor c = {line, stop};
+            skip_ws(&c);
+            if (c.p < stop) {
+                json_t *obj = next_value(body, &c, SAMPLE_MAX, 0, v.n, p);
+                if (obj && (skip_ws(&c), c.p < stop)) {
+                    char at[48];
+                    where(body, &c, at, sizeof(at));
+                    meter_problems_add(p, v.n, "(json)", at,
+                                       "one sample a line");
+                    json_decref(obj);
+                    obj = NULL;
                 }
+                if (!obj)
+                    break;
                 rc = add_object(&v, obj, p);
                 json_decref(obj);
             }
             line = stop + 1;
         }
     } else {
-        json_t *root = json_loadb(
-            body, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
-        if (!root) {
-            char where[48];
-            snprintf(where, sizeof(where), "line %d column %d", jerr.line,
-                     jerr.column);
-            meter_problems_add(p, 0, "(json)", where, jerr.text);
-        } else if (json_is_array(root)) {
-            size_t i;
-            json_t *obj;
-            json_array_foreach(root, i, obj)
-            {
-                if ((rc = add_object(&v, obj, p)) != 0)
-                    break;
-            }
-        } else if (json_is_object(root)) {
-            rc = add_columnar(&v, root, p);
+        struct cursor c = {body, body + len};
+        skip_ws(&c);
+        if (c.p < c.end && *c.p == '[') {
+            rc = each_element(body, &c, SAMPLE_MAX, 0, &v, p, add_element);
+        } else if (c.p < c.end && *c.p == '{') {
+            rc = add_columnar(body, &c, &v, p);
         } else {
             meter_problems_add(p, 0, "(body)", "",
                                "must be an array of samples or a columnar "
                                "object");
+            rc = -1;
         }
-        json_decref(root);
+        if (rc == 0 && (skip_ws(&c), c.p < c.end)) {
+            char at[48];
+            where(body, &c, at, sizeof(at));
+            meter_problems_add(p, v.n, "(json)", at,
+                               "nothing may follow the body's value");
+        }
     }
     if (rc == -2) {
         free(v.s);
