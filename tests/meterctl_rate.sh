@@ -141,6 +141,11 @@ bad_sample() { # LINE WANT...
 ok='"account_id":"acme","sandbox_id":"x","disk_bytes":0'
 bad_sample "{\"ts\":1767225600,$ok,\"state\":\"running\",\"vcpu\":-1,\"cpu_used\":0,\"mem_bytes\":1}" "'vcpu'" "-1"
 bad_sample "{\"ts\":1767225600,$ok,\"state\":\"running\",\"vcpu\":0.12345,\"cpu_used\":0,\"mem_bytes\":1}" "'vcpu'" "0.12345" "4 decimals"
+# Read from the text: as a double this is 1.
+bad_sample "{\"ts\":1767225600,$ok,\"state\":\"running\",\"vcpu\":1.00000000000000001,\"cpu_used\":0,\"mem_bytes\":1}" "'vcpu'" "1.00000000000000001" "4 decimals"
+printf '[{"ts":1767225600,%s,"state":"running","vcpu":1,"cpu_used":0.00000000000000001,"mem_bytes":1}]\n' "$ok" >bad.json
+expect_status 1 "$METERCTL" rate --price-book "$books/e2b-hobby.json" --usage bad.json
+contains "$err" "'cpu_used' value 0.00000000000000001: more than 4 decimals" "decimals of an array file"
 bad_sample "{\"ts\":1767225600,$ok,\"state\":\"running\",\"vcpu\":1,\"cpu_used\":2,\"mem_bytes\":1}" "'cpu_used'" "<= vcpu"
 bad_sample "{\"ts\":1767225600,$ok,\"state\":\"running\",\"vcpu\":1,\"cpu_used\":1,\"mem_bytes\":1.0}" "'mem_bytes'" "1.0"
 bad_sample "{\"ts\":1767225600,$ok,\"state\":\"running\",\"vcpu\":1,\"cpu_used\":1,\"mem_bytes\":1e3}" "'mem_bytes'" "integer"

@@ -119,6 +119,10 @@ printf '[{"ts":%d,"account_id":"acme","sandbox_id":"sb-6","state":"paused","disk
 post $A "$HOST" application/json future.json
 expect_http 400 "future sample"
 contains "$body" "more than 5 minutes in the future" "future sample"
+printf '[{"ts":%d,"account_id":"acme","sandbox_id":"sb-6","state":"running","vcpu":1,"cpu_used":1.00000000000000001,"mem_bytes":0,"disk_bytes":0}]' $((T + 9)) >dec.json
+post $A "$HOST" application/json dec.json
+expect_http 400 "decimals read from the text"
+contains "$body" '"field":"cpu_used","value":"1.00000000000000001","reason":"more than 4 decimals"' "decimals read from the text"
 printf '[{"ts":%d,"account_id":"acme","sandbox_id":"sb-6","state":"paused","disk_bytes":0}]' $((T - 401 * 86400)) >old.json
 post $A "$HOST" application/json old.json
 expect_http 400 "a sample older than --max-age"

@@ -128,6 +128,48 @@ test_ndjson(void)
     free(x.s);
 }
 
+/* vcpu and cpu_used with more than 4 decimals, read from the text: a
+ * double would round 1.00000000000000001 to 1. Trailing zeros do not
+ * count and an exponent shifts the decimals; strings are not numbers. */
+static void
+test_decimals(void)
+{
+#define R(vcpu, used)                                                          \
+    "{\"ts\":1,\"account_id\":\"a\",\"sandbox_id\":\"1.000001\","              \
+    "\"state\":\"running\",\"vcpu\":" vcpu ",\"cpu_used\":" used               \
+    ",\"mem_bytes\":0,\"disk_bytes\":0}"
+    static const struct {
+        const char *body, *field, *value;
+    } cases[] = {
+        {"[" R("1.00000000000000001", "0") "]", "vcpu", "1.00000000000000001"},
+        {"[" R("2", "0.00001") "]", "cpu_used", "0.00001"},
+        {"[" R("2", "1e-5") "]", "cpu_used", "1e-5"},
+        {"[" R("2", "0.12345") "]", "cpu_used", "0.12345"},
+        {"{\"sandboxes\":[{\"account_id\":\"a\",\"sandbox_id\":\"s\","
+         "\"start\":0,\"seconds\":2,\"state\":\"running\",\"vcpu\":2,"
+         "\"cpu_used\":[0.5,0.123456],\"mem_bytes\":0,\"disk_bytes\":0}]}",
+         "cpu_used", "0.123456"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct parsed x;
+        parse(cases[i].body, false, 10, &x);
+        CHECK(x.p.total == 1 &&
+              problem_is(&x, 0, 0, cases[i].field, "more than 4 decimals"));
+        CHECK(x.p.total == 1 &&
+              strcmp(x.p.items[0].err.value, cases[i].value) == 0);
+        free(x.s);
+    }
+    /* Exactly 4, trailing zeros, an exponent: taken. */
+    struct parsed x;
+    parse("[" R("1.2345", "0.50000") "," R("1.2345e1", "1.5e-3") "]", false, 10,
+          &x);
+    CHECK(x.n == 2 && x.p.total == 0);
+    CHECK(x.n == 2 && x.s[0].s.vcpu == 12345 && x.s[0].s.cpu_used == 5000 &&
+          x.s[1].s.vcpu == 123450 && x.s[1].s.cpu_used == 15);
+    free(x.s);
+#undef R
+}
+
 /* A columnar sandbox holding more values than 86,400 seconds of every
  * field is refused before any tree is built; one of 86,400 seconds with
  * every per-second field an array is taken. */
@@ -334,6 +376,7 @@ main(void)
     test_ndjson();
     test_columnar();
     test_columnar_bounds();
+    test_decimals();
     test_caps();
     test_columnar_writer();
     return test_result();

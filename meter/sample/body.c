@@ -236,6 +236,68 @@ where(const char *body, const struct cursor *c, char *buf, size_t n)
     where_at(body, (size_t)(c->p - body), buf, n);
 }
 
+bool
+meter_sample_decimals_ok(const char *text, size_t len, char key[16],
+                         char number[48])
+{
+    const char *q = text, *end = text + len;
+    bool cpu = false; /* the last key was vcpu or cpu_used */
+    while (q < end) {
+        if (*q == '"') {
+            const char *s = ++q;
+            while (q < end && *q != '"')
+                q += *q == '\\' ? 2 : 1;
+            size_t n = (size_t)(q - s);
+            const char *after = q + 1;
+            while (after < end && (*after == ' ' || *after == '\t' ||
+                                   *after == '\n' || *after == '\r'))
+                after++;
+            if (after < end && *after == ':') {
+                cpu = (n == 4 && memcmp(s, "vcpu", 4) == 0) ||
+                      (n == 8 && memcmp(s, "cpu_used", 8) == 0);
+                if (cpu)
+                    snprintf(key, 16, "%.*s", (int)n, s);
+            }
+            q++;
+            continue;
+        }
+        if (!(*q == '-' || (*q >= '0' && *q <= '9'))) {
+            q++;
+            continue;
+        }
+        const char *s = q;
+        if (*q == '-')
+            q++;
+        while (q < end && *q >= '0' && *q <= '9')
+            q++;
+        long frac = 0, exp = 0;
+        if (q < end && *q == '.') {
+            const char *f = ++q;
+            while (q < end && *q >= '0' && *q <= '9')
+                q++;
+            const char *last = q;
+            while (last > f && last[-1] == '0')
+                last--;
+            frac = last - f;
+        }
+        if (q < end && (*q == 'e' || *q == 'E')) {
+            q++;
+            bool neg = q < end && *q == '-';
+            if (q < end && (*q == '-' || *q == '+'))
+                q++;
+            for (; q < end && *q >= '0' && *q <= '9'; q++)
+                if (exp < 100000)
+                    exp = exp * 10 + (*q - '0');
+            exp = neg ? -exp : exp;
+        }
+        if (cpu && frac - exp > 4) {
+            snprintf(number, 48, "%.*s", (int)(q - s < 47 ? q - s : 47), s);
+            return false;
+        }
+    }
+    return true;
+}
+
 /*
  * The value at c, parsed on its own and at most max bytes long (longer
  * is a problem naming the index), c advanced past it. With values, it
@@ -286,6 +348,12 @@ next_value(const char *body, struct cursor *c, size_t max, size_t values,
                      sizeof(at));
             meter_problems_add(p, index, "(json)", at, jerr.text);
         }
+        return NULL;
+    }
+    char key[16], number[48];
+    if (!meter_sample_decimals_ok(c->p, (size_t)jerr.position, key, number)) {
+        json_decref(x);
+        meter_problems_add(p, index, key, number, "more than 4 decimals");
         return NULL;
     }
     c->p += jerr.position;

@@ -2,7 +2,8 @@
  * sample.c - validating one sample (docs/pricing.md, "Samples") from its
  * JSON object, for the service and for meterctl rate alike.
  *
- * jansson reads JSON numbers with a fraction as doubles. vcpu and
+ * jansson reads JSON numbers with a fraction as doubles (their text is
+ * checked first for more than 4 decimals: meter_sample_decimals_ok). vcpu and
  * cpu_used may have up to 4 decimals: such a value is accepted only if
  * it is exactly the double nearest to k/10,000 for an integer k, and k
  * is what is kept; no floating point goes further than this file.

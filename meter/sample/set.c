@@ -146,12 +146,40 @@ add_json(struct meter_sample_set *set, const json_t *obj, const char *where,
     return meter_sample_set_add(set, &m, where, e);
 }
 
+/* Refuses text holding a vcpu or cpu_used of more than 4 decimals. */
+static int
+check_decimals(const char *text, size_t len, const char *where,
+               struct meter_err *e)
+{
+    char key[16], number[48];
+    if (meter_sample_decimals_ok(text, len, key, number))
+        return 0;
+    return meter_fail(e, "%s: field '%s' value %s: more than 4 decimals", where,
+                      key, number);
+}
+
 static int
 read_array(struct meter_sample_set *set, FILE *f, const char *path,
            struct meter_err *e)
 {
+    /* The whole text first: its decimals are checked on the text. */
+    struct meter_buf text = {0};
+    char chunk[65536];
+    size_t got;
+    while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0)
+        meter_buf_add(&text, chunk, got);
+    if (text.failed || ferror(f)) {
+        meter_buf_release(&text);
+        return meter_fail(e, "%s: cannot read it (or out of memory)", path);
+    }
+    if (check_decimals(text.p ? text.p : "", text.len, path, e) < 0) {
+        meter_buf_release(&text);
+        return -1;
+    }
     json_error_t jerr;
-    json_t *arr = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *arr = json_loadb(text.p ? text.p : "", text.len,
+                             JSON_REJECT_DUPLICATES, &jerr);
+    meter_buf_release(&text);
     if (!arr)
         return meter_fail(e, "%s:%d:%d: %s", path, jerr.line, jerr.column,
                           jerr.text);
@@ -192,7 +220,9 @@ read_lines(struct meter_sample_set *set, FILE *f, const char *path,
             rc = meter_fail(e, "%s:%d: %s", where, jerr.column, jerr.text);
             break;
         }
-        rc = add_json(set, v, where, e);
+        rc = check_decimals(line, (size_t)len, where, e);
+        if (rc == 0)
+            rc = add_json(set, v, where, e);
         json_decref(v);
     }
     free(line);
