@@ -133,6 +133,14 @@ sleep 0.3
 checks=$((checks + 1))
 [ "$(code "$url_total")" = 200 ] || fail "not served once the connections closed"
 
+# --- pipelined requests are all answered --------------------------------------
+open_raw 5 "$url_held" "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /readyz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" ||
+    fail "raw connection"
+n=$(timeout 5 cat <&5 | tr -d '\r' | grep -c '^HTTP/1.1 200')
+close_raw 5
+checks=$((checks + 1))
+[ "$n" = 3 ] || fail "three pipelined GETs got $n replies"
+
 # --- ambiguous framing is refused --------------------------------------------
 # raw URL TEXT: the status line of a raw request's reply.
 raw() {

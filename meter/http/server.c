@@ -426,8 +426,11 @@ dispatch(void *cls, struct MHD_Connection *c, const char *url,
         rq->route_index = h->cfg.nroutes;
         clock_gettime(CLOCK_MONOTONIC, &rq->start);
         *con_cls = rq;
-        if (!admit(rq) || rq->route->body)
-            return rq->status ? rq->result : MHD_YES; /* the body follows */
+        /* Answered in the next call, once MHD has the whole request: a
+         * reply queued with the headers alone makes MHD close the
+         * connection, dropping requests pipelined after it. */
+        admit(rq);
+        return rq->status ? rq->result : MHD_YES;
     } else if (*upload_size) {
         /* Refused already: drop the body, within the same deadline. */
         bool in_time = rq->status ? age(rq) <= h->cfg.body_timeout_s
