@@ -6,11 +6,17 @@
  */
 #include "meter_db.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #include "meter_cluster.h"
+
+/* Seconds to connect, unless the conninfo says otherwise. */
+#define DB_CONNECT_TIMEOUT "5"
 
 /* A description of conninfo fit for messages: its host, port and
  * database, never its password. */
@@ -99,7 +105,12 @@ meter_db_connect(const char *conninfo, struct meter_err *e)
     } else if (meter_db_check_conninfo(conninfo, e) < 0) {
         return NULL;
     }
-    db = PQconnectdb(conninfo);
+    /* A server that accepts and never answers must not hang the caller:
+     * connect_timeout unless the conninfo gives its own (later keywords
+     * win, and the expanded conninfo comes after). */
+    const char *const keys[] = {"connect_timeout", "dbname", NULL};
+    const char *const vals[] = {DB_CONNECT_TIMEOUT, conninfo, NULL};
+    db = PQconnectdbParams(keys, vals, 1);
     if (PQstatus(db) != CONNECTION_OK) {
         char where[512];
         describe(conninfo, where, sizeof(where));
@@ -124,10 +135,41 @@ meter_db_lost(PGconn *db)
 }
 
 int
-meter_db_ping(PGconn *db, struct meter_err *e)
+meter_db_ping(PGconn *db, int timeout_ms, struct meter_err *e)
 {
-    return meter_db_exec(db, "the database does not answer", "SELECT 1", 0,
-                         NULL, NULL, NULL, NULL, e) < 0
-               ? -1
-               : 0;
+    if (!PQsendQuery(db, "SELECT 1"))
+        return meter_fail(e, "the database does not answer: %s",
+                          PQerrorMessage(db));
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (!PQconsumeInput(db))
+            return meter_fail(e, "the database does not answer: %s",
+                              PQerrorMessage(db));
+        if (!PQisBusy(db))
+            break;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        long left = timeout_ms - ((now.tv_sec - t0.tv_sec) * 1000 +
+                                  (now.tv_nsec - t0.tv_nsec) / 1000000);
+        struct pollfd p = {PQsocket(db), POLLIN, 0};
+        if (left <= 0 || poll(&p, 1, (int)left) == 0) {
+            /* Frozen: break the connection, so that its next user
+             * reconnects rather than waits behind this query. */
+            shutdown(PQsocket(db), SHUT_RDWR);
+            PQconsumeInput(db);
+            while (PQgetResult(db))
+                ;
+            return meter_fail(e, "the database does not answer within %d ms",
+                              timeout_ms);
+        }
+    }
+    PGresult *r;
+    bool ok = true;
+    while ((r = PQgetResult(db))) {
+        ok &= PQresultStatus(r) == PGRES_TUPLES_OK;
+        PQclear(r);
+    }
+    return ok ? 0
+              : meter_fail(e, "the database does not answer: %s",
+                           PQerrorMessage(db));
 }

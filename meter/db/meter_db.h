@@ -53,16 +53,19 @@ int meter_db_conninfo(const char *flag, char **out, struct meter_err *e);
 /* Checks that conninfo parses; the message names it (password hidden). */
 int meter_db_check_conninfo(const char *conninfo, struct meter_err *e);
 
-/* Connects to conninfo (NULL: meter_db_conninfo(NULL)). An unreachable
- * server is an error naming its host, port and database. Notices below
- * WARNING are not shown. */
+/* Connects to conninfo (NULL: meter_db_conninfo(NULL)), waiting at most
+ * 5 s unless conninfo sets connect_timeout. An unreachable server is an
+ * error naming its host, port and database. Notices below WARNING are
+ * not shown. */
 PGconn *meter_db_connect(const char *conninfo, struct meter_err *e);
 
 /* Whether db's connection is gone (a retry needs a new one). */
 bool meter_db_lost(PGconn *db);
 
-/* Whether the server answers a query on db: 0, or -1 with e set. */
-int meter_db_ping(PGconn *db, struct meter_err *e);
+/* Whether the server answers a query on db within timeout_ms: 0, or -1
+ * with e set; a server that does not answer in time leaves db broken
+ * (meter_db_lost), so that its next user reconnects. */
+int meter_db_ping(PGconn *db, int timeout_ms, struct meter_err *e);
 
 /* ---- statements and transactions ---------------------------------------- */
 

@@ -15,7 +15,7 @@ meterd_readyz(struct meter_http_request *rq)
 {
     PGconn *db = meter_http_db(rq);
     struct meter_err e = {{0}};
-    if (!db || meter_db_ping(db, &e) < 0) {
+    if (!db || meter_db_ping(db, 2000, &e) < 0) {
         meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
                                  NULL, "the database cannot be reached");
         return;
