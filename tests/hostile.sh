@@ -53,6 +53,19 @@ checks=$((checks + 1))
 [ "${held:-x}" -lt 100 ] || fail "buffered bytes count what was declared: $held"
 for fd in 5 6; do close_raw $fd; done
 
+# A body sent to a route that takes none (no key needed) holds nothing.
+start_meterd nobody "$db" --max-body 4096 --max-buffered 8192 || { finish; exit; }
+pad=$(head -c 4090 /dev/zero | tr '\0' ' ')
+for fd in 5 6; do
+    open_raw $fd "$url_nobody" "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 4096\r\n\r\n$pad" ||
+        fail "raw connection $fd"
+done
+sleep 0.5
+got=$(post_rows "$url_nobody")
+checks=$((checks + 1))
+[ "$got" = 200 ] || fail "bodies sent to GET /healthz blocked a batch: HTTP $got"
+for fd in 5 6; do close_raw $fd; done
+
 # --- memory follows the batch, not the body's shape ------------------------
 # 60 MiB of empty objects (and the same gzipped to a few hundred KiB):
 # refused with a 400 past the batch's 500,000 samples, the process's

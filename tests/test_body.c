@@ -159,13 +159,22 @@ test_decimals(void)
               strcmp(x.p.items[0].err.value, cases[i].value) == 0);
         free(x.s);
     }
-    /* Exactly 4, trailing zeros, an exponent: taken. */
+    /* Exactly 4, trailing zeros (of the fraction or not), an exponent,
+     * zero: taken. */
     struct parsed x;
-    parse("[" R("1.2345", "0.50000") "," R("1.2345e1", "1.5e-3") "]", false, 10,
-          &x);
-    CHECK(x.n == 2 && x.p.total == 0);
-    CHECK(x.n == 2 && x.s[0].s.vcpu == 12345 && x.s[0].s.cpu_used == 5000 &&
-          x.s[1].s.vcpu == 123450 && x.s[1].s.cpu_used == 15);
+    parse("[" R("1.2345", "0.50000") "," R("1.2345e1", "1.5e-3") "," R(
+              "10000e-5", "0e-9") "]",
+          false, 10, &x);
+    CHECK(x.n == 3 && x.p.total == 0);
+    CHECK(x.n == 3 && x.s[0].s.vcpu == 12345 && x.s[0].s.cpu_used == 5000 &&
+          x.s[1].s.vcpu == 123450 && x.s[1].s.cpu_used == 15 &&
+          x.s[2].s.vcpu == 1000 && x.s[2].s.cpu_used == 0);
+    free(x.s);
+    /* A refused decimal does not hide the problems after it. */
+    parse("[" R("2", "0.123456") ",{\"ts\":-1}]", false, 10, &x);
+    CHECK(x.p.total >= 2 &&
+          problem_is(&x, 0, 0, "cpu_used", "more than 4 decimals") &&
+          x.p.items[1].index == 1);
     free(x.s);
 #undef R
 }
@@ -186,6 +195,13 @@ test_columnar_bounds(void)
     meter_buf_str(&b, "]}]}");
     parse(b.p, false, 200000, &x);
     CHECK(x.p.total == 1 && problem_is(&x, 0, 0, "(body)", "more values"));
+    free(x.s);
+    meter_buf_release(&b);
+    /* Nested empty arrays: few commas, a node each; the form nests three
+     * deep at most. */
+    meter_buf_str(&b, "{\"sandboxes\":[{\"cpu_used\":[[[[]]]]}]}");
+    parse(b.p, false, 200000, &x);
+    CHECK(x.p.total == 1 && problem_is(&x, 0, 0, "(body)", "nests deeper"));
     free(x.s);
     meter_buf_release(&b);
 
@@ -209,6 +225,23 @@ test_columnar_bounds(void)
                 x.p.items[0].err.value, x.p.items[0].err.reason);
     free(x.s);
     meter_buf_release(&b);
+}
+
+/* A problem's texts are cut at a character, never inside one. */
+static void
+test_problem_cut(void)
+{
+    struct meter_problems p = {0};
+    char value[256];
+    memset(value, 'a', 300 > sizeof(value) ? sizeof(value) : 300);
+    value[sizeof(value) - 1] = '\0';
+    size_t kept = sizeof(((struct meter_sample_err *)0)->value) - 1;
+    /* A two-byte character astride the cut. */
+    memcpy(value + kept - 1, "\xc3\xa9\xc3\xa9", 4);
+    meter_problems_add(&p, 0, "f", value, "r");
+    size_t n = strlen(p.items[0].err.value);
+    CHECK(n == kept - 1); /* the split character left out */
+    CHECK((unsigned char)p.items[0].err.value[n - 1] == 'a');
 }
 
 static void
@@ -377,6 +410,7 @@ main(void)
     test_columnar();
     test_columnar_bounds();
     test_decimals();
+    test_problem_cut();
     test_caps();
     test_columnar_writer();
     return test_result();

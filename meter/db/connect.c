@@ -108,8 +108,10 @@ meter_db_connect(const char *conninfo, struct meter_err *e)
     /* A server that accepts and never answers must not hang the caller:
      * connect_timeout unless the conninfo gives its own (later keywords
      * win, and the expanded conninfo comes after). */
+    const char *env = getenv("PGCONNECT_TIMEOUT"); /* libpq's own */
     const char *const keys[] = {"connect_timeout", "dbname", NULL};
-    const char *const vals[] = {DB_CONNECT_TIMEOUT, conninfo, NULL};
+    const char *const vals[] = {env && *env ? env : DB_CONNECT_TIMEOUT,
+                                conninfo, NULL};
     db = PQconnectdbParams(keys, vals, 1);
     if (PQstatus(db) != CONNECTION_OK) {
         char where[512];
@@ -157,8 +159,9 @@ meter_db_ping(PGconn *db, int timeout_ms, struct meter_err *e)
              * reconnects rather than waits behind this query. */
             shutdown(PQsocket(db), SHUT_RDWR);
             PQconsumeInput(db);
-            while (PQgetResult(db))
-                ;
+            PGresult *r;
+            while ((r = PQgetResult(db)))
+                PQclear(r);
             return meter_fail(e, "the database does not answer within %d ms",
                               timeout_ms);
         }

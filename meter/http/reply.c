@@ -91,12 +91,12 @@ meter_http_reply_problem(struct meter_http_request *rq, unsigned status,
                          const char *code, const char *title, json_t *errors,
                          const char *detail, ...)
 {
-    char type[96], text[512];
+    char type[96], text[600];
     va_list ap;
     va_start(ap, detail);
     vsnprintf(text, sizeof(text), detail, ap);
     va_end(ap);
-    meter_utf8_cut(text, sizeof(text) - 1); /* vsnprintf cuts at a byte */
+    meter_utf8_cut(text, 511); /* at a character: vsnprintf cuts at a byte */
     snprintf(type, sizeof(type), "urn:meter:problem:%s", code);
     json_t *p = json_object();
     json_object_set_new(p, "type", json_string(type));

@@ -382,7 +382,8 @@ take_body(struct meter_http_request *rq, const char *data, size_t n)
                  rq->received);
         return false;
     }
-    if (rq->too_big)
+    /* A route without a body takes none: dropped, never held. */
+    if (rq->too_big || !rq->route || !rq->route->body)
         return true;
     if (rq->received > rq->h->cfg.max_body) {
         rq->too_big = true;

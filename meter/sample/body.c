@@ -39,14 +39,20 @@ meter_problems_add(struct meter_problems *p, size_t index, const char *field,
     size_t size[] = {sizeof(x->err.field), sizeof(x->err.value),
                      sizeof(x->err.reason)};
     for (int i = 0; i < 3; i++) {
-        snprintf(to[i], size[i], "%.*s", (int)size[i] - 1, from[i]);
-        meter_utf8_cut(to[i], size[i] - 1);
+        /* One byte more than kept, so that the cut sees the character
+         * that straddles it. */
+        char tmp[512];
+        snprintf(tmp, size[i] + 1 < sizeof(tmp) ? size[i] + 1 : sizeof(tmp),
+                 "%s", from[i]);
+        meter_utf8_cut(tmp, size[i] - 1);
+        memcpy(to[i], tmp, strlen(tmp) + 1);
     }
 }
 
 struct samples {
     struct meter_sample *s;
     size_t n, cap, max;
+    bool refused; /* the element just read is refused already */
 };
 
 static struct meter_sample *
@@ -92,7 +98,7 @@ add_object(struct samples *v, const json_t *obj, struct meter_problems *p)
         return -1;
     if (!(slot = next_slot(v)))
         return -2;
-    if (meter_sample_parse(obj, slot, &err) < 0)
+    if (!v->refused && meter_sample_parse(obj, slot, &err) < 0)
         problem(p, v->n, &err);
     v->n++;
     return 0;
@@ -114,6 +120,8 @@ add_sandbox(struct samples *v, const json_t *sb, size_t si,
     json_t *x;
     char where[64];
     snprintf(where, sizeof(where), "sandboxes[%zu]", si);
+    if (v->refused)
+        return 0; /* its decimals are refused already */
     if (!json_is_object(sb)) {
         meter_problems_add(p, v->n, where, "", "must be an object");
         return 0;
@@ -268,17 +276,20 @@ meter_sample_decimals_ok(const char *text, size_t len, char key[16],
         const char *s = q;
         if (*q == '-')
             q++;
-        while (q < end && *q >= '0' && *q <= '9')
-            q++;
-        long frac = 0, exp = 0;
-        if (q < end && *q == '.') {
-            const char *f = ++q;
-            while (q < end && *q >= '0' && *q <= '9')
-                q++;
-            const char *last = q;
-            while (last > f && last[-1] == '0')
-                last--;
-            frac = last - f;
+        /* value = digits x 10^(exp - fraction digits); decimals are what
+         * is left after the digits' trailing zeros. */
+        long fdigits = 0, zeros = 0, exp = 0;
+        bool nonzero = false;
+        for (bool in_frac = false; q < end; q++) {
+            if (*q == '.' && !in_frac) {
+                in_frac = true;
+                continue;
+            }
+            if (*q < '0' || *q > '9')
+                break;
+            fdigits += in_frac;
+            zeros = *q == '0' ? zeros + 1 : 0;
+            nonzero |= *q != '0';
         }
         if (q < end && (*q == 'e' || *q == 'E')) {
             q++;
@@ -290,7 +301,8 @@ meter_sample_decimals_ok(const char *text, size_t len, char key[16],
                     exp = exp * 10 + (*q - '0');
             exp = neg ? -exp : exp;
         }
-        if (cpu && frac - exp > 4) {
+        long frac = nonzero ? fdigits - zeros : 0;
+        if (cpu && nonzero && frac - exp > 4) {
             snprintf(number, 48, "%.*s", (int)(q - s < 47 ? q - s : 47), s);
             return false;
         }
@@ -306,9 +318,10 @@ meter_sample_decimals_ok(const char *text, size_t len, char key[16],
  */
 static json_t *
 next_value(const char *body, struct cursor *c, size_t max, size_t values,
-           size_t index, struct meter_problems *p)
+           struct samples *v, struct meter_problems *p)
 {
     char at[48];
+    size_t index = v->n;
     skip_ws(c);
     size_t room = (size_t)(c->end - c->p), len = room < max ? room : max;
     if (values) {
@@ -320,7 +333,19 @@ next_value(const char *body, struct cursor *c, size_t max, size_t values,
                 for (q++; q < c->p + len && *q != '"'; q++)
                     q += *q == '\\';
             } else if (*q == '[' || *q == '{') {
-                depth++;
+                /* Containers cost a node each too, and the form nests
+                 * three deep at most (sandbox, field, value). */
+                if (++depth > 3 || ++commas > values) {
+                    where(body, c, at, sizeof(at));
+                    meter_problems_add(p, index, "(body)", at,
+                                       depth > 3
+                                           ? "a sandbox nests deeper than "
+                                             "its fields' arrays"
+                                           : "a sandbox holds more values "
+                                             "than 86,400 seconds of every "
+                                             "field");
+                    return NULL;
+                }
             } else if (*q == ']' || *q == '}') {
                 if (--depth <= 0)
                     break;
@@ -351,10 +376,11 @@ next_value(const char *body, struct cursor *c, size_t max, size_t values,
         return NULL;
     }
     char key[16], number[48];
+    v->refused = false;
     if (!meter_sample_decimals_ok(c->p, (size_t)jerr.position, key, number)) {
-        json_decref(x);
+        /* Refused, and the elements after it still checked. */
         meter_problems_add(p, index, key, number, "more than 4 decimals");
-        return NULL;
+        v->refused = true;
     }
     c->p += jerr.position;
     return x;
@@ -381,7 +407,7 @@ each_element(const char *body, struct cursor *c, size_t max, size_t values,
     if (take(c, ']'))
         return 0;
     for (size_t i = 0;; i++) {
-        json_t *x = next_value(body, c, max, values, v->n, p);
+        json_t *x = next_value(body, c, max, values, v, p);
         if (!x)
             return -1;
         int rc = add(v, x, i, p);
@@ -414,7 +440,7 @@ add_columnar(const char *body, struct cursor *c, struct samples *v,
 {
     char at[48];
     take(c, '{');
-    json_t *key = next_value(body, c, 256, 0, v->n, p);
+    json_t *key = next_value(body, c, 256, 0, v, p);
     if (!key)
         return -1;
     bool ok =
@@ -442,7 +468,7 @@ add_columnar(const char *body, struct cursor *c, struct samples *v,
         each_element(body, c, SANDBOX_MAX, SANDBOX_VALUES, v, p, add_sandbox);
     if (rc == 0 && take(c, ',')) {
         /* Another key: only "sandboxes" is known. */
-        json_t *k = next_value(body, c, 256, 0, v->n, p);
+        json_t *k = next_value(body, c, 256, 0, v, p);
         meter_problems_add(
             p, 0, json_is_string(k) ? json_string_value(k) : "(key)", "",
             "unknown key of the columnar form (only "
@@ -474,7 +500,7 @@ meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
             struct cursor c = {line, stop};
             skip_ws(&c);
             if (c.p < stop) {
-                json_t *obj = next_value(body, &c, SAMPLE_MAX, 0, v.n, p);
+                json_t *obj = next_value(body, &c, SAMPLE_MAX, 0, &v, p);
                 if (obj && (skip_ws(&c), c.p < stop)) {
                     char at[48];
                     where(body, &c, at, sizeof(at));
