@@ -1,0 +1,40 @@
+#!/bin/bash
+# fuzz.sh - libFuzzer targets (clang, -fsanitize=fuzzer,address,undefined)
+# for the body forms of POST /v1/samples, the price book loader, the
+# decimal parser and the storage block decoder. Each is built from its
+# sources and run for $FUZZ_SECONDS (default 10) over its committed corpus
+# (tests/fuzz/corpus/NAME, read only: new inputs go to a scratch
+# directory). A crash fails the test; its input is kept in $FUZZ_OUT
+# (default ./fuzz-out) to become a regression input of the corpus.
+#
+# A longer run, one target: FUZZ_SECONDS=3600 FUZZ_TARGETS=body bash tests/fuzz.sh
+. "$(dirname "$0")/lib.sh"
+src=$(cd "$(dirname "$0")/.." && pwd)
+command -v clang >/dev/null || { fail "clang not found (scripts/install-deps.sh installs it)"; finish; exit; }
+seconds=${FUZZ_SECONDS:-10}
+out=${FUZZ_OUT:-$PWD/fuzz-out}
+mkdir -p "$out"
+common=("$src"/meter/util/*.c "$src"/meter/sample/*.c "$src"/pricing/*.c)
+for name in ${FUZZ_TARGETS:-body book dec block}; do
+    bin="$out/fuzz_$name"
+    checks=$((checks + 1))
+    if ! clang -g -O1 -fsanitize=fuzzer,address,undefined \
+        -fno-sanitize-recover=undefined \
+        -I"$src/pricing" -I"$src/meter/util" -I"$src/meter/sample" \
+        "$src/tests/fuzz/fuzz_$name.c" "${common[@]}" \
+        $(pkg-config --cflags --libs jansson gmp) -o "$bin" 2>"$out/build_$name.log"; then
+        fail "fuzz_$name does not build: $(tail -5 "$out/build_$name.log")"
+        continue
+    fi
+    scratch=$(mktemp -d)
+    checks=$((checks + 1))
+    if ! (cd "$out" && "$bin" -max_total_time="$seconds" -rss_limit_mb=2048 \
+        -max_len=65536 -artifact_prefix="$out/crash_${name}_" \
+        "$scratch" "$src/tests/fuzz/corpus/$name" >"$out/run_$name.log" 2>&1); then
+        fail "fuzz_$name found a crash: $(grep -m3 -E 'ERROR|SUMMARY|runtime error' "$out/run_$name.log"); input in $out"
+    fi
+    runs=$(grep -oE 'Done [0-9]+ runs' "$out/run_$name.log" | grep -oE '[0-9]+')
+    echo "fuzz_$name: ${runs:-?} executions in $seconds s"
+    rm -rf "$scratch"
+done
+finish
