@@ -199,6 +199,44 @@ test_refusals(PGconn *db, struct meter_registry *reg)
     CHECK(testdb_count(db, parts) == nparts);
 }
 
+/* Archiving a month is detaching its partition: its samples are then
+ * refused naming the month, whether this process knew the partition or
+ * not; other months are taken; reattached, it takes samples again. */
+static void
+test_archived(PGconn *db, struct meter_registry *reg)
+{
+    const int64_t jun = 1780272000; /* 2026-06-01 */
+    struct meter_sample a = paused("acme", "sb-arch", jun + 10, 1);
+    struct outcome o = ingest(db, reg, &a, 1, jun + 3600);
+    CHECK(result_is(&o, 1, 0, 0));
+    PGresult *r = PQexec(db, "ALTER TABLE usage_blocks DETACH PARTITION"
+                             " usage_blocks_202606");
+    CHECK(PQresultStatus(r) == PGRES_COMMAND_OK);
+    PQclear(r);
+    struct meter_registry *fresh = meter_registry_new();
+    struct meter_registry *both[] = {reg, fresh};
+    for (int i = 0; i < 2; i++) {
+        struct meter_sample late = paused("acme", "sb-arch", jun + 20, 1);
+        o = ingest(db, both[i], &late, 1, jun + 3600);
+        CHECK(o.st == METER_INGEST_INVALID && o.probs.total == 1);
+        CHECK_STR(o.probs.items[0].err.field, "ts");
+        CHECK(strstr(o.probs.items[0].err.reason,
+                     "month 2026-06 is archived") != NULL);
+    }
+    struct meter_sample july = paused("acme", "sb-arch", jun + 30 * 86400, 1);
+    o = ingest(db, fresh, &july, 1, jun + 31 * 86400);
+    CHECK(result_is(&o, 1, 0, 0));
+    r = PQexec(db, "ALTER TABLE usage_blocks ATTACH PARTITION"
+                   " usage_blocks_202606 FOR VALUES FROM (29671200) TO"
+                   " (29714400)");
+    CHECK(PQresultStatus(r) == PGRES_COMMAND_OK);
+    PQclear(r);
+    struct meter_sample back = paused("acme", "sb-arch", jun + 20, 1);
+    o = ingest(db, fresh, &back, 1, jun + 3600);
+    CHECK(result_is(&o, 1, 0, 0));
+    meter_registry_free(fresh);
+}
+
 static void
 test_second_process(PGconn *db)
 {
@@ -319,6 +357,7 @@ main(void)
     test_refusals(db, reg);
     test_second_process(db);
     test_months_and_ranges(db, reg);
+    test_archived(db, reg);
     test_runner(db);
     meter_registry_free(reg);
     testdb_drop(&t, db);

@@ -135,6 +135,8 @@ void db_registry_put(struct meter_registry *r, const char *sandbox_id,
  * exist; and remembering that it does. */
 bool db_registry_month_known(struct meter_registry *r, int64_t key);
 void db_registry_month_add(struct meter_registry *r, int64_t key);
+/* Forgets every month known (one may have been archived since). */
+void db_registry_months_clear(struct meter_registry *r);
 
 /* Opens a reader of stored usage as meter_usage_reader_new does, but
  * with own_tx false inside the caller's transaction (at its isolation

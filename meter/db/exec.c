@@ -87,12 +87,16 @@ db_copy_in(PGconn *db, const char *sql, const char *data, size_t len,
     if (PQputCopyData(db, data, (int)len) != 1 || PQputCopyEnd(db, NULL) != 1)
         return db_hard(e, "%s: %s", what, PQerrorMessage(db));
     r = PQgetResult(db);
-    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    /* The COPY's result is followed by the end of results: read it, or
+     * the connection stays busy, its failed transaction never rolled
+     * back (every later statement on it would fail). */
+    PGresult *rest;
+    while ((rest = PQgetResult(db)))
+        PQclear(rest);
+    if (!ok)
         return db_failed(db, r, what, e);
     PQclear(r);
-    /* The COPY's result is followed by the end of results. */
-    while ((r = PQgetResult(db)))
-        PQclear(r);
     return METER_DB_NONE;
 }
 
@@ -119,7 +123,11 @@ meter_db_transaction(PGconn *db, const char *begin, int attempts,
                 return rc;
             rc = done;
         }
-        /* A failed COMMIT has ended the transaction already. */
+        /* A failed COMMIT has ended the transaction already. Results
+         * left unread would keep it active: read them first. */
+        PGresult *left;
+        while ((left = PQgetResult(db)))
+            PQclear(left);
         PGTransactionStatusType ts = PQtransactionStatus(db);
         if (ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR)
             PQclear(PQexec(db, "ROLLBACK"));

@@ -701,11 +701,32 @@ ensure_partitions(PGconn *db, struct meter_registry *reg, struct batch *b,
         char day[16];
         snprintf(day, sizeof(day), "%04d-%02d-01", y, m);
         const char *p[] = {day};
-        enum meter_db_status st =
-            exec_cmd(db, "SELECT usage_blocks_partition($1::date)", 1, p,
-                     "cannot create a partition", e);
-        if (st != METER_DB_NONE)
-            return st;
+        PGresult *r =
+            PQexecParams(db, "SELECT usage_blocks_partition($1::date)", 1, NULL,
+                         p, NULL, NULL, 0);
+        const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+        if (state && strcmp(state, "MT001") == 0) {
+            /* Archived (0005_archived_months.sql): refused by name, at
+             * the batch's first sample of the month. */
+            PQclear(r);
+            char month[16], why[96];
+            snprintf(month, sizeof(month), "%04d-%02d", y, m);
+            snprintf(why, sizeof(why),
+                     "the month %s is archived: its samples are no longer "
+                     "accepted",
+                     month);
+            for (size_t k = 0; k < b->n; k++)
+                if (b->s[k].s.ts >= start && b->s[k].s.ts < end) {
+                    char v[32];
+                    snprintf(v, sizeof(v), "%lld", (long long)b->s[k].s.ts);
+                    meter_problems_add(probs, k, "ts", v, why);
+                    break;
+                }
+            return METER_DB_ABORT;
+        }
+        if (PQresultStatus(r) != PGRES_TUPLES_OK)
+            return db_failed(db, r, "cannot create a partition", e);
+        PQclear(r);
         db_registry_month_add(reg, key);
     }
     return METER_DB_NONE;
@@ -835,6 +856,12 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
         break;
     case METER_DB_HARD:
         st = meter_db_lost(db) ? METER_INGEST_UNAVAILABLE : METER_INGEST_ERROR;
+        /* A month known to this process may have been archived since:
+         * forget what is known and look again. */
+        db_registry_months_clear(reg);
+        if (st == METER_INGEST_ERROR &&
+            ensure_partitions(db, reg, &b, probs, e) == METER_DB_ABORT)
+            st = METER_INGEST_INVALID;
         break;
     }
 out:

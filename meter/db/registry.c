@@ -123,6 +123,14 @@ db_registry_month_known(struct meter_registry *r, int64_t key)
 }
 
 void
+db_registry_months_clear(struct meter_registry *r)
+{
+    pthread_mutex_lock(&r->months_lock);
+    r->nmonths = 0;
+    pthread_mutex_unlock(&r->months_lock);
+}
+
+void
 db_registry_month_add(struct meter_registry *r, int64_t key)
 {
     pthread_mutex_lock(&r->months_lock);
