@@ -45,6 +45,14 @@ pricing_grant_spendable(const struct pricing_grant *g, int year, int month,
             (int64_t)p < (int64_t)g->received + g->expires_after);
 }
 
+void
+pricing_grant_describe(const struct pricing_grant *g, char *buf, size_t n)
+{
+    char left[48];
+    pricing_dec_format(g->balance, 6, left, sizeof(left));
+    snprintf(buf, n, "credit grant %.40s, %.30s left", g->id, left);
+}
+
 /* The spending order: soonest expiry first, never last; then the period
  * received; then the id. */
 static bool
@@ -112,11 +120,8 @@ spend_on(const struct pricing_book *book, struct pricing_grant *g, size_t n,
         struct pricing_line *l = rate_add_line(st, "credit_grant", e);
         if (!l)
             return -1;
-        char left[48];
-        pricing_dec_format(gr->balance, 6, left, sizeof(left));
         snprintf(l->grant, sizeof(l->grant), "%s", gr->id);
-        snprintf(l->description, sizeof(l->description),
-                 "credit grant %.40s, %.30s left", gr->id, left);
+        pricing_grant_describe(gr, l->description, sizeof(l->description));
         l->amount = spent[order[x]];
         rate_keep_line(st);
         if (pricing_dec_add(sum, l->amount, &sum) != PRICING_OK)

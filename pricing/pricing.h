@@ -326,6 +326,10 @@ size_t pricing_book_grants(const struct pricing_book *book, int year, int month,
 bool pricing_grant_spendable(const struct pricing_grant *g, int year, int month,
                              const char *currency);
 
+/* The description of a credit_grant line of g, after it paid: the grant
+ * and its balance left (at most 96 bytes with the NUL). */
+void pricing_grant_describe(const struct pricing_grant *g, char *buf, size_t n);
+
 /*
  * Spends the n grants (at most PRICING_GRANTS_MAX) on a document of (year,
  * month) in currency whose rounded lines sum to total: each spendable grant,

@@ -100,8 +100,7 @@ void db_parts_of(const struct db_account *acct, int year, int month,
 /* The grants an account has received (its books' and its operator's,
  * in that order), with the balances its final documents left. */
 struct db_grants {
-    struct pricing_grant *g;
-    bool *from_book; /* g[i] is a book's */
+    struct pricing_grant *g; /* a book's named "BOOK/ID" */
     size_t n, cap;
 };
 enum meter_db_status db_account_grants(PGconn *db,

@@ -23,7 +23,6 @@ void
 db_grants_release(struct db_grants *gs)
 {
     free(gs->g);
-    free(gs->from_book);
     memset(gs, 0, sizeof(*gs));
 }
 
@@ -37,7 +36,7 @@ find(struct db_grants *gs, const char *id)
 }
 
 static int
-push(struct db_grants *gs, const struct pricing_grant *g, bool from_book)
+push(struct db_grants *gs, const struct pricing_grant *g)
 {
     if (gs->n == gs->cap) {
         size_t n = gs->cap ? 2 * gs->cap : 8;
@@ -45,13 +44,8 @@ push(struct db_grants *gs, const struct pricing_grant *g, bool from_book)
         if (!p)
             return -1;
         gs->g = p;
-        bool *b = realloc(gs->from_book, n * sizeof(*b));
-        if (!b)
-            return -1;
-        gs->from_book = b;
         gs->cap = n;
     }
-    gs->from_book[gs->n] = from_book;
     gs->g[gs->n++] = *g;
     return 0;
 }
@@ -71,7 +65,7 @@ db_account_grants(PGconn *db, const struct db_account *acct,
         size_t k =
             pricing_book_grants(acct->a[i].book, y, m, g, PRICING_GRANTS_MAX);
         for (size_t j = 0; j < k; j++)
-            if (!find(out, g[j].id) && push(out, &g[j], true) < 0)
+            if (!find(out, g[j].id) && push(out, &g[j]) < 0)
                 return db_hard(e, "out of memory");
     }
     const char *v[] = {acct->id};
@@ -94,7 +88,7 @@ db_account_grants(PGconn *db, const struct db_account *acct,
         if (db_parse_dec(PQgetvalue(r, i, 1), &g.amount) < 0)
             st = db_hard(e, "grant '%s': its amount does not read back", g.id);
         g.balance = g.amount;
-        if (st >= 0 && push(out, &g, false) < 0)
+        if (st >= 0 && push(out, &g) < 0)
             st = db_hard(e, "out of memory");
     }
     PQclear(r);
@@ -132,7 +126,9 @@ list_account(PGconn *db, const char *account, meter_grant_cb *cb, void *arg,
     if (st >= 0)
         st = db_account_grants(db, &acct, &gs, e);
     for (size_t i = 0; st >= 0 && i < gs.n; i++) {
-        struct meter_grant g = {.grant = gs.g[i], .from_book = gs.from_book[i]};
+        /* A book's grant is named BOOK/ID; an operator's id has no '/'. */
+        struct meter_grant g = {.grant = gs.g[i],
+                                .from_book = strchr(gs.g[i].id, '/') != NULL};
         snprintf(g.account_id, sizeof(g.account_id), "%s", account);
         cb(&g, arg);
     }

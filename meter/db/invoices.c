@@ -294,12 +294,9 @@ spend_grants(PGconn *db, const struct db_account *acct,
     for (size_t x = 0; x < k && st >= 0; x++) {
         const struct pricing_grant *g = &gs.g[order[x]];
         struct report_line l = {.year = inv->year, .month = inv->month};
-        char left[48];
-        pricing_dec_format(g->balance, 6, left, sizeof(left));
         snprintf(l.kind, sizeof(l.kind), "credit_grant");
         snprintf(l.grant, sizeof(l.grant), "%s", g->id);
-        snprintf(l.description, sizeof(l.description),
-                 "credit grant %.40s, %.30s left", g->id, left);
+        pricing_grant_describe(g, l.description, sizeof(l.description));
         l.amount = spent[order[x]];
         if (report_invoice_add_line(inv, &l, e) < 0)
             st = METER_DB_HARD;

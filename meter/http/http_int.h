@@ -54,11 +54,11 @@ struct meter_http_request {
     char *param_value[HTTP_MAX_PARAMS];
     size_t nparams;
     struct meter_buf body;
-    bool too_big;       /* past max_body (or out of memory): dropped */
-    bool out_of_memory; /* the body could not be held: no memory, or past
-                           max_buffered */
-    size_t received;    /* body bytes received, kept or not */
-    size_t reserved;    /* bytes counted against max_buffered */
+    bool too_big;    /* past max_body (or out of memory): dropped */
+    bool no_room;    /* the body could not be held: no memory, or past
+                              max_buffered */
+    size_t received; /* body bytes received, kept or not */
+    size_t reserved; /* bytes counted against max_buffered */
     struct timespec start;
     char allow[32];         /* for a 405: the methods of the path */
     unsigned status;        /* 0 until answered */

@@ -259,7 +259,7 @@ static bool
 finish_body(struct meter_http_request *rq)
 {
     struct meter_http *h = rq->h;
-    if (rq->out_of_memory) /* memory, or max_buffered: retry later */
+    if (rq->no_room) /* memory, or max_buffered: retry later */
         return saturated(rq);
     if (rq->too_big) {
         meter_http_reply_problem(rq, 413, "too-large", "Body too large", NULL,
@@ -392,7 +392,7 @@ take_body(struct meter_http_request *rq, const char *data, size_t n)
     }
     if (!reserve(rq, n)) {
         /* Saturated: say so once the body is in (retry later). */
-        rq->out_of_memory = true;
+        rq->no_room = true;
         rq->too_big = true;
         meter_buf_release(&rq->body);
         return true;
@@ -401,7 +401,7 @@ take_body(struct meter_http_request *rq, const char *data, size_t n)
     if (rq->body.failed) {
         /* Out of memory: keep reading, storing nothing, and say
          * saturated (retry later) rather than too large (give up). */
-        rq->out_of_memory = true;
+        rq->no_room = true;
         rq->too_big = true;
         meter_buf_release(&rq->body);
     }

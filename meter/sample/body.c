@@ -227,7 +227,7 @@ take(struct cursor *c, char ch)
 
 /* "line L column C" of the byte at offset into body, for messages. */
 static void
-where_at(const char *body, size_t offset, char *buf, size_t n)
+place_at(const char *body, size_t offset, char *buf, size_t n)
 {
     size_t line = 1, col = 1;
     for (size_t i = 0; i < offset; i++, col++)
@@ -239,9 +239,9 @@ where_at(const char *body, size_t offset, char *buf, size_t n)
 }
 
 static void
-where(const char *body, const struct cursor *c, char *buf, size_t n)
+place(const char *body, const struct cursor *c, char *buf, size_t n)
 {
-    where_at(body, (size_t)(c->p - body), buf, n);
+    place_at(body, (size_t)(c->p - body), buf, n);
 }
 
 bool
@@ -336,7 +336,7 @@ next_value(const char *body, struct cursor *c, size_t max, size_t values,
                 /* Containers cost a node each too, and the form nests
                  * three deep at most (sandbox, field, value). */
                 if (++depth > 3 || ++commas > values) {
-                    where(body, c, at, sizeof(at));
+                    place(body, c, at, sizeof(at));
                     meter_problems_add(p, index, "(body)", at,
                                        depth > 3
                                            ? "a sandbox nests deeper than "
@@ -350,7 +350,7 @@ next_value(const char *body, struct cursor *c, size_t max, size_t values,
                 if (--depth <= 0)
                     break;
             } else if (*q == ',' && depth > 0 && ++commas > values) {
-                where(body, c, at, sizeof(at));
+                place(body, c, at, sizeof(at));
                 meter_problems_add(p, index, "(body)", at,
                                    "a sandbox holds more values than 86,400 "
                                    "seconds of every field");
@@ -364,12 +364,12 @@ next_value(const char *body, struct cursor *c, size_t max, size_t values,
         bool cut = len < room && (size_t)jerr.position >= len;
         if (cut) {
             char why[96];
-            where(body, c, at, sizeof(at));
+            place(body, c, at, sizeof(at));
             snprintf(why, sizeof(why), "an element is larger than %zu bytes",
                      max);
             meter_problems_add(p, index, "(body)", at, why);
         } else {
-            where_at(body, (size_t)(c->p - body) + (size_t)jerr.position, at,
+            place_at(body, (size_t)(c->p - body) + (size_t)jerr.position, at,
                      sizeof(at));
             meter_problems_add(p, index, "(json)", at, jerr.text);
         }
@@ -400,7 +400,7 @@ each_element(const char *body, struct cursor *c, size_t max, size_t values,
 {
     char at[48];
     if (!take(c, '[')) {
-        where(body, c, at, sizeof(at));
+        place(body, c, at, sizeof(at));
         meter_problems_add(p, v->n, "(json)", at, "'[' expected");
         return -1;
     }
@@ -417,7 +417,7 @@ each_element(const char *body, struct cursor *c, size_t max, size_t values,
         if (take(c, ']'))
             return 0;
         if (!take(c, ',')) {
-            where(body, c, at, sizeof(at));
+            place(body, c, at, sizeof(at));
             meter_problems_add(p, v->n, "(json)", at, "',' or ']' expected");
             return -1;
         }
@@ -454,7 +454,7 @@ add_columnar(const char *body, struct cursor *c, struct samples *v,
     if (!ok)
         return -1;
     if (!take(c, ':')) {
-        where(body, c, at, sizeof(at));
+        place(body, c, at, sizeof(at));
         meter_problems_add(p, 0, "(json)", at, "':' expected");
         return -1;
     }
@@ -477,7 +477,7 @@ add_columnar(const char *body, struct cursor *c, struct samples *v,
         return -1;
     }
     if (rc == 0 && !take(c, '}')) {
-        where(body, c, at, sizeof(at));
+        place(body, c, at, sizeof(at));
         meter_problems_add(p, 0, "(json)", at, "'}' expected");
         return -1;
     }
@@ -503,7 +503,7 @@ meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
                 json_t *obj = next_value(body, &c, SAMPLE_MAX, 0, &v, p);
                 if (obj && (skip_ws(&c), c.p < stop)) {
                     char at[48];
-                    where(body, &c, at, sizeof(at));
+                    place(body, &c, at, sizeof(at));
                     meter_problems_add(p, v.n, "(json)", at,
                                        "one sample a line");
                     json_decref(obj);
@@ -531,7 +531,7 @@ meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
         }
         if (rc == 0 && (skip_ws(&c), c.p < c.end)) {
             char at[48];
-            where(body, &c, at, sizeof(at));
+            place(body, &c, at, sizeof(at));
             meter_problems_add(p, v.n, "(json)", at,
                                "nothing may follow the body's value");
         }
