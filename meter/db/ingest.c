@@ -484,8 +484,8 @@ pg_time(int64_t unix_us)
 
 /* Writes the blocks (binary COPY) and the rollups of their seconds. */
 static enum meter_db_status
-write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
-             struct meter_err *e)
+write_blocks(PGconn *db, struct batch *b,
+             const struct meter_ingest_origin *o, struct meter_err *e)
 {
     static const char sig[] = "PGCOPY\n\377\r\n";
     struct meter_buf copy = {0}, roll = {0};
@@ -520,7 +520,7 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
         size_t len = meter_block_encode(tmp, n, data);
         b->res.accepted += n;
 
-        uint16_t nf = htons(6);
+        uint16_t nf = htons(7);
         meter_buf_add(&copy, &nf, 2);
         buf_be32(&copy, 4);
         buf_be32(&copy, (uint32_t)g->sb.account_pk);
@@ -531,9 +531,15 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
         buf_be32(&copy, 8);
         buf_be64(&copy, k->mask);
         buf_be32(&copy, 8);
-        buf_be64(&copy, (uint64_t)pg_time(arrived_us));
+        buf_be64(&copy, (uint64_t)pg_time(o->now_us));
         buf_be32(&copy, (uint32_t)len);
         meter_buf_add(&copy, data, len);
+        if (o->key_id) {
+            buf_be32(&copy, 8);
+            buf_be64(&copy, (uint64_t)o->key_id);
+        } else {
+            buf_be32(&copy, UINT32_MAX); /* NULL */
+        }
 
         int64_t hour = k->minute / 60;
         struct roll *x = nrolls ? &rolls[nrolls - 1] : NULL;
@@ -566,7 +572,7 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
 
     rc = db_copy_in(db,
                     "COPY usage_blocks (account_pk, sandbox_pk, minute,"
-                    " seconds, arrived_at, data) FROM STDIN (FORMAT binary)",
+                    " seconds, arrived_at, data, key_id) FROM STDIN (FORMAT binary)",
                     copy.p, copy.len, "cannot store usage", e);
     if (rc < 0)
         goto out;
@@ -574,10 +580,10 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
     /* Sum the accumulators of equal key (several sandboxes). */
     meter_buf_str(&roll, "INSERT INTO usage_hourly (account_pk, hour, samples,"
                          " running_s, vcpu_s, cpu_used_s, mem_byte_s,"
-                         " mem_used_byte_s, disk_byte_s, egress_bytes) SELECT"
-                         " a, h, sum(s), sum(r), round(sum(v) / 10000, 4), "
+                         " mem_used_byte_s, disk_byte_s, egress_bytes, key_id)"
+                         " SELECT a, h, sum(s), sum(r), round(sum(v) / 10000, 4), "
                          "round(sum(u) / 10000, 4),"
-                         " sum(m), sum(mu), sum(d), sum(e) FROM (VALUES ");
+                         " sum(m), sum(mu), sum(d), sum(e), $1::bigint FROM (VALUES ");
     for (size_t j = 0; j < nrolls; j++) {
         const struct roll *x = &rolls[j];
         meter_buf_printf(&roll, "%s(%d, %lld, %llu::bigint, %llu::bigint, ",
@@ -597,7 +603,10 @@ write_blocks(PGconn *db, struct batch *b, int64_t arrived_us,
         rc = db_hard(e, "out of memory");
         goto out;
     }
-    rc = exec_cmd(db, roll.p, 0, NULL, "cannot store rollups", e);
+    char key[24];
+    snprintf(key, sizeof(key), "%lld", (long long)o->key_id);
+    const char *kp[] = {o->key_id ? key : NULL};
+    rc = exec_cmd(db, roll.p, 1, kp, "cannot store rollups", e);
 out:
     free(rolls);
     meter_buf_release(&copy);
@@ -764,7 +773,7 @@ lock_sandboxes(PGconn *db, const struct batch *b, struct meter_err *e)
 struct attempt {
     struct meter_registry *reg;
     struct batch *b;
-    int64_t arrived_us;
+    const struct meter_ingest_origin *o;
     struct meter_problems *probs;
     int tries;
 };
@@ -793,7 +802,7 @@ ingest_attempt(PGconn *db, void *arg, struct meter_err *e)
         rc = check_stored(db, b, e);
     if (rc == METER_DB_NONE) {
         count_extras(b);
-        rc = write_blocks(db, b, a->arrived_us, e);
+        rc = write_blocks(db, b, a->o, e);
     }
     if (rc == METER_DB_NONE)
         rc = note_first_runs(db, b, e);
@@ -802,14 +811,14 @@ ingest_attempt(PGconn *db, void *arg, struct meter_err *e)
 
 enum meter_ingest_status
 meter_ingest(PGconn *db, struct meter_registry *reg,
-             const struct meter_sample *s, size_t n, int64_t now_us,
-             int64_t max_age, struct meter_ingest_result *res,
+             const struct meter_sample *s, size_t n,
+             const struct meter_ingest_origin *o, struct meter_ingest_result *res,
              struct meter_problems *probs, struct meter_err *e)
 {
     struct batch b = {.s = s, .n = n};
     enum meter_ingest_status st = METER_INGEST_ERROR;
     memset(res, 0, sizeof(*res));
-    if (prepare(&b, now_us / 1000000, max_age, probs) < 0) {
+    if (prepare(&b, o->now_us / 1000000, o->max_age, probs) < 0) {
         meter_fail(e, "out of memory");
         goto out;
     }
@@ -835,7 +844,7 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
         st = meter_db_lost(db) ? METER_INGEST_UNAVAILABLE : METER_INGEST_ERROR;
         goto out;
     }
-    struct attempt a = {reg, &b, now_us, probs, 0};
+    struct attempt a = {reg, &b, o, probs, 0};
     switch (meter_db_transaction(db, "BEGIN", 5, ingest_attempt, &a, e)) {
     case METER_DB_NONE:
     case METER_DB_ROWS:

@@ -265,18 +265,25 @@ enum meter_ingest_status {
     METER_INGEST_ERROR,       /* another database error, in e */
 };
 
+/* Where and when a batch comes from. */
+struct meter_ingest_origin {
+    int64_t now_us;  /* Unix microseconds: the arrival time stored */
+    int64_t max_age; /* seconds before now a sample may be; 0: no bound */
+    int64_t key_id;  /* the API key that sent it, stored with its blocks
+                        (provenance); 0: none */
+};
+
 /*
  * Stores the n validated samples s exactly once, atomically: all of it
  * commits, or nothing does. A second already stored (or earlier in the
  * batch) is a duplicate if equal, a conflict if not; the first stands.
- * Refused: samples more than 5 minutes after now_us (Unix microseconds,
- * also the arrival time stored), samples more than max_age seconds
- * before it (0: no bound), and a sandbox under another account. A
- * refused batch creates nothing.
+ * Refused: samples more than 5 minutes after o->now_us, samples more
+ * than o->max_age seconds before it, and a sandbox under another
+ * account. A refused batch creates nothing.
  */
 enum meter_ingest_status meter_ingest(PGconn *db, struct meter_registry *reg,
                                       const struct meter_sample *s, size_t n,
-                                      int64_t now_us, int64_t max_age,
+                                      const struct meter_ingest_origin *o,
                                       struct meter_ingest_result *res,
                                       struct meter_problems *probs,
                                       struct meter_err *e);
@@ -366,6 +373,46 @@ struct meter_grant {
     bool from_book; /* a book's grant ("BOOK/ID"), else an operator's */
 };
 typedef void meter_grant_cb(const struct meter_grant *g, void *arg);
+
+/* ---- provenance and the audit log (0006_provenance_audit.sql) ---------- */
+
+/* Names who the session acts for in the audit log ("meterctl:alice",
+ * "key 7 (finance)"); "" or NULL: the database user. */
+enum meter_db_status meter_db_set_actor(PGconn *db, const char *actor,
+                                        struct meter_err *e);
+
+struct meter_audit_entry {
+    int64_t id;
+    const char *at; /* RFC 3339, UTC */
+    const char *actor, *db_user, *action;
+    const char *account; /* "" if none */
+    const char *subject;
+    const char *detail; /* a JSON object */
+};
+typedef void meter_audit_cb(const struct meter_audit_entry *x, void *arg);
+
+/* Calls cb for at most limit entries of the audit log after id after,
+ * oldest first. */
+enum meter_db_status meter_db_audit_list(PGconn *db, int64_t after, int limit,
+                                         meter_audit_cb *cb, void *arg,
+                                         struct meter_err *e);
+
+struct meter_quarantine {
+    int64_t id, blocks, seconds;
+};
+
+/*
+ * Sets aside the usage that key key_id stored between from and to (Unix
+ * seconds, arrival time, to excluded): its blocks and their hourly rows
+ * move to the quarantine tables, out of rating, invoicing and the
+ * dashboards, kept, and audited with reason. Finalized invoices do not
+ * change. The seconds set aside may then be stored again by another key.
+ */
+enum meter_db_status meter_db_usage_quarantine(PGconn *db, int64_t key_id,
+                                               int64_t from, int64_t to,
+                                               const char *reason,
+                                               struct meter_quarantine *out,
+                                               struct meter_err *e);
 
 /* Calls cb for each grant of account (NULL: of every account, by
  * account); NONE if there is no such account. */

@@ -6,6 +6,7 @@
 #define HTTP_INT_H
 
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -28,6 +29,21 @@ struct http_route_metrics {
 
 /* Threads at most (each holds a database connection slot). */
 #define HTTP_MAX_THREADS 256
+/* Keys whose rate is followed at once (guard.c). */
+#define HTTP_BUCKETS 4096
+
+/* A key's token bucket: tokens at monotonic time at. */
+struct http_bucket {
+    int64_t key; /* 0: free */
+    double tokens, at;
+};
+
+/* A thread's database wait: its connection's socket is shut down past
+ * deadline (monotonic). fd -1: not waiting. */
+struct http_watch {
+    int fd;
+    struct timespec deadline;
+};
 /* {name} segments a route may have. */
 #define HTTP_MAX_PARAMS 4
 
@@ -41,6 +57,13 @@ struct meter_http {
     atomic_ullong db_errors;
     PGconn *conns[HTTP_MAX_THREADS]; /* by thread slot */
     atomic_int nconns;
+    pthread_mutex_t rate_lock;
+    struct http_bucket buckets[HTTP_BUCKETS];
+    pthread_mutex_t watch_lock;
+    pthread_cond_t watch_cond;
+    bool watching, watch_stop;
+    pthread_t watchdog;
+    struct http_watch watch[HTTP_MAX_THREADS]; /* by thread slot */
 };
 
 struct meter_http_request {
@@ -62,6 +85,7 @@ struct meter_http_request {
     struct timespec start;
     char allow[32];         /* for a 405: the methods of the path */
     unsigned status;        /* 0 until answered */
+    unsigned retry_after;   /* a 429's Retry-After, seconds */
     enum MHD_Result result; /* of queueing the answer */
     char note[160];         /* for the access log */
 };
@@ -69,6 +93,20 @@ struct meter_http_request {
 /* Queues resp (destroyed here) as the answer with status. */
 void http_queue(struct meter_http_request *rq, unsigned status,
                 struct MHD_Response *resp);
+
+/* Takes a request from key's bucket (cfg.rate_limit a second, bursts of
+ * twice that): false when it is empty, with the seconds until it is not
+ * in *retry_after. */
+bool http_rate_take(struct meter_http *h, int64_t key, unsigned *retry_after);
+
+/* The watchdog thread, started with the server and stopped with it. */
+int http_watch_start(struct meter_http *h);
+void http_watch_stop(struct meter_http *h);
+/* Thread slot's request waits on the database through socket fd from
+ * now on, for cfg.db_timeout_s at most; again from now on a second call. */
+void http_watch_arm(struct meter_http *h, int slot, int fd);
+/* It no longer does (slot -1: a thread that never had a connection). */
+void http_watch_disarm(struct meter_http *h, int slot);
 
 /* Counts a finished request in its route's metrics. */
 void http_observe(struct meter_http_request *rq, double seconds);

@@ -30,6 +30,12 @@ http_queue(struct meter_http_request *rq, unsigned status,
     }
     if (status == 503)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, RETRY_AFTER);
+    if (status == 429) {
+        char after[16];
+        snprintf(after, sizeof(after), "%u",
+                 rq->retry_after ? rq->retry_after : 1);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, after);
+    }
     if (status == 401)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                 "Bearer");

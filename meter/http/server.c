@@ -118,16 +118,27 @@ meter_http_db(struct meter_http_request *rq)
             abort(); /* more threads than meter_http_start allows */
     }
     PGconn **db = &h->conns[tl_slot];
-    if (*db && PQstatus(*db) == CONNECTION_OK)
-        return *db;
-    PQfinish(*db);
-    struct meter_err e = {{0}};
-    *db = meter_db_connect(h->conninfo, &e);
-    if (!*db) {
-        atomic_fetch_add(&h->db_errors, 1);
-        meter_log(METER_LOG_WARN, "database unreachable: %s", e.msg);
+    if (!*db || PQstatus(*db) != CONNECTION_OK) {
+        PQfinish(*db);
+        struct meter_err e = {{0}};
+        *db = meter_db_connect(h->conninfo, &e);
+        if (!*db) {
+            atomic_fetch_add(&h->db_errors, 1);
+            meter_log(METER_LOG_WARN, "database unreachable: %s", e.msg);
+            return NULL;
+        }
     }
+    /* From here the request waits on it, under the watchdog. */
+    http_watch_arm(h, tl_slot, PQsocket(*db));
     return *db;
+}
+
+void
+meter_http_progress(struct meter_http_request *rq)
+{
+    PGconn *db = tl_slot >= 0 ? rq->h->conns[tl_slot] : NULL;
+    if (db && PQstatus(db) == CONNECTION_OK)
+        http_watch_arm(rq->h, tl_slot, PQsocket(db));
 }
 
 void
@@ -198,6 +209,15 @@ authenticate(struct meter_http_request *rq)
             "a key of role '%s' cannot use %s %s; use role %s",
             meter_role_name(rq->who.role), rq->route->method, rq->route->path,
             roles);
+        return false;
+    }
+    if (!http_rate_take(rq->h, rq->who.key_id, &rq->retry_after)) {
+        meter_http_reply_problem(rq, 429, "rate-limited", "Too many requests",
+                                 NULL,
+                                 "key %lld makes more than %u requests a "
+                                 "second; retry after %u s",
+                                 (long long)rq->who.key_id,
+                                 rq->h->cfg.rate_limit, rq->retry_after);
         return false;
     }
     return true;
@@ -431,6 +451,7 @@ dispatch(void *cls, struct MHD_Connection *c, const char *url,
          * reply queued with the headers alone makes MHD close the
          * connection, dropping requests pipelined after it. */
         admit(rq);
+        http_watch_disarm(h, tl_slot);
         return rq->status ? rq->result : MHD_YES;
     } else if (*upload_size) {
         /* Refused already: drop the body, within the same deadline. */
@@ -445,6 +466,7 @@ dispatch(void *cls, struct MHD_Connection *c, const char *url,
         return rq->result;
     atomic_fetch_add(&h->in_flight, 1);
     rq->route->handle(rq);
+    http_watch_disarm(h, tl_slot);
     atomic_fetch_sub(&h->in_flight, 1);
     if (!rq->status) {
         meter_log(METER_LOG_ERROR, "%s %s: the handler did not answer",
@@ -616,6 +638,13 @@ meter_http_start(const struct meter_http_config *cfg, struct meter_err *e)
         h->cfg.idle_timeout_s = 30;
     if (!h->cfg.body_timeout_s)
         h->cfg.body_timeout_s = 120;
+    if (!h->cfg.db_timeout_s)
+        h->cfg.db_timeout_s = 30;
+    if (http_watch_start(h) < 0) {
+        meter_fail(e, "cannot start the database watchdog");
+        goto fail;
+    }
+    h->watching = true;
     h->cfg.max_connections = connection_limit(&h->cfg);
     h->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
@@ -635,6 +664,8 @@ meter_http_start(const struct meter_http_config *cfg, struct meter_err *e)
     return h;
 fail:
     if (h) {
+        if (h->watching)
+            http_watch_stop(h);
         free(h->conninfo);
         free(h->metrics);
         free(h);
@@ -662,6 +693,7 @@ meter_http_stop(struct meter_http *h)
     MHD_stop_daemon(h->daemon);
     if (listener != MHD_INVALID_SOCKET)
         close(listener);
+    http_watch_stop(h);
     /* The pool's threads are gone: no one uses the connections. */
     int n = atomic_load(&h->nconns);
     for (int i = 0; i < n && i < HTTP_MAX_THREADS; i++)

@@ -5,9 +5,11 @@
 #include "ctl_int.h"
 
 #include <getopt.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pricing.h"
 
@@ -63,13 +65,34 @@ ctl_parse_time(const char *cmd, const char *option, const char *s, int64_t *out)
                            cmd, option, s);
 }
 
+int
+ctl_set_actor(PGconn *db, struct meter_err *e)
+{
+    /* The operator, also through sudo. */
+    const char *user = getenv("SUDO_USER");
+    struct passwd pwd, *pw = NULL;
+    char buf[1024];
+    if (!user && getpwuid_r(geteuid(), &pwd, buf, sizeof(buf), &pw) == 0 && pw)
+        user = pw->pw_name;
+    char actor[160];
+    snprintf(actor, sizeof(actor), "meterctl:%s", user ? user : "?");
+    return meter_db_set_actor(db, actor, e) < 0 ? -1 : 0;
+}
+
 PGconn *
 ctl_connect(const struct ctl *ctl)
 {
     struct meter_err e = {{0}};
     PGconn *db = meter_db_connect(ctl->db, &e);
-    if (!db)
+    if (!db) {
         ctl_failed(&e);
+        return NULL;
+    }
+    if (ctl_set_actor(db, &e) < 0) {
+        ctl_failed(&e);
+        PQfinish(db);
+        return NULL;
+    }
     return db;
 }
 

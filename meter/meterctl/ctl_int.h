@@ -25,7 +25,7 @@ struct ctl {
 typedef int ctl_command(struct ctl *ctl, int argc, char **argv);
 
 ctl_command ctl_db, ctl_migrate, ctl_rate, ctl_books, ctl_accounts, ctl_keys,
-    ctl_export, ctl_gen, ctl_invoice, ctl_usage, ctl_credits;
+    ctl_export, ctl_gen, ctl_invoice, ctl_usage, ctl_credits, ctl_audit;
 
 /* ---- argument helpers (args.c) ------------------------------------------ */
 
@@ -54,7 +54,12 @@ struct pricing_book *ctl_read_book(const char *path, char **text);
 /* Seconds on the monotonic clock, for rates and progress. */
 double ctl_now(void);
 
-/* Connects to the database of ctl; prints the error. NULL on failure. */
+/* Names the operator (meterctl:USER) as the session's actor in the
+ * audit log. Thread-safe. */
+int ctl_set_actor(PGconn *db, struct meter_err *e);
+
+/* Connects to the database of ctl, as the operator (ctl_set_actor);
+ * prints the error. NULL on failure. */
 PGconn *ctl_connect(const struct ctl *ctl);
 
 #endif

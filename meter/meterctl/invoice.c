@@ -180,6 +180,10 @@ run_worker(void *arg)
     if (meter_db_conninfo(run->ctl->db, &conninfo, &e) == 0)
         db = meter_db_connect(conninfo, &e);
     free(conninfo);
+    if (db && ctl_set_actor(db, &e) < 0) {
+        PQfinish(db);
+        db = NULL;
+    }
     if (!db) {
         pthread_mutex_lock(&run->lock);
         fprintf(stderr, "meterctl: %s\n", e.msg);

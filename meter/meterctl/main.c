@@ -68,6 +68,14 @@ static const char usage_text[] =
     "  credits list [--account ID]\n"
     "                             the grants received, books' and\n"
     "                             operators', with their balances\n"
+    "  usage quarantine --key ID --from T --to T --reason TEXT\n"
+    "                             set aside the usage a key stored in\n"
+    "                             [from, to) (arrival time): out of rating\n"
+    "                             and invoicing, kept, audited\n"
+    "  audit [--after ID] [--limit N] [--format table|json]\n"
+    "                             the audit log: keys, books, accounts'\n"
+    "                             books, grants, quarantines, invoices\n"
+    "                             finalized, with who and when\n"
     "  help                       show this text\n"
     "\n"
     "options:\n"
@@ -87,6 +95,7 @@ static const struct {
     {"keys", ctl_keys},
     {"export", ctl_export},
     {"gen", ctl_gen},
+    {"audit", ctl_audit},
     {"invoice", ctl_invoice},
     {"usage", ctl_usage},
     {"credits", ctl_credits},

@@ -2,7 +2,9 @@
  * usage.c - `meterctl usage compact --period P [--account ID]`: closing a
  * month's storage, account by account (meter_db_usage_compact), then a
  * VACUUM of its partition. Online; run once a month has ended, before
- * its invoice run (docs/invoicing.md).
+ * its invoice run (docs/invoicing.md). And `meterctl usage quarantine
+ * --key ID --from T --to T --reason TEXT`: the usage a (leaked) key
+ * stored set aside (docs/reliability.md).
  */
 #include "ctl_int.h"
 
@@ -81,12 +83,85 @@ out:
     return rc;
 }
 
+static int
+usage_quarantine(struct ctl *ctl, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"key", required_argument, NULL, 'k'},
+        {"from", required_argument, NULL, 'f'},
+        {"to", required_argument, NULL, 't'},
+        {"reason", required_argument, NULL, 'r'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *reason = NULL;
+    uint64_t key = 0;
+    int64_t from = INT64_MIN, to = INT64_MIN;
+    int opt;
+    ctl_getopt_reset();
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'k':
+            if (meter_parse_uint(optarg, 1, INT64_MAX, &key) < 0)
+                return ctl_usage_error("usage quarantine: --key '%s' is not "
+                                       "a key number (meterctl keys list)",
+                                       optarg);
+            break;
+        case 'f':
+            if (ctl_parse_time("usage quarantine", "--from", optarg, &from))
+                return CTL_USAGE;
+            break;
+        case 't':
+            if (ctl_parse_time("usage quarantine", "--to", optarg, &to))
+                return CTL_USAGE;
+            break;
+        case 'r':
+            reason = optarg;
+            if (!*reason || strlen(reason) > 500)
+                return ctl_usage_error("usage quarantine: --reason must have "
+                                       "1 to 500 characters");
+            break;
+        default:
+            return ctl_bad_option("usage quarantine", argv);
+        }
+    }
+    if (optind < argc)
+        return ctl_usage_error("usage quarantine: unexpected argument '%s'",
+                               argv[optind]);
+    if (!key || from == INT64_MIN || to == INT64_MIN || !reason)
+        return ctl_usage_error("usage quarantine needs --key ID --from T --to "
+                               "T --reason TEXT");
+    if (to <= from)
+        return ctl_usage_error("usage quarantine: --to '%" PRId64
+                               "' is not after --from '%" PRId64 "'",
+                               to, from);
+    PGconn *db = ctl_connect(ctl);
+    if (!db)
+        return CTL_FAILED;
+    struct meter_err e = {{0}};
+    struct meter_quarantine q;
+    int rc = CTL_FAILED;
+    if (meter_db_usage_quarantine(db, (int64_t)key, from, to, reason, &q, &e) <
+        0) {
+        ctl_failed(&e);
+        goto out;
+    }
+    printf("quarantine %" PRId64 ": key %" PRIu64 ", %" PRId64
+           " blocks, %" PRId64 " seconds set aside\n",
+           q.id, key, q.blocks, q.seconds);
+    rc = 0;
+out:
+    PQfinish(db);
+    return rc;
+}
+
 int
 ctl_usage(struct ctl *ctl, int argc, char **argv)
 {
     if (argc < 2)
-        return ctl_usage_error("usage needs a subcommand: compact");
-    if (strcmp(argv[1], "compact") != 0)
-        return ctl_usage_error("unknown usage subcommand '%s'", argv[1]);
-    return usage_compact(ctl, argc - 1, argv + 1);
+        return ctl_usage_error("usage needs a subcommand: compact, quarantine");
+    if (strcmp(argv[1], "compact") == 0)
+        return usage_compact(ctl, argc - 1, argv + 1);
+    if (strcmp(argv[1], "quarantine") == 0)
+        return usage_quarantine(ctl, argc - 1, argv + 1);
+    return ctl_usage_error("unknown usage subcommand '%s'", argv[1]);
 }

@@ -257,7 +257,13 @@ meterd_invoices_run(struct meter_http_request *rq)
     struct meter_strtab ids = {0};
     json_t *items = json_array();
     int failed = 0;
-    if (!db ||
+    /* Finalizations are audited as done by this request's key; the
+     * connection serves other keys after it (reset at out). */
+    const struct meter_principal *who = meter_http_principal(rq);
+    char actor[64];
+    snprintf(actor, sizeof(actor), "meterd:key %" PRId64 " (%s)", who->key_id,
+             meter_role_name(who->role));
+    if (!db || meter_db_set_actor(db, actor, &e) < 0 ||
         meter_db_invoice_accounts(db, year, month, account, &ids, &e) < 0) {
         meter_http_count_db_error(rq);
         meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
@@ -291,12 +297,15 @@ meterd_invoices_run(struct meter_http_request *rq)
                 json_object_set_new(item, "number", json_string(r.number));
         }
         json_array_append_new(items, item);
+        meter_http_progress(rq);
     }
     meter_http_reply_json(rq, failed ? 500 : 200,
                           json_pack("{s:s, s:o, s:i}", "period", period,
                                     "accounts", json_incref(items), "failed",
                                     failed));
 out:
+    if (db && !meter_db_lost(db))
+        meter_db_set_actor(db, NULL, &e);
     json_decref(items);
     meter_strtab_release(&ids);
     json_decref(o);

@@ -66,6 +66,13 @@ static const char usage_text[] =
     "                       is closed ($METER_IDLE_TIMEOUT; default 30)\n"
     "  --body-timeout S     a request whose headers and body take longer\n"
     "                       is closed ($METER_BODY_TIMEOUT; default 120)\n"
+    "  --db-timeout S       a request that waits on the database longer\n"
+    "                       gets 503, its connection broken and opened\n"
+    "                       again ($METER_DB_TIMEOUT; default 30)\n"
+    "  --rate-limit N       requests a second one key may make, in bursts\n"
+    "                       of twice that, per meterd; past it 429 with\n"
+    "                       Retry-After; 0: no limit ($METER_RATE_LIMIT;\n"
+    "                       default 1000)\n"
     "  --max-age DAYS       samples older than this are refused (late\n"
     "                       samples within it become late usage)\n"
     "                       ($METER_MAX_AGE; default 400)\n"
@@ -84,6 +91,8 @@ enum {
     OPT_MAX_PER_IP,
     OPT_IDLE_TIMEOUT,
     OPT_BODY_TIMEOUT,
+    OPT_DB_TIMEOUT,
+    OPT_RATE_LIMIT,
     OPT_MAX_AGE,
     OPT_LOG_LEVEL,
     NOPTS
@@ -100,6 +109,8 @@ static const struct {
     {"max-per-ip", "METER_MAX_PER_IP"},
     {"idle-timeout", "METER_IDLE_TIMEOUT"},
     {"body-timeout", "METER_BODY_TIMEOUT"},
+    {"db-timeout", "METER_DB_TIMEOUT"},
+    {"rate-limit", "METER_RATE_LIMIT"},
     {"max-age", "METER_MAX_AGE"},
     {"log-level", "METER_LOG_LEVEL"},
 };
@@ -179,7 +190,8 @@ count_option(const char *name, const char *value, uint64_t max,
 static int
 configure(const struct options *o, struct meter_http_config *cfg)
 {
-    uint64_t body, threads, buffered, conns, per_ip, idle, body_s, age;
+    uint64_t body, threads, buffered, conns, per_ip, idle, body_s, db_s, rate,
+        age;
     const char *listen = o->v[OPT_LISTEN] ? o->v[OPT_LISTEN] : "127.0.0.1:8080";
     if (parse_listen(listen, &cfg->listen) < 0) {
         fprintf(stderr, "meterd: --listen '%s' is not IPV4:PORT\n", listen);
@@ -199,10 +211,24 @@ configure(const struct options *o, struct meter_http_config *cfg)
                      "a number of seconds from 1 to 3600", 30, &idle) < 0 ||
         count_option("body-timeout", o->v[OPT_BODY_TIMEOUT], 3600,
                      "a number of seconds from 1 to 3600", 120, &body_s) < 0 ||
+        count_option("db-timeout", o->v[OPT_DB_TIMEOUT], 3600,
+                     "a number of seconds from 1 to 3600", 30, &db_s) < 0 ||
         count_option("max-age", o->v[OPT_MAX_AGE], 36500,
                      "a number of days from 1 to 36500", 400, &age) < 0)
         return 2;
+    /* The one count that may be 0 (no limit). */
+    const char *rate_s = o->v[OPT_RATE_LIMIT];
+    rate = 1000;
+    if (rate_s && meter_parse_uint(rate_s, 0, 1000000, &rate) < 0) {
+        fprintf(stderr,
+                "meterd: --rate-limit '%s' is not a number from 0 to "
+                "1000000\n",
+                rate_s);
+        return 2;
+    }
     meterd.max_age = (int64_t)age * 86400;
+    cfg->db_timeout_s = (unsigned)db_s;
+    cfg->rate_limit = (unsigned)rate;
     cfg->max_body = (size_t)body;
     cfg->threads = (unsigned)threads;
     cfg->max_buffered = (size_t)buffered;

@@ -157,8 +157,9 @@ meterd_samples(struct meter_http_request *rq)
     enum meter_ingest_status st = METER_INGEST_INVALID;
     if (probs.total == 0) {
         PGconn *db = meter_http_db(rq);
-        st = db ? meter_ingest(db, meterd.registry, s, n, now_us(),
-                               meterd.max_age, &res, &probs, &e)
+        struct meter_ingest_origin o = {now_us(), meterd.max_age,
+                                        meter_http_principal(rq)->key_id};
+        st = db ? meter_ingest(db, meterd.registry, s, n, &o, &res, &probs, &e)
                 : METER_INGEST_UNAVAILABLE;
     }
     reply(rq, st, n, &res, &probs, &e);

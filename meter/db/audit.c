@@ -1,0 +1,99 @@
+/*
+ * audit.c - who the session acts for (the audit log's actor), reading
+ * the audit log, and quarantining the usage a key stored. The log itself
+ * is written by triggers on the tables acted on (0006_provenance_audit.sql),
+ * so that every path that changes them is recorded.
+ */
+#include "db_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+enum meter_db_status
+meter_db_set_actor(PGconn *db, const char *actor, struct meter_err *e)
+{
+    const char *v[] = {actor ? actor : ""};
+    return meter_db_exec(db, "cannot set the actor",
+                         "SELECT set_config('meter.actor', $1, false)", 1, v,
+                         NULL, NULL, NULL, e) < 0
+               ? METER_DB_HARD
+               : METER_DB_NONE;
+}
+
+enum meter_db_status
+meter_db_audit_list(PGconn *db, int64_t after, int limit, meter_audit_cb *cb,
+                    void *arg, struct meter_err *e)
+{
+    char a[24], l[24];
+    snprintf(a, sizeof(a), "%" PRId64, after);
+    snprintf(l, sizeof(l), "%d", limit);
+    const char *v[] = {a, l};
+    PGresult *r;
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot read the audit log",
+        "SELECT audit_id,"
+        " to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"'),"
+        " actor, db_user, action, coalesce(account_id, ''), subject,"
+        " detail::text FROM audit_log WHERE audit_id > $1::bigint"
+        " ORDER BY audit_id LIMIT $2::int",
+        2, v, NULL, NULL, &r, e);
+    for (int i = 0; st == METER_DB_ROWS && i < PQntuples(r); i++) {
+        struct meter_audit_entry x = {
+            .id = strtoll(PQgetvalue(r, i, 0), NULL, 10),
+            .at = PQgetvalue(r, i, 1),
+            .actor = PQgetvalue(r, i, 2),
+            .db_user = PQgetvalue(r, i, 3),
+            .action = PQgetvalue(r, i, 4),
+            .account = PQgetvalue(r, i, 5),
+            .subject = PQgetvalue(r, i, 6),
+            .detail = PQgetvalue(r, i, 7),
+        };
+        cb(&x, arg);
+    }
+    PQclear(r);
+    return st;
+}
+
+enum meter_db_status
+meter_db_usage_quarantine(PGconn *db, int64_t key_id, int64_t from,
+                          int64_t to, const char *reason,
+                          struct meter_quarantine *out, struct meter_err *e)
+{
+    char k[24], f[24], t[24];
+    snprintf(k, sizeof(k), "%" PRId64, key_id);
+    snprintf(f, sizeof(f), "%" PRId64, from);
+    snprintf(t, sizeof(t), "%" PRId64, to);
+    const char *v[] = {k, f, t, reason};
+    PGresult *r;
+    /* One statement: the blocks and the rollups of their batches move
+     * together, and the quarantine's row (audited) says how many. The
+     * key must exist (the foreign key); a key with nothing stored in the
+     * window gives a quarantine of 0 blocks, recorded all the same. */
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot quarantine usage",
+        "WITH moved AS (DELETE FROM usage_blocks WHERE key_id = $1::bigint"
+        "  AND arrived_at >= to_timestamp($2::bigint)"
+        "  AND arrived_at < to_timestamp($3::bigint) RETURNING *),"
+        " q AS (INSERT INTO usage_quarantines (key_id, from_at, to_at, reason,"
+        "  blocks, seconds) SELECT $1::bigint, to_timestamp($2::bigint),"
+        "  to_timestamp($3::bigint), $4, count(*), coalesce(sum(length("
+        "  replace(seconds::bit(64)::text, '0', ''))), 0) FROM moved"
+        "  RETURNING quarantine_id, blocks, seconds),"
+        " kept AS (INSERT INTO usage_blocks_quarantined"
+        "  SELECT m.*, q.quarantine_id FROM moved m, q),"
+        " rolls AS (DELETE FROM usage_hourly WHERE key_id = $1::bigint"
+        "  AND added_at >= to_timestamp($2::bigint)"
+        "  AND added_at < to_timestamp($3::bigint) RETURNING *),"
+        " rolls_kept AS (INSERT INTO usage_hourly_quarantined"
+        "  SELECT h.*, q.quarantine_id FROM rolls h, q)"
+        " SELECT quarantine_id, blocks, seconds FROM q",
+        4, v, NULL, NULL, &r, e);
+    if (st == METER_DB_ROWS) {
+        out->id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        out->blocks = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+        out->seconds = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+    }
+    PQclear(r);
+    return st;
+}

@@ -1,0 +1,155 @@
+#!/bin/bash
+# Provenance and the audit log: each block of usage records the key that
+# stored it; `meterctl usage quarantine` sets aside what one key stored
+# in a window of arrival (out of usage reads, invoices and rollups, kept,
+# and its seconds free to be stored again); every act of an operator,
+# by meterctl, by meterd or by hand in SQL, is in an append-only log
+# with who did it.
+. "$(dirname "$0")/lib.sh"
+with_meterd
+ctl() { "$METERCTL" --db "$db" "$@"; }
+sql() { psql "$db" -XAtc "$1"; }
+ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
+books=$(cd "$(dirname "$0")/../pricing/books" && pwd)
+ctl books add "$books/e2b-hobby.json" >/dev/null 2>&1 || fail "books add"
+# Last month: it has ended, so its invoices can be finalized.
+last=$(date -u -d "$(date -u +%Y-%m-01) -1 month" +%Y-%m)
+T=$(date -u -d "$last-02" +%s)
+for a in acme beta; do
+    ctl accounts add $a --book e2b-hobby --from "$last-01" >/dev/null 2>&1 || fail "accounts add $a"
+done
+ctl credits grant beta 5 --id welcome >/dev/null 2>&1 || fail "credits grant"
+LEAKED=$(ctl keys create --role host --name leaked 2>/dev/null)
+GOOD=$(ctl keys create --role host --name good 2>/dev/null)
+FIN=$(ctl keys create --role finance --name fin 2>/dev/null)
+id_of() { ctl keys list | awk -v n="$1" '$NF == n { print $1 }'; }
+leaked=$(id_of leaked)
+good=$(id_of good)
+fin=$(id_of fin)
+start_meterd main "$db" || { finish; exit; }
+
+rows() { # FILE ACCOUNT SANDBOX: three seconds
+    printf '[' >"$1"
+    for i in 0 1 2; do
+        printf '%s{"ts": %d, "account_id": "%s", "sandbox_id": "%s", "state": "running", "vcpu": 2, "cpu_used": 1, "mem_bytes": 1073741824, "disk_bytes": 0}' \
+            "$([ $i = 0 ] || echo ,)" $((T + i)) "$2" "$3" >>"$1"
+    done
+    printf ']' >>"$1"
+}
+post() { # TOKEN FILE: the reply's body; status in $status
+    local r
+    r=$(curl -s -w '\n%{http_code}' -X POST -H "Authorization: Bearer $1" \
+        -H "Content-Type: application/json" --data-binary @"$2" "$url_main/v1/samples")
+    status=${r##*$'\n'}
+    echo "${r%$'\n'*}"
+}
+rows forged.json acme a-1
+rows honest.json acme a-2
+rows beta.json beta b-1
+post "$LEAKED" forged.json >/dev/null
+post "$GOOD" honest.json >/dev/null
+post "$GOOD" beta.json >/dev/null
+
+# --- provenance ---------------------------------------------------------------
+checks=$((checks + 1))
+got=$(sql "SELECT string_agg(s.sandbox_id || '=' || coalesce(b.key_id::text, 'null'), ' ' ORDER BY s.sandbox_id) FROM usage_blocks b JOIN sandboxes s USING (sandbox_pk)")
+[ "$got" = "a-1=$leaked a-2=$good b-1=$good" ] || fail "the key of each block: $got"
+checks=$((checks + 1))
+got=$(sql "SELECT string_agg(DISTINCT coalesce(key_id::text, 'null'), ' ') FROM usage_hourly")
+[ "$got" = "$leaked $good" ] || [ "$got" = "$good $leaked" ] || fail "the key of each rollup: $got"
+
+# --- quarantine ----------------------------------------------------------------
+exported() { ctl export --account acme --from $((T - 60)) --to $((T + 60)) 2>/dev/null | wc -l; }
+checks=$((checks + 1))
+[ "$(exported)" = 6 ] || fail "acme's samples before the quarantine: $(exported)"
+arrived=$(sql "SELECT floor(extract(epoch FROM min(arrived_at)))::bigint FROM usage_blocks WHERE key_id = $leaked")
+expect_status 2 ctl usage quarantine --key "$leaked" --from $((arrived + 1)) --to "$arrived" --reason x
+contains "$err" "--to" "a window that ends before it starts"
+expect_status 2 ctl usage quarantine --key "$leaked" --from "$arrived" --to $((arrived + 1))
+contains "$err" "--reason" "the reason is required"
+expect_status 1 ctl usage quarantine --key 999 --from "$arrived" --to $((arrived + 1)) --reason x
+contains "$err" "999" "an unknown key is named"
+# Both sides of the window: arrival at or after --from, before --to.
+expect_status 0 ctl usage quarantine --key "$leaked" --from $((arrived + 1)) --to $((arrived + 100)) --reason "too late"
+contains "$out" "0 blocks" "a window after the arrival"
+expect_status 0 ctl usage quarantine --key "$leaked" --from $((arrived - 100)) --to "$arrived" --reason "too early"
+contains "$out" "0 blocks" "a window that ends at the arrival's second"
+expect_status 0 ctl usage quarantine --key "$fin" --from "$arrived" --to $((arrived + 1)) --reason "another key"
+contains "$out" "0 blocks" "another key's window"
+expect_status 0 ctl usage quarantine --key "$leaked" --from "$arrived" --to $((arrived + 1)) --reason "leaked in a log"
+contains "$out" "1 blocks, 3 seconds set aside" "the leaked key's batch"
+checks=$((checks + 1))
+[ "$(exported)" = 3 ] || fail "acme's samples after the quarantine: $(exported), want 3"
+checks=$((checks + 1))
+[ "$(sql "SELECT count(*) FROM usage_blocks_quarantined WHERE key_id = $leaked")" = 1 ] || fail "the block is kept aside"
+checks=$((checks + 1))
+[ "$(sql "SELECT coalesce(sum(samples), 0) FROM usage_hourly WHERE account_pk = (SELECT account_pk FROM accounts WHERE account_id = 'acme')")" = 3 ] ||
+    fail "acme's rollups after the quarantine"
+usage=$(curl -s -H "Authorization: Bearer $FIN" "$url_main/v1/usage?account=acme&from=$((T - 3600))&to=$((T + 3600))")
+contains "$usage" '"samples":"3"' "the usage route without the quarantined seconds"
+# The invoice rates the honest sandbox's seconds alone; the forged
+# seconds may then be stored again, by a good key (not a conflict).
+expect_status 0 ctl invoice run --period "$last" --account acme
+contains "$out" " 3 samples" "the draft rates the seconds not set aside"
+reply=$(post "$GOOD" forged.json)
+contains "$reply" '"accepted":3' "the quarantined seconds stored again by another key"
+
+# --- the audit log ---------------------------------------------------------------
+# Finalizations: acme by meterctl, beta by meterd (the finance key).
+ctl invoice run --period "$last" --account acme --finalize >/dev/null 2>&1 || fail "finalize acme"
+got=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $FIN" \
+    -H "Content-Type: application/json" \
+    --data-binary "{\"period\": \"$last\", \"account\": \"beta\", \"finalize\": true}" \
+    "$url_main/v1/invoices/run")
+checks=$((checks + 1))
+[ "$got" = 200 ] || fail "finalize beta through meterd: HTTP $got"
+number=$(ctl invoice list --account acme --status final | awk 'NR == 2 { print $1 }')
+ctl invoice void "$number" --reason "forged usage" >/dev/null 2>&1 || fail "invoice void $number"
+ctl keys revoke "$leaked" >/dev/null || fail "keys revoke"
+# By hand, in SQL: recorded as the database user.
+sql "UPDATE api_keys SET revoked_at = now() WHERE key_id = $fin" >/dev/null
+
+log=$(ctl audit --format json)
+me="meterctl:$(id -un)"
+has() { # ACTION ACTOR SUBJECT-PART WHAT
+    checks=$((checks + 1))
+    jq -se --arg a "$1" --arg who "$2" --arg s "$3" \
+        'any(.[]; .action == $a and .actor == $who and (.subject | contains($s)))' \
+        <<<"$log" >/dev/null || fail "$4: no $1 by $2 on '$3' in: $log"
+}
+has book.import "$me" "e2b-hobby" "a book imported"
+has account.assign "$me" "e2b-hobby" "an account put on a book"
+has credit.grant "$me" "welcome" "a grant"
+has key.create "$me" "key $leaked" "a key created"
+has usage.quarantine "$me" "quarantine" "a quarantine"
+has invoice.finalize "$me" "invoice $number" "a finalization by meterctl"
+has invoice.finalize "meterd:key $fin (finance)" "invoice" "a finalization by meterd's finance key"
+has credit_note.finalize "$me" "invoice" "a void (its credit note)"
+has key.revoke "$me" "key $leaked" "a key revoked"
+has key.revoke "$(sql "SELECT session_user")" "key $fin" "a key revoked by hand in SQL"
+contains "$log" '"reason":"leaked in a log"' "the quarantine's reason"
+checks=$((checks + 1))
+[ "$(jq -s 'map(select(.action == "usage.quarantine")) | length' <<<"$log")" = 4 ] ||
+    fail "every quarantine is audited, empty ones too"
+# Oldest first, numbered, paged by --after.
+checks=$((checks + 1))
+jq -se 'map(.id) | . == sort and length > 10' <<<"$log" >/dev/null || fail "ids in order"
+first=$(jq -s '.[0].id' <<<"$log")
+checks=$((checks + 1))
+[ "$(ctl audit --format json --after "$first" --limit 2 | jq -s 'map(.id) == [('"$first"' + 1), ('"$first"' + 2)]')" = true ] ||
+    fail "--after and --limit"
+expect_status 0 ctl audit
+contains "$out" "usage.quarantine" "the table form"
+expect_status 2 ctl audit --limit 0
+contains "$err" "--limit '0'" "a bad limit is named"
+
+# Append-only, whoever asks.
+n=$(sql "SELECT count(*) FROM audit_log")
+for stmt in "UPDATE audit_log SET actor = 'nobody'" "DELETE FROM audit_log" "TRUNCATE audit_log"; do
+    checks=$((checks + 1))
+    psql "$db" -XAtc "$stmt" >/dev/null 2>"$tmp/sql.err" && fail "'$stmt' was allowed"
+    contains "$(cat "$tmp/sql.err")" "append-only" "'$stmt' refused"
+done
+checks=$((checks + 1))
+[ "$(sql "SELECT count(*) FROM audit_log")" = "$n" ] || fail "the log changed"
+finish

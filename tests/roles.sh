@@ -1,0 +1,124 @@
+#!/bin/bash
+# Who may do what: every route against every kind of caller (no token,
+# a revoked key, host, account A, account B, finance, admin), one table;
+# revocation takes effect on the next request; the per-key rate limit
+# answers 429 with Retry-After, one key's flood leaving others served.
+. "$(dirname "$0")/lib.sh"
+with_meterd
+ctl() { "$METERCTL" --db "$db" "$@"; }
+ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
+books=$(cd "$(dirname "$0")/../pricing/books" && pwd)
+ctl books add "$books/e2b-hobby.json" >/dev/null 2>&1 || fail "books add"
+month=$(date -u +%Y-%m)
+ctl accounts add acct-a --book e2b-hobby --from "$month-01" >/dev/null 2>&1 || fail "accounts add acct-a"
+ctl accounts add acct-b --book e2b-hobby --from "$month-01" >/dev/null 2>&1 || fail "accounts add acct-b"
+key() { ctl keys create "$@" 2>/dev/null; }
+HOST=$(key --role host --name h)
+A=$(key --role account --account acct-a --name a)
+B=$(key --role account --account acct-b --name b)
+FIN=$(key --role finance --name f)
+ADMIN=$(key --role admin --name adm)
+REVOKED=$(key --role finance --name old)
+ctl keys revoke "$(ctl keys list | awk '$NF == "old" { print $1 }')" >/dev/null
+
+start_meterd main "$db" --rate-limit 0 || { finish; exit; }
+T=$(($(date +%s) - 120))
+# Usage of A, the month's draft of A, and its id.
+cat >rows.json <<JSON
+[{"ts": $T, "account_id": "acct-a", "sandbox_id": "a-1", "state": "running",
+  "vcpu": 2, "cpu_used": 1.5, "mem_bytes": 1073741824, "disk_bytes": 0}]
+JSON
+curl -sf -o /dev/null -X POST -H "Authorization: Bearer $HOST" \
+    -H "Content-Type: application/json" --data-binary @rows.json \
+    "$url_main/v1/samples" || fail "the first batch"
+ctl invoice run --period "$month" --account acct-a >/dev/null 2>&1 || fail "invoice run"
+DRAFT=$(ctl invoice list --account acct-a | awk '$3 == "acct-a" { print $1 }')
+[ -n "$DRAFT" ] || fail "no draft of acct-a"
+printf '{"period": "%s", "account": "acct-a"}' "$month" >run.json
+
+# status CALLER METHOD PATH: the status of one call (body: rows.json for
+# POST /v1/samples, run.json for the run).
+status() {
+    local token=$1 method=$2 path=$3 args=()
+    [ -n "$token" ] && args+=(-H "Authorization: Bearer $token")
+    case "$path" in
+    /v1/samples) args+=(-H "Content-Type: application/json" --data-binary @rows.json) ;;
+    /v1/invoices/run) args+=(-H "Content-Type: application/json" --data-binary @run.json) ;;
+    esac
+    curl -s -o body.out -w '%{http_code}' -X "$method" "${args[@]}" "$url_main$path"
+}
+
+callers=(none revoked host acct-a acct-b finance admin)
+tokens=("" "$REVOKED" "$HOST" "$A" "$B" "$FIN" "$ADMIN")
+usage="/v1/usage?account=acct-a&from=$((T - 3600))&to=$((T + 3600))"
+# One row a route: method, path, then the status for each caller above.
+# Another account's documents, usage and credits are a 404 (their
+# existence is not told); a role that may not call a route, a 403.
+while read -r method path want; do
+    read -ra wants <<<"$want"
+    for i in "${!callers[@]}"; do
+        got=$(status "${tokens[$i]}" "$method" "$path")
+        checks=$((checks + 1))
+        [ "$got" = "${wants[$i]}" ] ||
+            fail "$method $path as ${callers[$i]}: HTTP $got, want ${wants[$i]}: $(head -c 300 body.out)"
+    done
+done <<TABLE
+POST /v1/samples                  401 401 200 403 403 403 403
+GET  /v1/invoices                 401 401 403 200 200 200 200
+GET  /v1/invoices/$DRAFT          401 401 403 200 404 200 200
+GET  $usage                       401 401 403 200 404 200 200
+GET  /v1/accounts/acct-a/credits  401 401 403 200 404 200 200
+POST /v1/invoices/run             401 401 403 403 403 200 200
+GET  /healthz                     200 200 200 200 200 200 200
+GET  /readyz                      200 200 200 200 200 200 200
+GET  /metrics                     200 200 200 200 200 200 200
+TABLE
+
+# What a 200 holds: A lists its invoice, B's list does not have it.
+status "$A" GET /v1/invoices >/dev/null
+contains "$(cat body.out)" '"acct-a"' "account A lists its own invoice"
+status "$B" GET /v1/invoices >/dev/null
+checks=$((checks + 1))
+grep -q 'acct-a' body.out && fail "account B's list shows A's invoice: $(cat body.out)"
+
+# --- revocation takes effect on the next request ---------------------------
+K=$(key --role finance --name soon-revoked)
+got=$(status "$K" GET /v1/invoices)
+checks=$((checks + 1))
+[ "$got" = 200 ] || fail "a fresh key: HTTP $got"
+ctl keys revoke "$(ctl keys list | awk '$NF == "soon-revoked" { print $1 }')" >/dev/null
+got=$(status "$K" GET /v1/invoices)
+checks=$((checks + 1))
+[ "$got" = 401 ] || fail "the request after revocation: HTTP $got, want 401"
+
+# --- the per-key rate limit --------------------------------------------------
+# Two a second in bursts of four: ten requests in one go (one curl, so
+# within well under a second) get four or five 200s, the rest 429.
+start_meterd limited "$db" --rate-limit 2 || { finish; exit; }
+urls=()
+for i in $(seq 10); do urls+=("$url_limited/v1/invoices"); done
+codes=$(curl -s -o /dev/null -w '%{http_code}\n' -H "Authorization: Bearer $FIN" "${urls[@]}")
+ok=$(grep -c '^200$' <<<"$codes")
+limited=$(grep -c '^429$' <<<"$codes")
+checks=$((checks + 1))
+[ "$ok" -ge 4 ] && [ "$ok" -le 5 ] && [ $((ok + limited)) = 10 ] ||
+    fail "ten requests at a limit of 2/s (bursts of 4): $ok 200s, $limited 429s"
+hdr=$(curl -s -D - -o body.out -H "Authorization: Bearer $FIN" "$url_limited/v1/invoices")
+contains "$hdr" "429" "the next request is limited"
+retry=$(tr -d '\r' <<<"$hdr" | awk 'tolower($1) == "retry-after:" { print $2 }')
+checks=$((checks + 1))
+[ "${retry:-0}" -ge 1 ] && [ "${retry:-0}" -le 2 ] || fail "Retry-After '$retry', want 1 or 2"
+contains "$(cat body.out)" "rate-limited" "the problem's type"
+# Another key is not limited by the first one's flood.
+got=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $A" "$url_limited/v1/invoices")
+checks=$((checks + 1))
+[ "$got" = 200 ] || fail "another key while the first is limited: HTTP $got"
+# Refilled after the Retry-After.
+sleep "$retry"
+got=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $FIN" "$url_limited/v1/invoices")
+checks=$((checks + 1))
+[ "$got" = 200 ] || fail "after Retry-After: HTTP $got"
+# The limit is counted in the metrics.
+contains "$(curl -s "$url_limited/metrics")" 'status="429"' "429s in the metrics"
+
+finish
