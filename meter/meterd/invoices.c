@@ -275,6 +275,18 @@ meterd_invoices_run(struct meter_http_request *rq)
         json_t *item = json_pack("{s:s}", "account_id", ids.str[i]);
         if (meter_db_invoice_run(db, ids.str[i], year, month, finalize, seller,
                                  &r, &e) < 0) {
+            if (meter_db_lost(db)) {
+                /* Gone (or past --db-timeout): the accounts done are
+                 * done; running it again redoes the rest. */
+                json_decref(item);
+                meter_http_count_db_error(rq);
+                meter_http_reply_problem(rq, 503, "unavailable",
+                                         "Database unavailable", NULL,
+                                         "the run stopped at account '%s' "
+                                         "(%zu of %zu); run it again",
+                                         ids.str[i], i + 1, ids.n);
+                goto out;
+            }
             failed++;
             json_object_set_new(item, "error", json_string(e.msg));
         } else {
