@@ -66,31 +66,6 @@ checks=$((checks + 1))
 [ "$got" = 200 ] || fail "bodies sent to GET /healthz blocked a batch: HTTP $got"
 for fd in 5 6; do close_raw $fd; done
 
-# --- memory follows the batch, not the body's shape ------------------------
-# 60 MiB of empty objects (and the same gzipped to a few hundred KiB):
-# refused with a 400 past the batch's 500,000 samples, the process's
-# peak resident size bounded (once over 6 GB, when the whole body was
-# parsed into one tree first).
-start_meterd mem "$db" || { finish; exit; }
-{ printf '['; yes '{},' | head -c 62914560 | tr -d '\n'; printf '{}]'; } >empty.json
-gzip -c empty.json >empty.json.gz
-for file in empty.json empty.json.gz; do
-    enc=()
-    [ "$file" = empty.json.gz ] && enc=(-H "Content-Encoding: gzip")
-    got=$(curl -s -o reply.json -m 120 -w '%{http_code}' -X POST "${enc[@]}" \
-        -H "Authorization: Bearer $HOST" -H "Content-Type: application/json" \
-        --data-binary "@$file" "$url_mem/v1/samples")
-    checks=$((checks + 1))
-    [ "$got" = 400 ] || fail "$file: HTTP $got, want 400"
-    contains "$(cat reply.json)" "500001 problems" "$file refused at the cap of 500,000 samples"
-done
-peak=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid_mem/status")
-echo "meterd peak resident size after 60 MiB bodies of empty objects: $((peak / 1024)) MiB"
-checks=$((checks + 1))
-# (142 MiB in a release build; AddressSanitizer's shadow and quarantine
-# about triple it.)
-[ "$peak" -lt $((1024 * 1024)) ] || fail "peak resident size $((peak / 1024)) MiB for a 60 MiB body"
-
 # --- a body slower than --body-timeout is closed ---------------------------
 start_meterd slow "$db" --body-timeout 2 || { finish; exit; }
 open_raw 5 "$url_slow" "POST /v1/samples HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer $HOST\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n[" ||

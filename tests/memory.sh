@@ -1,0 +1,79 @@
+#!/bin/bash
+# Memory under hostile bodies, kind by kind: each sent to one meterd,
+# its peak resident size (VmHWM, reset before each through
+# /proc/PID/clear_refs) printed as a table and bounded, and the largest
+# valid batch (500,000 samples) taken. Prints the figures of
+# docs/reliability.md; for a release build's figures run it as
+#   METERD=build/bin/meterd METERCTL=build/bin/meterctl bash tests/memory.sh
+# from build/testdb or any directory with a running `meterctl db start`.
+. "$(dirname "$0")/lib.sh"
+with_meterd
+"$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
+HOST=$("$METERCTL" --db "$db" keys create --role host --name h 2>/dev/null)
+start_meterd mem "$db" --rate-limit 0 || { finish; exit; }
+status_file=/proc/$pid_mem/status
+kb() { awk -v k="$1:" '$1 == k { print $2 }' "$status_file"; }
+# Under AddressSanitizer (make check) shadow memory and the quarantine of
+# freed blocks add hundreds of MiB: the bound is for that build.
+bound_mib=${MEMORY_BOUND_MIB:-1024}
+
+# send NAME WANT-STATUS FILE [CURL ARGS]: one kind, its peak.
+send() {
+    local name=$1 want=$2 file=$3
+    shift 3
+    echo 5 >"/proc/$pid_mem/clear_refs"
+    local t0=$(date +%s%N) got
+    got=$(curl -s -o reply.json -m 300 -w '%{http_code}' -X POST \
+        -H "Authorization: Bearer $HOST" "$@" --data-binary "@$file" \
+        "$url_mem/v1/samples")
+    local ms=$((($(date +%s%N) - t0) / 1000000)) peak=$(($(kb VmHWM) / 1024))
+    local size=$(stat -c %s "$file")
+    if [ "$size" -ge 1048576 ]; then size="$((size / 1048576)) MiB"; else size="$((size / 1024)) KiB"; fi
+    printf '| %s | %s | %s | %s MiB | %s ms |\n' "$name" "$size" "$got" "$peak" "$ms"
+    checks=$((checks + 2))
+    [ "$got" = "$want" ] || fail "$name: HTTP $got, want $want: $(head -c 300 reply.json)"
+    [ "$peak" -lt "$bound_mib" ] || fail "$name: peak resident size $peak MiB"
+}
+json=(-H "Content-Type: application/json")
+
+# The bodies.
+{ printf '['; yes '{},' | tr -d '\n' | head -c 62914560; printf '{}]'; } >empty.json
+gzip -c empty.json >empty.json.gz
+yes '{}' | head -c 62914560 >empty.ndjson
+{ printf '[{"account_id": "'; head -c 62914560 /dev/zero | tr '\0' a; printf '"}]'; } >string.json
+{ printf '[['; head -c 8388608 /dev/zero | tr '\0' '['; } >deep.json
+{ printf '{"sandboxes": [{"account_id": "a", "sandbox_id": "s", "start": 1, "seconds": 1, "cpu_used": ['
+  yes '0,' | tr -d '\n' | head -c 41943040; printf '0]}]}'; } >column.json
+head -c 268435456 /dev/zero | tr '\0' ' ' | gzip -c >bomb.json.gz
+# The largest valid batch: 100 sandboxes x 5,000 seconds (columnar).
+start=$(($(date +%s) - 6000))
+{
+    printf '{"sandboxes": ['
+    for s in $(seq 100); do
+        [ "$s" = 1 ] || printf ','
+        printf '{"account_id": "acme", "sandbox_id": "big-%d", "start": %d, "seconds": 5000, "state": "running", "vcpu": 2, "mem_bytes": 1073741824, "disk_bytes": 0, "cpu_used": [' "$s" "$start"
+        awk 'BEGIN { for (i = 0; i < 5000; i++) printf "%s%d.%02d", i ? "," : "", i % 2, i % 100 }'
+        printf ']}'
+    done
+    printf ']}'
+} >valid.json
+
+base=$(($(kb VmRSS) / 1024))
+echo "meterd resident at start: $base MiB"
+echo "| body | size | status | peak resident | time |"
+echo "|---|---|---|---|---|"
+send "60 MiB of empty objects, array" 400 empty.json "${json[@]}"
+contains "$(cat reply.json)" "500001 problems" "refused at the cap of 500,000 samples"
+send "the same gzipped" 400 empty.json.gz "${json[@]}" -H "Content-Encoding: gzip"
+send "60 MiB of empty objects, NDJSON" 400 empty.ndjson -H "Content-Type: application/x-ndjson"
+send "one 60 MiB string" 400 string.json "${json[@]}"
+contains "$(cat reply.json)" "65536" "an element past 64 KiB, refused unparsed"
+send "8 MiB of nested arrays" 400 deep.json "${json[@]}"
+send "a columnar array of 21 M values" 400 column.json "${json[@]}"
+send "256 MiB of spaces, gzipped (a bomb)" 413 bomb.json.gz "${json[@]}" -H "Content-Encoding: gzip"
+send "500,000 valid samples, columnar" 200 valid.json "${json[@]}"
+contains "$(cat reply.json)" '"accepted":500000' "the largest batch taken"
+sleep 1
+after=$(($(kb VmRSS) / 1024))
+echo "meterd resident after them all: $after MiB"
+finish
