@@ -34,7 +34,7 @@ check: deps openapi-lint
 	cd build-check && ctest --output-on-failure -j $(JOBS)
 	@# Again far from UTC (UTC+14): no result may depend on the local zone.
 	cd build-check && TZ=Pacific/Kiritimati ctest --output-on-failure \
-	    -j $(JOBS) -E '^(layers|install|openapi|fuzz)$$'
+	    -j $(JOBS) -E '^(layers|sql_hygiene|install|openapi|fuzz|valgrind)$$'
 
 
 bench: deps

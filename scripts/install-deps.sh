@@ -4,10 +4,10 @@
 # network. As root it calls apt-get directly; otherwise through sudo.
 set -eu
 
-packages="cmake make gcc pkg-config libpq-dev libmicrohttpd-dev
+packages="cmake make gcc pkg-config libpq-dev libmicrohttpd-dev libgnutls28-dev
 libjansson-dev libgsl-dev libgmp-dev zlib1g-dev nettle-dev libcurl4-gnutls-dev curl postgresql-15 postgresql-client-15
 util-linux libcairo2-dev poppler-utils fonts-dejavu-core tzdata jq
-clang libclang-rt-14-dev"
+clang libclang-rt-14-dev openssl valgrind"
 
 missing=""
 for p in $packages; do

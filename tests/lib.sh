@@ -74,23 +74,28 @@ meterd_cleanup() {
 
 # start_meterd NAME CONNINFO [ARGS]: starts $METERD on a free port,
 # its log in $tmp/NAME.log; sets url_NAME and pid_NAME and adds the pid
-# to the array pids (the caller kills them).
+# to the array pids (the caller kills them). With $tls_ca set (the CA
+# file that signed meterd's certificate), it is an https:// URL.
 start_meterd() {
-    local name=$1 conn=$2 port pid
+    local name=$1 conn=$2 port pid scheme=http ca=()
     shift 2
+    if [ -n "${tls_ca:-}" ]; then
+        scheme=https
+        ca=(--cacert "$tls_ca")
+    fi
     for attempt in 1 2 3 4 5; do
         port=$((20000 + RANDOM % 30000))
         "$METERD" --listen 127.0.0.1:$port --db "$conn" --threads 3 "$@" \
             >"$tmp/$name.log" 2>&1 &
         pid=$!
         for i in $(seq 1 50); do
-            curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
+            curl -sf "${ca[@]}" "$scheme://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
             kill -0 $pid 2>/dev/null || break
             sleep 0.1
         done
-        if curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then
+        if curl -sf "${ca[@]}" "$scheme://127.0.0.1:$port/healthz" >/dev/null 2>&1; then
             pids+=($pid)
-            eval "url_$name=http://127.0.0.1:$port pid_$name=$pid"
+            eval "url_$name=$scheme://127.0.0.1:$port pid_$name=$pid"
             return 0
         fi
         kill $pid 2>/dev/null

@@ -488,7 +488,9 @@ write_blocks(PGconn *db, struct batch *b,
              const struct meter_ingest_origin *o, struct meter_err *e)
 {
     static const char sig[] = "PGCOPY\n\377\r\n";
-    struct meter_buf copy = {0}, roll = {0};
+    /* The rollups' columns, each an array parameter ("{1,2}"): the
+     * statement stays a constant, whatever the batch. */
+    struct meter_buf copy = {0}, roll[10] = {{0}};
     uint8_t data[METER_BLOCK_MAX];
     struct pricing_second tmp[60];
     int rc = METER_DB_NONE;
@@ -578,39 +580,56 @@ write_blocks(PGconn *db, struct batch *b,
         goto out;
 
     /* Sum the accumulators of equal key (several sandboxes). */
-    meter_buf_str(&roll, "INSERT INTO usage_hourly (account_pk, hour, samples,"
-                         " running_s, vcpu_s, cpu_used_s, mem_byte_s,"
-                         " mem_used_byte_s, disk_byte_s, egress_bytes, key_id)"
-                         " SELECT a, h, sum(s), sum(r), round(sum(v) / 10000, 4), "
-                         "round(sum(u) / 10000, 4),"
-                         " sum(m), sum(mu), sum(d), sum(e), $1::bigint FROM (VALUES ");
+    bool failed = false;
+    for (int c = 0; c < 10; c++)
+        meter_buf_str(&roll[c], "{");
     for (size_t j = 0; j < nrolls; j++) {
         const struct roll *x = &rolls[j];
-        meter_buf_printf(&roll, "%s(%d, %lld, %llu::bigint, %llu::bigint, ",
-                         j ? ", " : "", x->account_pk, (long long)x->hour,
-                         (unsigned long long)x->samples,
+        const char *sep = j ? "," : "";
+        meter_buf_printf(&roll[0], "%s%d", sep, x->account_pk);
+        meter_buf_printf(&roll[1], "%s%lld", sep, (long long)x->hour);
+        meter_buf_printf(&roll[2], "%s%llu", sep,
+                         (unsigned long long)x->samples);
+        meter_buf_printf(&roll[3], "%s%llu", sep,
                          (unsigned long long)x->running);
         pricing_u128 v[] = {x->vcpu,     x->used, x->mem,
                             x->mem_used, x->disk, x->egress};
         for (int c = 0; c < 6; c++) {
-            buf_u128(&roll, v[c]);
-            meter_buf_str(&roll, c < 5 ? "::numeric, " : "::numeric)");
+            meter_buf_str(&roll[4 + c], sep);
+            buf_u128(&roll[4 + c], v[c]);
         }
     }
-    meter_buf_str(&roll,
-                  ") AS x (a, h, s, r, v, u, m, mu, d, e) GROUP BY a, h");
-    if (roll.failed) {
+    const char *cols[11];
+    for (int c = 0; c < 10; c++) {
+        meter_buf_str(&roll[c], "}");
+        failed |= roll[c].failed;
+        cols[c] = roll[c].p;
+    }
+    if (failed) {
         rc = db_hard(e, "out of memory");
         goto out;
     }
     char key[24];
     snprintf(key, sizeof(key), "%lld", (long long)o->key_id);
-    const char *kp[] = {o->key_id ? key : NULL};
-    rc = exec_cmd(db, roll.p, 1, kp, "cannot store rollups", e);
+    cols[10] = o->key_id ? key : NULL;
+    rc = exec_cmd(db,
+                  "INSERT INTO usage_hourly (account_pk, hour, samples,"
+                  " running_s, vcpu_s, cpu_used_s, mem_byte_s,"
+                  " mem_used_byte_s, disk_byte_s, egress_bytes, key_id)"
+                  " SELECT a, h, sum(s), sum(r), round(sum(v) / 10000, 4),"
+                  "  round(sum(u) / 10000, 4), sum(m), sum(mu), sum(d), sum(e),"
+                  "  $11::bigint"
+                  " FROM unnest($1::int[], $2::int[], $3::bigint[],"
+                  "  $4::bigint[], $5::numeric[], $6::numeric[],"
+                  "  $7::numeric[], $8::numeric[], $9::numeric[],"
+                  "  $10::numeric[]) AS x (a, h, s, r, v, u, m, mu, d, e)"
+                  " GROUP BY a, h",
+                  11, cols, "cannot store rollups", e);
 out:
     free(rolls);
     meter_buf_release(&copy);
-    meter_buf_release(&roll);
+    for (int c = 0; c < 10; c++)
+        meter_buf_release(&roll[c]);
     return rc;
 }
 

@@ -7,6 +7,7 @@
 
 #include <microhttpd.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -110,6 +111,10 @@ void http_watch_disarm(struct meter_http *h, int slot);
 
 /* Counts a finished request in its route's metrics. */
 void http_observe(struct meter_http_request *rq, double seconds);
+
+/* libmicrohttpd's messages (a TLS handshake that failed, a socket it
+ * could not accept), as warnings of the one log. */
+void http_mhd_log(void *cls, const char *fmt, va_list ap);
 
 /* Inflates a gzip stream of len bytes into a malloc'd, NUL-terminated
  * *out of at most max bytes (*out_len excludes the NUL): 0, -1 if

@@ -48,3 +48,15 @@ meter_log(enum meter_log_level level, const char *fmt, ...)
     pthread_mutex_unlock(&log_lock);
     va_end(ap);
 }
+
+void
+http_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t n = strlen(msg);
+    while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+        msg[--n] = '\0';
+    meter_log(METER_LOG_WARN, "libmicrohttpd: %s", msg);
+}

@@ -61,6 +61,14 @@ enum meter_log_level {
     METER_LOG_DEBUG
 };
 
+/* The certificate (chain) and private key HTTPS is served with, read
+ * and checked by meter_http_tls_load. */
+struct meter_http_tls {
+    const char *cert_file, *key_file; /* kept, not copied: for messages */
+    char *cert, *key;                 /* PEM text, NUL-terminated */
+    size_t cert_len, key_len;
+};
+
 struct meter_http_config {
     struct sockaddr_in listen;
     const char *conninfo; /* resolved (meter_db_conninfo); copied */
@@ -81,7 +89,20 @@ struct meter_http_config {
                                  bursts of twice that; 0: no limit */
     const struct meter_http_route *routes; /* kept, not copied */
     size_t nroutes;
+    /* NULL: plain HTTP; else HTTPS only, with these (kept, not copied:
+     * release them after meter_http_stop). */
+    const struct meter_http_tls *tls;
 };
+
+/* Reads cert_file and key_file (PEM) into tls and checks them as the
+ * server will use them: libmicrohttpd built with TLS, each file
+ * readable, a certificate chain, an unencrypted private key, the key
+ * that of the first certificate. 0, or -1 with e naming the file at
+ * fault (tls then holds nothing). Release with meter_http_tls_release. */
+int meter_http_tls_load(struct meter_http_tls *tls, const char *cert_file,
+                        const char *key_file, struct meter_err *e);
+/* Frees what tls holds, wiping the key's bytes first. NULL is fine. */
+void meter_http_tls_release(struct meter_http_tls *tls);
 
 /* Starts serving; NULL with e set if it cannot listen. One server a
  * process (its threads' database connections are thread-local). */

@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -646,12 +647,27 @@ meter_http_start(const struct meter_http_config *cfg, struct meter_err *e)
     }
     h->watching = true;
     h->cfg.max_connections = connection_limit(&h->cfg);
+    /* HTTPS changes nothing above the connection: the same limits,
+     * timeouts (the handshake counts as activity, silence as idle) and
+     * routes. TLS 1.0 and 1.1 are refused (RFC 8996). */
+    const struct meter_http_tls *tls = cfg->tls;
+    struct MHD_OptionItem tls_options[] = {
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, tls ? tls->cert : NULL},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, tls ? tls->key : NULL},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0,
+         (void *)(uintptr_t) "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (!tls)
+        tls_options[0].option = MHD_OPTION_END;
     h->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-            MHD_USE_ERROR_LOG,
-        0, NULL, NULL, dispatch, h, MHD_OPTION_SOCK_ADDR, &h->cfg.listen,
-        MHD_OPTION_THREAD_POOL_SIZE, cfg->threads, MHD_OPTION_NOTIFY_COMPLETED,
-        completed, h, MHD_OPTION_CONNECTION_TIMEOUT, h->cfg.idle_timeout_s,
+            MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
+        0, NULL, NULL, dispatch, h, MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log,
+        NULL, MHD_OPTION_ARRAY, tls_options, MHD_OPTION_SOCK_ADDR,
+        &h->cfg.listen, MHD_OPTION_THREAD_POOL_SIZE, cfg->threads,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, h,
+        MHD_OPTION_CONNECTION_TIMEOUT, h->cfg.idle_timeout_s,
         MHD_OPTION_CONNECTION_LIMIT, h->cfg.max_connections,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->cfg.max_per_ip, MHD_OPTION_END);
     if (!h->daemon) {

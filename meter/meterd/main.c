@@ -76,6 +76,11 @@ static const char usage_text[] =
     "  --max-age DAYS       samples older than this are refused (late\n"
     "                       samples within it become late usage)\n"
     "                       ($METER_MAX_AGE; default 400)\n"
+    "  --tls-cert FILE      serve HTTPS (only) with this PEM certificate,\n"
+    "                       or chain, server's first ($METER_TLS_CERT);\n"
+    "                       needs --tls-key\n"
+    "  --tls-key FILE       the certificate's PEM private key, unencrypted\n"
+    "                       ($METER_TLS_KEY); needs --tls-cert\n"
     "  --log-level LEVEL    error, warn, info (one line per request) or\n"
     "                       debug ($METER_LOG_LEVEL; default info)\n"
     "  --help               this text\n";
@@ -94,6 +99,8 @@ enum {
     OPT_DB_TIMEOUT,
     OPT_RATE_LIMIT,
     OPT_MAX_AGE,
+    OPT_TLS_CERT,
+    OPT_TLS_KEY,
     OPT_LOG_LEVEL,
     NOPTS
 };
@@ -112,6 +119,8 @@ static const struct {
     {"db-timeout", "METER_DB_TIMEOUT"},
     {"rate-limit", "METER_RATE_LIMIT"},
     {"max-age", "METER_MAX_AGE"},
+    {"tls-cert", "METER_TLS_CERT"},
+    {"tls-key", "METER_TLS_KEY"},
     {"log-level", "METER_LOG_LEVEL"},
 };
 
@@ -248,6 +257,13 @@ configure(const struct options *o, struct meter_http_config *cfg)
         }
         meter_log_set_level((enum meter_log_level)level);
     }
+    /* One without the other is a mistake, never plain HTTP. */
+    if (!o->v[OPT_TLS_CERT] != !o->v[OPT_TLS_KEY]) {
+        fprintf(stderr, "meterd: --%s needs --%s\n",
+                o->v[OPT_TLS_CERT] ? "tls-cert" : "tls-key",
+                o->v[OPT_TLS_CERT] ? "tls-key" : "tls-cert");
+        return 2;
+    }
     cfg->routes = routes;
     cfg->nroutes = sizeof(routes) / sizeof(routes[0]);
     return 0;
@@ -273,6 +289,7 @@ main(int argc, char **argv)
     struct meter_err e = {{0}};
     char *conninfo = NULL;
     struct meter_http *server = NULL;
+    struct meter_http_tls tls = {0};
     int rc = read_options(argc, argv, &o);
     if (rc || (rc = configure(&o, &cfg)))
         return rc;
@@ -280,6 +297,13 @@ main(int argc, char **argv)
     if (o.v[OPT_DB] && meter_db_check_conninfo(o.v[OPT_DB], &e) < 0) {
         fprintf(stderr, "meterd: %s\n", e.msg);
         return 2;
+    }
+    /* Read before the database is touched: a bad file stops meterd at
+     * once, naming it. */
+    if (o.v[OPT_TLS_CERT]) {
+        cfg.tls = &tls;
+        if (meter_http_tls_load(&tls, o.v[OPT_TLS_CERT], o.v[OPT_TLS_KEY], &e))
+            goto out;
     }
     if (meter_db_conninfo(o.v[OPT_DB], &conninfo, &e) < 0 ||
         prepare_database(conninfo, &e) < 0)
@@ -301,8 +325,9 @@ main(int argc, char **argv)
     if (!(server = meter_http_start(&cfg, &e)))
         goto out;
     meter_log(METER_LOG_INFO,
-              "meterd listening on http://%s (%u threads, max body %zu "
+              "meterd listening on %s://%s (%u threads, max body %zu "
               "bytes)",
+              cfg.tls ? "https" : "http",
               o.v[OPT_LISTEN] ? o.v[OPT_LISTEN] : "127.0.0.1:8080", cfg.threads,
               cfg.max_body);
     int sig;
@@ -317,6 +342,7 @@ out:
     if (rc)
         fprintf(stderr, "meterd: %s\n", e.msg);
     meter_registry_free(meterd.registry);
+    meter_http_tls_release(&tls);
     free(conninfo);
     return rc;
 }
