@@ -141,7 +141,8 @@ post(struct push *p, const struct meter_buf *body)
             retry = true;
             p->cut++;
         } else {
-            /* Unavailable, or too many requests: nothing was stored. */
+            /* Unavailable (perhaps stored, if the database went away
+             * as it committed), or too many requests. */
             retry = status == 503 || status == 429;
             p->busy += retry;
             curl_easy_getinfo(p->curl, CURLINFO_RETRY_AFTER, &retry_after);
