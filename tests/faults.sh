@@ -4,8 +4,9 @@
 #   1. a generated fleet pushed by clients that send every batch again
 #      until it is acknowledged, while meterd is SIGKILLed at seeded
 #      moments and restarted on the same port;
-#   2. PostgreSQL restarted, and stopped for a few seconds, during
-#      ingestion: 503 with Retry-After, recovery without help;
+#   2. PostgreSQL restarted (once after a crash), and stopped for a few
+#      seconds, during ingestion: 503 with Retry-After, recovery without
+#      help;
 #   3. an invoice run, and a finalization, killed half way, then run
 #      again.
 # After 1 and 2 what is stored equals what was generated, sample for
@@ -20,8 +21,7 @@ for tool in curl jq psql; do
     command -v $tool >/dev/null || { fail "$tool not found"; finish; exit; }
 done
 seed=${FAULTS_SEED:-9}
-port=$((20000 + (RANDOM ^ $$) % 30000)) # before seeding: tests run at once
-RANDOM=$seed
+port=$((20000 + (RANDOM ^ $$) % 30000)) # not seeded: tests run at once
 SECONDS=0
 
 tmp=$(mktemp -d)
@@ -54,10 +54,26 @@ ctl() { "$METERCTL" --db "$db" "$@"; }
 ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
 HOST=$(ctl keys create --role host --name faults 2>/dev/null)
 [ -n "$HOST" ] || { fail "keys create"; finish; exit; }
-# The database restarted under meterd: `db stop` is pg_ctl's fast
+# The database stopped under meterd: `db stop` is pg_ctl's fast
 # shutdown (sessions terminated, transactions rolled back).
 db_stop() { "$METERCTL" db stop >>db.log 2>&1 || fail "db stop: $(tail -n 3 db.log)"; }
 db_start() { "$METERCTL" db start >>db.log 2>&1 || fail "db start: $(tail -n 3 db.log)"; }
+# db_crash: PostgreSQL stopped as by a crash: SIGQUIT to the postmaster
+# is pg_ctl's immediate shutdown (no checkpoint; the next start replays
+# the WAL).
+db_crash() {
+    local data pm i
+    data=$("$METERCTL" db status 2>/dev/null | sed -n 's/^data: //p')
+    pm=$(head -n 1 "$data/postmaster.pid" 2>/dev/null)
+    [ -n "$pm" ] && kill -QUIT "$pm" || { fail "no postmaster to crash in '$data'"; return; }
+    # Its pid file goes once its children are gone (the process may stay
+    # a zombie a while, until whoever adopted it reaps it).
+    for i in $(seq 1 500); do
+        [ -e "$data/postmaster.pid" ] || return 0
+        sleep 0.01
+    done
+    fail "the postmaster does not end after SIGQUIT"
+}
 
 # meterd_up: meterd on $port (the same each time, as a supervisor
 # restarts it), its log appended to meterd.log; sets mpid. A port that
@@ -91,25 +107,25 @@ url=http://127.0.0.1:$port
 p_start=$(date -u -d "$(date -u +%Y-%m-01) -1 month" +%s)
 period=$(date -u -d "@$p_start" +%Y-%m)
 
-# fleet SEED START: a client's fleet, 12 sandboxes of acct-0..3 (its
-# sandbox ids carry the seed) for an hour and a half.
-fleet() { echo --sandboxes 12 --accounts 4 --seconds 5400 --seed $1 --start $2; }
-# push NAME START RATE SEED...: one client per seed, pushing its fleet in
-# batches of a minute at most RATE samples a second (so that the faults
-# land during the push, however fast the machine); the samples they send
-# are written to NAME.ndjson. Sets clients.
+# fleet SEED START SECONDS: a client's fleet, 12 sandboxes of acct-0..3
+# (its sandbox ids carry the seed).
+fleet() { echo --sandboxes 12 --accounts 4 --seconds $3 --seed $1 --start $2; }
+# push NAME START SECONDS RATE SEED...: one client per seed, pushing its
+# fleet in batches of a minute at most RATE samples a second (so that
+# the faults land during the push, however fast the machine); the
+# samples they send are written to NAME.ndjson. Sets clients.
 push() {
-    local name=$1 start=$2 rate=$3 s
-    shift 3
+    local name=$1 start=$2 seconds=$3 rate=$4 s
+    shift 4
     clients=()
     : >"$name.ndjson"
     for s in "$@"; do
-        ctl gen $(fleet $s $start) >>"$name.ndjson" || fail "gen --seed $s"
+        ctl gen $(fleet $s $start $seconds) >>"$name.ndjson" || fail "gen --seed $s"
     done
     for s in "$@"; do
         # (the program itself in the background, not a function's
         # subshell: its pid is the one to wait for, or to kill)
-        "$METERCTL" gen $(fleet $s $start) --batch-seconds 60 --rate $rate --retry-for 60 \
+        "$METERCTL" gen $(fleet $s $start $seconds) --batch-seconds 60 --rate $rate --retry-for 60 \
             --push "$url/v1/samples" --token "$HOST" 2>"$name-$s.log" &
         clients+=($!)
     done
@@ -193,7 +209,10 @@ SQL
 }
 
 # --- 1. meterd SIGKILLed during the push ---------------------------------
+# Each part draws from the seed afresh: how many kills part 1 makes
+# depends on the machine's speed, and must not move the later moments.
 part_start=$SECONDS
+RANDOM=$seed
 # Three clients; meterd killed at seeded moments 0.15-0.6 s apart, and
 # sometimes left down a while before its restart, until they are done.
 # A batch takes milliseconds and the clients keep to a rate, so meterd
@@ -204,7 +223,7 @@ psql "$db" -qAt -c "ALTER SYSTEM SET commit_delay = 20000" \
     -c "ALTER SYSTEM SET commit_siblings = 0" -c "SELECT pg_reload_conf()" >/dev/null ||
     fail "cannot slow the commits down"
 t1=$((p_start + 86400))
-push crash $t1 6000 101 102 103
+push crash $t1 5400 6000 101 102 103
 kills=0
 while running; do
     sleep "0.$((150 + RANDOM % 450))"
@@ -231,14 +250,19 @@ echo "faults: crash: meterd SIGKILLed $kills times during the push of 3 clients;
 
 # --- 2. the database restarted and stopped during the push ----------------
 part_start=$SECONDS
+RANDOM=$((seed + 1))
 t2=$((p_start + 3 * 86400))
 pid_before=$mpid
-push dbfault $t2 5000 201 202
+# Two clients, 7.5 s of pushing at least (longer with each 503's
+# Retry-After): still at it when the outage comes, 5-7 s in.
+push dbfault $t2 3600 5000 201 202
+# A restart (fast shutdown: sessions terminated, transactions rolled
+# back), then a crash (immediate shutdown), each started again at once.
 restarts=0
-for i in 1 2; do
+for how in db_stop db_crash; do
     sleep "1.$((RANDOM % 5))"
-    running || fail "the clients ended before database restart $i"
-    db_stop
+    running || fail "the clients ended before the database's $how"
+    $how
     db_start
     restarts=$((restarts + 1))
 done
@@ -284,7 +308,7 @@ checks=$((checks + 1))
 busy=$(said dbfault busy)
 checks=$((checks + 1))
 [ "$busy" -gt 0 ] || fail "no client saw a 503 while the database was down"
-check_stored dbfault $t2 $((t2 + 5400))
+check_stored dbfault $t2 $((t2 + 3600))
 accepted=$(said dbfault accepted)
 dups=$(said dbfault duplicates)
 checks=$((checks + 1))
@@ -295,7 +319,7 @@ checks=$((checks + 1))
 n500=$(awk '$4 == "POST" && $6 == 500' meterd.log | wc -l)
 checks=$((checks + 1))
 [ "$n500" = 0 ] || fail "meterd answered 500 to $n500 batches: $(awk '$2 == "error"' meterd.log | head -n 3)"
-echo "faults: database: $restarts restarts (pg_ctl fast shutdown, then start) and an outage of $outage s during the push of 2 clients, one meterd throughout (pid unchanged, ready again on its own); a batch while down got 503 with Retry-After: $retry_after; $generated samples generated, $(said dbfault samples) pushed, $stored stored; replies: $accepted accepted, $(said dbfault duplicates) duplicates, $(said dbfault conflicts) conflicts; retries: $busy 503, $(said dbfault cut) cut off, $(said dbfault unreachable) refused; lost $lost, doubled $doubled ($((SECONDS - part_start)) s)"
+echo "faults: database: $restarts restarts (one after a fast shutdown, one after a crash: immediate shutdown, WAL replayed) and an outage of $outage s during the push of 2 clients, one meterd throughout (pid unchanged, ready again on its own); a batch while down got 503 with Retry-After: $retry_after; $generated samples generated, $(said dbfault samples) pushed, $stored stored; replies: $accepted accepted, $(said dbfault duplicates) duplicates, $(said dbfault conflicts) conflicts; retries: $busy 503, $(said dbfault cut) cut off, $(said dbfault unreachable) refused; lost $lost, doubled $doubled ($((SECONDS - part_start)) s)"
 
 kill -TERM $mpid
 wait $mpid
@@ -303,6 +327,7 @@ mpid=
 
 # --- 3. an invoice run and a finalization killed half way -----------------
 part_start=$SECONDS
+RANDOM=$((seed + 2))
 # The fleet's four accounts, on a book with a grant (small enough to be
 # spent in part: a credit_grant line), on one with a subscription, and
 # (acct-3, whose browsers send egress) on one that prices egress; and
