@@ -1,13 +1,14 @@
 /*
  * gen.c - `meterctl gen`: a generated fleet (simulator/fleet.c), written
  * as NDJSON or pushed to meterd in columnar batches, at a given rate or
- * as fast as possible, retrying on 503.
+ * as fast as possible, each batch sent again until it is acknowledged.
  */
 #include "ctl_int.h"
 
 #include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -49,37 +50,130 @@ keep_reply(char *data, size_t size, size_t n, void *arg)
     return size * n;
 }
 
-/* POSTs body; retries on 503 and connection errors, up to a minute. */
-static int
-post(CURL *curl, const char *url, struct curl_slist *headers,
-     const struct meter_buf *body)
+/*
+ * Retrying as a host agent must: a batch is sent again until it is
+ * acknowledged (a 200), since meterd stores it exactly once whatever the
+ * number of copies. A request cut off (the service died or the network
+ * broke mid-way) may or may not have committed: its copy counts as
+ * duplicates. Waits grow from 100 ms to 2 s (half of it random, so that
+ * the hosts of a fleet do not come back in step), or follow the
+ * service's Retry-After (at most 30 s), until retry_for seconds have
+ * passed since the batch's first try.
+ */
+#define RETRY_FIRST_MS 100
+#define RETRY_MAX_MS 2000
+#define RETRY_AFTER_MAX_S 30
+
+/* splitmix64, for the random half of the waits. */
+static uint64_t
+next_rand(uint64_t *s)
 {
-    for (int attempt = 0;; attempt++) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* What a push did: the replies' counts, and the tries that failed. */
+struct push {
+    CURL *curl;
+    const char *url;
+    struct curl_slist *headers;
+    uint64_t retry_for; /* seconds */
+    uint64_t rng;
+    unsigned long long accepted, duplicates, conflicts;
+    unsigned long long cut, unreachable, busy; /* retries, by cause */
+};
+
+/* Adds the counts of a 200's reply (a JSON object) to p. */
+static void
+count_reply(struct push *p, const struct meter_buf *reply)
+{
+    json_t *o = reply->p ? json_loadb(reply->p, reply->len, 0, NULL) : NULL;
+    json_int_t a = 0, d = 0, c = 0;
+    if (o &&
+        json_unpack(o, "{s:I, s:I, s:I}", "accepted", &a, "duplicates", &d,
+                    "conflicts", &c) == 0 &&
+        a >= 0 && d >= 0 && c >= 0) {
+        p->accepted += (unsigned long long)a;
+        p->duplicates += (unsigned long long)d;
+        p->conflicts += (unsigned long long)c;
+    }
+    json_decref(o);
+}
+
+/* POSTs body until it is acknowledged: 0, or -1 (said why) once the
+ * reply is one a retry cannot fix or retry_for has passed. */
+static int
+post(struct push *p, const struct meter_buf *body)
+{
+    double first = ctl_now();
+    long wait_ms = RETRY_FIRST_MS;
+    for (;;) {
         struct meter_buf reply = {0};
-        curl_easy_setopt(curl, CURLOPT_URL, url);
-        curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body->p);
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+        curl_easy_setopt(p->curl, CURLOPT_URL, p->url);
+        curl_easy_setopt(p->curl, CURLOPT_HTTPHEADER, p->headers);
+        curl_easy_setopt(p->curl, CURLOPT_POSTFIELDS, body->p);
+        curl_easy_setopt(p->curl, CURLOPT_POSTFIELDSIZE_LARGE,
                          (curl_off_t)body->len);
-        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, keep_reply);
-        curl_easy_setopt(curl, CURLOPT_WRITEDATA, &reply);
-        CURLcode rc = curl_easy_perform(curl);
+        curl_easy_setopt(p->curl, CURLOPT_WRITEFUNCTION, keep_reply);
+        curl_easy_setopt(p->curl, CURLOPT_WRITEDATA, &reply);
+        /* A host that never answers must not hold the agent for curl's
+         * default of five minutes. */
+        curl_easy_setopt(p->curl, CURLOPT_CONNECTTIMEOUT, 10L);
+        CURLcode rc = curl_easy_perform(p->curl);
         long status = 0;
-        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+        curl_off_t retry_after = 0;
+        curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &status);
         if (rc == CURLE_OK && status == 200) {
+            count_reply(p, &reply);
             meter_buf_release(&reply);
             return 0;
         }
-        bool retry = rc != CURLE_OK || status == 503;
-        if (!retry || attempt >= 30) {
-            fprintf(stderr, "meterctl: POST %s: %s%ld %s\n", url,
-                    rc != CURLE_OK ? curl_easy_strerror(rc) : "HTTP ",
-                    rc != CURLE_OK ? 0L : status, reply.p ? reply.p : "");
+        bool retry;
+        if (rc == CURLE_COULDNT_CONNECT || rc == CURLE_COULDNT_RESOLVE_HOST) {
+            retry = true;
+            p->unreachable++;
+        } else if (rc == CURLE_URL_MALFORMAT ||
+                   rc == CURLE_UNSUPPORTED_PROTOCOL) {
+            retry = false;
+        } else if (rc != CURLE_OK) { /* cut off: sent, perhaps stored */
+            retry = true;
+            p->cut++;
+        } else {
+            /* Unavailable (perhaps stored, if the database went away
+             * as it committed), or too many requests. */
+            retry = status == 503 || status == 429;
+            p->busy += retry;
+            curl_easy_getinfo(p->curl, CURLINFO_RETRY_AFTER, &retry_after);
+        }
+        double left = (double)p->retry_for - (ctl_now() - first);
+        if (!retry || left <= 0) {
+            char what[64];
+            if (rc != CURLE_OK)
+                snprintf(what, sizeof(what), "%s", curl_easy_strerror(rc));
+            else
+                snprintf(what, sizeof(what), "HTTP %ld", status);
+            fprintf(stderr, "meterctl: POST %s: %s%s%s%s\n", p->url, what,
+                    reply.p ? " " : "", reply.p ? reply.p : "",
+                    retry ? " (not acknowledged within --retry-for, giving up)"
+                          : "");
             meter_buf_release(&reply);
             return -1;
         }
+        long next_ms = wait_ms / 2 +
+                       (long)(next_rand(&p->rng) % (uint64_t)(wait_ms / 2 + 1));
+        if (retry_after > 0)
+            next_ms = 1000 * (long)(retry_after < RETRY_AFTER_MAX_S
+                                        ? retry_after
+                                        : RETRY_AFTER_MAX_S);
+        if (next_ms > (long)(left * 1000) + 1) /* a last try at the end */
+            next_ms = (long)(left * 1000) + 1;
         meter_buf_release(&reply);
-        sleep(2); /* the service's Retry-After */
+        struct timespec nap = {next_ms / 1000, next_ms % 1000 * 1000000};
+        while (nanosleep(&nap, &nap) != 0 && errno == EINTR)
+            ;
+        wait_ms = wait_ms * 2 < RETRY_MAX_MS ? wait_ms * 2 : RETRY_MAX_MS;
     }
 }
 
@@ -98,10 +192,11 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
         {"batch-seconds", required_argument, NULL, 'b'},
         {"rate", required_argument, NULL, 'r'},
         {"follow", no_argument, NULL, 'f'},
+        {"retry-for", required_argument, NULL, 'R'},
         {NULL, 0, NULL, 0},
     };
     uint64_t sandboxes = 100, accounts = 10, seconds = 60, seed = 1, batch = 10,
-             rate = 0;
+             rate = 0, retry_for = 60;
     long long start = (long long)time(NULL);
     const char *output = NULL, *url = NULL, *token = getenv("METER_TOKEN");
     bool follow = false;
@@ -129,6 +224,9 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
             break;
         case 'r':
             target = &rate;
+            break;
+        case 'R':
+            target = &retry_for;
             break;
         case 't': {
             int64_t ts;
@@ -159,9 +257,9 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
     if (optind < argc)
         return ctl_usage_error("gen: unexpected argument '%s'", argv[optind]);
     if (sandboxes < 1 || sandboxes > 1000000 || accounts < 1 || batch < 1 ||
-        batch > 3600)
+        batch > 3600 || retry_for > 86400)
         return ctl_usage_error("gen: --sandboxes 1-1000000, --accounts >= 1, "
-                               "--batch-seconds 1-3600");
+                               "--batch-seconds 1-3600, --retry-for 0-86400");
     if (url && !token)
         return ctl_usage_error("gen: --push needs --token (or METER_TOKEN), "
                                "a key of role host");
@@ -203,12 +301,14 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
 
     /* Push: windows of batch seconds, one columnar body each. */
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    CURL *curl = curl_easy_init();
     char auth[128];
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-    struct curl_slist *headers = NULL;
-    headers = curl_slist_append(headers, auth);
-    headers = curl_slist_append(headers, "Content-Type: application/json");
+    struct push p = {.curl = curl_easy_init(),
+                     .url = url,
+                     .retry_for = retry_for,
+                     .rng = seed ^ (uint64_t)getpid() << 32};
+    p.headers = curl_slist_append(p.headers, auth);
+    p.headers = curl_slist_append(p.headers, "Content-Type: application/json");
     struct meter_columnar body = {0};
     unsigned long long sent = 0;
     double t0 = ctl_now();
@@ -229,7 +329,7 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
             fprintf(stderr, "meterctl: out of memory\n");
             break;
         }
-        if (n && post(curl, url, headers, &body.body) < 0)
+        if (n && post(&p, &body.body) < 0)
             break;
         sent += n;
         if (rate) { /* keep to the rate */
@@ -241,12 +341,18 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
             rc = 0;
     }
     double secs = ctl_now() - t0;
+    /* What the service said of the copies it got: accepted once in all,
+     * whatever the retries; the copies of batches whose reply was lost
+     * come back as duplicates. */
     fprintf(stderr,
-            "meterctl: pushed %llu samples in %.1f s (%.0f samples/s)\n", sent,
-            secs, secs > 0 ? (double)sent / secs : 0.0);
+            "meterctl: pushed %llu samples in %.1f s (%.0f samples/s): %llu "
+            "accepted, %llu duplicates, %llu conflicts; retried %llu cut "
+            "off, %llu unreachable, %llu busy\n",
+            sent, secs, secs > 0 ? (double)sent / secs : 0.0, p.accepted,
+            p.duplicates, p.conflicts, p.cut, p.unreachable, p.busy);
     meter_buf_release(&body.body);
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(curl);
+    curl_slist_free_all(p.headers);
+    curl_easy_cleanup(p.curl);
     curl_global_cleanup();
 out:
     sim_fleet_free(fleet);

@@ -116,13 +116,19 @@ reply(struct meter_http_request *rq, enum meter_ingest_status st, size_t n,
             probs->total, probs->total == 1 ? "" : "s", probs->n);
         break;
     case METER_INGEST_UNAVAILABLE:
+        /* Not "nothing was stored": a connection that breaks while the
+         * COMMIT is on its way leaves the outcome unknown here, and the
+         * batch may be stored (tests/faults.sh saw it when PostgreSQL
+         * restarted). Sending it again is right either way. */
         meter_http_count_db_error(rq);
-        meter_log(METER_LOG_WARN, "batch not stored: %s",
+        meter_log(METER_LOG_WARN, "batch not acknowledged: %s",
                   e->msg[0] ? e->msg : "no database");
         meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
                                  NULL,
-                                 "the database cannot be reached; nothing was "
-                                 "stored; retry later");
+                                 "the database cannot be reached; send the "
+                                 "batch again later (if it was stored before "
+                                 "the connection broke, its copy counts as "
+                                 "duplicates)");
         break;
     default:
         meter_http_count_db_error(rq);
