@@ -9,7 +9,8 @@
 #include <getopt.h>
 #include <string.h>
 
-static const char usage_text[] =
+/* In parts: a string literal is at most 4,095 characters in C99. */
+static const char *const usage_text[] = {
     "usage: meterctl [--db CONNINFO] COMMAND [ARGS]\n"
     "\n"
     "commands:\n"
@@ -39,6 +40,7 @@ static const char usage_text[] =
     "  export [--account ID] --from T --to T\n"
     "                             write stored samples of [from, to) as\n"
     "                             NDJSON (T: Unix seconds or RFC 3339)\n"
+    ,
     "  gen [--sandboxes N] [--accounts N] [--seconds N] [--start T]\n"
     "      [--seed N] [--output FILE]\n"
     "                             write a generated fleet as NDJSON\n"
@@ -63,6 +65,7 @@ static const char usage_text[] =
     "  invoice preview --period P --account ID --price-book FILE\n"
     "                             what-if: the invoice under another book\n"
     "                             and the difference, nothing stored\n"
+    ,
     "  usage compact --period YYYY-MM [--account ID]\n"
     "                             close a month's storage: each account's\n"
     "                             blocks rewritten together (online), so\n"
@@ -86,7 +89,15 @@ static const char usage_text[] =
     "options:\n"
     "  --db CONNINFO  the database, as a libpq conninfo or URI; default\n"
     "                 $METER_DATABASE_URL, else the embedded database\n"
-    "  --version      print the version\n";
+    "  --version      print the version\n",
+};
+
+static void
+print_usage(FILE *f)
+{
+    for (size_t i = 0; i < sizeof(usage_text) / sizeof(usage_text[0]); i++)
+        fputs(usage_text[i], f);
+}
 
 static const struct {
     const char *name;
@@ -125,7 +136,7 @@ main(int argc, char **argv)
             ctl.db = optarg;
             break;
         case 'h':
-            fputs(usage_text, stdout);
+            print_usage(stdout);
             return 0;
         case 'V':
             printf("meterctl %s\n", METER_VERSION);
@@ -136,12 +147,12 @@ main(int argc, char **argv)
         }
     }
     if (optind >= argc) {
-        fputs(usage_text, stderr);
+        print_usage(stderr);
         return CTL_USAGE;
     }
     const char *cmd = argv[optind];
     if (strcmp(cmd, "help") == 0) {
-        fputs(usage_text, stdout);
+        print_usage(stdout);
         return 0;
     }
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
