@@ -91,6 +91,45 @@ got=$(status "$K" GET /v1/invoices)
 checks=$((checks + 1))
 [ "$got" = 401 ] || fail "the request after revocation: HTTP $got, want 401"
 
+# --- a host key scoped to accounts --------------------------------------------
+expect_status 2 ctl keys create --role finance --accounts acct-a --name x
+contains "$err" "--accounts is for --role host" "a scope on another role"
+expect_status 2 ctl keys create --role host --accounts "acct-a,bad id" --name x
+contains "$err" "'bad id'" "a bad account in a scope is named"
+SCOPED=$(key --role host --accounts acct-a,acct-c --name scoped)
+contains "$(ctl keys list)" "acct-a,acct-c" "the scope listed"
+scoped_post() { # FILE: status, body in body.out
+    curl -s -o body.out -w '%{http_code}' -X POST -H "Authorization: Bearer $SCOPED" \
+        -H "Content-Type: application/json" --data-binary @"$1" "$url_main/v1/samples"
+}
+cat >scoped_a.json <<JSON
+[{"ts": $((T + 1)), "account_id": "acct-a", "sandbox_id": "a-2", "state": "running",
+  "vcpu": 1, "cpu_used": 1, "mem_bytes": 1073741824, "disk_bytes": 0}]
+JSON
+cat >scoped_mixed.json <<JSON
+[{"ts": $((T + 2)), "account_id": "acct-a", "sandbox_id": "a-2", "state": "running",
+  "vcpu": 1, "cpu_used": 1, "mem_bytes": 1073741824, "disk_bytes": 0},
+ {"ts": $((T + 2)), "account_id": "acct-b", "sandbox_id": "b-2", "state": "running",
+  "vcpu": 1, "cpu_used": 1, "mem_bytes": 1073741824, "disk_bytes": 0}]
+JSON
+got=$(scoped_post scoped_a.json)
+checks=$((checks + 1))
+[ "$got" = 200 ] || fail "a scoped key on its account: HTTP $got: $(cat body.out)"
+got=$(scoped_post scoped_mixed.json)
+checks=$((checks + 1))
+[ "$got" = 403 ] || fail "a scoped key on another account: HTTP $got, want 403"
+contains "$(cat body.out)" '"index":1,"field":"account_id","value":"acct-b"' "the sample of another account named"
+# Nothing of the refused batch was stored: its acct-a second is new now.
+got=$(curl -s -X POST -H "Authorization: Bearer $HOST" -H "Content-Type: application/json" \
+    --data-binary @scoped_mixed.json "$url_main/v1/samples")
+contains "$got" '"accepted":2' "a refused batch stored nothing"
+# The scope is fixed, for host keys only, and audited.
+checks=$((checks + 2))
+psql "$db" -XAtqc "DELETE FROM host_key_accounts" 2>/dev/null && fail "a scope was changed"
+psql "$db" -XAtqc "INSERT INTO host_key_accounts SELECT key_id, 'x' FROM api_keys WHERE name = 'f'" 2>/dev/null &&
+    fail "a finance key was scoped"
+contains "$(ctl audit)" "key.scope" "a scope audited"
+
 # --- the per-key rate limit --------------------------------------------------
 # Two a second in bursts of four: ten requests in one go (one curl, so
 # within well under a second) get four or five 200s, the rest 429.

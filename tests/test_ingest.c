@@ -41,7 +41,8 @@ ingest(PGconn *db, struct meter_registry *reg, const struct meter_sample *s,
 {
     struct outcome o;
     memset(&o, 0, sizeof(o));
-    struct meter_ingest_origin from = {NOW_US(now), max_age, 0};
+    struct meter_ingest_origin from = {.now_us = NOW_US(now),
+                                       .max_age = max_age};
     o.st = meter_ingest(db, reg, s, n, &from, &o.res, &o.probs, &o.e);
     if (o.st == METER_INGEST_ERROR || o.st == METER_INGEST_UNAVAILABLE)
         fprintf(stderr, "ingest: %s\n", o.e.msg);

@@ -97,7 +97,7 @@ run(PGconn *db, struct meter_registry *reg, const char *acct, const char *sb,
     struct meter_ingest_result res;
     struct meter_problems probs = {0};
     struct meter_err e = {{0}};
-    struct meter_ingest_origin o = {NOW_US, 0, 0};
+    struct meter_ingest_origin o = {.now_us = NOW_US};
     CHECK(meter_ingest(db, reg, s, n, &o, &res, &probs, &e) ==
           METER_INGEST_OK);
     CHECK(res.accepted == n);
@@ -568,7 +568,7 @@ test_compact(PGconn *db, struct meter_registry *reg)
     snprintf(s.sandbox_id, sizeof(s.sandbox_id), "acme-1");
     struct meter_ingest_result res;
     struct meter_problems probs = {0};
-    struct meter_ingest_origin o = {NOW_US, 0, 0};
+    struct meter_ingest_origin o = {.now_us = NOW_US};
     CHECK(meter_ingest(db, reg, &s, 1, &o, &res, &probs, &e) ==
           METER_INGEST_OK);
     CHECK(res.accepted == 0 && res.duplicates == 1);

@@ -705,6 +705,47 @@ check_owners(PGconn *db, struct batch *b, struct meter_problems *probs,
     return probs->total ? METER_DB_ABORT : METER_DB_NONE;
 }
 
+/* For a scoped key: the samples of accounts it may not write, as
+ * problems; ABORT if there are any. */
+static enum meter_db_status
+check_scope(PGconn *db, struct batch *b, int64_t key_id,
+            struct meter_problems *probs, struct meter_err *e)
+{
+    struct meter_buf ids = {0};
+    for (size_t i = 0; i < b->ngroups; i++)
+        b->groups[i].known = false; /* id_array lists every group */
+    id_array(&ids, b, true);
+    if (ids.failed) {
+        meter_buf_release(&ids);
+        return db_hard(e, "out of memory");
+    }
+    char key[24];
+    snprintf(key, sizeof(key), "%lld", (long long)key_id);
+    const char *p[] = {key, ids.p};
+    PGresult *r;
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot read the key's accounts",
+        "SELECT DISTINCT x FROM unnest($2::text[]) x WHERE NOT EXISTS"
+        " (SELECT 1 FROM host_key_accounts h WHERE h.key_id = $1::bigint"
+        "  AND h.account_id = x)",
+        2, p, NULL, NULL, &r, e);
+    meter_buf_release(&ids);
+    for (int row = 0; st >= 0 && row < PQntuples(r); row++) {
+        const char *account = PQgetvalue(r, row, 0);
+        for (size_t k = 0; k < b->n; k++)
+            if (strcmp(b->s[k].account_id, account) == 0) {
+                meter_problems_add(probs, k, "account_id", account,
+                                   "this host key may not write this "
+                                   "account's usage");
+                break; /* the first sample of each account */
+            }
+    }
+    PQclear(r);
+    if (st < 0)
+        return st;
+    return probs->total ? METER_DB_ABORT : METER_DB_NONE;
+}
+
 /* Creates the monthly partitions the batch needs, in their own
  * transactions, before the batch's; none if the batch would be refused
  * (its sandboxes' accounts are checked first). */
@@ -848,6 +889,18 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
     if (n == 0) {
         st = METER_INGEST_OK;
         goto out;
+    }
+    if (o->scoped) {
+        enum meter_db_status in = check_scope(db, &b, o->key_id, probs, e);
+        if (in == METER_DB_ABORT) {
+            st = METER_INGEST_FORBIDDEN;
+            goto out;
+        }
+        if (in < 0) {
+            st = meter_db_lost(db) ? METER_INGEST_UNAVAILABLE
+                                   : METER_INGEST_ERROR;
+            goto out;
+        }
     }
     /* The minutes of the batch tell which partitions it needs. */
     if (build_blocks(&b) < 0) {

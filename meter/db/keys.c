@@ -80,14 +80,16 @@ meter_db_key_lookup(PGconn *db, const char *token, struct meter_principal *who,
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
         db, "cannot look the key up",
-        "SELECT key_id, role, coalesce(account_id, '') FROM api_keys"
-        " WHERE token_hash = $1 AND revoked_at IS NULL",
+        "SELECT key_id, role, coalesce(account_id, ''), EXISTS (SELECT 1"
+        "  FROM host_key_accounts h WHERE h.key_id = api_keys.key_id)"
+        " FROM api_keys WHERE token_hash = $1 AND revoked_at IS NULL",
         1, values, lengths, formats, &r, e);
     if (st == METER_DB_ROWS) {
         who->key_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         who->role = meter_role_parse(PQgetvalue(r, 0, 1));
         snprintf(who->account_id, sizeof(who->account_id), "%s",
                  PQgetvalue(r, 0, 2));
+        who->scoped = PQgetvalue(r, 0, 3)[0] == 't';
     }
     PQclear(r);
     return st;
@@ -95,7 +97,8 @@ meter_db_key_lookup(PGconn *db, const char *token, struct meter_principal *who,
 
 enum meter_db_status
 meter_db_key_create(PGconn *db, enum meter_role role, const char *account,
-                    const char *name, char token[METER_TOKEN_LEN + 1],
+                    const char *name, const char *scope,
+                    char token[METER_TOKEN_LEN + 1],
                     int64_t *key_id, struct meter_err *e)
 {
     uint8_t hash[32];
@@ -105,16 +108,20 @@ meter_db_key_create(PGconn *db, enum meter_role role, const char *account,
     }
     meter_token_hash(token, hash);
     const char *values[] = {meter_role_name(role), account, name,
-                            (const char *)hash};
-    int lengths[] = {0, 0, 0, 32}, formats[] = {0, 0, 0, 1};
+                            (const char *)hash, scope};
+    int lengths[] = {0, 0, 0, 32, 0}, formats[] = {0, 0, 0, 1, 0};
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
         db, "cannot create the key",
         "WITH acct AS (INSERT INTO accounts (account_id) SELECT $2::text"
-        "  WHERE $2::text IS NOT NULL ON CONFLICT DO NOTHING)"
-        " INSERT INTO api_keys (role, account_id, name, token_hash)"
-        " VALUES ($1, $2, $3, $4) RETURNING key_id",
-        4, values, lengths, formats, &r, e);
+        "  WHERE $2::text IS NOT NULL ON CONFLICT DO NOTHING),"
+        " k AS (INSERT INTO api_keys (role, account_id, name, token_hash)"
+        "  VALUES ($1, $2, $3, $4) RETURNING key_id),"
+        " s AS (INSERT INTO host_key_accounts (key_id, account_id)"
+        "  SELECT DISTINCT k.key_id, x FROM k,"
+        "  unnest(string_to_array($5::text, ',')) x)"
+        " SELECT key_id FROM k",
+        5, values, lengths, formats, &r, e);
     if (st == METER_DB_ROWS)
         *key_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
     PQclear(r);
@@ -131,7 +138,10 @@ meter_db_key_list(PGconn *db, meter_key_cb *cb, void *arg, struct meter_err *e)
                       " to_char(created_at AT TIME ZONE 'UTC',"
                       "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"
                       " coalesce(to_char(revoked_at AT TIME ZONE 'UTC',"
-                      "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), '')"
+                      "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), ''),"
+                      " coalesce((SELECT string_agg(h.account_id, ','"
+                      "  ORDER BY h.account_id) FROM host_key_accounts h"
+                      "  WHERE h.key_id = api_keys.key_id), '')"
                       " FROM api_keys ORDER BY key_id",
                       0, NULL, NULL, NULL, &r, e);
     for (int i = 0; st == METER_DB_ROWS && i < PQntuples(r); i++) {
@@ -142,6 +152,7 @@ meter_db_key_list(PGconn *db, meter_key_cb *cb, void *arg, struct meter_err *e)
             .name = PQgetvalue(r, i, 3),
             .created_at = PQgetvalue(r, i, 4),
             .revoked_at = PQgetvalue(r, i, 5),
+            .scope = PQgetvalue(r, i, 6),
         };
         cb(&k, arg);
     }

@@ -189,6 +189,7 @@ struct meter_principal {
     int64_t key_id;
     enum meter_role role;
     char account_id[PRICING_ID_MAX + 1]; /* empty unless role account */
+    bool scoped; /* a host key limited to its accounts (host_key_accounts) */
 };
 
 /* Looks a bearer token up among keys not revoked: ROWS and *who filled,
@@ -198,9 +199,12 @@ enum meter_db_status meter_db_key_lookup(PGconn *db, const char *token,
                                          struct meter_err *e);
 
 /* Creates a key (account: required for role account, else NULL) and
- * writes its token, shown only now, to token; ROWS and *key_id. */
+ * writes its token, shown only now, to token; ROWS and *key_id. scope
+ * (NULL: none), for a host key only: the comma-separated accounts it
+ * may write usage for, valid ids. */
 enum meter_db_status meter_db_key_create(PGconn *db, enum meter_role role,
                                          const char *account, const char *name,
+                                         const char *scope,
                                          char token[METER_TOKEN_LEN + 1],
                                          int64_t *key_id, struct meter_err *e);
 
@@ -209,6 +213,7 @@ enum meter_db_status meter_db_key_create(PGconn *db, enum meter_role role,
 struct meter_key {
     int64_t key_id;
     const char *role, *account_id, *name, *created_at, *revoked_at;
+    const char *scope; /* a host key's accounts, comma-separated; "" */
 };
 typedef void meter_key_cb(const struct meter_key *k, void *arg);
 /* Calls cb for each key in key_id order. */
@@ -260,6 +265,8 @@ struct meter_ingest_result {
 enum meter_ingest_status {
     METER_INGEST_OK,          /* committed; *res says what */
     METER_INGEST_INVALID,     /* refused, nothing stored; see problems */
+    METER_INGEST_FORBIDDEN,   /* refused, nothing stored: accounts the key
+                                 may not write; see problems */
     METER_INGEST_UNAVAILABLE, /* the database is unreachable or too busy:
                                  retry later */
     METER_INGEST_ERROR,       /* another database error, in e */
@@ -271,6 +278,8 @@ struct meter_ingest_origin {
     int64_t max_age; /* seconds before now a sample may be; 0: no bound */
     int64_t key_id;  /* the API key that sent it, stored with its blocks
                         (provenance); 0: none */
+    bool scoped;     /* key_id may write only its accounts
+                        (host_key_accounts) */
 };
 
 /*
@@ -279,7 +288,8 @@ struct meter_ingest_origin {
  * batch) is a duplicate if equal, a conflict if not; the first stands.
  * Refused: samples more than 5 minutes after o->now_us, samples more
  * than o->max_age seconds before it, and a sandbox under another
- * account. A refused batch creates nothing.
+ * account (INVALID); an account o->key_id may not write (FORBIDDEN). A
+ * refused batch creates nothing.
  */
 enum meter_ingest_status meter_ingest(PGconn *db, struct meter_registry *reg,
                                       const struct meter_sample *s, size_t n,

@@ -8,6 +8,29 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "pricing.h"
+
+/* A host key's --accounts: ids separated by commas, each valid. */
+static int
+check_scope(const char *scope)
+{
+    char id[PRICING_ID_MAX + 2];
+    for (const char *p = scope;; p++) {
+        size_t n = strcspn(p, ",");
+        if (n >= sizeof(id))
+            return ctl_usage_error("keys create: --accounts '%s' holds an "
+                                   "id longer than %d characters",
+                                   scope, PRICING_ID_MAX);
+        memcpy(id, p, n);
+        id[n] = '\0';
+        if (ctl_check_account("keys create", "--accounts", id))
+            return CTL_USAGE;
+        p += n;
+        if (!*p)
+            return 0;
+    }
+}
+
 static int
 keys_create(struct ctl *ctl, int argc, char **argv)
 {
@@ -15,9 +38,10 @@ keys_create(struct ctl *ctl, int argc, char **argv)
         {"role", required_argument, NULL, 'r'},
         {"account", required_argument, NULL, 'a'},
         {"name", required_argument, NULL, 'n'},
+        {"accounts", required_argument, NULL, 's'},
         {NULL, 0, NULL, 0},
     };
-    const char *role_s = NULL, *account = NULL, *name = NULL;
+    const char *role_s = NULL, *account = NULL, *name = NULL, *scope = NULL;
     int opt;
     ctl_getopt_reset();
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -30,6 +54,9 @@ keys_create(struct ctl *ctl, int argc, char **argv)
             break;
         case 'n':
             name = optarg;
+            break;
+        case 's':
+            scope = optarg;
             break;
         default:
             return ctl_bad_option("keys create", argv);
@@ -50,6 +77,11 @@ keys_create(struct ctl *ctl, int argc, char **argv)
                                "--role account, and only with it");
     if (account && ctl_check_account("keys create", "--account", account))
         return CTL_USAGE;
+    if (scope && role != METER_ROLE_HOST)
+        return ctl_usage_error("keys create: --accounts is for --role host "
+                               "only");
+    if (scope && check_scope(scope))
+        return CTL_USAGE;
     if (!*name || strlen(name) > 200)
         return ctl_usage_error("keys create: --name must have 1-200 "
                                "characters");
@@ -60,7 +92,8 @@ keys_create(struct ctl *ctl, int argc, char **argv)
     char token[METER_TOKEN_LEN + 1];
     int64_t id;
     int rc = 0;
-    if (meter_db_key_create(db, role, account, name, token, &id, &e) < 0) {
+    if (meter_db_key_create(db, role, account, name, scope, token, &id, &e) <
+        0) {
         rc = ctl_failed(&e);
     } else {
         fprintf(stderr,
@@ -89,8 +122,17 @@ print_key(const struct meter_key *k, void *arg)
     if (!*headed)
         print_header();
     *headed = true;
+    /* A host key's accounts in the account column, cut to its width. */
+    char scope[21];
+    if (strlen(k->scope) >= sizeof(scope))
+        snprintf(scope, sizeof(scope), "%.16s...", k->scope);
+    else
+        snprintf(scope, sizeof(scope), "%s", k->scope);
     printf("%-6" PRId64 " %-8s %-20s %-21s %-21s %s\n", k->key_id, k->role,
-           k->account_id[0] ? k->account_id : "-", k->created_at,
+           k->account_id[0] ? k->account_id
+           : scope[0]       ? scope
+                            : "-",
+           k->created_at,
            k->revoked_at[0] ? k->revoked_at : "-", k->name);
 }
 

@@ -35,6 +35,8 @@ static const char *const usage_text[] = {
     "                             of a book from a date\n"
     "  keys create --role host|account|finance|admin [--account ID]\n"
     "       --name NAME           create an API key; prints its token once\n"
+    "       [--accounts ID,ID...] a host key that may write only these\n"
+    "                             accounts' usage\n"
     "  keys list                  list keys (never their tokens)\n"
     "  keys revoke ID             revoke a key\n"
     "  export [--account ID] --from T --to T\n"

@@ -115,6 +115,13 @@ reply(struct meter_http_request *rq, enum meter_ingest_status st, size_t n,
             "stored (the first %zu are listed)",
             probs->total, probs->total == 1 ? "" : "s", probs->n);
         break;
+    case METER_INGEST_FORBIDDEN:
+        atomic_fetch_add(&counts.rejected, n);
+        meter_http_reply_problem(rq, 403, "forbidden", "Accounts not allowed",
+                                 problems_json(probs),
+                                 "this host key may write only its accounts' "
+                                 "usage; nothing was stored");
+        break;
     case METER_INGEST_UNAVAILABLE:
         /* Not "nothing was stored": a connection that breaks while the
          * COMMIT is on its way leaves the outcome unknown here, and the
@@ -163,8 +170,9 @@ meterd_samples(struct meter_http_request *rq)
     enum meter_ingest_status st = METER_INGEST_INVALID;
     if (probs.total == 0) {
         PGconn *db = meter_http_db(rq);
-        struct meter_ingest_origin o = {now_us(), meterd.max_age,
-                                        meter_http_principal(rq)->key_id};
+        const struct meter_principal *who = meter_http_principal(rq);
+        struct meter_ingest_origin o = {now_us(), meterd.max_age, who->key_id,
+                                        who->scoped};
         st = db ? meter_ingest(db, meterd.registry, s, n, &o, &res, &probs, &e)
                 : METER_INGEST_UNAVAILABLE;
     }
