@@ -219,8 +219,7 @@ parse_args(int argc, char **argv, struct args *a)
             break;
         case 's':
             if (!parse_u64(optarg, UINT64_MAX, &a->o.seed))
-                return usage_error("--seed '%s' is not a whole number",
-                                   optarg);
+                return usage_error("--seed '%s' is not a whole number", optarg);
             break;
         case 'r': {
             char *end;

@@ -97,12 +97,12 @@ cs_print_table(FILE *f, const struct cs_run *run)
         return -1;
     const struct sim_mc_opts *opt = run->opts;
     fprintf(f, "profile %s (%s), month %04d-%02d, seed %llu, %zu trials\n",
-            run->profile->name[0] ? run->profile->name : "-",
-            run->profile_path, opt->year, opt->month,
-            (unsigned long long)opt->seed, run->res->trials);
+            run->profile->name[0] ? run->profile->name : "-", run->profile_path,
+            opt->year, opt->month, (unsigned long long)opt->seed,
+            run->res->trials);
     fprintf(f, "note: %s\n\n", stats_note);
-    fprintf(f, "%-26s %-4s %12s %11s %12s %12s %12s %12s %7s\n", "book",
-            "cur", "mean/month", "95% +/-", "p5", "p50", "p95", "per 1k sess",
+    fprintf(f, "%-26s %-4s %12s %11s %12s %12s %12s %12s %7s\n", "book", "cur",
+            "mean/month", "95% +/-", "p5", "p50", "p95", "per 1k sess",
             "trials");
     for (size_t k = 0; k < run->nbooks; k++) {
         size_t i = o[k];
@@ -159,13 +159,13 @@ book_json(const struct cs_book *bk, const struct sim_book_stats *b)
     const char *cur = pricing_book_currency(bk->book);
     int mu = pricing_currency_minor_unit(cur);
     unsigned d = (unsigned)(mu < 0 ? 0 : mu);
-    bool ok = !json_object_set_new(j, "id",
-                                   json_string(pricing_book_id(bk->book))) &&
-              !json_object_set_new(j, "file", json_string(bk->file)) &&
-              !json_object_set_new(j, "currency", json_string(cur)) &&
-              !json_object_set_new(j, "source", json_string(bk->source)) &&
-              !json_object_set_new(j, "as_of", json_string(bk->as_of)) &&
-              !json_object_set_new(j, "priced", json_boolean(!b->failed));
+    bool ok =
+        !json_object_set_new(j, "id", json_string(pricing_book_id(bk->book))) &&
+        !json_object_set_new(j, "file", json_string(bk->file)) &&
+        !json_object_set_new(j, "currency", json_string(cur)) &&
+        !json_object_set_new(j, "source", json_string(bk->source)) &&
+        !json_object_set_new(j, "as_of", json_string(bk->as_of)) &&
+        !json_object_set_new(j, "priced", json_boolean(!b->failed));
     if (ok && b->failed)
         return !json_object_set_new(j, "reason", json_string(b->reason))
                    ? j
@@ -177,7 +177,9 @@ book_json(const struct cs_book *bk, const struct sim_book_stats *b)
             ok = !json_object_set_new(
                 lines, sim_line_kinds[k],
                 jdec(sim_dec_div(b->kind_sum[k], b->trials), 6));
-    ok = ok && !json_object_set_new(j, "trials", json_integer((json_int_t)b->trials)) &&
+    ok = ok &&
+         !json_object_set_new(j, "trials",
+                              json_integer((json_int_t)b->trials)) &&
          !json_object_set_new(j, "converged", json_boolean(b->converged)) &&
          !json_object_set_new(j, "mean", jdec(mean_of(b), 6)) &&
          !json_object_set_new(j, "ci95_half_width", json_real(b->half)) &&

@@ -25,10 +25,18 @@
 #define BATCH 8
 
 const char *const sim_line_kinds[SIM_NKINDS] = {
-    "cpu",          "memory",          "instance",
-    "storage",      "egress",          "runs",
-    "autopause_credit", "subscription", "included_credit",
-    "promotional_credit", "minimum_commit", "other",
+    "cpu",
+    "memory",
+    "instance",
+    "storage",
+    "egress",
+    "runs",
+    "autopause_credit",
+    "subscription",
+    "included_credit",
+    "promotional_credit",
+    "minimum_commit",
+    "other",
 };
 
 /* What one trial gave one book. */
@@ -149,8 +157,8 @@ stats(struct sim_book_stats *b, struct sim_err *e, double *x)
     b->half = 0;
     if (n >= 2) {
         double sd = gsl_stats_sd_m(x, 1, n, b->mean);
-        b->half = gsl_cdf_tdist_Pinv(0.975, (double)(n - 1)) * sd /
-                  sqrt((double)n);
+        b->half =
+            gsl_cdf_tdist_Pinv(0.975, (double)(n - 1)) * sd / sqrt((double)n);
     }
 }
 
@@ -211,8 +219,7 @@ gather(struct sim_mc_result *r, bool *active, const struct cell *cells,
             for (int k = 0; k < SIM_NKINDS; k++)
                 if (pricing_dec_add(b->kind_sum[k], c->kind[k],
                                     &b->kind_sum[k]) != PRICING_OK) {
-                    snprintf(e->msg, sizeof(e->msg),
-                             "sums of lines overflow");
+                    snprintf(e->msg, sizeof(e->msg), "sums of lines overflow");
                     return -1;
                 }
         }
@@ -250,9 +257,9 @@ sim_monte_carlo(const struct sim_profile *p,
     while (out->trials < max && nactive > 0) {
         size_t count = max - out->trials < BATCH ? max - out->trials : BATCH;
         for (unsigned t = 0; t < threads; t++)
-            w[t] = (struct worker){p,          books, nbooks, active, &opts,
-                                   out->trials, count, t,     cells,  started,
-                                   0,          {{0}}};
+            w[t] = (struct worker){p,     books,       nbooks, active,
+                                   &opts, out->trials, count,  t,
+                                   cells, started,     0,      {{0}}};
         if (run_batch(w, threads, e) < 0 ||
             gather(out, active, cells, started, count, e) < 0)
             goto out;
@@ -263,8 +270,8 @@ sim_monte_carlo(const struct sim_profile *p,
             if (!active[i])
                 continue;
             stats(b, e, x);
-            b->converged = b->trials >= min &&
-                           b->half <= o->precision * fabs(b->mean);
+            b->converged =
+                b->trials >= min && b->half <= o->precision * fabs(b->mean);
             if (b->converged)
                 active[i] = false;
             else
@@ -274,8 +281,8 @@ sim_monte_carlo(const struct sim_profile *p,
     for (size_t i = 0; i < nbooks; i++) {
         struct sim_book_stats *b = &out->books[i];
         stats(b, e, x);
-        if (!(b->sorted = malloc((b->trials ? b->trials : 1) *
-                                 sizeof(*b->sorted))))
+        if (!(b->sorted =
+                  malloc((b->trials ? b->trials : 1) * sizeof(*b->sorted))))
             goto oom;
         memcpy(b->sorted, b->totals, b->trials * sizeof(*b->sorted));
         qsort(b->sorted, b->trials, sizeof(*b->sorted), dec_cmp);

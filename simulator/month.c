@@ -159,8 +159,8 @@ add_session(struct sim_month *m, const struct sim_profile *p, gsl_rng *rng,
                 (p->pause_probability >= 1 ||
                  gsl_rng_uniform(rng) < p->pause_probability)) {
                 if (p->pause_after_s > 0 &&
-                    push_spell(m, p, p->pause_after_s, false, k->cpu_used,
-                               e) < 0)
+                    push_spell(m, p, p->pause_after_s, false, k->cpu_used, e) <
+                        0)
                     return -1;
                 if (push_spell(m, p, n - p->pause_after_s, true, 0, e) < 0)
                     return -1;
@@ -205,8 +205,8 @@ sim_month_generate(struct sim_month *m, const struct sim_profile *p,
         const int64_t d = m->end - m->start, n = p->per_month;
         const int64_t back = warm * n / d + 2;
         for (int64_t i = -back; i < n; i++) {
-            int64_t t = i >= 0 ? m->start + i * d / n
-                               : m->start - (-i * d + n - 1) / n;
+            int64_t t =
+                i >= 0 ? m->start + i * d / n : m->start - (-i * d + n - 1) / n;
             if (t + warm <= m->start)
                 continue;
             if (add_arrival(m, p, rng, t, e) < 0)

@@ -106,9 +106,8 @@ sim_price_month(const struct sim_month *m,
         snprintf(e->msg, sizeof(e->msg), "out of memory");
         goto out;
     }
-    const struct pricing_scope scope = {.year = m->year,
-                                        .month = m->month,
-                                        .account = ACCOUNT};
+    const struct pricing_scope scope = {
+        .year = m->year, .month = m->month, .account = ACCOUNT};
     for (size_t i = 0; i < nbooks; i++) {
         if (active && !active[i])
             continue;

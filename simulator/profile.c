@@ -64,7 +64,8 @@ known_keys(struct ctx *c, const json_t *obj, const char *path,
 {
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)obj, key, v) {
+    json_object_foreach((json_t *)obj, key, v)
+    {
         bool ok = false;
         for (const char *const *a = allowed; *a && !ok; a++)
             ok = strcmp(*a, key) == 0;
@@ -128,8 +129,9 @@ dist(struct ctx *c, const json_t *obj, const char *path, const char *key,
     char kp[280];
     join(kp, sizeof(kp), p, "dist");
     if (!kind)
-        return fail(c, kp, "missing (fixed, lognormal, exponential or "
-                           "histogram)");
+        return fail(c, kp,
+                    "missing (fixed, lognormal, exponential or "
+                    "histogram)");
     const char *k = json_string_value(kind);
     d->max = max_default;
     if (number(c, v, p, "max", false, min, &d->max) < 0)
@@ -249,8 +251,8 @@ dist(struct ctx *c, const json_t *obj, const char *path, const char *key,
         return rc;
     }
     show(kind, s, sizeof(s));
-    return fail(c, kp,
-                "%s is not fixed, lognormal, exponential or histogram", s);
+    return fail(c, kp, "%s is not fixed, lognormal, exponential or histogram",
+                s);
 }
 
 static void
@@ -386,8 +388,8 @@ parse_sessions(struct ctx *c, const json_t *root, struct sim_profile *p)
         return fail(c, "sessions.batch",
                     "%g is not a whole number from 1 to 100,000", batch);
     p->batch = (uint32_t)batch;
-    if (dist(c, s, "sessions", "length", 1, DEFAULT_MAX_SESSION_S,
-             &p->length) < 0)
+    if (dist(c, s, "sessions", "length", 1, DEFAULT_MAX_SESSION_S, &p->length) <
+        0)
         return -1;
     if (sim_dist_upper(&p->length) > 31 * 86400.0)
         return fail(c, "sessions.length.max", "%g is longer than 31 days",
@@ -485,8 +487,7 @@ parse_rest(struct ctx *c, const json_t *root, struct sim_profile *p)
     }
     json_t *pa = json_object_get(root, "pauses");
     if (pa) {
-        static const char *const keys[] = {"after_idle_s", "probability",
-                                           NULL};
+        static const char *const keys[] = {"after_idle_s", "probability", NULL};
         double after = -1, prob = 1;
         if (object_at(c, pa, "pauses") < 0 ||
             known_keys(c, pa, "pauses", keys) < 0 ||
@@ -494,8 +495,9 @@ parse_rest(struct ctx *c, const json_t *root, struct sim_profile *p)
             number(c, pa, "pauses", "probability", false, 0, &prob) < 0)
             return -1;
         if (!a)
-            return fail(c, "pauses", "needs activity (pauses come in idle "
-                                     "spells)");
+            return fail(c, "pauses",
+                        "needs activity (pauses come in idle "
+                        "spells)");
         if (after != floor(after) || after > 86400)
             return fail(c, "pauses.after_idle_s",
                         "%g is not a whole number of seconds up to 86,400",
@@ -513,9 +515,9 @@ struct sim_profile *
 sim_profile_parse(const char *text, size_t len, const char *origin,
                   struct sim_err *e)
 {
-    static const char *const keys[] = {"name",     "description", "sessions",
-                                       "sandbox",  "activity",    "egress",
-                                       "pauses",   NULL};
+    static const char *const keys[] = {"name",    "description", "sessions",
+                                       "sandbox", "activity",    "egress",
+                                       "pauses",  NULL};
     struct ctx c = {origin, e};
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
@@ -547,9 +549,8 @@ sim_profile_parse(const char *text, size_t len, const char *origin,
         fail(&c, "description", "not a string");
         goto fail;
     }
-    if (known_keys(&c, root, "", keys) < 0 ||
-        parse_sessions(&c, root, p) < 0 || parse_sandbox(&c, root, p) < 0 ||
-        parse_rest(&c, root, p) < 0)
+    if (known_keys(&c, root, "", keys) < 0 || parse_sessions(&c, root, p) < 0 ||
+        parse_sandbox(&c, root, p) < 0 || parse_rest(&c, root, p) < 0)
         goto fail;
     goto out;
 fail:

@@ -67,10 +67,10 @@ struct sim_spell_kind {
 struct sim_profile {
     char name[65];
     enum sim_arrivals arrivals;
-    uint32_t per_month;  /* SIM_EVEN */
-    double per_hour;     /* SIM_POISSON: mean arrivals an hour */
-    double pattern[24];  /* rate factors by UTC hour, mean 1 */
-    uint32_t batch;      /* sessions that start at each arrival (>= 1) */
+    uint32_t per_month;     /* SIM_EVEN */
+    double per_hour;        /* SIM_POISSON: mean arrivals an hour */
+    double pattern[24];     /* rate factors by UTC hour, mean 1 */
+    uint32_t batch;         /* sessions that start at each arrival (>= 1) */
     struct sim_dist length; /* wall-clock seconds of a session */
 
     uint32_t vcpu; /* 1/10,000 vCPU */

@@ -91,8 +91,8 @@ int sim_month_generate(struct sim_month *m, const struct sim_profile *p,
 /* What one book made of a month: a statement, or why it could not. */
 struct sim_priced {
     bool ok;
-    struct pricing_err err;         /* when !ok */
-    struct pricing_statement *st;   /* when ok: one, to free */
+    struct pricing_err err;       /* when !ok */
+    struct pricing_statement *st; /* when ok: one, to free */
 };
 
 /*
@@ -130,8 +130,8 @@ struct sim_mc_opts {
 /* One book's results. Money is exact: totals and sums are decimals. */
 struct sim_book_stats {
     bool failed;
-    char reason[512]; /* when failed: the engine's message */
-    size_t trials;    /* priced months */
+    char reason[512];           /* when failed: the engine's message */
+    size_t trials;              /* priced months */
     struct pricing_dec *totals; /* each trial's total, in trial order */
     struct pricing_dec *sorted; /* the same, ascending */
     struct pricing_dec kind_sum[SIM_NKINDS]; /* lines summed over trials */

@@ -125,9 +125,9 @@ arrivals(void)
                 const struct sim_spell *x = &m.spells[s->first + i];
                 n += x->seconds;
                 paused |= x->paused;
-                sums &= x->paused ? x->vcpu == 0 && x->mem_bytes == 0
-                                  : x->vcpu == 20000 && x->mem_bytes == 4ULL
-                                                                         << 30;
+                sums &= x->paused
+                            ? x->vcpu == 0 && x->mem_bytes == 0
+                            : x->vcpu == 20000 && x->mem_bytes == 4ULL << 30;
             }
             sums &= n == s->seconds;
         }
@@ -236,8 +236,7 @@ hand_computed(void)
     for (size_t i = 0; i < N; i++) {
         const struct sim_book_stats *b = &r.books[i];
         char mean[48];
-        pricing_dec_format(sim_dec_div(b->totals[0], 1), 2, mean,
-                           sizeof(mean));
+        pricing_dec_format(sim_dec_div(b->totals[0], 1), 2, mean, sizeof(mean));
         CHECK_STR(mean, by_hand[i].total);
         CHECK(b->converged && b->half == 0 && b->sessions == 800);
         CHECK(pricing_dec_cmp(sim_book_quantile(b, 0.05),

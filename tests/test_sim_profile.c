@@ -65,13 +65,13 @@ sizes(void)
 
 /* A valid profile with one part replaced. */
 #define BASE_SESSIONS                                                          \
-    "\"sessions\": {\"per_month\": 10, \"length\": {\"dist\": \"fixed\", "    \
+    "\"sessions\": {\"per_month\": 10, \"length\": {\"dist\": \"fixed\", "     \
     "\"value\": 60}}"
 #define BASE_SANDBOX                                                           \
     "\"sandbox\": {\"vcpu\": 2, \"memory_gib\": 4, \"disk_gib\": 1}"
 #define ACTIVITY(busy_cpu, idle_len)                                           \
-    "\"activity\": {\"busy\": {\"length\": {\"dist\": \"fixed\", \"value\": " \
-    "10}, \"cpu\": " busy_cpu "}, \"idle\": {\"length\": " idle_len          \
+    "\"activity\": {\"busy\": {\"length\": {\"dist\": \"fixed\", \"value\": "  \
+    "10}, \"cpu\": " busy_cpu "}, \"idle\": {\"length\": " idle_len            \
     ", \"cpu\": 0}}"
 
 static const struct {
@@ -112,16 +112,17 @@ static const struct {
     {"{\"sessions\": {\"per_month\": 10, \"length\": {\"dist\": \"fixed\", "
      "\"value\": 0}}, " BASE_SANDBOX "}",
      "profile.json: sessions.length.value: 0 is below 1"},
-    {"{" BASE_SESSIONS ", " BASE_SANDBOX ", " ACTIVITY(
-         "1.5", "{\"dist\": \"fixed\", \"value\": 5}") "}",
+    {"{" BASE_SESSIONS ", " BASE_SANDBOX
+     ", " ACTIVITY("1.5", "{\"dist\": \"fixed\", \"value\": 5}") "}",
      "profile.json: activity.busy.cpu: 1.5 is above 1"},
     {"{" BASE_SESSIONS ", " BASE_SANDBOX ", " ACTIVITY(
-         "1", "{\"dist\": \"histogram\", \"bins\": [{\"from\": 1, \"to\": 30, "
-              "\"weight\": 1}, {\"from\": 20, \"to\": 40, \"weight\": 1}]}") "}",
+         "1",
+         "{\"dist\": \"histogram\", \"bins\": [{\"from\": 1, \"to\": 30, "
+         "\"weight\": 1}, {\"from\": 20, \"to\": 40, \"weight\": 1}]}") "}",
      "profile.json: activity.idle.length.bins[1].from: 20 overlaps the bin "
      "before, which ends at 30"},
-    {"{" BASE_SESSIONS ", " BASE_SANDBOX ", " ACTIVITY(
-         "1", "{\"dist\": \"exponential\", \"mean\": -3}") "}",
+    {"{" BASE_SESSIONS ", " BASE_SANDBOX
+     ", " ACTIVITY("1", "{\"dist\": \"exponential\", \"mean\": -3}") "}",
      "profile.json: activity.idle.length.mean: -3 is below 0"},
     {"{" BASE_SESSIONS ", " BASE_SANDBOX ", \"pauses\": {\"after_idle_s\": "
      "60}}",
