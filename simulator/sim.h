@@ -2,11 +2,12 @@
  * sim.h - the simulator's library: workloads generated second by second,
  * in the form the pricing engine and the meter take (struct
  * pricing_second). meterctl gen, make demo and the benchmarks use the
- * generated fleet; costsim will build its workloads here too.
+ * generated fleet; costsim builds months of sessions from a profile
+ * (profile.h), prices them through the engine and runs the Monte Carlo.
  *
- * Depends only on pricing/. Deterministic for a seed. A fleet belongs to
- * one thread; objects from *_new are released with *_free, which
- * accepts NULL.
+ * Depends only on pricing/ (and GSL, jansson). Deterministic for a seed.
+ * A fleet or a month belongs to one thread; objects from *_new are
+ * released with *_free, *_init with *_release, all accepting NULL.
  */
 #ifndef SIM_H
 #define SIM_H
@@ -15,6 +16,7 @@
 #include <stdint.h>
 
 #include "pricing.h"
+#include "profile.h"
 
 /* A generated fleet: N slots, each running one sandbox after another,
  * of four shapes (coding agent, evaluation, code run, browser; see
@@ -38,5 +40,134 @@ typedef void sim_fleet_cb(const char *account, const char *sandbox,
  * returns the number of samples. */
 size_t sim_fleet_next(struct sim_fleet *f, uint32_t seconds, sim_fleet_cb *cb,
                       void *arg);
+
+/* ---- months of sessions (month.c) ------------------------------------ */
+
+/*
+ * A spell: a run of identical seconds of one session, what the profile's
+ * busy, idle and paused stretches become. A paused spell has vcpu,
+ * cpu_used and memory 0 (struct pricing_second's rule); egress_bytes is
+ * per second.
+ */
+struct sim_spell {
+    uint32_t seconds;
+    bool paused;
+    uint32_t vcpu, cpu_used; /* 1/10,000 vCPU */
+    uint64_t mem_bytes, mem_used_bytes, disk_bytes, egress_bytes;
+};
+
+/* A session: one sandbox, from start, its spells in order. */
+struct sim_session {
+    int64_t start;
+    size_t first, nspells; /* in sim_month.spells */
+    uint64_t seconds;      /* wall-clock length */
+};
+
+/*
+ * One simulated calendar month (UTC) and the sessions that touch it:
+ * those that start in it, and those started before it that still run
+ * (a steady state: the month is not empty at its start). Sessions are
+ * cut at the month's end.
+ */
+struct sim_month {
+    int year, month;
+    int64_t start, end;
+    struct sim_session *sessions;
+    size_t nsessions, sessions_cap;
+    struct sim_spell *spells;
+    size_t nspells, spells_cap;
+    size_t started; /* sessions that start inside the month */
+};
+
+void sim_month_init(struct sim_month *m, int year, int month);
+void sim_month_release(struct sim_month *m);
+/* Replaces m's sessions with a month drawn from p with rng. -1 when out
+ * of memory. */
+int sim_month_generate(struct sim_month *m, const struct sim_profile *p,
+                       gsl_rng *rng, struct sim_err *e);
+
+/* ---- pricing a month through the engine (price.c) -------------------- */
+
+/* What one book made of a month: a statement, or why it could not. */
+struct sim_priced {
+    bool ok;
+    struct pricing_err err;       /* when !ok */
+    struct pricing_statement *st; /* when ok: one, to free */
+};
+
+/*
+ * Prices m under every book i with active[i] (NULL: all) through the
+ * engine (pricing_rater_*), feeding it the per-second samples the
+ * spells expand to, one account "sim" and one sandbox per session; the
+ * rater sees only the month's seconds, and a session started before it
+ * as a sandbox with history, so it starts no run. out[i] receives the
+ * month's statement, released with pricing_statements_free(out[i].st, 1);
+ * a book that fails (an unknown price, no instance type that fits) gets
+ * !ok and the engine's message. Returns -1 (e set) only when out of
+ * memory; nothing is then left to free.
+ */
+int sim_price_month(const struct sim_month *m,
+                    const struct pricing_book *const *books, size_t nbooks,
+                    const bool *active, struct sim_priced *out,
+                    struct sim_err *e);
+
+/* ---- Monte Carlo (montecarlo.c) ------------------------------------- */
+
+/* The line kinds costsim breaks costs into, in statement order; lines of
+ * another kind go to the last, "other". */
+#define SIM_NKINDS 12
+extern const char *const sim_line_kinds[SIM_NKINDS];
+
+struct sim_mc_opts {
+    uint64_t seed;
+    double precision;  /* target half-width of the 95% interval / mean */
+    size_t min_trials; /* >= 2 */
+    size_t max_trials;
+    unsigned threads; /* >= 1; the results do not depend on it */
+    int year, month;  /* the simulated month */
+};
+
+/* One book's results. Money is exact: totals and sums are decimals. */
+struct sim_book_stats {
+    bool failed;
+    char reason[512];           /* when failed: the engine's message */
+    size_t trials;              /* priced months */
+    struct pricing_dec *totals; /* each trial's total, in trial order */
+    struct pricing_dec *sorted; /* the same, ascending */
+    struct pricing_dec kind_sum[SIM_NKINDS]; /* lines summed over trials */
+    uint64_t sessions; /* sessions started, summed over its trials */
+    /* Statistics over the totals as doubles (GSL): the sample mean, the
+     * half-width of its 95% interval (Student t), and whether that
+     * half-width met the precision. */
+    double mean, half;
+    bool converged;
+};
+
+struct sim_mc_result {
+    size_t nbooks;
+    struct sim_book_stats *books; /* in the order of the books given */
+    size_t trials;                /* trials drawn */
+};
+
+/*
+ * Draws months of p and prices each under every book, in batches of
+ * trials, until the 95% interval of each book's mean monthly total is
+ * within precision of it (relative half-width) or max_trials. Trial k is
+ * drawn from a generator seeded from (seed, k) alone, and books stop at
+ * the end of a batch, so the results depend on the seed, not on the
+ * threads. A book that cannot price a month is marked failed and priced
+ * no more. -1 (e set) when out of memory or a thread cannot start.
+ */
+int sim_monte_carlo(const struct sim_profile *p,
+                    const struct pricing_book *const *books, size_t nbooks,
+                    const struct sim_mc_opts *o, struct sim_mc_result *out,
+                    struct sim_err *e);
+void sim_mc_result_release(struct sim_mc_result *r);
+
+/* sum / n, exactly to 12 decimals (half to even): a mean of decimals. */
+struct pricing_dec sim_dec_div(struct pricing_dec sum, uint64_t n);
+/* The trial total at quantile q (0..1) of b, nearest rank: an actual
+ * trial's total, exact. */
+struct pricing_dec sim_book_quantile(const struct sim_book_stats *b, double q);
 
 #endif

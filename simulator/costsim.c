@@ -1,0 +1,337 @@
+/*
+ * costsim.c - what a workload profile costs a month on every price book:
+ * loads the profile and the books, runs the Monte Carlo (montecarlo.c)
+ * and prints the comparison (costsim_out.c).
+ *
+ * Exit status: 0 done, 1 failed (the message says why), 2 usage error.
+ * Books that cannot price the workload are listed with the reason; that
+ * is a result, not a failure.
+ */
+#include "costsim_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gsl/gsl_errno.h>
+#include <jansson.h>
+
+/* The simulated month: a 30-day month, so per-month figures are not
+ * skewed by a 31st day. */
+#define SIM_YEAR 2026
+#define SIM_MONTH 11
+
+static const char usage_text[] =
+    "usage: costsim --profile FILE [--books DIR] [--seed N]\n"
+    "               [--precision X] [--max-trials N] [--threads N]\n"
+    "               [--format table|json]\n"
+    "\n"
+    "Prices simulated months of the workload in FILE (docs/simulator.md)\n"
+    "on every price book of DIR (default: the installed books) through\n"
+    "the pricing engine, until each book's mean monthly cost is known to\n"
+    "within X of itself (95% interval half-width; default 0.005) or N\n"
+    "trials (default 1000). --seed (default 1) makes the run\n"
+    "reproducible; --threads (default 1) changes its speed, not its\n"
+    "output.\n";
+
+static int __attribute__((format(printf, 1, 2)))
+usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("costsim: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\n(costsim --help for usage)\n", stderr);
+    return 2;
+}
+
+static bool
+parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!*s || *s == '-')
+        return false;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* The installed books: $METER_DATA_DIR/books, else share/meter/books
+ * beside the program's bin/ (the build tree mirrors the install). */
+static int
+default_books(char *out, size_t n)
+{
+    const char *env = getenv("METER_DATA_DIR");
+    int k;
+    if (env && *env) {
+        k = snprintf(out, n, "%s/books", env);
+    } else {
+        char exe[4096];
+        ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (len < 0)
+            return -1;
+        exe[len] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';
+        k = snprintf(out, n, "%s/../share/meter/books", exe);
+    }
+    return k < 0 || (size_t)k >= n ? -1 : 0;
+}
+
+static int
+by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void
+copy_string(json_t *root, const char *key, char *out, size_t n)
+{
+    const char *s = json_string_value(json_object_get(root, key));
+    snprintf(out, n, "%s", s ? s : "");
+}
+
+/* One book file: parsed by the engine, and its source and as_of. */
+static int
+load_book(const char *dir, const char *name, struct cs_book *b)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    snprintf(b->file, sizeof(b->file), "%s", name);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root) {
+        fprintf(stderr, "costsim: %s: line %d: %s\n", path, je.line, je.text);
+        return -1;
+    }
+    char *text = json_dumps(root, JSON_COMPACT);
+    struct pricing_err e;
+    b->book = text ? pricing_book_parse(text, strlen(text), path, &e) : NULL;
+    if (!b->book)
+        fprintf(stderr, "costsim: %s\n", text ? e.msg : "out of memory");
+    copy_string(root, "source", b->source, sizeof(b->source));
+    copy_string(root, "as_of", b->as_of, sizeof(b->as_of));
+    copy_string(root, "name", b->name, sizeof(b->name));
+    free(text);
+    json_decref(root);
+    return b->book ? 0 : -1;
+}
+
+/* Every *.json of dir, in name order. */
+static int
+load_books(const char *dir, struct cs_book **out, size_t *n)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "costsim: cannot open the books directory '%s': %s\n",
+                dir, strerror(errno));
+        return -1;
+    }
+    char **names = NULL;
+    size_t k = 0, cap = 0;
+    int rc = -1;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
+            continue;
+        if (k == cap) {
+            cap = cap ? 2 * cap : 32;
+            char **p = realloc(names, cap * sizeof(*p));
+            if (!p)
+                goto oom;
+            names = p;
+        }
+        if (!(names[k] = strdup(de->d_name)))
+            goto oom;
+        k++;
+    }
+    if (k == 0) {
+        fprintf(stderr, "costsim: no price book (*.json) in '%s'\n", dir);
+        goto out;
+    }
+    qsort(names, k, sizeof(*names), by_name);
+    if (!(*out = calloc(k, sizeof(**out))))
+        goto oom;
+    *n = k;
+    for (size_t i = 0; i < k; i++)
+        if (load_book(dir, names[i], &(*out)[i]) < 0)
+            goto out;
+    rc = 0;
+    goto out;
+oom:
+    fprintf(stderr, "costsim: out of memory\n");
+out:
+    for (size_t i = 0; i < k; i++)
+        free(names[i]);
+    free(names);
+    closedir(d);
+    return rc;
+}
+
+struct args {
+    const char *profile, *books, *format;
+    struct sim_mc_opts o;
+};
+
+static int
+parse_args(int argc, char **argv, struct args *a)
+{
+    static const struct option opts[] = {
+        {"profile", required_argument, NULL, 'p'},
+        {"books", required_argument, NULL, 'b'},
+        {"seed", required_argument, NULL, 's'},
+        {"precision", required_argument, NULL, 'r'},
+        {"max-trials", required_argument, NULL, 'm'},
+        {"threads", required_argument, NULL, 't'},
+        {"format", required_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    a->format = "table";
+    a->o = (struct sim_mc_opts){.seed = 1,
+                                .precision = 0.005,
+                                .min_trials = 8,
+                                .max_trials = 1000,
+                                .threads = 1,
+                                .year = SIM_YEAR,
+                                .month = SIM_MONTH};
+    int c;
+    uint64_t v;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            a->profile = optarg;
+            break;
+        case 'b':
+            a->books = optarg;
+            break;
+        case 's':
+            if (!parse_u64(optarg, UINT64_MAX, &a->o.seed))
+                return usage_error("--seed '%s' is not a whole number", optarg);
+            break;
+        case 'r': {
+            char *end;
+            errno = 0;
+            double x = strtod(optarg, &end);
+            if (errno || *end || end == optarg || !(x > 0 && x < 1))
+                return usage_error("--precision '%s' is not a number "
+                                   "between 0 and 1",
+                                   optarg);
+            a->o.precision = x;
+            break;
+        }
+        case 'm':
+            if (!parse_u64(optarg, 1000000, &v) || v < 2)
+                return usage_error("--max-trials '%s' is not a whole number "
+                                   "from 2 to 1,000,000",
+                                   optarg);
+            a->o.max_trials = v;
+            if (a->o.min_trials > v)
+                a->o.min_trials = v;
+            break;
+        case 't':
+            if (!parse_u64(optarg, 64, &v) || v < 1)
+                return usage_error("--threads '%s' is not a whole number "
+                                   "from 1 to 64",
+                                   optarg);
+            a->o.threads = (unsigned)v;
+            break;
+        case 'f':
+            if (strcmp(optarg, "table") && strcmp(optarg, "json"))
+                return usage_error("--format '%s' is not table or json",
+                                   optarg);
+            a->format = optarg;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            exit(0);
+        default:
+            return usage_error("unknown or incomplete option '%s'",
+                               argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return usage_error("unexpected argument '%s'", argv[optind]);
+    if (!a->profile)
+        return usage_error("--profile FILE is required");
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    struct args a = {0};
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc;
+    /* GSL's default handler aborts; every call's result is checked. */
+    gsl_set_error_handler_off();
+    char dir[4096];
+    if (!a.books) {
+        if (default_books(dir, sizeof(dir)) < 0) {
+            fprintf(stderr, "costsim: cannot find the installed books; "
+                            "give --books DIR\n");
+            return 1;
+        }
+        a.books = dir;
+    }
+    struct sim_err e;
+    struct sim_profile *p = sim_profile_load(a.profile, &e);
+    struct cs_book *books = NULL;
+    const struct pricing_book **list = NULL;
+    struct sim_mc_result res = {0};
+    size_t n = 0;
+    rc = 1;
+    if (!p) {
+        fprintf(stderr, "costsim: %s\n", e.msg);
+        goto out;
+    }
+    if (load_books(a.books, &books, &n) < 0)
+        goto out;
+    if (!(list = calloc(n, sizeof(*list)))) {
+        fprintf(stderr, "costsim: out of memory\n");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        list[i] = books[i].book;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (sim_monte_carlo(p, list, n, &a.o, &res, &e) < 0) {
+        fprintf(stderr, "costsim: %s\n", e.msg);
+        goto out;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    struct cs_run run = {a.profile, p, books, n, &a.o, &res};
+    if ((strcmp(a.format, "json") == 0 ? cs_print_json(stdout, &run)
+                                       : cs_print_table(stdout, &run)) < 0) {
+        fprintf(stderr, "costsim: out of memory\n");
+        goto out;
+    }
+    /* Timing goes to stderr: stdout is the same for any --threads. */
+    fprintf(stderr, "costsim: %zu trials, %zu books, %.2f s on %u thread%s\n",
+            res.trials, n,
+            (double)(t1.tv_sec - t0.tv_sec) +
+                (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+            a.o.threads, a.o.threads == 1 ? "" : "s");
+    rc = fflush(stdout) == 0 ? 0 : 1;
+out:
+    sim_mc_result_release(&res);
+    for (size_t i = 0; books && i < n; i++)
+        pricing_book_free(books[i].book);
+    free(books);
+    free(list);
+    sim_profile_free(p);
+    return rc;
+}

@@ -1,0 +1,240 @@
+/*
+ * costsim_out.c - costsim's comparison as a terminal table or as JSON.
+ *
+ * Money is printed from exact decimals: the mean is the exact sum of the
+ * trials' totals divided by their number, the percentiles are trials'
+ * totals, the lines are exact means. The 95% interval is a statistic
+ * over doubles (GSL) and is printed as one, and the output says so.
+ */
+#include "costsim_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+static const char stats_note[] =
+    "mean, percentiles (nearest rank), lines and cost per 1,000 sessions are "
+    "exact decimals from the engine's statements; the 95% interval of the "
+    "mean is computed over doubles (GSL, Student t)";
+
+/* The exact mean of b's totals (0 without trials). */
+static struct pricing_dec
+mean_of(const struct sim_book_stats *b)
+{
+    struct pricing_dec sum = {0};
+    for (size_t i = 0; i < b->trials; i++)
+        if (pricing_dec_add(sum, b->totals[i], &sum) != PRICING_OK)
+            return (struct pricing_dec){0}; /* cannot: totals are small */
+    return sim_dec_div(sum, b->trials);
+}
+
+/* Money per 1,000 sessions: the totals' sum x 1,000 / sessions. */
+static struct pricing_dec
+per_thousand(const struct sim_book_stats *b)
+{
+    struct pricing_dec sum = {0};
+    for (size_t i = 0; i < b->trials; i++)
+        if (pricing_dec_add(sum, b->totals[i], &sum) != PRICING_OK)
+            return (struct pricing_dec){0};
+    if (pricing_dec_mul_int(sum, 1000, &sum) != PRICING_OK)
+        return (struct pricing_dec){0};
+    return sim_dec_div(sum, b->sessions);
+}
+
+static const char *
+fmt(struct pricing_dec d, int decimals, char *buf, size_t n)
+{
+    pricing_dec_format(d, (unsigned)(decimals < 0 ? 0 : decimals), buf, n);
+    return buf;
+}
+
+/* Books in the order printed: priced ones by mean, then the others by
+ * file name. */
+static const struct cs_run *sort_run;
+
+static int
+by_mean(const void *x, const void *y)
+{
+    size_t i = *(const size_t *)x, j = *(const size_t *)y;
+    const struct sim_book_stats *a = &sort_run->res->books[i],
+                                *b = &sort_run->res->books[j];
+    if (a->failed != b->failed)
+        return a->failed ? 1 : -1;
+    if (!a->failed) {
+        int c = pricing_dec_cmp(mean_of(a), mean_of(b));
+        if (c)
+            return c;
+    }
+    return strcmp(sort_run->books[i].file, sort_run->books[j].file);
+}
+
+static size_t *
+order(const struct cs_run *run)
+{
+    size_t *o = malloc((run->nbooks ? run->nbooks : 1) * sizeof(*o));
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < run->nbooks; i++)
+        o[i] = i;
+    sort_run = run;
+    qsort(o, run->nbooks, sizeof(*o), by_mean);
+    return o;
+}
+
+static double
+sessions_per_month(const struct sim_book_stats *b)
+{
+    return b->trials ? (double)b->sessions / (double)b->trials : 0;
+}
+
+int
+cs_print_table(FILE *f, const struct cs_run *run)
+{
+    size_t *o = order(run);
+    if (!o)
+        return -1;
+    const struct sim_mc_opts *opt = run->opts;
+    fprintf(f, "profile %s (%s), month %04d-%02d, seed %llu, %zu trials\n",
+            run->profile->name[0] ? run->profile->name : "-", run->profile_path,
+            opt->year, opt->month, (unsigned long long)opt->seed,
+            run->res->trials);
+    fprintf(f, "note: %s\n\n", stats_note);
+    fprintf(f, "%-26s %-4s %12s %11s %12s %12s %12s %12s %7s\n", "book", "cur",
+            "mean/month", "95% +/-", "p5", "p50", "p95", "per 1k sess",
+            "trials");
+    for (size_t k = 0; k < run->nbooks; k++) {
+        size_t i = o[k];
+        const struct cs_book *bk = &run->books[i];
+        const struct sim_book_stats *b = &run->res->books[i];
+        const char *cur = pricing_book_currency(bk->book);
+        int mu = pricing_currency_minor_unit(cur);
+        char m[48], p5[48], p50[48], p95[48], pk[48];
+        if (b->failed) {
+            fprintf(f, "%-26s %-4s %12s\n", pricing_book_id(bk->book), cur,
+                    "cannot price");
+            fprintf(f, "    reason: %s\n", b->reason);
+        } else {
+            fprintf(f, "%-26s %-4s %12s %11.*f %12s %12s %12s %12s %7zu%s\n",
+                    pricing_book_id(bk->book), cur, fmt(mean_of(b), mu, m, 48),
+                    mu, b->half, fmt(sim_book_quantile(b, 0.05), mu, p5, 48),
+                    fmt(sim_book_quantile(b, 0.5), mu, p50, 48),
+                    fmt(sim_book_quantile(b, 0.95), mu, p95, 48),
+                    b->sessions ? fmt(per_thousand(b), mu, pk, 48) : "-",
+                    b->trials, b->converged ? "" : " (not converged)");
+            fprintf(f, "    lines (mean):");
+            bool any = false;
+            for (int j = 0; j < SIM_NKINDS; j++) {
+                if (b->kind_sum[j].v == 0)
+                    continue;
+                char a[48];
+                fprintf(f, "%s %s %s", any ? "," : "", sim_line_kinds[j],
+                        fmt(sim_dec_div(b->kind_sum[j], b->trials), mu, a, 48));
+                any = true;
+            }
+            fprintf(f, "%s\n", any ? "" : " none");
+        }
+        fprintf(f, "    source: %s\n", bk->source[0] ? bk->source : "-");
+        fprintf(f, "    as_of: %s\n", bk->as_of[0] ? bk->as_of : "-");
+    }
+    free(o);
+    return 0;
+}
+
+static json_t *
+jdec(struct pricing_dec d, unsigned decimals)
+{
+    char buf[48];
+    pricing_dec_format(d, decimals, buf, sizeof(buf));
+    return json_string(buf);
+}
+
+static json_t *
+book_json(const struct cs_book *bk, const struct sim_book_stats *b)
+{
+    json_t *j = json_object();
+    if (!j)
+        return NULL;
+    const char *cur = pricing_book_currency(bk->book);
+    int mu = pricing_currency_minor_unit(cur);
+    unsigned d = (unsigned)(mu < 0 ? 0 : mu);
+    bool ok =
+        !json_object_set_new(j, "id", json_string(pricing_book_id(bk->book))) &&
+        !json_object_set_new(j, "file", json_string(bk->file)) &&
+        !json_object_set_new(j, "currency", json_string(cur)) &&
+        !json_object_set_new(j, "source", json_string(bk->source)) &&
+        !json_object_set_new(j, "as_of", json_string(bk->as_of)) &&
+        !json_object_set_new(j, "priced", json_boolean(!b->failed));
+    if (ok && b->failed)
+        return !json_object_set_new(j, "reason", json_string(b->reason))
+                   ? j
+                   : (json_decref(j), NULL);
+    json_t *lines = json_object();
+    ok = ok && lines && !json_object_set_new(j, "lines", lines);
+    for (int k = 0; ok && k < SIM_NKINDS; k++)
+        if (b->kind_sum[k].v)
+            ok = !json_object_set_new(
+                lines, sim_line_kinds[k],
+                jdec(sim_dec_div(b->kind_sum[k], b->trials), 6));
+    ok = ok &&
+         !json_object_set_new(j, "trials",
+                              json_integer((json_int_t)b->trials)) &&
+         !json_object_set_new(j, "converged", json_boolean(b->converged)) &&
+         !json_object_set_new(j, "mean", jdec(mean_of(b), 6)) &&
+         !json_object_set_new(j, "ci95_half_width", json_real(b->half)) &&
+         !json_object_set_new(j, "p5", jdec(sim_book_quantile(b, 0.05), d)) &&
+         !json_object_set_new(j, "p50", jdec(sim_book_quantile(b, 0.5), d)) &&
+         !json_object_set_new(j, "p95", jdec(sim_book_quantile(b, 0.95), d)) &&
+         !json_object_set_new(j, "sessions_per_month",
+                              json_real(sessions_per_month(b))) &&
+         !json_object_set_new(j, "per_1000_sessions",
+                              b->sessions ? jdec(per_thousand(b), 6)
+                                          : json_null());
+    if (!ok) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+int
+cs_print_json(FILE *f, const struct cs_run *run)
+{
+    size_t *o = order(run);
+    json_t *root = json_object(), *books = json_array();
+    char month[16];
+    int rc = -1;
+    snprintf(month, sizeof(month), "%04d-%02d", run->opts->year,
+             run->opts->month);
+    if (!o || !root || !books ||
+        json_object_set_new(root, "profile", json_string(run->profile_path)) ||
+        json_object_set_new(root, "name", json_string(run->profile->name)) ||
+        json_object_set_new(root, "month", json_string(month)) ||
+        json_object_set_new(root, "seed",
+                            json_integer((json_int_t)run->opts->seed)) ||
+        json_object_set_new(root, "precision",
+                            json_real(run->opts->precision)) ||
+        json_object_set_new(root, "trials",
+                            json_integer((json_int_t)run->res->trials)) ||
+        json_object_set_new(root, "note", json_string(stats_note)))
+        goto out;
+    json_t *b = books;
+    books = NULL;
+    if (json_object_set_new(root, "books", b))
+        goto out;
+    for (size_t k = 0; k < run->nbooks; k++) {
+        json_t *x = book_json(&run->books[o[k]], &run->res->books[o[k]]);
+        if (!x || json_array_append_new(b, x))
+            goto out;
+    }
+    if (json_dumpf(root, f, JSON_INDENT(2)) < 0)
+        goto out;
+    fputc('\n', f);
+    rc = 0;
+out:
+    free(o);
+    json_decref(books);
+    json_decref(root);
+    return rc;
+}

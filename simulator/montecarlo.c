@@ -1,0 +1,341 @@
+/*
+ * montecarlo.c - simulated months, priced under every book until each
+ * book's mean monthly total is known to the precision asked.
+ *
+ * Reproducibility: trial k draws from a generator seeded from the run's
+ * seed and k alone, and the trials of a batch are put together in trial
+ * order whichever thread drew them; books stop only between batches. So
+ * --threads changes how fast, never what. Money stays exact: each
+ * trial's total and lines are decimals from the engine, summed exactly;
+ * only the interval and the stopping rule use doubles (GSL statistics).
+ */
+#include "sim.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_statistics_double.h>
+
+/* Trials between two looks at the intervals: fixed, not per thread, so
+ * that where a book stops does not depend on the threads. */
+#define BATCH 8
+
+const char *const sim_line_kinds[SIM_NKINDS] = {
+    "cpu",
+    "memory",
+    "instance",
+    "storage",
+    "egress",
+    "runs",
+    "autopause_credit",
+    "subscription",
+    "included_credit",
+    "promotional_credit",
+    "minimum_commit",
+    "other",
+};
+
+/* What one trial gave one book. */
+struct cell {
+    bool priced, ok;
+    char reason[512];
+    struct pricing_dec total;
+    struct pricing_dec kind[SIM_NKINDS];
+};
+
+struct worker {
+    const struct sim_profile *p;
+    const struct pricing_book *const *books;
+    size_t nbooks;
+    const bool *active;
+    const struct sim_mc_opts *o;
+    size_t first, count; /* the batch: trials [first, first + count) */
+    unsigned index;      /* takes trials index, index + threads, ... */
+    struct cell *cells;  /* count x nbooks */
+    size_t *started;     /* count */
+    int rc;
+    struct sim_err err;
+};
+
+static uint64_t
+splitmix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* Trial k's seed: from the run's seed and k, nothing shared. MT19937
+ * takes 32 bits of it. */
+static unsigned long
+trial_seed(uint64_t seed, size_t k)
+{
+    uint64_t x = splitmix64(seed ^ splitmix64((uint64_t)k));
+    return (unsigned long)((x ^ (x >> 32)) & 0xffffffffUL);
+}
+
+static int
+kind_index(const char *kind)
+{
+    for (int i = 0; i < SIM_NKINDS - 1; i++)
+        if (strcmp(sim_line_kinds[i], kind) == 0)
+            return i;
+    return SIM_NKINDS - 1;
+}
+
+/* Keeps what the statement says in c: its total and lines by kind. */
+static void
+take(struct cell *c, const struct pricing_statement *st)
+{
+    c->total = st->total;
+    for (size_t l = 0; l < st->nlines && c->ok; l++) {
+        struct pricing_dec *k = &c->kind[kind_index(st->lines[l].kind)];
+        if (pricing_dec_add(*k, st->lines[l].amount, k) != PRICING_OK) {
+            c->ok = false;
+            snprintf(c->reason, sizeof(c->reason), "line sums overflow");
+        }
+    }
+}
+
+static void *
+work(void *arg)
+{
+    struct worker *w = arg;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    struct sim_priced *pr = calloc(w->nbooks ? w->nbooks : 1, sizeof(*pr));
+    struct sim_month m;
+    sim_month_init(&m, w->o->year, w->o->month);
+    w->rc = -1;
+    if (!rng || !pr) {
+        snprintf(w->err.msg, sizeof(w->err.msg), "out of memory");
+        goto out;
+    }
+    for (size_t j = w->index; j < w->count; j += w->o->threads) {
+        gsl_rng_set(rng, trial_seed(w->o->seed, w->first + j));
+        if (sim_month_generate(&m, w->p, rng, &w->err) < 0 ||
+            sim_price_month(&m, w->books, w->nbooks, w->active, pr, &w->err) <
+                0)
+            goto out;
+        w->started[j] = m.started;
+        for (size_t i = 0; i < w->nbooks; i++) {
+            struct cell *c = &w->cells[j * w->nbooks + i];
+            memset(c, 0, sizeof(*c));
+            c->priced = w->active[i];
+            c->ok = pr[i].ok;
+            if (!c->priced)
+                continue;
+            if (c->ok)
+                take(c, pr[i].st);
+            else
+                snprintf(c->reason, sizeof(c->reason), "%s", pr[i].err.msg);
+            pricing_statements_free(pr[i].st, 1);
+            pr[i].st = NULL;
+        }
+    }
+    w->rc = 0;
+out:
+    sim_month_release(&m);
+    free(pr);
+    gsl_rng_free(rng);
+    return NULL;
+}
+
+/* Mean and interval of b's totals so far, as doubles. */
+static void
+stats(struct sim_book_stats *b, struct sim_err *e, double *x)
+{
+    (void)e;
+    size_t n = b->trials;
+    for (size_t i = 0; i < n; i++)
+        x[i] = (double)b->totals[i].v / (double)PRICING_ONE;
+    b->mean = n ? gsl_stats_mean(x, 1, n) : 0;
+    b->half = 0;
+    if (n >= 2) {
+        double sd = gsl_stats_sd_m(x, 1, n, b->mean);
+        b->half =
+            gsl_cdf_tdist_Pinv(0.975, (double)(n - 1)) * sd / sqrt((double)n);
+    }
+}
+
+static int
+dec_cmp(const void *a, const void *b)
+{
+    return pricing_dec_cmp(*(const struct pricing_dec *)a,
+                           *(const struct pricing_dec *)b);
+}
+
+/* Runs the batch [first, first + count) on the threads. */
+static int
+run_batch(struct worker *w, unsigned threads, struct sim_err *e)
+{
+    if (threads == 1) {
+        work(&w[0]);
+    } else {
+        pthread_t tid[64];
+        unsigned started = 0;
+        for (; started < threads; started++)
+            if (pthread_create(&tid[started], NULL, work, &w[started]) != 0)
+                break;
+        for (unsigned t = 0; t < started; t++)
+            pthread_join(tid[t], NULL);
+        if (started < threads) {
+            snprintf(e->msg, sizeof(e->msg), "cannot start thread %u",
+                     started + 1);
+            return -1;
+        }
+    }
+    for (unsigned t = 0; t < threads; t++)
+        if (w[t].rc < 0) {
+            *e = w[t].err;
+            return -1;
+        }
+    return 0;
+}
+
+/* Puts the batch's cells into the books' results, in trial order. */
+static int
+gather(struct sim_mc_result *r, bool *active, const struct cell *cells,
+       const size_t *started, size_t count, struct sim_err *e)
+{
+    for (size_t j = 0; j < count; j++)
+        for (size_t i = 0; i < r->nbooks; i++) {
+            const struct cell *c = &cells[j * r->nbooks + i];
+            struct sim_book_stats *b = &r->books[i];
+            if (!c->priced || b->failed)
+                continue;
+            if (!c->ok) {
+                b->failed = true;
+                active[i] = false;
+                snprintf(b->reason, sizeof(b->reason), "%s", c->reason);
+                continue;
+            }
+            b->totals[b->trials++] = c->total;
+            b->sessions += started[j];
+            for (int k = 0; k < SIM_NKINDS; k++)
+                if (pricing_dec_add(b->kind_sum[k], c->kind[k],
+                                    &b->kind_sum[k]) != PRICING_OK) {
+                    snprintf(e->msg, sizeof(e->msg), "sums of lines overflow");
+                    return -1;
+                }
+        }
+    return 0;
+}
+
+int
+sim_monte_carlo(const struct sim_profile *p,
+                const struct pricing_book *const *books, size_t nbooks,
+                const struct sim_mc_opts *o, struct sim_mc_result *out,
+                struct sim_err *e)
+{
+    memset(out, 0, sizeof(*out));
+    unsigned threads = o->threads < 1 ? 1 : o->threads > 64 ? 64 : o->threads;
+    struct sim_mc_opts opts = *o;
+    opts.threads = threads;
+    size_t min = o->min_trials < 2 ? 2 : o->min_trials;
+    size_t max = o->max_trials < min ? min : o->max_trials;
+    int rc = -1;
+    bool *active = calloc(nbooks ? nbooks : 1, sizeof(*active));
+    struct cell *cells = calloc(BATCH * (nbooks ? nbooks : 1), sizeof(*cells));
+    size_t started[BATCH];
+    double *x = malloc(max * sizeof(*x));
+    struct worker w[64];
+    out->books = calloc(nbooks ? nbooks : 1, sizeof(*out->books));
+    out->nbooks = nbooks;
+    if (!active || !cells || !x || !out->books)
+        goto oom;
+    for (size_t i = 0; i < nbooks; i++) {
+        active[i] = true;
+        if (!(out->books[i].totals = malloc(max * sizeof(struct pricing_dec))))
+            goto oom;
+    }
+    size_t nactive = nbooks;
+    while (out->trials < max && nactive > 0) {
+        size_t count = max - out->trials < BATCH ? max - out->trials : BATCH;
+        for (unsigned t = 0; t < threads; t++)
+            w[t] = (struct worker){p,     books,       nbooks, active,
+                                   &opts, out->trials, count,  t,
+                                   cells, started,     0,      {{0}}};
+        if (run_batch(w, threads, e) < 0 ||
+            gather(out, active, cells, started, count, e) < 0)
+            goto out;
+        out->trials += count;
+        nactive = 0;
+        for (size_t i = 0; i < nbooks; i++) {
+            struct sim_book_stats *b = &out->books[i];
+            if (!active[i])
+                continue;
+            stats(b, e, x);
+            b->converged =
+                b->trials >= min && b->half <= o->precision * fabs(b->mean);
+            if (b->converged)
+                active[i] = false;
+            else
+                nactive++;
+        }
+    }
+    for (size_t i = 0; i < nbooks; i++) {
+        struct sim_book_stats *b = &out->books[i];
+        stats(b, e, x);
+        if (!(b->sorted =
+                  malloc((b->trials ? b->trials : 1) * sizeof(*b->sorted))))
+            goto oom;
+        memcpy(b->sorted, b->totals, b->trials * sizeof(*b->sorted));
+        qsort(b->sorted, b->trials, sizeof(*b->sorted), dec_cmp);
+    }
+    rc = 0;
+    goto out;
+oom:
+    snprintf(e->msg, sizeof(e->msg), "out of memory");
+out:
+    free(active);
+    free(cells);
+    free(x);
+    if (rc < 0)
+        sim_mc_result_release(out);
+    return rc;
+}
+
+void
+sim_mc_result_release(struct sim_mc_result *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; r->books && i < r->nbooks; i++) {
+        free(r->books[i].totals);
+        free(r->books[i].sorted);
+    }
+    free(r->books);
+    r->books = NULL;
+    r->nbooks = 0;
+}
+
+struct pricing_dec
+sim_dec_div(struct pricing_dec sum, uint64_t n)
+{
+    if (n == 0)
+        return (struct pricing_dec){0};
+    pricing_i128 d = (pricing_i128)n, q = sum.v / d, r = sum.v % d;
+    pricing_i128 ar = r < 0 ? -r : r;
+    /* Half to even on the remainder, symmetric around zero. */
+    if (2 * ar > d || (2 * ar == d && (q & 1)))
+        q += sum.v < 0 ? -1 : 1;
+    return (struct pricing_dec){q};
+}
+
+struct pricing_dec
+sim_book_quantile(const struct sim_book_stats *b, double q)
+{
+    if (b->trials == 0)
+        return (struct pricing_dec){0};
+    size_t k = (size_t)ceil(q * (double)b->trials);
+    if (k < 1)
+        k = 1;
+    if (k > b->trials)
+        k = b->trials;
+    return b->sorted[k - 1];
+}

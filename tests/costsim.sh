@@ -1,0 +1,89 @@
+#!/bin/bash
+# costsim through the real binary: the shipped coding-agent profile
+# priced on every shipped book (each listed, with its source and as_of,
+# or with the reason it cannot price the workload), the same output for
+# one thread or two, bad profiles and usage errors.
+. "$(dirname "$0")/lib.sh"
+top=$(cd "$(dirname "$0")/.." && pwd)
+books=$top/pricing/books
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+
+# Few trials: the sanitized build rates about 20 million seconds a second.
+expect_status 0 "$COSTSIM" --profile "$top/simulator/profiles/coding-agent.json" \
+    --max-trials 4 --threads 2
+contains "$out" "profile coding-agent" "the profile is named"
+contains "$out" "exact decimals" "the output says what is exact and what is not"
+for f in "$books"/*.json; do
+    id=$(basename "$f" .json)
+    contains "$out" "
+$id " "book $id is listed"
+done
+nbooks=$(ls "$books"/*.json | wc -l)
+[ "$(grep -c '^    source: ' <<<"$out")" = "$nbooks" ] ||
+    fail "not one source line per book: $out"
+[ "$(grep -c '^    as_of: ' <<<"$out")" = "$nbooks" ] ||
+    fail "not one as_of line per book"
+contains "$out" "    as_of: 2026-08-06" "e2b's as_of"
+# aws-lambda has no storage price, and a coding agent keeps its disk.
+contains "$out" "aws-lambda                 USD  cannot price
+    reason: price book 'aws-lambda': account 'sim' 2026-11 uses storage" "an unpriceable book gives its reason"
+contains "$err" "costsim: 4 trials, $nbooks books" "the timing line on stderr"
+
+# The same seed, the same output, with one thread or two.
+cat >small.json <<'JSON'
+{"name": "small",
+ "sessions": {"poisson": {"per_hour": 0.2},
+              "length": {"dist": "lognormal", "median": 300, "p95": 1800}},
+ "sandbox": {"vcpu": 1, "memory_gib": 2, "disk_gib": 0},
+ "activity": {"busy": {"length": {"dist": "exponential", "mean": 30}, "cpu": 0.7},
+              "idle": {"length": {"dist": "exponential", "mean": 90}, "cpu": 0}},
+ "pauses": {"after_idle_s": 300, "probability": 0.5}}
+JSON
+expect_status 0 "$COSTSIM" --profile small.json --books "$books" --seed 5 \
+    --max-trials 16 --format json --threads 1
+one=$out
+expect_status 0 "$COSTSIM" --profile small.json --books "$books" --seed 5 \
+    --max-trials 16 --format json --threads 2
+[ "$one" = "$out" ] || fail "--threads 2 changed the output"
+contains "$one" '"trials": 16' "the trial cap"
+contains "$one" '"id": "e2b-hobby"' "json lists books"
+contains "$one" '"source": "https://e2b.dev' "json has sources"
+contains "$one" '"priced": false' "json lists unpriceable books"
+expect_status 0 "$COSTSIM" --profile small.json --books "$books" --seed 6 \
+    --max-trials 16 --format json
+[ "$one" != "$out" ] || fail "another seed gave the same output"
+# A loose precision stops before the cap.
+expect_status 0 "$COSTSIM" --profile small.json --books "$books" \
+    --precision 0.5 --format json
+contains "$out" '"trials": 8,' "a loose precision needs one batch"
+contains "$out" '"converged": true' "and is met"
+
+# Bad profiles: the key and the value.
+cat >bad.json <<'JSON'
+{"sessions": {"per_month": 10,
+              "length": {"dist": "lognormal", "median": 60, "p95": 30}},
+ "sandbox": {"vcpu": 1, "memory_gib": 1, "disk_gib": 0}}
+JSON
+expect_status 1 "$COSTSIM" --profile bad.json --books "$books"
+contains "$err" "costsim: bad.json: sessions.length.p95: 30 is below the median 60" "bad p95"
+echo '{"sessions": {"per_month": 10}, "sandbox": {}}' >bad2.json
+expect_status 1 "$COSTSIM" --profile bad2.json --books "$books"
+contains "$err" "bad2.json: sessions.length: missing" "missing length"
+expect_status 1 "$COSTSIM" --profile nowhere.json --books "$books"
+contains "$err" "cannot open 'nowhere.json'" "missing file"
+expect_status 1 "$COSTSIM" --profile small.json --books "$tmp/none"
+contains "$err" "cannot open the books directory" "missing books"
+
+# Usage errors exit 2.
+expect_status 2 "$COSTSIM"
+contains "$err" "--profile FILE is required" "no profile"
+expect_status 2 "$COSTSIM" --profile small.json --threads 0
+contains "$err" "--threads '0'" "bad threads"
+expect_status 2 "$COSTSIM" --profile small.json --precision 2
+expect_status 2 "$COSTSIM" --profile small.json --format csv
+expect_status 2 "$COSTSIM" --profile small.json --max-trials x
+expect_status 0 "$COSTSIM" --help
+contains "$out" "usage: costsim" "help"
+finish

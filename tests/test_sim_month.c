@@ -1,0 +1,323 @@
+/*
+ * test_sim_month.c - the simulator's months: distributions against their
+ * known moments for a seed, spells that add up, a month without
+ * randomness priced through the engine to the cent as computed by hand
+ * under books of different rules, and the Monte Carlo's output the same
+ * for one thread or two.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+
+#include "sim.h"
+#include "testutil.h"
+
+#define DRAWS 200000
+
+static struct sim_profile *
+parse(const char *json)
+{
+    struct sim_err e = {{0}};
+    struct sim_profile *p = sim_profile_parse(json, strlen(json), NULL, &e);
+    if (!p)
+        fprintf(stderr, "profile: %s\n", e.msg);
+    CHECK(p != NULL);
+    return p;
+}
+
+static bool
+near(double got, double want, double rel, const char *what)
+{
+    bool ok = fabs(got - want) <= rel * fabs(want);
+    if (!ok) {
+        fprintf(stderr, "%s: got %g, want %g within %g%%\n", what, got, want,
+                rel * 100);
+        test_failures++;
+    }
+    return ok;
+}
+
+/* Draws of the distributions of p's sessions and spells. */
+static void
+moments(void)
+{
+    struct sim_profile *p = parse(
+        "{\"sessions\": {\"per_month\": 1, \"length\": {\"dist\": "
+        "\"lognormal\", \"median\": 60, \"p95\": 600, \"max\": 2e6}}, "
+        "\"sandbox\": {\"vcpu\": 1, \"memory_gib\": 1, \"disk_gib\": 0}, "
+        "\"activity\": {\"busy\": {\"length\": {\"dist\": \"exponential\", "
+        "\"mean\": 40, \"max\": 1e9}, \"cpu\": 1}, \"idle\": {\"length\": "
+        "{\"dist\": \"histogram\", \"bins\": [{\"from\": 1, \"to\": 10, "
+        "\"weight\": 3}, {\"from\": 10, \"to\": 100, \"weight\": 1}]}, "
+        "\"cpu\": 0}}}");
+    if (!p)
+        return;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 42);
+    double *x = malloc(DRAWS * sizeof(*x));
+    /* Lognormal from median 60 and p95 600. */
+    for (size_t i = 0; i < DRAWS; i++)
+        x[i] = sim_dist_draw(&p->length, rng);
+    gsl_sort(x, 1, DRAWS);
+    double sigma = log(10) / 1.6448536269514722;
+    near(gsl_stats_median_from_sorted_data(x, 1, DRAWS), 60, 0.02,
+         "lognormal median");
+    near(gsl_stats_quantile_from_sorted_data(x, 1, DRAWS, 0.95), 600, 0.03,
+         "lognormal p95");
+    near(gsl_stats_mean(x, 1, DRAWS), 60 * exp(sigma * sigma / 2), 0.03,
+         "lognormal mean");
+    /* Exponential: mean and standard deviation both 40. */
+    for (size_t i = 0; i < DRAWS; i++)
+        x[i] = sim_dist_draw(&p->busy.length, rng);
+    near(gsl_stats_mean(x, 1, DRAWS), 40, 0.01, "exponential mean");
+    near(gsl_stats_sd(x, 1, DRAWS), 40, 0.02, "exponential sd");
+    /* Histogram: 3/4 uniform on [1, 10), 1/4 on [10, 100): mean 4.125 +
+     * 13.75, and a quarter above 10. */
+    size_t above = 0;
+    for (size_t i = 0; i < DRAWS; i++) {
+        x[i] = sim_dist_draw(&p->idle.length, rng);
+        above += x[i] >= 10;
+        CHECK(x[i] >= 1 && x[i] < 100);
+    }
+    near(gsl_stats_mean(x, 1, DRAWS), 17.875, 0.02, "histogram mean");
+    near((double)above / DRAWS, 0.25, 0.02, "histogram upper share");
+    free(x);
+    gsl_rng_free(rng);
+    sim_profile_free(p);
+}
+
+/* Poisson arrivals: count per month and the daily pattern's shares; and
+ * every session's spells add up to its length and its egress. */
+static void
+arrivals(void)
+{
+    struct sim_profile *p = parse(
+        "{\"sessions\": {\"poisson\": {\"per_hour\": 10, \"daily_pattern\": "
+        "[3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
+        "1, 1]}, \"length\": {\"dist\": \"exponential\", \"mean\": 300, "
+        "\"max\": 3600}}, \"sandbox\": {\"vcpu\": 2, \"memory_gib\": 4, "
+        "\"disk_gib\": 1}, \"activity\": {\"busy\": {\"length\": {\"dist\": "
+        "\"exponential\", \"mean\": 20}, \"cpu\": 0.5}, \"idle\": "
+        "{\"length\": {\"dist\": \"exponential\", \"mean\": 100}, \"cpu\": "
+        "0.01}}, \"pauses\": {\"after_idle_s\": 60}, \"egress\": "
+        "{\"per_session_mb\": {\"dist\": \"exponential\", \"mean\": 3}}}");
+    if (!p)
+        return;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 7);
+    struct sim_month m;
+    sim_month_init(&m, 2026, 11);
+    struct sim_err e;
+    double started = 0, first_hour = 0;
+    bool sums = true, paused = false;
+    for (int trial = 0; trial < 20; trial++) {
+        CHECK(sim_month_generate(&m, p, rng, &e) == 0);
+        started += (double)m.started;
+        for (size_t k = 0; k < m.nsessions; k++) {
+            const struct sim_session *s = &m.sessions[k];
+            if (s->start >= m.start && (s->start / 3600) % 24 == 0)
+                first_hour++;
+            uint64_t n = 0;
+            for (size_t i = 0; i < s->nspells; i++) {
+                const struct sim_spell *x = &m.spells[s->first + i];
+                n += x->seconds;
+                paused |= x->paused;
+                sums &= x->paused
+                            ? x->vcpu == 0 && x->mem_bytes == 0
+                            : x->vcpu == 20000 && x->mem_bytes == 4ULL << 30;
+            }
+            sums &= n == s->seconds;
+        }
+    }
+    CHECK(sums);
+    CHECK(paused);
+    /* 10 an hour for 720 hours: 7,200 a month (sd 85 a month). */
+    near(started / 20, 7200, 0.01, "poisson sessions a month");
+    /* The first hour of the day weighs 3 of 26. */
+    near(first_hour / started, 3.0 / 26, 0.05, "daily pattern's share");
+    sim_month_release(&m);
+    gsl_rng_free(rng);
+    sim_profile_free(p);
+}
+
+/* A profile without randomness: 100 sessions of 3,630 s evenly spaced,
+ * 2 vCPU and 4 GiB busy throughout, no disk, no egress. */
+static const char fixed_profile[] =
+    "{\"sessions\": {\"per_month\": 100, \"length\": {\"dist\": \"fixed\", "
+    "\"value\": 3630}}, \"sandbox\": {\"vcpu\": 2, \"memory_gib\": 4, "
+    "\"disk_gib\": 0}}";
+
+static struct pricing_book *
+book(const char *id)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s.json", BOOKS_DIR, id);
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    if (!f)
+        return NULL;
+    static char buf[65536];
+    size_t n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    struct pricing_err e;
+    struct pricing_book *b = pricing_book_parse(buf, n, path, &e);
+    if (!b)
+        fprintf(stderr, "%s\n", e.msg);
+    CHECK(b != NULL);
+    return b;
+}
+
+static const struct {
+    const char *book, *total;
+} by_hand[] = {
+    /* Per second, a subscription: 363,000 s x 2 vCPU x 0.000014 =
+     * 10.164, x 4 GiB x 0.0000045 = 6.534, plus the fee of 150. */
+    {"e2b-pro", "166.70"},
+    /* Per minute rounded up, an instance type, an included credit: each
+     * session bills 61 min of nano at 0.1486/h: 6,100 min = 15.107667;
+     * less 5.944 of credit. */
+    {"codesandbox-build", "9.16"},
+    /* Per hour rates, memory per GB, a 60 s minimum the sessions pass:
+     * 201.666... vCPU-h x 0.04048 = 8.163467; 4 GiB = 4.294967296 GB,
+     * 433.075869 GB-h x 0.004445 = 1.925022. */
+    {"aws-fargate", "10.09"},
+    /* A monthly credit of 30 covers 14.30946 + 9.68484 of usage. */
+    {"modal-starter", "0.00"},
+};
+
+static void
+hand_computed(void)
+{
+    struct sim_profile *p = parse(fixed_profile);
+    enum { N = sizeof(by_hand) / sizeof(by_hand[0]) };
+    const struct pricing_book *books[N];
+    for (size_t i = 0; i < N; i++)
+        books[i] = book(by_hand[i].book);
+    struct sim_month m;
+    sim_month_init(&m, 2026, 11);
+    struct sim_err e;
+    struct sim_priced out[N];
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    CHECK(sim_month_generate(&m, p, rng, &e) == 0);
+    CHECK(m.started == 100 && m.nsessions == 100);
+    CHECK(sim_price_month(&m, books, N, NULL, out, &e) == 0);
+    for (size_t i = 0; i < N; i++) {
+        CHECK(out[i].ok);
+        if (!out[i].ok) {
+            fprintf(stderr, "%s: %s\n", by_hand[i].book, out[i].err.msg);
+            continue;
+        }
+        char total[48];
+        pricing_dec_format(out[i].st->total, 2, total, sizeof(total));
+        if (strcmp(total, by_hand[i].total) != 0) {
+            fprintf(stderr, "%s: got %s, want %s\n", by_hand[i].book, total,
+                    by_hand[i].total);
+            test_failures++;
+        }
+        CHECK(out[i].st->q.runs == 100);
+        CHECK(out[i].st->q.running_s == 363000);
+        pricing_statements_free(out[i].st, 1);
+    }
+    /* The Monte Carlo of a month without randomness: every trial alike,
+     * so the interval is 0 and it stops at the minimum. */
+    struct sim_mc_opts o = {.seed = 3,
+                            .precision = 0.005,
+                            .min_trials = 4,
+                            .max_trials = 50,
+                            .threads = 1,
+                            .year = 2026,
+                            .month = 11};
+    struct sim_mc_result r;
+    CHECK(sim_monte_carlo(p, books, N, &o, &r, &e) == 0);
+    CHECK(r.trials == 8); /* one batch */
+    for (size_t i = 0; i < N; i++) {
+        const struct sim_book_stats *b = &r.books[i];
+        char mean[48];
+        pricing_dec_format(sim_dec_div(b->totals[0], 1), 2, mean, sizeof(mean));
+        CHECK_STR(mean, by_hand[i].total);
+        CHECK(b->converged && b->half == 0 && b->sessions == 800);
+        CHECK(pricing_dec_cmp(sim_book_quantile(b, 0.05),
+                              sim_book_quantile(b, 0.95)) == 0);
+    }
+    sim_mc_result_release(&r);
+    /* A book that needs a price it does not know is reported, not
+     * priced as free: aws-lambda has no storage price, and disk is held. */
+    struct sim_profile *q = parse(
+        "{\"sessions\": {\"per_month\": 10, \"length\": {\"dist\": \"fixed\", "
+        "\"value\": 60}}, \"sandbox\": {\"vcpu\": 1, \"memory_gib\": 1, "
+        "\"disk_gib\": 1}}");
+    struct pricing_book *lambda = book("aws-lambda");
+    const struct pricing_book *one[1] = {lambda};
+    CHECK(sim_month_generate(&m, q, rng, &e) == 0);
+    CHECK(sim_price_month(&m, one, 1, NULL, out, &e) == 0);
+    CHECK(!out[0].ok && strstr(out[0].err.msg, "storage") != NULL);
+    pricing_book_free(lambda);
+    sim_profile_free(q);
+    for (size_t i = 0; i < N; i++)
+        pricing_book_free((struct pricing_book *)books[i]);
+    gsl_rng_free(rng);
+    sim_month_release(&m);
+    sim_profile_free(p);
+}
+
+/* The same seed gives the same trials, one thread or two. */
+static void
+threads(void)
+{
+    struct sim_profile *p = parse(
+        "{\"sessions\": {\"poisson\": {\"per_hour\": 1}, \"length\": "
+        "{\"dist\": \"lognormal\", \"median\": 300, \"p95\": 1800}}, "
+        "\"sandbox\": {\"vcpu\": 2, \"memory_gib\": 4, \"disk_gib\": 1}, "
+        "\"activity\": {\"busy\": {\"length\": {\"dist\": \"exponential\", "
+        "\"mean\": 30}, \"cpu\": 0.8}, \"idle\": {\"length\": {\"dist\": "
+        "\"exponential\", \"mean\": 60}, \"cpu\": 0}}, \"pauses\": "
+        "{\"after_idle_s\": 120}}");
+    struct pricing_book *b[2] = {book("e2b-hobby"), book("daytona")};
+    const struct pricing_book *books[2] = {b[0], b[1]};
+    struct sim_mc_opts o = {.seed = 11,
+                            .precision = 0.0001,
+                            .min_trials = 2,
+                            .max_trials = 20,
+                            .threads = 1,
+                            .year = 2026,
+                            .month = 11};
+    struct sim_mc_result one, two;
+    struct sim_err e;
+    CHECK(sim_monte_carlo(p, books, 2, &o, &one, &e) == 0);
+    o.threads = 2;
+    CHECK(sim_monte_carlo(p, books, 2, &o, &two, &e) == 0);
+    CHECK(one.trials == 20 && two.trials == 20);
+    for (size_t i = 0; i < 2; i++) {
+        CHECK(one.books[i].trials == two.books[i].trials);
+        CHECK(one.books[i].sessions == two.books[i].sessions);
+        for (size_t k = 0; k < one.books[i].trials; k++)
+            CHECK(one.books[i].totals[k].v == two.books[i].totals[k].v);
+        /* Trials differ from each other: the seed is per trial. */
+        CHECK(one.books[i].totals[0].v != one.books[i].totals[1].v);
+    }
+    /* Another seed, other months. */
+    struct sim_mc_result other;
+    o.seed = 12;
+    CHECK(sim_monte_carlo(p, books, 2, &o, &other, &e) == 0);
+    CHECK(other.books[0].totals[0].v != one.books[0].totals[0].v);
+    sim_mc_result_release(&one);
+    sim_mc_result_release(&two);
+    sim_mc_result_release(&other);
+    pricing_book_free(b[0]);
+    pricing_book_free(b[1]);
+    sim_profile_free(p);
+}
+
+int
+main(void)
+{
+    gsl_set_error_handler_off();
+    moments();
+    arrivals();
+    hand_computed();
+    threads();
+    return test_result();
+}
