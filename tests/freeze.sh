@@ -78,10 +78,25 @@ for i in $(seq 50); do
     sleep 0.1
 done
 rows third.json s-3
+t_post=$(date +%s%N)
 post third.json
 checks=$((checks + 1))
 [ "$status" = 503 ] || fail "a batch behind held locks: HTTP $status, want 503"
 within "the held locks"
+# Its backend, still waiting on the locks, ends itself at the statement
+# timeout meterd sets (the deadline and a second): it does not hold a
+# connection and a place in the lock queue until the locks are freed.
+waiting() { psql "$db" -XAtc "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"; }
+left=$(waiting)
+for i in $(seq 40); do
+    [ "$left" = 0 ] && break
+    sleep 0.1
+    left=$(waiting)
+done
+ms=$((($(date +%s%N) - t_post) / 1000000))
+checks=$((checks + 1))
+[ "$left" = 0 ] && [ "$ms" -lt 6000 ] ||
+    fail "the broken request's backend still waits on the locks after $ms ms ($left waiting)"
 exec 7>&-
 wait "$holder" 2>/dev/null
 holder=

@@ -12,6 +12,8 @@
  * "what: the server's message" in e: SOFT for serialization failures
  * and deadlocks, HARD otherwise. Clears r. For the few statements that
  * cannot go through meter_db_exec (COPY, binary results, cursors). */
+/* The server answered a statement on db (meter_db_set_progress). */
+void db_answered(PGconn *db);
 enum meter_db_status db_failed(PGconn *db, PGresult *r, const char *what,
                                struct meter_err *e);
 

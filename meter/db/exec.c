@@ -10,6 +10,34 @@
 #include <stdio.h>
 #include <string.h>
 
+static meter_db_progress_fn *progress;
+
+void
+meter_db_set_progress(meter_db_progress_fn *fn)
+{
+    progress = fn;
+}
+
+void
+db_answered(PGconn *db)
+{
+    if (progress)
+        progress(db);
+}
+
+enum meter_db_status
+meter_db_set_statement_timeout(PGconn *db, unsigned ms, struct meter_err *e)
+{
+    char v[24];
+    snprintf(v, sizeof(v), "%u", ms);
+    const char *p[] = {v};
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot set the statement timeout",
+        "SELECT set_config('statement_timeout', $1, false)", 1, p, NULL, NULL,
+        NULL, e);
+    return st < 0 ? st : METER_DB_NONE;
+}
+
 enum meter_db_status
 db_failed(PGconn *db, PGresult *r, const char *what, struct meter_err *e)
 {
@@ -41,6 +69,7 @@ meter_db_exec(PGconn *db, const char *what, const char *sql, int n,
     if (res)
         *res = NULL;
     PGresult *r = PQexecParams(db, sql, n, NULL, values, lengths, formats, 0);
+    db_answered(db);
     ExecStatusType st = PQresultStatus(r);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
         return db_failed(db, r, what, e);
@@ -87,6 +116,7 @@ db_copy_in(PGconn *db, const char *sql, const char *data, size_t len,
     if (PQputCopyData(db, data, (int)len) != 1 || PQputCopyEnd(db, NULL) != 1)
         return db_hard(e, "%s: %s", what, PQerrorMessage(db));
     r = PQgetResult(db);
+    db_answered(db);
     bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
     /* The COPY's result is followed by the end of results: read it, or
      * the connection stays busy, its failed transaction never rolled

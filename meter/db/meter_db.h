@@ -384,6 +384,20 @@ struct meter_grant {
 };
 typedef void meter_grant_cb(const struct meter_grant *g, void *arg);
 
+/* ---- watching the database's answers ------------------------------------ */
+
+/* Called with the connection each time the server has answered a
+ * statement (meter_db_exec, COPY, the usage cursor's fetches), on the
+ * thread that ran it; NULL: none. Process-wide: set before threads use
+ * the layer. meterd's watchdog restarts a request's deadline with it. */
+typedef void meter_db_progress_fn(PGconn *db);
+void meter_db_set_progress(meter_db_progress_fn *fn);
+
+/* The server cancels this session's statements that run longer than ms
+ * milliseconds (statement_timeout; 0: never). */
+enum meter_db_status meter_db_set_statement_timeout(PGconn *db, unsigned ms,
+                                                    struct meter_err *e);
+
 /* ---- provenance and the audit log (0006_provenance_audit.sql) ---------- */
 
 /* Names who the session acts for in the audit log ("meterctl:alice",

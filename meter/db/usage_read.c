@@ -126,6 +126,7 @@ have_row(struct meter_usage_reader *r, struct meter_err *e)
         return 0;
     PQclear(r->rows);
     r->rows = PQexec(r->db, "FETCH " FETCH_ROWS " FROM usage_cursor");
+    db_answered(r->db);
     if (PQresultStatus(r->rows) != PGRES_TUPLES_OK) {
         meter_fail(e, "cannot read stored usage: %s", PQerrorMessage(r->db));
         return -1;

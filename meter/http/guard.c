@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 /* ---- the rate limit ------------------------------------------------------ */
 
@@ -66,14 +67,39 @@ http_rate_take(struct meter_http *h, int64_t key, unsigned *retry_after)
 
 /* ---- the database watchdog ----------------------------------------------- */
 
-void
-http_watch_arm(struct meter_http *h, int slot, int fd)
+static struct timespec
+deadline_from_now(unsigned seconds)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    t.tv_sec += h->cfg.db_timeout_s;
+    t.tv_sec += seconds;
+    return t;
+}
+
+void
+http_watch_arm(struct meter_http *h, int slot, int fd)
+{
+    /* A copy of the socket: shut down, it ends the wait on the original
+     * too, and it stays ours until disarmed, so the watchdog never shuts
+     * a number libpq closed (a server that dropped the connection) and
+     * the system gave to another socket. */
+    int copy = dup(fd);
     pthread_mutex_lock(&h->watch_lock);
-    h->watch[slot] = (struct http_watch){fd, t};
+    struct http_watch *w = &h->watch[slot];
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = copy;
+    w->armed = copy >= 0;
+    w->deadline = deadline_from_now(h->cfg.db_timeout_s);
+    pthread_mutex_unlock(&h->watch_lock);
+}
+
+void
+http_watch_progress(struct meter_http *h, int slot)
+{
+    pthread_mutex_lock(&h->watch_lock);
+    if (h->watch[slot].armed)
+        h->watch[slot].deadline = deadline_from_now(h->cfg.db_timeout_s);
     pthread_mutex_unlock(&h->watch_lock);
 }
 
@@ -83,13 +109,27 @@ http_watch_disarm(struct meter_http *h, int slot)
     if (slot < 0)
         return;
     pthread_mutex_lock(&h->watch_lock);
-    h->watch[slot].fd = -1;
+    struct http_watch *w = &h->watch[slot];
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = -1;
+    w->armed = false;
     pthread_mutex_unlock(&h->watch_lock);
 }
 
-/* Wakes four times a second; a connection past its deadline is shut
- * down under the lock, so its thread cannot have closed it (and its fd
- * been reused) meanwhile: a thread disarms before it lets go of it. */
+bool
+http_watch_broken(struct meter_http *h, int slot)
+{
+    pthread_mutex_lock(&h->watch_lock);
+    bool broken = h->watch[slot].broken;
+    h->watch[slot].broken = false;
+    pthread_mutex_unlock(&h->watch_lock);
+    return broken;
+}
+
+/* Wakes four times a second and shuts down the connections past their
+ * deadline. A slot's socket copy is closed only under the lock, so the
+ * one shut down is always the connection the slot was armed with. */
 static void *
 watchdog(void *arg)
 {
@@ -97,7 +137,7 @@ watchdog(void *arg)
     pthread_mutex_lock(&h->watch_lock);
     while (!h->watch_stop) {
         struct timespec wake;
-        clock_gettime(CLOCK_REALTIME, &wake);
+        clock_gettime(CLOCK_MONOTONIC, &wake);
         wake.tv_nsec += 250000000;
         if (wake.tv_nsec >= 1000000000) {
             wake.tv_sec++;
@@ -106,19 +146,27 @@ watchdog(void *arg)
         pthread_cond_timedwait(&h->watch_cond, &h->watch_lock, &wake);
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
+        int fired = 0;
         for (int i = 0; i < HTTP_MAX_THREADS; i++) {
             struct http_watch *w = &h->watch[i];
-            if (w->fd < 0 || now.tv_sec < w->deadline.tv_sec ||
+            if (!w->armed || now.tv_sec < w->deadline.tv_sec ||
                 (now.tv_sec == w->deadline.tv_sec &&
                  now.tv_nsec < w->deadline.tv_nsec))
                 continue;
             shutdown(w->fd, SHUT_RDWR);
-            w->fd = -1;
-            atomic_fetch_add(&h->db_errors, 1);
+            w->armed = false;
+            w->broken = true; /* its thread connects again */
+            fired++;
+        }
+        if (fired) {
+            pthread_mutex_unlock(&h->watch_lock);
             meter_log(METER_LOG_WARN,
-                      "the database did not answer within %u s: connection "
-                      "broken, the request gets 503",
-                      h->cfg.db_timeout_s);
+                      "the database did not answer within %u s: %d "
+                      "connection%s broken, %s request%s get%s 503",
+                      h->cfg.db_timeout_s, fired, fired == 1 ? "" : "s",
+                      fired == 1 ? "its" : "their", fired == 1 ? "" : "s",
+                      fired == 1 ? "s" : "");
+            pthread_mutex_lock(&h->watch_lock);
         }
     }
     pthread_mutex_unlock(&h->watch_lock);
@@ -130,9 +178,17 @@ http_watch_start(struct meter_http *h)
 {
     for (int i = 0; i < HTTP_MAX_THREADS; i++)
         h->watch[i].fd = -1;
+    pthread_condattr_t attr;
     if (pthread_mutex_init(&h->watch_lock, NULL) ||
         pthread_mutex_init(&h->rate_lock, NULL) ||
-        pthread_cond_init(&h->watch_cond, NULL))
+        pthread_condattr_init(&attr))
+        return -1;
+    /* Deadlines are monotonic: a wall clock stepped back must not put
+     * the watchdog to sleep. */
+    int rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) ||
+             pthread_cond_init(&h->watch_cond, &attr);
+    pthread_condattr_destroy(&attr);
+    if (rc)
         return -1;
     return pthread_create(&h->watchdog, NULL, watchdog, h) ? -1 : 0;
 }
@@ -145,4 +201,7 @@ http_watch_stop(struct meter_http *h)
     pthread_cond_signal(&h->watch_cond);
     pthread_mutex_unlock(&h->watch_lock);
     pthread_join(h->watchdog, NULL);
+    for (int i = 0; i < HTTP_MAX_THREADS; i++)
+        if (h->watch[i].fd >= 0)
+            close(h->watch[i].fd);
 }

@@ -39,10 +39,12 @@ struct http_bucket {
     double tokens, at;
 };
 
-/* A thread's database wait: its connection's socket is shut down past
- * deadline (monotonic). fd -1: not waiting. */
+/* A thread's database wait: past deadline (monotonic) the watchdog
+ * shuts fd, a copy of its connection's socket, down, and marks it
+ * broken. fd -1: none. */
 struct http_watch {
     int fd;
+    bool armed, broken;
     struct timespec deadline;
 };
 /* {name} segments a route may have. */
@@ -106,8 +108,12 @@ void http_watch_stop(struct meter_http *h);
 /* Thread slot's request waits on the database through socket fd from
  * now on, for cfg.db_timeout_s at most; again from now on a second call. */
 void http_watch_arm(struct meter_http *h, int slot, int fd);
+/* The database answered: if armed, its deadline starts again. */
+void http_watch_progress(struct meter_http *h, int slot);
 /* It no longer does (slot -1: a thread that never had a connection). */
 void http_watch_disarm(struct meter_http *h, int slot);
+/* Whether the watchdog broke slot's connection since the last call. */
+bool http_watch_broken(struct meter_http *h, int slot);
 
 /* Counts a finished request in its route's metrics. */
 void http_observe(struct meter_http_request *rq, double seconds);

@@ -106,8 +106,20 @@ route(struct meter_http_request *rq)
 /* ---- database connections: one per thread ------------------------------ */
 
 /* Each pool thread keeps its connection in slot tl_slot of h->conns, so
- * that the stopping thread can close them all. One server a process. */
+ * that the stopping thread can close them all. One server a process:
+ * the_server is it, for the database layer's progress calls. */
 static _Thread_local int tl_slot = -1;
+static struct meter_http *the_server;
+
+/* The database answered a statement of this thread's request: its wait
+ * starts again (meter_db_set_progress). */
+static void
+db_progress(PGconn *db)
+{
+    struct meter_http *h = the_server;
+    if (h && tl_slot >= 0 && h->conns[tl_slot] == db)
+        http_watch_progress(h, tl_slot);
+}
 
 PGconn *
 meter_http_db(struct meter_http_request *rq)
@@ -119,10 +131,20 @@ meter_http_db(struct meter_http_request *rq)
             abort(); /* more threads than meter_http_start allows */
     }
     PGconn **db = &h->conns[tl_slot];
-    if (!*db || PQstatus(*db) != CONNECTION_OK) {
+    /* Broken by the watchdog: libpq may not know it yet. */
+    bool broken = http_watch_broken(h, tl_slot);
+    if (!*db || broken || PQstatus(*db) != CONNECTION_OK) {
         PQfinish(*db);
         struct meter_err e = {{0}};
         *db = meter_db_connect(h->conninfo, &e);
+        /* A statement the server runs on past the deadline (a lock wait
+         * whose client is gone) ends itself a second later, rather than
+         * hold its locks and its connection until it next writes. */
+        if (*db && meter_db_set_statement_timeout(
+                       *db, (h->cfg.db_timeout_s + 1) * 1000, &e) < 0) {
+            PQfinish(*db);
+            *db = NULL;
+        }
         if (!*db) {
             atomic_fetch_add(&h->db_errors, 1);
             meter_log(METER_LOG_WARN, "database unreachable: %s", e.msg);
@@ -137,9 +159,8 @@ meter_http_db(struct meter_http_request *rq)
 void
 meter_http_progress(struct meter_http_request *rq)
 {
-    PGconn *db = tl_slot >= 0 ? rq->h->conns[tl_slot] : NULL;
-    if (db && PQstatus(db) == CONNECTION_OK)
-        http_watch_arm(rq->h, tl_slot, PQsocket(db));
+    if (tl_slot >= 0)
+        http_watch_progress(rq->h, tl_slot);
 }
 
 void
@@ -646,6 +667,8 @@ meter_http_start(const struct meter_http_config *cfg, struct meter_err *e)
         goto fail;
     }
     h->watching = true;
+    the_server = h;
+    meter_db_set_progress(db_progress);
     h->cfg.max_connections = connection_limit(&h->cfg);
     /* HTTPS changes nothing above the connection: the same limits,
      * timeouts (the handshake counts as activity, silence as idle) and
@@ -710,6 +733,8 @@ meter_http_stop(struct meter_http *h)
     if (listener != MHD_INVALID_SOCKET)
         close(listener);
     http_watch_stop(h);
+    meter_db_set_progress(NULL);
+    the_server = NULL;
     /* The pool's threads are gone: no one uses the connections. */
     int n = atomic_load(&h->nconns);
     for (int i = 0; i < n && i < HTTP_MAX_THREADS; i++)
