@@ -10,6 +10,11 @@ COMMENT ON COLUMN usage_blocks.key_id IS
 ALTER TABLE usage_hourly ADD COLUMN key_id bigint;
 COMMENT ON COLUMN usage_hourly.key_id IS
     'the API key whose batch added the row, as usage_blocks.key_id';
+COMMENT ON COLUMN usage_blocks.arrived_at IS
+    'when the batch that brought these seconds arrived (the meter''s clock); '
+    'later than the minute for late samples';
+COMMENT ON COLUMN usage_hourly.added_at IS
+    'when the batch arrived: its blocks'' arrived_at (from this migration on)';
 
 CREATE TABLE usage_quarantines (
     quarantine_id bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -97,8 +102,9 @@ COMMENT ON COLUMN audit_log.actor IS
     'the key of the request), else the database user';
 COMMENT ON COLUMN audit_log.db_user IS 'the database user of the session';
 COMMENT ON COLUMN audit_log.action IS
-    'key.create, key.revoke, book.import, account.assign, account.unassign, '
-    'credit.grant, usage.quarantine, invoice.finalize, credit_note.finalize';
+    'key.create, key.revoke, key.change, key.delete, key.scope, book.import, '
+    'account.assign, account.unassign, credit.grant, usage.quarantine, '
+    'invoice.finalize, credit_note.finalize';
 COMMENT ON COLUMN audit_log.account_id IS 'the account concerned, if one';
 COMMENT ON COLUMN audit_log.subject IS 'what was acted on: a key, book, invoice...';
 COMMENT ON COLUMN audit_log.detail IS 'the act''s values';
@@ -116,6 +122,59 @@ CREATE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON audit_log
 CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
     FOR EACH STATEMENT EXECUTE FUNCTION audit_log_refuse();
 
+-- When and as which database user are the server's, whatever an INSERT
+-- says.
+CREATE FUNCTION audit_log_stamp() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.at := clock_timestamp();
+    NEW.db_user := session_user;
+    RETURN NEW;
+END;
+$$;
+CREATE TRIGGER audit_log_stamp BEFORE INSERT ON audit_log
+    FOR EACH ROW EXECUTE FUNCTION audit_log_stamp();
+
+-- What is set aside stays as it was set aside.
+CREATE FUNCTION quarantine_refuse() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION '% is kept as quarantined: % refused', TG_TABLE_NAME, TG_OP
+        USING ERRCODE = 'insufficient_privilege';
+END;
+$$;
+CREATE TRIGGER usage_quarantines_fixed BEFORE UPDATE OR DELETE
+    ON usage_quarantines FOR EACH ROW EXECUTE FUNCTION quarantine_refuse();
+CREATE TRIGGER usage_quarantines_no_truncate BEFORE TRUNCATE
+    ON usage_quarantines FOR EACH STATEMENT EXECUTE FUNCTION quarantine_refuse();
+CREATE TRIGGER usage_blocks_quarantined_fixed BEFORE UPDATE OR DELETE
+    ON usage_blocks_quarantined FOR EACH ROW EXECUTE FUNCTION quarantine_refuse();
+CREATE TRIGGER usage_blocks_quarantined_no_truncate BEFORE TRUNCATE
+    ON usage_blocks_quarantined FOR EACH STATEMENT
+    EXECUTE FUNCTION quarantine_refuse();
+CREATE TRIGGER usage_hourly_quarantined_fixed BEFORE UPDATE OR DELETE
+    ON usage_hourly_quarantined FOR EACH ROW EXECUTE FUNCTION quarantine_refuse();
+CREATE TRIGGER usage_hourly_quarantined_no_truncate BEFORE TRUNCATE
+    ON usage_hourly_quarantined FOR EACH STATEMENT
+    EXECUTE FUNCTION quarantine_refuse();
+
+-- Tables whose rows are audited one by one are never truncated (that
+-- would bypass their row triggers).
+CREATE FUNCTION audited_no_truncate() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION '% is audited row by row: TRUNCATE refused', TG_TABLE_NAME
+        USING ERRCODE = 'insufficient_privilege';
+END;
+$$;
+CREATE TRIGGER api_keys_no_truncate BEFORE TRUNCATE ON api_keys
+    FOR EACH STATEMENT EXECUTE FUNCTION audited_no_truncate();
+CREATE TRIGGER price_books_no_truncate BEFORE TRUNCATE ON price_books
+    FOR EACH STATEMENT EXECUTE FUNCTION audited_no_truncate();
+CREATE TRIGGER account_price_books_no_truncate BEFORE TRUNCATE
+    ON account_price_books FOR EACH STATEMENT
+    EXECUTE FUNCTION audited_no_truncate();
+
 CREATE FUNCTION audit(action text, account text, subject text, detail jsonb)
 RETURNS void LANGUAGE sql AS $$
     INSERT INTO audit_log (actor, action, account_id, subject, detail)
@@ -126,20 +185,41 @@ $$;
 COMMENT ON FUNCTION audit(text, text, text, jsonb) IS
     'appends one act to audit_log, by the session''s actor';
 
+-- A key as the log shows it: never its token's hash, only whether it
+-- changed.
+CREATE FUNCTION audit_key_json(k api_keys) RETURNS jsonb
+LANGUAGE sql AS $$
+    SELECT jsonb_build_object('role', k.role, 'account_id', k.account_id,
+                              'name', k.name, 'revoked_at', k.revoked_at);
+$$;
+
 CREATE FUNCTION audit_api_keys() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
         PERFORM audit('key.create', NEW.account_id, 'key ' || NEW.key_id,
                       jsonb_build_object('role', NEW.role, 'name', NEW.name));
-    ELSIF OLD.revoked_at IS NULL AND NEW.revoked_at IS NOT NULL THEN
+    ELSIF TG_OP = 'DELETE' THEN
+        PERFORM audit('key.delete', OLD.account_id, 'key ' || OLD.key_id,
+                      audit_key_json(OLD));
+    ELSIF OLD.revoked_at IS NULL AND NEW.revoked_at IS NOT NULL
+          AND audit_key_json(OLD) - 'revoked_at' = audit_key_json(NEW) - 'revoked_at'
+          AND OLD.token_hash = NEW.token_hash THEN
         PERFORM audit('key.revoke', NEW.account_id, 'key ' || NEW.key_id,
                       jsonb_build_object('role', NEW.role, 'name', NEW.name));
+    ELSIF audit_key_json(OLD) <> audit_key_json(NEW)
+          OR OLD.token_hash <> NEW.token_hash THEN
+        -- Not what meterctl does: a change by hand, recorded whole.
+        PERFORM audit('key.change', NEW.account_id, 'key ' || NEW.key_id,
+                      jsonb_build_object('old', audit_key_json(OLD),
+                                         'new', audit_key_json(NEW),
+                                         'token_changed',
+                                         OLD.token_hash <> NEW.token_hash));
     END IF;
     RETURN NULL;
 END;
 $$;
-CREATE TRIGGER api_keys_audit AFTER INSERT OR UPDATE ON api_keys
+CREATE TRIGGER api_keys_audit AFTER INSERT OR UPDATE OR DELETE ON api_keys
     FOR EACH ROW EXECUTE FUNCTION audit_api_keys();
 
 CREATE FUNCTION audit_price_books() RETURNS trigger
@@ -162,6 +242,17 @@ BEGIN
         PERFORM audit('account.unassign', OLD.account_id,
                       'book ' || OLD.price_book_id || ' v' || OLD.version,
                       jsonb_build_object('valid_from', OLD.valid_from));
+    ELSIF TG_OP = 'UPDATE' THEN
+        IF row(OLD.*) IS DISTINCT FROM row(NEW.*) THEN
+            PERFORM audit('account.assign', NEW.account_id,
+                          'book ' || NEW.price_book_id || ' v' || NEW.version,
+                          jsonb_build_object('valid_from', NEW.valid_from,
+                              'old', jsonb_build_object(
+                                  'account_id', OLD.account_id,
+                                  'book', OLD.price_book_id,
+                                  'version', OLD.version,
+                                  'valid_from', OLD.valid_from)));
+        END IF;
     ELSE
         PERFORM audit('account.assign', NEW.account_id,
                       'book ' || NEW.price_book_id || ' v' || NEW.version,

@@ -7,6 +7,7 @@
 # with who did it.
 . "$(dirname "$0")/lib.sh"
 with_meterd
+unset SUDO_USER # the actor is then the user running the test, as below
 ctl() { "$METERCTL" --db "$db" "$@"; }
 sql() { psql "$db" -XAtc "$1"; }
 ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
@@ -63,14 +64,19 @@ exported() { ctl export --account acme --from $((T - 60)) --to $((T + 60)) 2>/de
 checks=$((checks + 1))
 [ "$(exported)" = 6 ] || fail "acme's samples before the quarantine: $(exported)"
 arrived=$(sql "SELECT floor(extract(epoch FROM min(arrived_at)))::bigint FROM usage_blocks WHERE key_id = $leaked")
+# A window must have ended: wait until the arrival's second and the next
+# have passed.
+while [ "$(date +%s)" -lt $((arrived + 2)) ]; do sleep 0.1; done
 expect_status 2 ctl usage quarantine --key "$leaked" --from $((arrived + 1)) --to "$arrived" --reason x
 contains "$err" "--to" "a window that ends before it starts"
 expect_status 2 ctl usage quarantine --key "$leaked" --from "$arrived" --to $((arrived + 1))
 contains "$err" "--reason" "the reason is required"
 expect_status 1 ctl usage quarantine --key 999 --from "$arrived" --to $((arrived + 1)) --reason x
 contains "$err" "999" "an unknown key is named"
+expect_status 1 ctl usage quarantine --key "$leaked" --from "$arrived" --to $(($(date +%s) + 3600)) --reason x
+contains "$err" "in the future" "a window that ends in the future"
 # Both sides of the window: arrival at or after --from, before --to.
-expect_status 0 ctl usage quarantine --key "$leaked" --from $((arrived + 1)) --to $((arrived + 100)) --reason "too late"
+expect_status 0 ctl usage quarantine --key "$leaked" --from $((arrived + 1)) --to $((arrived + 2)) --reason "too late"
 contains "$out" "0 blocks" "a window after the arrival"
 expect_status 0 ctl usage quarantine --key "$leaked" --from $((arrived - 100)) --to "$arrived" --reason "too early"
 contains "$out" "0 blocks" "a window that ends at the arrival's second"
@@ -82,6 +88,12 @@ checks=$((checks + 1))
 [ "$(exported)" = 3 ] || fail "acme's samples after the quarantine: $(exported), want 3"
 checks=$((checks + 1))
 [ "$(sql "SELECT count(*) FROM usage_blocks_quarantined WHERE key_id = $leaked")" = 1 ] || fail "the block is kept aside"
+# Each quarantine moved the hourly rows of exactly the blocks it moved.
+checks=$((checks + 1))
+got=$(sql "SELECT string_agg(q.seconds || '=' || coalesce((SELECT sum(h.samples) FROM usage_hourly_quarantined h WHERE h.quarantine_id = q.quarantine_id), 0), ' ' ORDER BY q.quarantine_id) FROM usage_quarantines q")
+[ "$got" = "0=0 0=0 0=0 3=3" ] || fail "seconds moved = rollup samples moved, per quarantine: $got"
+expect_status 0 ctl usage quarantine --key "$leaked" --from "$arrived" --to $((arrived + 1)) --reason "again"
+contains "$out" "0 blocks" "the same window again moves nothing more"
 checks=$((checks + 1))
 [ "$(sql "SELECT coalesce(sum(samples), 0) FROM usage_hourly WHERE account_pk = (SELECT account_pk FROM accounts WHERE account_id = 'acme')")" = 3 ] ||
     fail "acme's rollups after the quarantine"
@@ -129,7 +141,7 @@ has key.revoke "$me" "key $leaked" "a key revoked"
 has key.revoke "$(sql "SELECT session_user")" "key $fin" "a key revoked by hand in SQL"
 contains "$log" '"reason":"leaked in a log"' "the quarantine's reason"
 checks=$((checks + 1))
-[ "$(jq -s 'map(select(.action == "usage.quarantine")) | length' <<<"$log")" = 4 ] ||
+[ "$(jq -s 'map(select(.action == "usage.quarantine")) | length' <<<"$log")" = 5 ] ||
     fail "every quarantine is audited, empty ones too"
 # Oldest first, numbered, paged by --after.
 checks=$((checks + 1))
@@ -142,6 +154,39 @@ expect_status 0 ctl audit
 contains "$out" "usage.quarantine" "the table form"
 expect_status 2 ctl audit --limit 0
 contains "$err" "--limit '0'" "a bad limit is named"
+
+# Changes by hand in SQL are recorded whole, as changes.
+sql "UPDATE api_keys SET role = 'admin' WHERE key_id = $good" >/dev/null
+sql "UPDATE api_keys SET revoked_at = NULL WHERE key_id = $leaked" >/dev/null
+log=$(ctl audit --format json)
+checks=$((checks + 2))
+jq -se --arg k "key $good" 'any(.[]; .action == "key.change" and .subject == $k and .detail.old.role == "host" and .detail.new.role == "admin")' <<<"$log" >/dev/null ||
+    fail "a role changed by hand: $(tail -3 <<<"$log")"
+jq -se --arg k "key $leaked" 'any(.[]; .action == "key.change" and .subject == $k and .detail.new.revoked_at == null and .detail.old.revoked_at != null)' <<<"$log" >/dev/null ||
+    fail "a key un-revoked by hand"
+# An entry written by hand gets the server's time and user.
+sql "INSERT INTO audit_log (at, actor, db_user, action, subject) VALUES ('2020-01-01', 'x', 'alice', 'forged', 'x')" >/dev/null
+checks=$((checks + 1))
+[ "$(sql "SELECT at > now() - interval '1 hour' AND db_user = session_user FROM audit_log WHERE action = 'forged'")" = t ] ||
+    fail "an entry's time and user taken from the INSERT"
+# sudo's user is believed as root only.
+checks=$((checks + 1))
+if [ "$(id -u)" = 0 ]; then
+    SUDO_USER=alice ctl keys create --role host --name via-sudo >/dev/null 2>&1
+    [ "$(sql "SELECT actor FROM audit_log WHERE detail->>'name' = 'via-sudo'")" = "meterctl:alice (sudo)" ] ||
+        fail "root through sudo: the sudo user"
+else
+    SUDO_USER=alice ctl keys create --role host --name via-sudo >/dev/null 2>&1
+    [ "$(sql "SELECT actor FROM audit_log WHERE detail->>'name' = 'via-sudo'")" = "$me" ] ||
+        fail "SUDO_USER believed without root"
+fi
+# What is quarantined stays; audited tables are never truncated.
+for stmt in "DELETE FROM usage_blocks_quarantined" "UPDATE usage_quarantines SET reason = 'x'" \
+    "DELETE FROM usage_hourly_quarantined" "TRUNCATE usage_quarantines CASCADE" \
+    "TRUNCATE api_keys CASCADE" "TRUNCATE account_price_books" "TRUNCATE price_books CASCADE"; do
+    checks=$((checks + 1))
+    psql "$db" -XAtc "$stmt" >/dev/null 2>&1 && fail "'$stmt' was allowed"
+done
 
 # Append-only, whoever asks.
 n=$(sql "SELECT count(*) FROM audit_log")

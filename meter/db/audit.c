@@ -55,22 +55,40 @@ meter_db_audit_list(PGconn *db, int64_t after, int limit, meter_audit_cb *cb,
     return st;
 }
 
-enum meter_db_status
-meter_db_usage_quarantine(PGconn *db, int64_t key_id, int64_t from,
-                          int64_t to, const char *reason,
-                          struct meter_quarantine *out, struct meter_err *e)
+struct quarantine {
+    const char *v[4]; /* key, from, to, reason */
+    struct meter_quarantine *out;
+};
+
+static enum meter_db_status
+quarantine_attempt(PGconn *db, void *arg, struct meter_err *e)
 {
-    char k[24], f[24], t[24];
-    snprintf(k, sizeof(k), "%" PRId64, key_id);
-    snprintf(f, sizeof(f), "%" PRId64, from);
-    snprintf(t, sizeof(t), "%" PRId64, to);
-    const char *v[] = {k, f, t, reason};
+    struct quarantine *q = arg;
     PGresult *r;
-    /* One statement: the blocks and the rollups of their batches move
-     * together, and the quarantine's row (audited) says how many. The
-     * key must exist (the foreign key); a key with nothing stored in the
-     * window gives a quarantine of 0 blocks, recorded all the same. */
+    /* No compaction rewrites rows under it (usage_compact.c); then, read
+     * committed, the statement below sees every batch committed. */
     enum meter_db_status st = meter_db_exec(
+        db, "cannot quarantine usage",
+        "SELECT pg_advisory_xact_lock(" DB_LOCK_QUARANTINE ", 0),"
+        " to_timestamp($1::bigint) <= now()",
+        1, q->v + 2, NULL, NULL, &r, e);
+    bool past = st == METER_DB_ROWS && PQgetvalue(r, 0, 1)[0] == 't';
+    PQclear(r);
+    if (st < 0)
+        return st;
+    if (!past)
+        return db_hard(e, "cannot quarantine usage: --to %s is in the "
+                          "future; batches of the key arriving until then "
+                          "would not be set aside (revoke the key, then "
+                          "quarantine up to now)",
+                       q->v[2]);
+    /* One statement: the blocks and the hourly rows of the same batches
+     * (same key, account, hour and arrival) move together, and the
+     * quarantine's row (audited) says how many. Blocks of a detached
+     * (archived) month are not reached, nor are their rows. The key must
+     * exist (the foreign key); a key with nothing stored in the window
+     * gives a quarantine of 0 blocks, recorded all the same. */
+    st = meter_db_exec(
         db, "cannot quarantine usage",
         "WITH moved AS (DELETE FROM usage_blocks WHERE key_id = $1::bigint"
         "  AND arrived_at >= to_timestamp($2::bigint)"
@@ -80,20 +98,42 @@ meter_db_usage_quarantine(PGconn *db, int64_t key_id, int64_t from,
         "  to_timestamp($3::bigint), $4, count(*), coalesce(sum(length("
         "  replace(seconds::bit(64)::text, '0', ''))), 0) FROM moved"
         "  RETURNING quarantine_id, blocks, seconds),"
-        " kept AS (INSERT INTO usage_blocks_quarantined"
-        "  SELECT m.*, q.quarantine_id FROM moved m, q),"
-        " rolls AS (DELETE FROM usage_hourly WHERE key_id = $1::bigint"
-        "  AND added_at >= to_timestamp($2::bigint)"
-        "  AND added_at < to_timestamp($3::bigint) RETURNING *),"
-        " rolls_kept AS (INSERT INTO usage_hourly_quarantined"
-        "  SELECT h.*, q.quarantine_id FROM rolls h, q)"
+        " kept AS (INSERT INTO usage_blocks_quarantined (account_pk,"
+        "  sandbox_pk, minute, seconds, arrived_at, data, key_id,"
+        "  quarantine_id) SELECT m.account_pk, m.sandbox_pk, m.minute,"
+        "  m.seconds, m.arrived_at, m.data, m.key_id, q.quarantine_id"
+        "  FROM moved m, q),"
+        " rolls AS (DELETE FROM usage_hourly h WHERE h.key_id = $1::bigint"
+        "  AND EXISTS (SELECT 1 FROM moved m WHERE"
+        "  m.account_pk = h.account_pk AND m.minute / 60 = h.hour"
+        "  AND m.arrived_at = h.added_at) RETURNING h.*),"
+        " rolls_kept AS (INSERT INTO usage_hourly_quarantined (account_pk,"
+        "  hour, samples, running_s, vcpu_s, cpu_used_s, mem_byte_s,"
+        "  mem_used_byte_s, disk_byte_s, egress_bytes, added_at, key_id,"
+        "  quarantine_id) SELECT h.account_pk, h.hour, h.samples,"
+        "  h.running_s, h.vcpu_s, h.cpu_used_s, h.mem_byte_s,"
+        "  h.mem_used_byte_s, h.disk_byte_s, h.egress_bytes, h.added_at,"
+        "  h.key_id, q.quarantine_id FROM rolls h, q)"
         " SELECT quarantine_id, blocks, seconds FROM q",
-        4, v, NULL, NULL, &r, e);
+        4, q->v, NULL, NULL, &r, e);
     if (st == METER_DB_ROWS) {
-        out->id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-        out->blocks = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
-        out->seconds = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+        q->out->id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        q->out->blocks = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+        q->out->seconds = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
     }
     PQclear(r);
     return st;
+}
+
+enum meter_db_status
+meter_db_usage_quarantine(PGconn *db, int64_t key_id, int64_t from,
+                          int64_t to, const char *reason,
+                          struct meter_quarantine *out, struct meter_err *e)
+{
+    char k[24], f[24], t[24];
+    snprintf(k, sizeof(k), "%" PRId64, key_id);
+    snprintf(f, sizeof(f), "%" PRId64, from);
+    snprintf(t, sizeof(t), "%" PRId64, to);
+    struct quarantine q = {{k, f, t, reason}, out};
+    return meter_db_transaction(db, "BEGIN", 5, quarantine_attempt, &q, e);
 }

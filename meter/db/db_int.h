@@ -12,6 +12,10 @@
  * "what: the server's message" in e: SOFT for serialization failures
  * and deadlocks, HARD otherwise. Clears r. For the few statements that
  * cannot go through meter_db_exec (COPY, binary results, cursors). */
+/* Advisory lock classes (first key), besides ingest.c's and
+ * 0002_usage.sql's: a quarantine against compactions. */
+#define DB_LOCK_QUARANTINE "7243615"
+
 /* The server answered a statement on db (meter_db_set_progress). */
 void db_answered(PGconn *db);
 enum meter_db_status db_failed(PGconn *db, PGresult *r, const char *what,

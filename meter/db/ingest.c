@@ -599,7 +599,7 @@ write_blocks(PGconn *db, struct batch *b,
             buf_u128(&roll[4 + c], v[c]);
         }
     }
-    const char *cols[11];
+    const char *cols[12];
     for (int c = 0; c < 10; c++) {
         meter_buf_str(&roll[c], "}");
         failed |= roll[c].failed;
@@ -609,22 +609,28 @@ write_blocks(PGconn *db, struct batch *b,
         rc = db_hard(e, "out of memory");
         goto out;
     }
-    char key[24];
+    /* The key and the arrival of the blocks: a quarantine finds the
+     * rows of the batches whose blocks it moves by them. */
+    char key[24], at[24];
     snprintf(key, sizeof(key), "%lld", (long long)o->key_id);
+    snprintf(at, sizeof(at), "%lld", (long long)o->now_us);
     cols[10] = o->key_id ? key : NULL;
+    cols[11] = at;
     rc = exec_cmd(db,
                   "INSERT INTO usage_hourly (account_pk, hour, samples,"
                   " running_s, vcpu_s, cpu_used_s, mem_byte_s,"
-                  " mem_used_byte_s, disk_byte_s, egress_bytes, key_id)"
+                  " mem_used_byte_s, disk_byte_s, egress_bytes, key_id,"
+                  " added_at)"
                   " SELECT a, h, sum(s), sum(r), round(sum(v) / 10000, 4),"
                   "  round(sum(u) / 10000, 4), sum(m), sum(mu), sum(d), sum(e),"
-                  "  $11::bigint"
+                  "  $11::bigint,"
+                  "  'epoch'::timestamptz + $12::bigint * interval '1 us'"
                   " FROM unnest($1::int[], $2::int[], $3::bigint[],"
                   "  $4::bigint[], $5::numeric[], $6::numeric[],"
                   "  $7::numeric[], $8::numeric[], $9::numeric[],"
                   "  $10::numeric[]) AS x (a, h, s, r, v, u, m, mu, d, e)"
                   " GROUP BY a, h",
-                  11, cols, "cannot store rollups", e);
+                  12, cols, "cannot store rollups", e);
 out:
     free(rolls);
     meter_buf_release(&copy);

@@ -38,17 +38,27 @@ meter_db_usage_accounts(PGconn *db, int year, int month,
                       2, v, out, e);
 }
 
-enum meter_db_status
-meter_db_usage_compact(PGconn *db, const char *account, int year, int month,
-                       uint64_t *rows, struct meter_err *e)
-{
+struct compact {
+    const char *account;
     char lo[24], hi[24];
-    bounds(year, month, 60, lo, hi);
-    const char *v[] = {account, lo, hi};
+    uint64_t rows;
+};
+
+static enum meter_db_status
+compact_attempt(PGconn *db, void *arg, struct meter_err *e)
+{
+    struct compact *c = arg;
+    const char *v[] = {c->account, c->lo, c->hi};
     PGresult *r;
-    *rows = 0;
-    /* One statement: its own transaction. */
+    /* A quarantine (audit.c) waits for compactions and they for it: a
+     * row it moves must not be rewritten under it. */
     enum meter_db_status st = meter_db_exec(
+        db, "cannot compact usage",
+        "SELECT pg_advisory_xact_lock_shared(" DB_LOCK_QUARANTINE ", 0)", 0,
+        NULL, NULL, NULL, NULL, e);
+    if (st < 0)
+        return st;
+    st = meter_db_exec(
         db, "cannot compact usage",
         "WITH moved AS (DELETE FROM usage_blocks WHERE account_pk ="
         "  (SELECT account_pk FROM accounts WHERE account_id = $1)"
@@ -58,8 +68,20 @@ meter_db_usage_compact(PGconn *db, const char *account, int year, int month,
         " SELECT count(*) FROM kept",
         3, v, NULL, NULL, &r, e);
     if (st >= 0)
-        *rows = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+        c->rows = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
     PQclear(r);
+    return st;
+}
+
+enum meter_db_status
+meter_db_usage_compact(PGconn *db, const char *account, int year, int month,
+                       uint64_t *rows, struct meter_err *e)
+{
+    struct compact c = {.account = account};
+    bounds(year, month, 60, c.lo, c.hi);
+    enum meter_db_status st =
+        meter_db_transaction(db, "BEGIN", 5, compact_attempt, &c, e);
+    *rows = st >= 0 ? c.rows : 0;
     return st;
 }
 

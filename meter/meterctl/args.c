@@ -68,14 +68,18 @@ ctl_parse_time(const char *cmd, const char *option, const char *s, int64_t *out)
 int
 ctl_set_actor(PGconn *db, struct meter_err *e)
 {
-    /* The operator, also through sudo. */
-    const char *user = getenv("SUDO_USER");
+    /* The operator: the user running meterctl, or, as root through
+     * sudo, the user sudo names (believed only then: anyone can set the
+     * variable). */
+    const char *sudo = geteuid() == 0 ? getenv("SUDO_USER") : NULL;
     struct passwd pwd, *pw = NULL;
-    char buf[1024];
-    if (!user && getpwuid_r(geteuid(), &pwd, buf, sizeof(buf), &pw) == 0 && pw)
-        user = pw->pw_name;
-    char actor[160];
-    snprintf(actor, sizeof(actor), "meterctl:%s", user ? user : "?");
+    char buf[1024], actor[160];
+    if (sudo && *sudo)
+        snprintf(actor, sizeof(actor), "meterctl:%s (sudo)", sudo);
+    else if (getpwuid_r(getuid(), &pwd, buf, sizeof(buf), &pw) == 0 && pw)
+        snprintf(actor, sizeof(actor), "meterctl:%s", pw->pw_name);
+    else
+        snprintf(actor, sizeof(actor), "meterctl:uid %u", (unsigned)getuid());
     return meter_db_set_actor(db, actor, e) < 0 ? -1 : 0;
 }
 
