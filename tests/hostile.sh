@@ -91,6 +91,38 @@ checks=$((checks + 1))
 [ "$elapsed" -lt 4000 ] || fail "a silent connection stayed open ${elapsed} ms"
 close_raw 5
 
+# --- headers trickled past --header-timeout are closed (slowloris) ----------
+# A header line every 0.5 s keeps a connection from being idle; the
+# header deadline closes it all the same, 2 s after it opened. A request
+# answered before it, then silence, gets the same 2 s from its answer.
+start_meterd trickle "$db" --header-timeout 2 --idle-timeout 30 || { finish; exit; }
+open_raw 5 "$url_trickle" "GET /healthz HTTP/1.1\r\nHost: x\r\n" || fail "raw connection"
+t0=$(date +%s%N)
+(for i in $(seq 20); do sleep 0.5; printf 'X-Slow: %d\r\n' "$i" >&5 || exit; done) 2>/dev/null &
+trickler=$!
+timeout 8 cat <&5 >/dev/null
+elapsed=$((($(date +%s%N) - t0) / 1000000))
+kill $trickler 2>/dev/null
+wait $trickler 2>/dev/null
+checks=$((checks + 1))
+[ "$elapsed" -ge 1500 ] && [ "$elapsed" -lt 4500 ] ||
+    fail "trickled headers closed after ${elapsed} ms, want about 2 s"
+close_raw 5
+sleep 0.3
+contains "$(cat "$tmp/trickle.log")" "header timeout" "the header timeout logged"
+# A keep-alive connection after its answer: its next request's 2 s start
+# again from the answer (the first request itself took no time).
+open_raw 5 "$url_trickle" "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" || fail "raw connection"
+t0=$(date +%s%N)
+first=$(timeout 8 head -c 12 <&5)
+contains "$first" "HTTP/1.1 200" "the answer before the silence"
+timeout 8 cat <&5 >/dev/null
+elapsed=$((($(date +%s%N) - t0) / 1000000))
+checks=$((checks + 1))
+[ "$elapsed" -ge 1500 ] && [ "$elapsed" -lt 4500 ] ||
+    fail "a kept-alive connection closed after ${elapsed} ms, want about 2 s"
+close_raw 5
+
 # --- connections per address and in total ------------------------------------
 # Three silent connections from 127.0.0.1 use up --max-per-ip 3: a fourth
 # from there is refused, one from 127.0.0.2 is served.

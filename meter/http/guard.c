@@ -1,9 +1,10 @@
 /*
- * guard.c - two guards every route shares: the per-key rate limit (a
- * token bucket a key, in this process) and the database watchdog, which
+ * guard.c - the guards every route shares: the per-key rate limit (a
+ * token bucket a key, in this process); the database watchdog, which
  * breaks the connection of a request that waits on the database longer
  * than db_timeout, so that a frozen server gives a 503 instead of a
- * hung request.
+ * hung request; and, on the same thread, the header deadline, which
+ * closes connections that trickle a request's headers (slowloris).
  *
  * The buckets live in this process: with N meterd replicas behind a
  * balancer a key may send up to N times the limit, which is what a limit
@@ -146,7 +147,7 @@ watchdog(void *arg)
         pthread_cond_timedwait(&h->watch_cond, &h->watch_lock, &wake);
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
-        int fired = 0;
+        int fired = 0, slow = http_conn_sweep(h, &now);
         for (int i = 0; i < HTTP_MAX_THREADS; i++) {
             struct http_watch *w = &h->watch[i];
             if (!w->armed || now.tv_sec < w->deadline.tv_sec ||
@@ -158,16 +159,24 @@ watchdog(void *arg)
             w->broken = true; /* its thread connects again */
             fired++;
         }
-        if (fired) {
+        if (fired || slow) {
             pthread_mutex_unlock(&h->watch_lock);
+            if (slow)
+                meter_log(METER_LOG_INFO,
+                          "%d connection%s closed: no whole request within "
+                          "%u s (header timeout)",
+                          slow, slow == 1 ? "" : "s", h->cfg.header_timeout_s);
+        }
+        if (fired) {
             meter_log(METER_LOG_WARN,
                       "the database did not answer within %u s: %d "
                       "connection%s broken, %s request%s get%s 503",
                       h->cfg.db_timeout_s, fired, fired == 1 ? "" : "s",
                       fired == 1 ? "its" : "their", fired == 1 ? "" : "s",
                       fired == 1 ? "s" : "");
-            pthread_mutex_lock(&h->watch_lock);
         }
+        if (fired || slow)
+            pthread_mutex_lock(&h->watch_lock);
     }
     pthread_mutex_unlock(&h->watch_lock);
     return NULL;
@@ -204,4 +213,63 @@ http_watch_stop(struct meter_http *h)
     for (int i = 0; i < HTTP_MAX_THREADS; i++)
         if (h->watch[i].fd >= 0)
             close(h->watch[i].fd);
+}
+
+/* ---- the header deadline --------------------------------------------------- */
+
+void
+http_conn_started(struct meter_http *h, struct http_conn *c)
+{
+    clock_gettime(CLOCK_MONOTONIC, &c->since);
+    pthread_mutex_lock(&h->watch_lock);
+    c->next = h->conns_open;
+    c->prev = NULL;
+    if (c->next)
+        c->next->prev = c;
+    h->conns_open = c;
+    pthread_mutex_unlock(&h->watch_lock);
+}
+
+void
+http_conn_closed(struct meter_http *h, struct http_conn *c)
+{
+    pthread_mutex_lock(&h->watch_lock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        h->conns_open = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&h->watch_lock);
+}
+
+void
+http_conn_request(struct meter_http *h, struct http_conn *c, bool in_request)
+{
+    pthread_mutex_lock(&h->watch_lock);
+    c->in_request = in_request;
+    if (!in_request)
+        clock_gettime(CLOCK_MONOTONIC, &c->since);
+    pthread_mutex_unlock(&h->watch_lock);
+}
+
+/* Under watch_lock: shuts down the connections whose headers have taken
+ * longer than header_timeout since they opened or since their last
+ * answer; libmicrohttpd then closes them (and says so before it closes
+ * the socket, so the number shut down is always theirs). */
+int
+http_conn_sweep(struct meter_http *h, const struct timespec *now)
+{
+    int closed = 0;
+    for (struct http_conn *c = h->conns_open; c; c = c->next) {
+        if (c->in_request || c->shut ||
+            now->tv_sec - c->since.tv_sec < (time_t)h->cfg.header_timeout_s ||
+            (now->tv_sec - c->since.tv_sec == (time_t)h->cfg.header_timeout_s &&
+             now->tv_nsec < c->since.tv_nsec))
+            continue;
+        shutdown(c->fd, SHUT_RDWR);
+        c->shut = true;
+        closed++;
+    }
+    return closed;
 }

@@ -42,6 +42,15 @@ struct http_bucket {
 /* A thread's database wait: past deadline (monotonic) the watchdog
  * shuts fd, a copy of its connection's socket, down, and marks it
  * broken. fd -1: none. */
+/* An open connection, for the header deadline: since when it has been
+ * waiting for a whole request (opened, or last answered). */
+struct http_conn {
+    int fd;
+    bool in_request, shut;
+    struct timespec since;
+    struct http_conn *prev, *next;
+};
+
 struct http_watch {
     int fd;
     bool armed, broken;
@@ -67,6 +76,7 @@ struct meter_http {
     bool watching, watch_stop;
     pthread_t watchdog;
     struct http_watch watch[HTTP_MAX_THREADS]; /* by thread slot */
+    struct http_conn *conns_open; /* under watch_lock */
 };
 
 struct meter_http_request {
@@ -114,6 +124,16 @@ void http_watch_progress(struct meter_http *h, int slot);
 void http_watch_disarm(struct meter_http *h, int slot);
 /* Whether the watchdog broke slot's connection since the last call. */
 bool http_watch_broken(struct meter_http *h, int slot);
+
+/* The header deadline's list: a connection opened, closed, and between
+ * the headers of a request and its answer (in_request) or not. */
+void http_conn_started(struct meter_http *h, struct http_conn *c);
+void http_conn_closed(struct meter_http *h, struct http_conn *c);
+void http_conn_request(struct meter_http *h, struct http_conn *c,
+                       bool in_request);
+/* Under watch_lock: shuts down the connections past the deadline;
+ * returns how many. */
+int http_conn_sweep(struct meter_http *h, const struct timespec *now);
 
 /* Counts a finished request in its route's metrics. */
 void http_observe(struct meter_http_request *rq, double seconds);

@@ -82,6 +82,10 @@ struct meter_http_config {
     unsigned max_per_ip;      /* open at once from one address */
     unsigned idle_timeout_s;  /* a silent connection is closed after it */
     unsigned body_timeout_s;  /* a request must have arrived within it */
+    unsigned header_timeout_s; /* 0 for 30 s: a connection whose next
+                                  request's headers have not all arrived
+                                  this long after it opened (or after its
+                                  last answer) is closed */
     unsigned db_timeout_s;    /* 0 for 30 s: a request whose database
                                  answers nothing for longer gets 503, its
                                  connection broken (each statement

@@ -450,6 +450,37 @@ take_body(struct meter_http_request *rq, const char *data, size_t n)
     return true;
 }
 
+/* The connection's entry of the header deadline (notify_connection). */
+static struct http_conn *
+conn_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void
+notify_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                  enum MHD_ConnectionNotificationCode toe)
+{
+    struct meter_http *h = cls;
+    struct http_conn *conn = *socket_context;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn = calloc(1, sizeof(*conn));
+        if (!conn || !ci)
+            return; /* not watched: the idle timeout still applies */
+        conn->fd = ci->connect_fd;
+        http_conn_started(h, conn);
+        *socket_context = conn;
+    } else if (conn) {
+        http_conn_closed(h, conn);
+        free(conn);
+        *socket_context = NULL;
+    }
+}
+
 static enum MHD_Result
 dispatch(void *cls, struct MHD_Connection *c, const char *url,
          const char *method, const char *version, const char *upload_data,
@@ -469,6 +500,9 @@ dispatch(void *cls, struct MHD_Connection *c, const char *url,
         rq->route_index = h->cfg.nroutes;
         clock_gettime(CLOCK_MONOTONIC, &rq->start);
         *con_cls = rq;
+        struct http_conn *conn = conn_of(c);
+        if (conn)
+            http_conn_request(h, conn, true);
         /* Answered in the next call, once MHD has the whole request: a
          * reply queued with the headers alone makes MHD close the
          * connection, dropping requests pipelined after it. */
@@ -529,6 +563,9 @@ completed(void *cls, struct MHD_Connection *c, void **con_cls,
         rq->status, secs * 1e3, rq->received, rq->note[0] ? " " : "", rq->note,
         toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
     atomic_fetch_sub(&h->buffered, rq->reserved);
+    struct http_conn *conn = conn_of(c);
+    if (conn)
+        http_conn_request(h, conn, false);
     for (size_t i = 0; i < rq->nparams; i++)
         free(rq->param_value[i]);
     meter_buf_release(&rq->body);
@@ -662,6 +699,8 @@ meter_http_start(const struct meter_http_config *cfg, struct meter_err *e)
         h->cfg.body_timeout_s = 120;
     if (!h->cfg.db_timeout_s)
         h->cfg.db_timeout_s = 30;
+    if (!h->cfg.header_timeout_s)
+        h->cfg.header_timeout_s = 30;
     if (http_watch_start(h) < 0) {
         meter_fail(e, "cannot start the database watchdog");
         goto fail;
@@ -690,6 +729,7 @@ meter_http_start(const struct meter_http_config *cfg, struct meter_err *e)
         NULL, MHD_OPTION_ARRAY, tls_options, MHD_OPTION_SOCK_ADDR,
         &h->cfg.listen, MHD_OPTION_THREAD_POOL_SIZE, cfg->threads,
         MHD_OPTION_NOTIFY_COMPLETED, completed, h,
+        MHD_OPTION_NOTIFY_CONNECTION, notify_connection, h,
         MHD_OPTION_CONNECTION_TIMEOUT, h->cfg.idle_timeout_s,
         MHD_OPTION_CONNECTION_LIMIT, h->cfg.max_connections,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->cfg.max_per_ip, MHD_OPTION_END);

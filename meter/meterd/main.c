@@ -64,8 +64,13 @@ static const char usage_text[] =
     "                       ($METER_MAX_PER_IP; default 256)\n"
     "  --idle-timeout S     a connection that sends nothing for S seconds\n"
     "                       is closed ($METER_IDLE_TIMEOUT; default 30)\n"
-    "  --body-timeout S     a request whose headers and body take longer\n"
-    "                       is closed ($METER_BODY_TIMEOUT; default 120)\n"
+    "  --header-timeout S   a connection whose request's headers have not\n"
+    "                       all arrived S seconds after it opened (or was\n"
+    "                       last answered) is closed ($METER_HEADER_TIMEOUT;\n"
+    "                       default 30)\n"
+    "  --body-timeout S     a request whose body has not arrived S seconds\n"
+    "                       after its headers is closed\n"
+    "                       ($METER_BODY_TIMEOUT; default 120)\n"
     "  --db-timeout S       a request that hears nothing from the database\n"
     "                       for S seconds gets 503, its connection broken\n"
     "                       and opened again ($METER_DB_TIMEOUT; default\n"
@@ -96,6 +101,7 @@ enum {
     OPT_MAX_CONNECTIONS,
     OPT_MAX_PER_IP,
     OPT_IDLE_TIMEOUT,
+    OPT_HEADER_TIMEOUT,
     OPT_BODY_TIMEOUT,
     OPT_DB_TIMEOUT,
     OPT_RATE_LIMIT,
@@ -116,6 +122,7 @@ static const struct {
     {"max-connections", "METER_MAX_CONNECTIONS"},
     {"max-per-ip", "METER_MAX_PER_IP"},
     {"idle-timeout", "METER_IDLE_TIMEOUT"},
+    {"header-timeout", "METER_HEADER_TIMEOUT"},
     {"body-timeout", "METER_BODY_TIMEOUT"},
     {"db-timeout", "METER_DB_TIMEOUT"},
     {"rate-limit", "METER_RATE_LIMIT"},
@@ -200,8 +207,8 @@ count_option(const char *name, const char *value, uint64_t max,
 static int
 configure(const struct options *o, struct meter_http_config *cfg)
 {
-    uint64_t body, threads, buffered, conns, per_ip, idle, body_s, db_s, rate,
-        age;
+    uint64_t body, threads, buffered, conns, per_ip, idle, header_s, body_s,
+        db_s, rate, age;
     const char *listen = o->v[OPT_LISTEN] ? o->v[OPT_LISTEN] : "127.0.0.1:8080";
     if (parse_listen(listen, &cfg->listen) < 0) {
         fprintf(stderr, "meterd: --listen '%s' is not IPV4:PORT\n", listen);
@@ -219,6 +226,8 @@ configure(const struct options *o, struct meter_http_config *cfg)
                      "a number from 1 to 1000000", 256, &per_ip) < 0 ||
         count_option("idle-timeout", o->v[OPT_IDLE_TIMEOUT], 3600,
                      "a number of seconds from 1 to 3600", 30, &idle) < 0 ||
+        count_option("header-timeout", o->v[OPT_HEADER_TIMEOUT], 3600,
+                     "a number of seconds from 1 to 3600", 30, &header_s) < 0 ||
         count_option("body-timeout", o->v[OPT_BODY_TIMEOUT], 3600,
                      "a number of seconds from 1 to 3600", 120, &body_s) < 0 ||
         count_option("db-timeout", o->v[OPT_DB_TIMEOUT], 3600,
@@ -246,6 +255,7 @@ configure(const struct options *o, struct meter_http_config *cfg)
     cfg->max_per_ip = (unsigned)per_ip;
     cfg->idle_timeout_s = (unsigned)idle;
     cfg->body_timeout_s = (unsigned)body_s;
+    cfg->header_timeout_s = (unsigned)header_s;
     const char *level_s = o->v[OPT_LOG_LEVEL];
     if (level_s) {
         int level = meter_log_parse_level(level_s);
