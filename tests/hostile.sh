@@ -177,4 +177,25 @@ contains "$reply" "400" "Content-Length beside chunked"
 reply=$(raw "$url_held" "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nContent-Length: 0\r\n\r\n")
 contains "$reply" "200" "a repeated equal Content-Length"
 
+# --- unknown keys are limited by address, before the database -------------
+# At 1 a second (bursts of 2), ten unknown tokens in one go from
+# 127.0.0.1: a 401 for each while the address has room, then 429, also
+# for a good key from there, while 127.0.0.2 is served.
+start_meterd guessing "$db" --rate-limit 1 || { finish; exit; }
+urls=()
+for i in $(seq 10); do urls+=("$url_guessing/v1/invoices"); done
+codes=$(curl -s -o /dev/null -w '%{http_code}\n' -H "Authorization: Bearer mtr_$(printf '0%.0s' $(seq 64))" "${urls[@]}")
+n401=$(grep -c '^401$' <<<"$codes")
+n429=$(grep -c '^429$' <<<"$codes")
+checks=$((checks + 1))
+[ "$n401" -ge 2 ] && [ "$n401" -le 3 ] && [ $((n401 + n429)) = 10 ] ||
+    fail "ten unknown keys at 1/s: $n401 401s, $n429 429s"
+checks=$((checks + 2))
+[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $HOST" \
+    -H "Content-Type: application/json" --data-binary @rows.json "$url_guessing/v1/samples")" = 429 ] ||
+    fail "a good key from the guessing address is not limited"
+[ "$(curl -s -o /dev/null -w '%{http_code}' --interface 127.0.0.2 -X POST -H "Authorization: Bearer $HOST" \
+    -H "Content-Type: application/json" --data-binary @rows.json "$url_guessing/v1/samples")" = 200 ] ||
+    fail "another address is limited by the guessing one"
+
 finish

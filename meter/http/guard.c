@@ -31,15 +31,13 @@ now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-bool
-http_rate_take(struct meter_http *h, int64_t key, unsigned *retry_after)
+/* Under rate_lock: key's bucket, refilled to now t. */
+static struct http_bucket *
+bucket_of(struct meter_http *h, int64_t key, double t)
 {
-    double rate = h->cfg.rate_limit, burst = 2 * rate, t = now_s();
-    if (!rate)
-        return true;
+    double rate = h->cfg.rate_limit, burst = 2 * rate;
     uint64_t x = (uint64_t)key * 0x9e3779b97f4a7c15ULL;
     size_t home = (size_t)(x >> 32) % HTTP_BUCKETS;
-    pthread_mutex_lock(&h->rate_lock);
     struct http_bucket *b = NULL, *oldest = NULL;
     for (size_t i = 0; i < HTTP_BUCKET_PROBE && !b; i++) {
         struct http_bucket *s = &h->buckets[(home + i) % HTTP_BUCKETS];
@@ -57,13 +55,37 @@ http_rate_take(struct meter_http *h, int64_t key, unsigned *retry_after)
     }
     b->tokens = fmin(burst, b->tokens + (t - b->at) * rate);
     b->at = t;
+    return b;
+}
+
+/* Takes a token of key's bucket if take, else only looks. */
+static bool
+rate_check(struct meter_http *h, int64_t key, bool take, unsigned *retry_after)
+{
+    double rate = h->cfg.rate_limit;
+    if (!rate)
+        return true;
+    pthread_mutex_lock(&h->rate_lock);
+    struct http_bucket *b = bucket_of(h, key, now_s());
     bool ok = b->tokens >= 1;
-    if (ok)
+    if (ok && take)
         b->tokens -= 1;
-    else
+    else if (!ok)
         *retry_after = (unsigned)ceil((1 - b->tokens) / rate);
     pthread_mutex_unlock(&h->rate_lock);
     return ok;
+}
+
+bool
+http_rate_take(struct meter_http *h, int64_t key, unsigned *retry_after)
+{
+    return rate_check(h, key, true, retry_after);
+}
+
+bool
+http_rate_left(struct meter_http *h, int64_t key, unsigned *retry_after)
+{
+    return rate_check(h, key, false, retry_after);
 }
 
 /* ---- the database watchdog ----------------------------------------------- */

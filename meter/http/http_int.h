@@ -111,6 +111,8 @@ void http_queue(struct meter_http_request *rq, unsigned status,
  * twice that): false when it is empty, with the seconds until it is not
  * in *retry_after. */
 bool http_rate_take(struct meter_http *h, int64_t key, unsigned *retry_after);
+/* Whether key's bucket holds a request, taking none (as above). */
+bool http_rate_left(struct meter_http *h, int64_t key, unsigned *retry_after);
 
 /* The watchdog thread, started with the server and stopped with it. */
 int http_watch_start(struct meter_http *h);

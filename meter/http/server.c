@@ -192,6 +192,29 @@ role_list(unsigned mask, char *out, size_t n)
     }
 }
 
+/* The client's IPv4 address, host order; 0 if unknown. */
+static uint32_t
+peer_address(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci || !ci->client_addr || ci->client_addr->sa_family != AF_INET)
+        return 0;
+    return ntohl(((const struct sockaddr_in *)(const void *)ci->client_addr)
+                     ->sin_addr.s_addr);
+}
+
+/* Refuses rq with 429 (rq->retry_after set): false. */
+static bool
+rate_limited(struct meter_http_request *rq, const char *who)
+{
+    meter_http_reply_problem(rq, 429, "rate-limited", "Too many requests",
+                             NULL,
+                             "%s: more than %u a second; retry after %u s",
+                             who, rq->h->cfg.rate_limit, rq->retry_after);
+    return false;
+}
+
 /* The bearer key of rq, for a route with roles: false after refusing. */
 static bool
 authenticate(struct meter_http_request *rq)
@@ -207,6 +230,13 @@ authenticate(struct meter_http_request *rq)
                                  roles);
         return false;
     }
+    /* Failed keys are counted by address, in buckets of negative numbers
+     * (keys are positive): past the rate limit an address's next tries
+     * get 429 before any database work. */
+    int64_t addr_key = -1 - (int64_t)peer_address(rq->c);
+    if (!http_rate_left(rq->h, addr_key, &rq->retry_after))
+        return rate_limited(rq, "this address sent too many unknown or "
+                                "revoked keys");
     PGconn *db = meter_http_db(rq);
     struct meter_err e = {{0}};
     enum meter_db_status st =
@@ -220,6 +250,8 @@ authenticate(struct meter_http_request *rq)
         return false;
     }
     if (st == METER_DB_NONE) {
+        unsigned ignored;
+        http_rate_take(rq->h, addr_key, &ignored);
         meter_http_reply_problem(rq, 401, "unauthenticated", "Invalid token",
                                  NULL,
                                  "the bearer token is unknown or revoked");
@@ -234,13 +266,10 @@ authenticate(struct meter_http_request *rq)
         return false;
     }
     if (!http_rate_take(rq->h, rq->who.key_id, &rq->retry_after)) {
-        meter_http_reply_problem(rq, 429, "rate-limited", "Too many requests",
-                                 NULL,
-                                 "key %lld makes more than %u requests a "
-                                 "second; retry after %u s",
-                                 (long long)rq->who.key_id,
-                                 rq->h->cfg.rate_limit, rq->retry_after);
-        return false;
+        char why[64];
+        snprintf(why, sizeof(why), "key %lld makes too many requests",
+                 (long long)rq->who.key_id);
+        return rate_limited(rq, why);
     }
     return true;
 }
