@@ -1,7 +1,8 @@
 #!/bin/bash
 # fuzz.sh - libFuzzer targets (clang, -fsanitize=fuzzer,address,undefined)
 # for the body forms of POST /v1/samples, the price book loader, the
-# decimal parser and the storage block decoder. Each is built from its
+# decimal parser, the storage block decoder and the simulator's profile
+# loader. Each is built from its
 # sources and run for $FUZZ_SECONDS (default 10) over its committed corpus
 # (tests/fuzz/corpus/NAME, read only: new inputs go to a scratch
 # directory). A crash fails the test; its input is kept in $FUZZ_OUT
@@ -15,14 +16,17 @@ seconds=${FUZZ_SECONDS:-10}
 out=${FUZZ_OUT:-$PWD/fuzz-out}
 mkdir -p "$out"
 common=("$src"/meter/util/*.c "$src"/meter/sample/*.c "$src"/pricing/*.c)
-for name in ${FUZZ_TARGETS:-body book dec block}; do
+for name in ${FUZZ_TARGETS:-body book dec block profile}; do
     bin="$out/fuzz_$name"
+    extra=()
+    libs=(jansson gmp)
+    [ "$name" = profile ] && extra=(-I"$src/simulator" "$src/simulator/profile.c") && libs+=(gsl)
     checks=$((checks + 1))
     if ! clang -g -O1 -fsanitize=fuzzer,address,undefined \
         -fno-sanitize-recover=undefined \
         -I"$src/pricing" -I"$src/meter/util" -I"$src/meter/sample" \
-        "$src/tests/fuzz/fuzz_$name.c" "${common[@]}" \
-        $(pkg-config --cflags --libs jansson gmp) -o "$bin" 2>"$out/build_$name.log"; then
+        "$src/tests/fuzz/fuzz_$name.c" "${common[@]}" "${extra[@]}" \
+        $(pkg-config --cflags --libs "${libs[@]}") -lm -o "$bin" 2>"$out/build_$name.log"; then
         fail "fuzz_$name does not build: $(tail -5 "$out/build_$name.log")"
         continue
     fi
