@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 
 static meter_db_progress_fn *progress;
 
@@ -38,6 +39,22 @@ meter_db_set_statement_timeout(PGconn *db, unsigned ms, struct meter_err *e)
     return st < 0 ? st : METER_DB_NONE;
 }
 
+/* A failure of the connection itself (no server error, or the server's
+ * connection exception or shutdown) that libpq may not have marked yet
+ * (a write that failed before the end of the stream was read): the
+ * connection is closed, so that meter_db_lost says so and the caller
+ * answers "unavailable", not "error". */
+static void
+drop_if_gone(PGconn *db, const char *state)
+{
+    bool gone = !state || strncmp(state, "08", 2) == 0 ||
+                strncmp(state, "57P", 3) == 0;
+    if (gone && PQstatus(db) == CONNECTION_OK && PQsocket(db) >= 0) {
+        shutdown(PQsocket(db), SHUT_RDWR);
+        PQconsumeInput(db);
+    }
+}
+
 enum meter_db_status
 db_failed(PGconn *db, PGresult *r, const char *what, struct meter_err *e)
 {
@@ -45,6 +62,7 @@ db_failed(PGconn *db, PGresult *r, const char *what, struct meter_err *e)
     bool retry =
         state && (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0);
     meter_fail(e, "%s: %s", what, PQerrorMessage(db));
+    drop_if_gone(db, state);
     PQclear(r);
     return retry ? METER_DB_SOFT : METER_DB_HARD;
 }
@@ -113,8 +131,12 @@ db_copy_in(PGconn *db, const char *sql, const char *data, size_t len,
     if (PQresultStatus(r) != PGRES_COPY_IN)
         return db_failed(db, r, what, e);
     PQclear(r);
-    if (PQputCopyData(db, data, (int)len) != 1 || PQputCopyEnd(db, NULL) != 1)
-        return db_hard(e, "%s: %s", what, PQerrorMessage(db));
+    if (PQputCopyData(db, data, (int)len) != 1 ||
+        PQputCopyEnd(db, NULL) != 1) {
+        db_hard(e, "%s: %s", what, PQerrorMessage(db));
+        drop_if_gone(db, NULL);
+        return METER_DB_HARD;
+    }
     r = PQgetResult(db);
     db_answered(db);
     bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
