@@ -108,6 +108,31 @@ out=$(echo | OPENSSL_CONF=/dev/null timeout 5 openssl s_client \
     -connect "127.0.0.1:$port" -tls1_1 -cipher 'DEFAULT:@SECLEVEL=0' 2>&1)
 contains "$out" "Cipher is (NONE)" "a TLS 1.1 handshake refused"
 
+# --- gen --push over TLS ------------------------------------------------------
+# With the CA: pushed. With another CA, or none (the system's): a
+# certificate that does not verify ends it at once, saying so, rather
+# than after --retry-for's 60 s of retries.
+expect_status 0 "$METERCTL" gen --sandboxes 2 --accounts 1 --seconds 3 --start "$T" \
+    --push "$A/v1/samples" --token "$HOST" --cacert server.pem
+checks=$((checks + 1))
+echo "$err" | grep -Eq 'pushed ([1-9][0-9]*) samples .*: \1 accepted' ||
+    fail "gen --push over TLS with its CA: $err"
+for ca in other.pem ""; do
+    if [ -n "$ca" ]; then
+        with=(--cacert "$ca") who="--cacert '$ca'"
+    else
+        with=() who="the system's CAs"
+    fi
+    t0=$(date +%s%N)
+    expect_status 1 "$METERCTL" gen --sandboxes 2 --accounts 1 --seconds 3 --start "$T" \
+        --push "$A/v1/samples" --token "$HOST" "${with[@]}"
+    elapsed=$((($(date +%s%N) - t0) / 1000000))
+    contains "$err" "the server's certificate is not trusted by $who" \
+        "gen --push with $who: the certificate named"
+    checks=$((checks + 1))
+    [ "$elapsed" -lt 5000 ] || fail "gen --push with $who gave up after $elapsed ms, not at once"
+done
+
 # --- the plain server's limits, over TLS ------------------------------------
 # tls_session SECONDS: openssl s_client to A, its input from stdin
 # (kept open up to SECONDS after it ends, or until the server closes),
