@@ -108,6 +108,40 @@ out=$(echo | OPENSSL_CONF=/dev/null timeout 5 openssl s_client \
     -connect "127.0.0.1:$port" -tls1_1 -cipher 'DEFAULT:@SECLEVEL=0' 2>&1)
 contains "$out" "Cipher is (NONE)" "a TLS 1.1 handshake refused"
 
+# The suites of TLS 1.2: forward secrecy and AEAD only. An RSA
+# certificate as well, since static RSA key exchange (AES128-SHA) needs
+# one; each suite offered alone, openssl's system settings set aside.
+# cipher_of PORT S_CLIENT-ARGS: the suite agreed, "(NONE)" if none.
+cipher_of() {
+    local p=$1
+    shift
+    echo | OPENSSL_CONF=/dev/null timeout 5 openssl s_client -connect "127.0.0.1:$p" "$@" 2>&1 |
+        sed -n 's/.*Cipher is \(.*\)/\1/p' | head -1
+}
+openssl req -x509 -newkey rsa:2048 -nodes -keyout rsa.key -out rsa.pem -days 2 \
+    -subj "/CN=meter test rsa" -addext "subjectAltName=IP:127.0.0.1" 2>rsa.err ||
+    fail "openssl could not make an RSA certificate: $(cat rsa.err)"
+tls_ca=rsa.pem start_meterd r "$db" --tls-cert rsa.pem --tls-key rsa.key || { finish; exit; }
+rport=${url_r##*:}
+for suite in AES128-SHA AES256-SHA AES128-GCM-SHA256 ECDHE-RSA-AES128-SHA \
+    ECDHE-RSA-AES256-SHA384 DHE-RSA-AES128-SHA; do
+    got=$(cipher_of "$rport" -tls1_2 -cipher "$suite:@SECLEVEL=0")
+    contains "$got" "(NONE)" "TLS 1.2 $suite (RSA certificate) refused, got $got"
+done
+for suite in ECDHE-ECDSA-AES128-SHA ECDHE-ECDSA-AES256-SHA384; do
+    got=$(cipher_of "$port" -tls1_2 -cipher "$suite:@SECLEVEL=0")
+    contains "$got" "(NONE)" "TLS 1.2 $suite (P-256 certificate) refused, got $got"
+done
+checks=$((checks + 4))
+got=$(cipher_of "$rport" -tls1_2)
+case "$got" in ECDHE-RSA-*GCM* | ECDHE-RSA-CHACHA20*) ;; *) fail "TLS 1.2 by default (RSA certificate) agreed '$got'" ;; esac
+got=$(cipher_of "$port" -tls1_2)
+case "$got" in ECDHE-ECDSA-*GCM* | ECDHE-ECDSA-CHACHA20*) ;; *) fail "TLS 1.2 by default (P-256 certificate) agreed '$got'" ;; esac
+got=$(cipher_of "$rport" -tls1_3)
+case "$got" in TLS_*) ;; *) fail "TLS 1.3 (RSA certificate) agreed '$got'" ;; esac
+got=$(cipher_of "$port" -tls1_3)
+case "$got" in TLS_*) ;; *) fail "TLS 1.3 (P-256 certificate) agreed '$got'" ;; esac
+
 # --- gen --push over TLS ------------------------------------------------------
 # With the CA: pushed. With another CA, or none (the system's): a
 # certificate that does not verify ends it at once, saying so, rather

@@ -6,8 +6,10 @@
  * start with a message that names neither file. So each file is read
  * here and parsed with GnuTLS (what libmicrohttpd itself uses): a
  * certificate chain, a private key, then the two together, so that the
- * error names the file at fault before anything listens. The key's
- * bytes are wiped when released.
+ * error names the file at fault before anything listens; the priority
+ * string too, so that a GnuTLS that rejects it is named as such rather
+ * than as a socket that could not listen. The key's bytes are wiped
+ * when released.
  */
 #include "http_int.h"
 
@@ -28,6 +30,23 @@ wipe_free(char *p, size_t n)
         return;
     explicit_bzero(p, n);
     free(p);
+}
+
+/* Whether GnuTLS takes HTTP_TLS_PRIORITIES; else a message in e. */
+static int
+check_priorities(struct meter_err *e)
+{
+    gnutls_priority_t prio;
+    const char *at = NULL;
+    int rc = gnutls_priority_init(&prio, HTTP_TLS_PRIORITIES, &at);
+    if (rc < 0)
+        return meter_fail(e,
+                          "TLS setup failed: this GnuTLS rejects the "
+                          "priorities '%s' at '%s': %s",
+                          HTTP_TLS_PRIORITIES, at ? at : "?",
+                          gnutls_strerror(rc));
+    gnutls_priority_deinit(prio);
+    return 0;
 }
 
 /* Whether text is one or more PEM certificates; else a message in e. */
@@ -120,7 +139,7 @@ meter_http_tls_load(struct meter_http_tls *tls, const char *cert_file,
     }
     if (check_cert(cert_file, tls->cert, tls->cert_len, e) < 0 ||
         check_key(key_file, tls->key, tls->key_len, e) < 0 ||
-        check_pair(tls, e) < 0)
+        check_pair(tls, e) < 0 || check_priorities(e) < 0)
         goto fail;
     return 0;
 fail:
