@@ -1,8 +1,10 @@
 #!/bin/bash
 # meterd over HTTPS (--tls-cert, --tls-key) with a throwaway self-signed
 # certificate made here: a batch and the probes through curl --cacert,
-# plain HTTP and an unknown CA refused, TLS 1.1 refused, start errors
-# that name the file, and the plain server's limits (pipelining, idle
+# plain HTTP and an unknown CA refused, TLS 1.1 refused, TLS 1.2 only
+# with forward secrecy and AEAD, gen --push over TLS (an untrusted
+# certificate fatal at once), start errors that name the file, a key
+# open to others warned of, and the plain server's limits (pipelining, idle
 # and body timeouts, connections per address, the body cap) over TLS.
 . "$(dirname "$0")/lib.sh"
 command -v openssl >/dev/null || { fail "openssl not found (scripts/install-deps.sh installs it)"; finish; exit; }
@@ -44,6 +46,17 @@ contains "$err" "'other.key' is not the key of the certificate 'server.pem'" "a 
 openssl pkey -in server.key -aes256 -passout pass:secret -out locked.key 2>/dev/null
 expect_status 1 "$METERD" --db "$nodb" --tls-cert server.pem --tls-key locked.key
 contains "$err" "'locked.key' is not an unencrypted PEM private key" "an encrypted key"
+
+# A key group or others may read: served (here: the database fails
+# after), with a warning; one kept private: no warning.
+cp server.key open.key
+chmod 644 open.key
+expect_status 1 "$METERD" --db "$nodb" --tls-cert server.pem --tls-key open.key
+contains "$err" "--tls-key 'open.key' may be read by group or others (mode 0644)" "a key open to others warned of"
+chmod 600 open.key
+expect_status 1 "$METERD" --db "$nodb" --tls-cert server.pem --tls-key open.key
+checks=$((checks + 1))
+case "$err" in *"may be read"*) fail "a private key warned of: $err" ;; esac
 
 # --- served over HTTPS -----------------------------------------------------
 tls_ca=server.pem
