@@ -28,6 +28,9 @@ HOST=$("$METERCTL" --db "$db" keys create --role host --name h)
 # timeout so that silent sockets are closed during the test.
 start_meterd d "$db" --idle-timeout 3 --log-level error || { finish; exit; }
 port=${url_d##*:}
+# Its own descriptors (listener, epoll, pipes, the database's, stdio),
+# to tell the sockets from them.
+base_fds=$(ls "/proc/$pid_d/fd" | wc -l)
 
 # field NAME: the last figure NAME ("held", "closed", "refused") that
 # slowconn printed.
@@ -73,9 +76,21 @@ while :; do
 done
 elapsed=$((($(date +%s%N) - t0) / 1000000))
 requests=$(wc -l <honest.txt)
-held=$(field held)
 closed=$(field closed)
-fds_after=$(ls "/proc/$pid_d/fd" | wc -l)
+# Whether meterd still takes them all after the wave of closes: at any
+# one moment some silent sockets are between their close and their
+# reopening (200 ms later, more under load), so one sample can miss
+# hundreds; the most it holds, sampled for up to 10 s, must reach 95%.
+# A meterd that refuses some (--max-connections 2500) never does.
+want=$((sockets * 95 / 100))
+most=0
+for i in $(seq 1 50); do
+    n=$(($(ls "/proc/$pid_d/fd" | wc -l) - base_fds))
+    [ "$n" -gt "$most" ] && most=$n
+    [ "$most" -ge "$want" ] && break
+    sleep 0.2
+done
+held=$(field held)
 kill -TERM $slow
 wait $slow 2>/dev/null
 
@@ -88,10 +103,10 @@ read -r p50 p99 max < <(awk '{ print $2 }' honest.txt | sort -g | awk -v n="$req
     { t[NR] = $1 }
     END { i50 = int(0.5 * n + 0.999999); i99 = int(0.99 * n + 0.999999)
           printf "%.4f %.4f %.4f\n", t[i50], t[i99], t[NR] }')
-echo "$sockets slow sockets held (12 addresses; $closed closed by --idle-timeout 3 and reopened; meterd at $fds_after descriptors at the end);" \
+echo "$sockets slow sockets held (12 addresses; $closed closed by --idle-timeout 3 and reopened; after that meterd held up to $most of them, $held held by slowconn at the end);" \
     "$requests honest requests in $elapsed ms, all 200: p50 ${p50}s p99 ${p99}s max ${max}s"
 checks=$((checks + 3))
 awk -v p="$p99" 'BEGIN { exit !(p < 1.0) }' || fail "the honest client's p99 is ${p99}s, over 1 s"
 [ "$closed" -ge $((sockets / 2)) ] || fail "the idle timeout closed $closed sockets, not every silent one ($((sockets / 2)))"
-[ "$held" -ge $((sockets * 9 / 10)) ] || fail "the slow sockets were not held throughout: $held of $sockets at the end"
+[ "$most" -ge "$want" ] || fail "the slow sockets were not held throughout: meterd held at most $most of $sockets after the idle timeout's closes (sampled for 10 s), want $want"
 finish

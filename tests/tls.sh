@@ -1,8 +1,10 @@
 #!/bin/bash
 # meterd over HTTPS (--tls-cert, --tls-key) with a throwaway self-signed
 # certificate made here: a batch and the probes through curl --cacert,
-# plain HTTP and an unknown CA refused, TLS 1.1 refused, start errors
-# that name the file, and the plain server's limits (pipelining, idle
+# plain HTTP and an unknown CA refused, TLS 1.1 refused, TLS 1.2 only
+# with forward secrecy and AEAD, gen --push over TLS (an untrusted
+# certificate fatal at once), start errors that name the file, a key
+# open to others warned of, and the plain server's limits (pipelining, idle
 # and body timeouts, connections per address, the body cap) over TLS.
 . "$(dirname "$0")/lib.sh"
 command -v openssl >/dev/null || { fail "openssl not found (scripts/install-deps.sh installs it)"; finish; exit; }
@@ -44,6 +46,17 @@ contains "$err" "'other.key' is not the key of the certificate 'server.pem'" "a 
 openssl pkey -in server.key -aes256 -passout pass:secret -out locked.key 2>/dev/null
 expect_status 1 "$METERD" --db "$nodb" --tls-cert server.pem --tls-key locked.key
 contains "$err" "'locked.key' is not an unencrypted PEM private key" "an encrypted key"
+
+# A key group or others may read: served (here: the database fails
+# after), with a warning; one kept private: no warning.
+cp server.key open.key
+chmod 644 open.key
+expect_status 1 "$METERD" --db "$nodb" --tls-cert server.pem --tls-key open.key
+contains "$err" "--tls-key 'open.key' may be read by group or others (mode 0644)" "a key open to others warned of"
+chmod 600 open.key
+expect_status 1 "$METERD" --db "$nodb" --tls-cert server.pem --tls-key open.key
+checks=$((checks + 1))
+case "$err" in *"may be read"*) fail "a private key warned of: $err" ;; esac
 
 # --- served over HTTPS -----------------------------------------------------
 tls_ca=server.pem
@@ -107,6 +120,65 @@ curl -s -m 5 -o /dev/null "$A/healthz" && rc=0 || rc=$?
 out=$(echo | OPENSSL_CONF=/dev/null timeout 5 openssl s_client \
     -connect "127.0.0.1:$port" -tls1_1 -cipher 'DEFAULT:@SECLEVEL=0' 2>&1)
 contains "$out" "Cipher is (NONE)" "a TLS 1.1 handshake refused"
+
+# The suites of TLS 1.2: forward secrecy and AEAD only. An RSA
+# certificate as well, since static RSA key exchange (AES128-SHA) needs
+# one; each suite offered alone, openssl's system settings set aside.
+# cipher_of PORT S_CLIENT-ARGS: the suite agreed, "(NONE)" if none.
+cipher_of() {
+    local p=$1
+    shift
+    echo | OPENSSL_CONF=/dev/null timeout 5 openssl s_client -connect "127.0.0.1:$p" "$@" 2>&1 |
+        sed -n 's/.*Cipher is \(.*\)/\1/p' | head -1
+}
+openssl req -x509 -newkey rsa:2048 -nodes -keyout rsa.key -out rsa.pem -days 2 \
+    -subj "/CN=meter test rsa" -addext "subjectAltName=IP:127.0.0.1" 2>rsa.err ||
+    fail "openssl could not make an RSA certificate: $(cat rsa.err)"
+tls_ca=rsa.pem start_meterd r "$db" --tls-cert rsa.pem --tls-key rsa.key || { finish; exit; }
+rport=${url_r##*:}
+for suite in AES128-SHA AES256-SHA AES128-GCM-SHA256 ECDHE-RSA-AES128-SHA \
+    ECDHE-RSA-AES256-SHA384 DHE-RSA-AES128-SHA; do
+    got=$(cipher_of "$rport" -tls1_2 -cipher "$suite:@SECLEVEL=0")
+    contains "$got" "(NONE)" "TLS 1.2 $suite (RSA certificate) refused, got $got"
+done
+for suite in ECDHE-ECDSA-AES128-SHA ECDHE-ECDSA-AES256-SHA384; do
+    got=$(cipher_of "$port" -tls1_2 -cipher "$suite:@SECLEVEL=0")
+    contains "$got" "(NONE)" "TLS 1.2 $suite (P-256 certificate) refused, got $got"
+done
+checks=$((checks + 4))
+got=$(cipher_of "$rport" -tls1_2)
+case "$got" in ECDHE-RSA-*GCM* | ECDHE-RSA-CHACHA20*) ;; *) fail "TLS 1.2 by default (RSA certificate) agreed '$got'" ;; esac
+got=$(cipher_of "$port" -tls1_2)
+case "$got" in ECDHE-ECDSA-*GCM* | ECDHE-ECDSA-CHACHA20*) ;; *) fail "TLS 1.2 by default (P-256 certificate) agreed '$got'" ;; esac
+got=$(cipher_of "$rport" -tls1_3)
+case "$got" in TLS_*) ;; *) fail "TLS 1.3 (RSA certificate) agreed '$got'" ;; esac
+got=$(cipher_of "$port" -tls1_3)
+case "$got" in TLS_*) ;; *) fail "TLS 1.3 (P-256 certificate) agreed '$got'" ;; esac
+
+# --- gen --push over TLS ------------------------------------------------------
+# With the CA: pushed. With another CA, or none (the system's): a
+# certificate that does not verify ends it at once, saying so, rather
+# than after --retry-for's 60 s of retries.
+expect_status 0 "$METERCTL" gen --sandboxes 2 --accounts 1 --seconds 3 --start "$T" \
+    --push "$A/v1/samples" --token "$HOST" --cacert server.pem
+checks=$((checks + 1))
+echo "$err" | grep -Eq 'pushed ([1-9][0-9]*) samples .*: \1 accepted' ||
+    fail "gen --push over TLS with its CA: $err"
+for ca in other.pem ""; do
+    if [ -n "$ca" ]; then
+        with=(--cacert "$ca") who="--cacert '$ca'"
+    else
+        with=() who="the system's CAs"
+    fi
+    t0=$(date +%s%N)
+    expect_status 1 "$METERCTL" gen --sandboxes 2 --accounts 1 --seconds 3 --start "$T" \
+        --push "$A/v1/samples" --token "$HOST" "${with[@]}"
+    elapsed=$((($(date +%s%N) - t0) / 1000000))
+    contains "$err" "the server's certificate is not trusted by $who" \
+        "gen --push with $who: the certificate named"
+    checks=$((checks + 1))
+    [ "$elapsed" -lt 5000 ] || fail "gen --push with $who gave up after $elapsed ms, not at once"
+done
 
 # --- the plain server's limits, over TLS ------------------------------------
 # tls_session SECONDS: openssl s_client to A, its input from stdin

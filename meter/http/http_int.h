@@ -28,6 +28,15 @@ struct http_route_metrics {
     atomic_ullong latency_us_sum;
 };
 
+/* What HTTPS offers (GnuTLS's syntax): TLS 1.3, and TLS 1.2 with
+ * forward secrecy (ECDHE or DHE key exchange, no static RSA) and AEAD
+ * ciphers only (GCM, CCM, ChaCha20-Poly1305: no CBC with its SHA-1 or
+ * SHA-2 MACs). TLS 1.0 and 1.1 are refused (RFC 8996). Checked by
+ * meter_http_tls_load, used by meter_http_start. */
+#define HTTP_TLS_PRIORITIES                                                    \
+    "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-RSA:-SHA1:-AES-128-CBC:"      \
+    "-AES-256-CBC:-CAMELLIA-128-CBC:-CAMELLIA-256-CBC:-3DES-CBC"
+
 /* Threads at most (each holds a database connection slot). */
 #define HTTP_MAX_THREADS 256
 /* Keys whose rate is followed at once (guard.c). */

@@ -103,8 +103,10 @@ struct meter_http_config {
 /* Reads cert_file and key_file (PEM) into tls and checks them as the
  * server will use them: libmicrohttpd built with TLS, each file
  * readable, a certificate chain, an unencrypted private key, the key
- * that of the first certificate. 0, or -1 with e naming the file at
- * fault (tls then holds nothing). Release with meter_http_tls_release. */
+ * that of the first certificate; and that GnuTLS takes the server's
+ * TLS priorities. A key file open to group or others is logged as a
+ * warning. 0, or -1 with e naming the file at fault (tls then holds
+ * nothing). Release with meter_http_tls_release. */
 int meter_http_tls_load(struct meter_http_tls *tls, const char *cert_file,
                         const char *key_file, struct meter_err *e);
 /* Frees what tls holds, wiping the key's bytes first. NULL is fine. */

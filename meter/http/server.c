@@ -746,7 +746,7 @@ meter_http_start(const struct meter_http_config *cfg, struct meter_err *e)
         {MHD_OPTION_HTTPS_MEM_CERT, 0, tls ? tls->cert : NULL},
         {MHD_OPTION_HTTPS_MEM_KEY, 0, tls ? tls->key : NULL},
         {MHD_OPTION_HTTPS_PRIORITIES, 0,
-         (void *)(uintptr_t) "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"},
+         (void *)(uintptr_t)HTTP_TLS_PRIORITIES},
         {MHD_OPTION_END, 0, NULL},
     };
     if (!tls)

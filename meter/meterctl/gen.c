@@ -59,10 +59,19 @@ keep_reply(char *data, size_t size, size_t n, void *arg)
  * the hosts of a fleet do not come back in step), or follow the
  * service's Retry-After (at most 30 s), until retry_for seconds have
  * passed since the batch's first try.
+ *
+ * A service that stops moving bytes (hung, or a network that drops
+ * everything) is given up on after STALL_S seconds under 1 byte/s and
+ * counted as a cut-off, so that it cannot hold the agent past
+ * retry_for: longer than meterd's own database timeout (30 s by
+ * default, after which it answers 503 itself), so that a slow but live
+ * meterd is still waited for. A certificate that does not verify is
+ * no passing state: it ends the push at once.
  */
 #define RETRY_FIRST_MS 100
 #define RETRY_MAX_MS 2000
 #define RETRY_AFTER_MAX_S 30
+#define STALL_S 60L
 
 /* splitmix64, for the random half of the waits. */
 static uint64_t
@@ -78,6 +87,7 @@ next_rand(uint64_t *s)
 struct push {
     CURL *curl;
     const char *url;
+    const char *cacert; /* NULL: the system's CAs */
     struct curl_slist *headers;
     uint64_t retry_for; /* seconds */
     uint64_t rng;
@@ -102,6 +112,24 @@ count_reply(struct push *p, const struct meter_buf *reply)
     json_decref(o);
 }
 
+/* Whether rc says the service's certificate (or our CA file) is wrong:
+ * not something a retry fixes. */
+static bool
+tls_verify_error(CURLcode rc)
+{
+    switch (rc) {
+    case CURLE_PEER_FAILED_VERIFICATION: /* also CURLE_SSL_CACERT */
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* POSTs body until it is acknowledged: 0, or -1 (said why) once the
  * reply is one a retry cannot fix or retry_for has passed. */
 static int
@@ -121,6 +149,10 @@ post(struct push *p, const struct meter_buf *body)
         /* A host that never answers must not hold the agent for curl's
          * default of five minutes. */
         curl_easy_setopt(p->curl, CURLOPT_CONNECTTIMEOUT, 10L);
+        curl_easy_setopt(p->curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(p->curl, CURLOPT_LOW_SPEED_TIME, STALL_S);
+        if (p->cacert)
+            curl_easy_setopt(p->curl, CURLOPT_CAINFO, p->cacert);
         CURLcode rc = curl_easy_perform(p->curl);
         long status = 0;
         curl_off_t retry_after = 0;
@@ -135,9 +167,11 @@ post(struct push *p, const struct meter_buf *body)
             retry = true;
             p->unreachable++;
         } else if (rc == CURLE_URL_MALFORMAT ||
-                   rc == CURLE_UNSUPPORTED_PROTOCOL) {
+                   rc == CURLE_UNSUPPORTED_PROTOCOL || tls_verify_error(rc)) {
             retry = false;
-        } else if (rc != CURLE_OK) { /* cut off: sent, perhaps stored */
+        } else if (rc != CURLE_OK) {
+            /* Cut off or stalled (CURLE_OPERATION_TIMEDOUT): sent,
+             * perhaps stored. */
             retry = true;
             p->cut++;
         } else {
@@ -149,8 +183,18 @@ post(struct push *p, const struct meter_buf *body)
         }
         double left = (double)p->retry_for - (ctl_now() - first);
         if (!retry || left <= 0) {
-            char what[64];
-            if (rc != CURLE_OK)
+            char what[160];
+            if (rc == CURLE_OPERATION_TIMEDOUT)
+                snprintf(what, sizeof(what),
+                         "no progress for %ld s (under 1 byte/s)", STALL_S);
+            else if (tls_verify_error(rc))
+                snprintf(what, sizeof(what),
+                         "%s: the server's certificate is not trusted by "
+                         "%s%s%s",
+                         curl_easy_strerror(rc), p->cacert ? "--cacert '" : "",
+                         p->cacert ? p->cacert : "the system's CAs",
+                         p->cacert ? "'" : "");
+            else if (rc != CURLE_OK)
                 snprintf(what, sizeof(what), "%s", curl_easy_strerror(rc));
             else
                 snprintf(what, sizeof(what), "HTTP %ld", status);
@@ -193,12 +237,14 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
         {"rate", required_argument, NULL, 'r'},
         {"follow", no_argument, NULL, 'f'},
         {"retry-for", required_argument, NULL, 'R'},
+        {"cacert", required_argument, NULL, 'C'},
         {NULL, 0, NULL, 0},
     };
     uint64_t sandboxes = 100, accounts = 10, seconds = 60, seed = 1, batch = 10,
              rate = 0, retry_for = 60;
     long long start = (long long)time(NULL);
-    const char *output = NULL, *url = NULL, *token = getenv("METER_TOKEN");
+    const char *output = NULL, *url = NULL, *token = getenv("METER_TOKEN"),
+               *cacert = NULL;
     bool follow = false;
     int opt;
     (void)ctl; /* gen needs no database */
@@ -243,6 +289,9 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
             break;
         case 'k':
             token = optarg;
+            break;
+        case 'C':
+            cacert = optarg;
             break;
         case 'f':
             follow = true;
@@ -305,6 +354,7 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
     struct push p = {.curl = curl_easy_init(),
                      .url = url,
+                     .cacert = cacert,
                      .retry_for = retry_for,
                      .rng = seed ^ (uint64_t)getpid() << 32};
     p.headers = curl_slist_append(p.headers, auth);
