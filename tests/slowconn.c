@@ -6,7 +6,8 @@
  *
  * Half the sockets send the start of a request and then one header byte
  * a second (never finishing the headers: an idle timeout never fires on
- * them); the other half connect and send nothing (half-open). A socket
+ * them, meterd's --header-timeout does, 30 s after they open); the
+ * other half connect and send nothing (half-open). A socket
  * the server closes is opened again 200 ms later, so the pressure
  * stays. bash's /dev/tcp cannot hold thousands of sockets at once; this
  * holds them in one poll loop.
