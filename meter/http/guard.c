@@ -90,6 +90,14 @@ http_rate_left(struct meter_http *h, int64_t key, unsigned *retry_after)
 
 /* ---- the database watchdog ----------------------------------------------- */
 
+/* Whether monotonic time now has reached t. */
+static bool
+reached(const struct timespec *now, const struct timespec *t)
+{
+    return now->tv_sec > t->tv_sec ||
+           (now->tv_sec == t->tv_sec && now->tv_nsec >= t->tv_nsec);
+}
+
 static struct timespec
 deadline_from_now(unsigned seconds)
 {
@@ -172,33 +180,30 @@ watchdog(void *arg)
         int fired = 0, slow = http_conn_sweep(h, &now);
         for (int i = 0; i < HTTP_MAX_THREADS; i++) {
             struct http_watch *w = &h->watch[i];
-            if (!w->armed || now.tv_sec < w->deadline.tv_sec ||
-                (now.tv_sec == w->deadline.tv_sec &&
-                 now.tv_nsec < w->deadline.tv_nsec))
+            if (!w->armed || !reached(&now, &w->deadline))
                 continue;
             shutdown(w->fd, SHUT_RDWR);
             w->armed = false;
             w->broken = true; /* its thread connects again */
             fired++;
         }
-        if (fired || slow) {
-            pthread_mutex_unlock(&h->watch_lock);
-            if (slow)
-                meter_log(METER_LOG_INFO,
-                          "%d connection%s closed: no whole request within "
-                          "%u s (header timeout)",
-                          slow, slow == 1 ? "" : "s", h->cfg.header_timeout_s);
-        }
-        if (fired) {
+        if (!fired && !slow)
+            continue;
+        /* Logged outside the lock every request thread takes. */
+        pthread_mutex_unlock(&h->watch_lock);
+        if (slow)
+            meter_log(METER_LOG_INFO,
+                      "%d connection%s closed: no whole request within %u s "
+                      "(header timeout)",
+                      slow, slow == 1 ? "" : "s", h->cfg.header_timeout_s);
+        if (fired)
             meter_log(METER_LOG_WARN,
                       "the database did not answer within %u s: %d "
                       "connection%s broken, %s request%s get%s 503",
                       h->cfg.db_timeout_s, fired, fired == 1 ? "" : "s",
                       fired == 1 ? "its" : "their", fired == 1 ? "" : "s",
                       fired == 1 ? "s" : "");
-        }
-        if (fired || slow)
-            pthread_mutex_lock(&h->watch_lock);
+        pthread_mutex_lock(&h->watch_lock);
     }
     pthread_mutex_unlock(&h->watch_lock);
     return NULL;
@@ -284,10 +289,9 @@ http_conn_sweep(struct meter_http *h, const struct timespec *now)
 {
     int closed = 0;
     for (struct http_conn *c = h->conns_open; c; c = c->next) {
-        if (c->in_request || c->shut ||
-            now->tv_sec - c->since.tv_sec < (time_t)h->cfg.header_timeout_s ||
-            (now->tv_sec - c->since.tv_sec == (time_t)h->cfg.header_timeout_s &&
-             now->tv_nsec < c->since.tv_nsec))
+        struct timespec deadline = c->since;
+        deadline.tv_sec += h->cfg.header_timeout_s;
+        if (c->in_request || c->shut || !reached(now, &deadline))
             continue;
         shutdown(c->fd, SHUT_RDWR);
         c->shut = true;

@@ -89,8 +89,7 @@ struct meter_http_config {
     unsigned db_timeout_s;    /* 0 for 30 s: a request whose database
                                  answers nothing for longer gets 503, its
                                  connection broken (each statement
-                                 answered, and meter_http_progress,
-                                 restart it) */
+                                 answered restarts it) */
     unsigned rate_limit;      /* requests a second a key may make, in
                                  bursts of twice that; 0: no limit */
     const struct meter_http_route *routes; /* kept, not copied */
@@ -146,10 +145,6 @@ struct meter_http *meter_http_server(struct meter_http_request *rq);
 /* The calling thread's database connection, reconnected if needed; NULL
  * if the database cannot be reached (logged and counted). */
 PGconn *meter_http_db(struct meter_http_request *rq);
-/* The request made progress: its database wait restarts from now. The
- * database layer's answers do it already; a handler calls it after
- * long work of its own between statements. */
-void meter_http_progress(struct meter_http_request *rq);
 /* Counts a database error in meter_db_errors_total. */
 void meter_http_count_db_error(struct meter_http_request *rq);
 

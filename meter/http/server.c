@@ -157,13 +157,6 @@ meter_http_db(struct meter_http_request *rq)
 }
 
 void
-meter_http_progress(struct meter_http_request *rq)
-{
-    if (tl_slot >= 0)
-        http_watch_progress(rq->h, tl_slot);
-}
-
-void
 meter_http_count_db_error(struct meter_http_request *rq)
 {
     atomic_fetch_add(&rq->h->db_errors, 1);

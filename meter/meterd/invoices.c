@@ -309,7 +309,6 @@ meterd_invoices_run(struct meter_http_request *rq)
                 json_object_set_new(item, "number", json_string(r.number));
         }
         json_array_append_new(items, item);
-        meter_http_progress(rq);
     }
     meter_http_reply_json(rq, failed ? 500 : 200,
                           json_pack("{s:s, s:o, s:i}", "period", period,
