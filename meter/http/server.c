@@ -3,12 +3,14 @@
  * route table, each request's life from headers to answer, and the
  * per-thread database connections.
  *
- * A request goes: route (404/405), key (401/403/503), the route's own
- * admission (admit), then for a route with a body the encoding and the
- * declared length (415/413) and a reservation against max_buffered
+ * A request goes: framing (400), route (404/405), key (401/403/503,
+ * and 429 past the key's or the address's rate: guard.c), the route's
+ * own admission (admit), then for a route with a body the encoding and
+ * the declared length (415/413) and a reservation against max_buffered
  * (503 saturated); the body is buffered up to max_body (413 past it)
- * and inflated if gzip; then the handler. The request's memory is freed
- * in one place, when libmicrohttpd says it is complete.
+ * and inflated if gzip; then the handler, under the database watchdog
+ * (guard.c). The request's memory is freed in one place, when
+ * libmicrohttpd says it is complete.
  */
 #include "http_int.h"
 
