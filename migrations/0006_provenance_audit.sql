@@ -102,9 +102,9 @@ COMMENT ON COLUMN audit_log.actor IS
     'the key of the request), else the database user';
 COMMENT ON COLUMN audit_log.db_user IS 'the database user of the session';
 COMMENT ON COLUMN audit_log.action IS
-    'key.create, key.revoke, key.change, key.delete, key.scope, book.import, '
+    'key.create, key.revoke, key.change, key.delete, book.import, '
     'account.assign, account.unassign, credit.grant, usage.quarantine, '
-    'invoice.finalize, credit_note.finalize';
+    'invoice.finalize, credit_note.finalize (and what later migrations add)';
 COMMENT ON COLUMN audit_log.account_id IS 'the account concerned, if one';
 COMMENT ON COLUMN audit_log.subject IS 'what was acted on: a key, book, invoice...';
 COMMENT ON COLUMN audit_log.detail IS 'the act''s values';

@@ -16,6 +16,11 @@ COMMENT ON COLUMN host_key_accounts.account_id IS
     'an account it may write (it need not exist yet: accounts are created '
     'by their first sample)';
 
+COMMENT ON COLUMN audit_log.action IS
+    'key.create, key.revoke, key.change, key.delete, key.scope, book.import, '
+    'account.assign, account.unassign, credit.grant, usage.quarantine, '
+    'invoice.finalize, credit_note.finalize';
+
 CREATE FUNCTION host_key_accounts_check() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
