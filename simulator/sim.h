@@ -164,6 +164,29 @@ int sim_monte_carlo(const struct sim_profile *p,
                     struct sim_err *e);
 void sim_mc_result_release(struct sim_mc_result *r);
 
+/* ---- sensitivity (sens.c) ---------------------------------------------- */
+
+/* One parameter of the profile moved down and up by the tornado's
+ * percentage: one book's mean monthly total each way. */
+struct sim_swing {
+    char param[64];               /* the profile's key path */
+    bool failed;                  /* the book could not price one side */
+    struct pricing_dec low, high; /* mean totals at -pct and +pct */
+};
+
+/* One book's tornado: its swings sorted by |high - low|, largest first. */
+struct sim_tornado_book {
+    struct pricing_dec base; /* the mean total of the profile as given */
+    struct sim_swing *swings;
+    size_t nswings;
+};
+
+struct sim_tornado {
+    double pct;                     /* each parameter moved by +/- pct % */
+    size_t nbooks;                  /* in the order of the books given */
+    struct sim_tornado_book *books; /* not failed books: nswings 0 */
+};
+
 /* sum / n, exactly to 12 decimals (half to even): a mean of decimals. */
 struct pricing_dec sim_dec_div(struct pricing_dec sum, uint64_t n);
 /* The trial total at quantile q (0..1) of b, nearest rank: an actual
