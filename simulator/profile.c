@@ -305,7 +305,7 @@ exact(struct ctx *c, const json_t *obj, const char *path, const char *key,
     char p[256];
     join(p, sizeof(p), path, key);
     double x = d * scale;
-    if (x > 1e18)
+    if (x > SIM_MAX_BYTES)
         return fail(c, p, "%g is too large", d);
     double r = round(x);
     if (fabs(x - r) > 1e-3) /* what a decimal in binary may be off by */
@@ -336,7 +336,7 @@ parse_sessions(struct ctx *c, const json_t *root, struct sim_profile *p)
         double n = 0;
         if (number(c, s, "sessions", "per_month", true, 1, &n) < 0)
             return -1;
-        if (n != floor(n) || n > 10000000)
+        if (n != floor(n) || n > SIM_MAX_PER_MONTH)
             return fail(c, "sessions.per_month",
                         "%g is not a whole number up to 10,000,000", n);
         p->arrivals = SIM_EVEN;
@@ -348,7 +348,7 @@ parse_sessions(struct ctx *c, const json_t *root, struct sim_profile *p)
             number(c, po, "sessions.poisson", "per_hour", true, 0,
                    &p->per_hour) < 0)
             return -1;
-        if (p->per_hour <= 0 || p->per_hour > 100000)
+        if (p->per_hour <= 0 || p->per_hour > SIM_MAX_PER_HOUR)
             return fail(c, "sessions.poisson.per_hour",
                         "%g is not above 0 and at most 100,000", p->per_hour);
         for (int h = 0; h < 24; h++)
@@ -384,14 +384,14 @@ parse_sessions(struct ctx *c, const json_t *root, struct sim_profile *p)
     double batch = 1;
     if (number(c, s, "sessions", "batch", false, 1, &batch) < 0)
         return -1;
-    if (batch != floor(batch) || batch > 100000)
+    if (batch != floor(batch) || batch > SIM_MAX_BATCH)
         return fail(c, "sessions.batch",
                     "%g is not a whole number from 1 to 100,000", batch);
     p->batch = (uint32_t)batch;
     if (dist(c, s, "sessions", "length", 1, DEFAULT_MAX_SESSION_S, &p->length) <
         0)
         return -1;
-    if (sim_dist_upper(&p->length) > 31 * 86400.0)
+    if (sim_dist_upper(&p->length) > SIM_MAX_SESSION_S)
         return fail(c, "sessions.length.max", "%g is longer than 31 days",
                     sim_dist_upper(&p->length));
     return 0;
@@ -412,7 +412,7 @@ parse_sandbox(struct ctx *c, const json_t *root, struct sim_profile *p)
         exact(c, s, "sandbox", "memory_gib", 1073741824.0, true, 0,
               &p->mem_bytes) < 0)
         return -1;
-    if (vcpu == 0 || vcpu > 1000 * 10000)
+    if (vcpu == 0 || vcpu > SIM_MAX_VCPU)
         return fail(c, "sandbox.vcpu", "%g is not above 0 and at most 1000",
                     (double)vcpu / 10000);
     p->vcpu = (uint32_t)vcpu;
@@ -450,6 +450,7 @@ spell_kind(struct ctx *c, const json_t *a, const char *key, uint32_t vcpu,
         return fail(c, q, "%g is above 1 (a fraction of the vCPUs)", cpu);
     }
     /* The fraction of the allocation used, to the engine's 1/10,000. */
+    k->cpu = cpu;
     k->cpu_used = (uint32_t)llround(cpu * vcpu);
     return 0;
 }
@@ -498,7 +499,7 @@ parse_rest(struct ctx *c, const json_t *root, struct sim_profile *p)
             return fail(c, "pauses",
                         "needs activity (pauses come in idle "
                         "spells)");
-        if (after != floor(after) || after > 86400)
+        if (after != floor(after) || after > SIM_MAX_PAUSE_AFTER_S)
             return fail(c, "pauses.after_idle_s",
                         "%g is not a whole number of seconds up to 86,400",
                         after);
@@ -586,6 +587,46 @@ sim_profile_load(const char *path, struct sim_err *e)
         p = sim_profile_parse(buf, n, path, e);
     free(buf);
     return p;
+}
+
+/* d's bins and table, copied from src's: d owns its own. */
+static int
+dist_copy(struct sim_dist *d, const struct sim_dist *src)
+{
+    if (src->kind != SIM_HISTOGRAM)
+        return 0;
+    double *w = malloc(src->nbins * sizeof(*w));
+    d->bins = malloc(src->nbins * sizeof(*d->bins));
+    if (w && d->bins) {
+        memcpy(d->bins, src->bins, src->nbins * sizeof(*d->bins));
+        for (size_t i = 0; i < src->nbins; i++)
+            w[i] = src->bins[i].weight;
+        d->table = gsl_ran_discrete_preproc(src->nbins, w);
+    }
+    free(w);
+    return d->table ? 0 : -1;
+}
+
+struct sim_profile *
+sim_profile_copy(const struct sim_profile *p)
+{
+    struct sim_profile *q = malloc(sizeof(*q));
+    if (!q)
+        return NULL;
+    *q = *p;
+    /* Each copy must be released alone, whatever fails. */
+    q->length.bins = q->busy.length.bins = q->idle.length.bins =
+        q->egress_mb.bins = NULL;
+    q->length.table = q->busy.length.table = q->idle.length.table =
+        q->egress_mb.table = NULL;
+    if (dist_copy(&q->length, &p->length) < 0 ||
+        dist_copy(&q->busy.length, &p->busy.length) < 0 ||
+        dist_copy(&q->idle.length, &p->idle.length) < 0 ||
+        dist_copy(&q->egress_mb, &p->egress_mb) < 0) {
+        sim_profile_free(q);
+        return NULL;
+    }
+    return q;
 }
 
 void

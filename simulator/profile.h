@@ -6,8 +6,10 @@
  * Distributions are sampled with GSL and doubles: they shape the
  * workload, never the money. What they give is turned into whole
  * seconds and bytes before anything is priced. A loaded profile is
- * immutable and may be read by several threads at once; each thread
- * draws with its own gsl_rng. Errors name the key path and the value:
+ * not changed while it is drawn from, and may be read by several threads
+ * at once; each thread draws with its own gsl_rng. The tornado and the
+ * break-even (sens.c) move one parameter of a copy (sim_profile_copy,
+ * sim_param_set). Errors name the key path and the value:
  * "coding.json: sessions.length.p95: 30 is below the median 60".
  */
 #ifndef SIM_PROFILE_H
@@ -23,6 +25,16 @@
 struct sim_err {
     char msg[512];
 };
+
+/* Limits of a profile's keys (docs/simulator.md): the loader refuses
+ * values past them, and sim_param_set clamps moved values into them. */
+#define SIM_MAX_PER_MONTH 10000000  /* sessions.per_month */
+#define SIM_MAX_PER_HOUR 100000.0   /* sessions.poisson.per_hour */
+#define SIM_MAX_BATCH 100000        /* sessions.batch */
+#define SIM_MAX_SESSION_S 2678400.0 /* sessions.length: 31 days */
+#define SIM_MAX_VCPU 10000000       /* sandbox.vcpu: 1,000, in 1/10,000 */
+#define SIM_MAX_BYTES 1e18          /* sizes, in bytes */
+#define SIM_MAX_PAUSE_AFTER_S 86400 /* pauses.after_idle_s */
 
 enum sim_dist_kind {
     SIM_FIXED,       /* value */
@@ -61,7 +73,8 @@ enum sim_arrivals {
 /* Alternating spells while a session runs. */
 struct sim_spell_kind {
     struct sim_dist length; /* seconds */
-    uint32_t cpu_used;      /* 1/10,000 vCPU, from the fraction given */
+    double cpu;             /* the fraction of the vCPUs used, as given */
+    uint32_t cpu_used;      /* 1/10,000 vCPU: cpu x vcpu, rounded */
 };
 
 struct sim_profile {
@@ -94,6 +107,56 @@ struct sim_profile *sim_profile_parse(const char *json, size_t len,
                                       const char *origin, struct sim_err *e);
 /* Reads and parses the file at path. */
 struct sim_profile *sim_profile_load(const char *path, struct sim_err *e);
+/* A copy of p that owns its own histograms, to change and free on its
+ * own. NULL when out of memory. */
+struct sim_profile *sim_profile_copy(const struct sim_profile *p);
 void sim_profile_free(struct sim_profile *p);
+
+/* ---- parameters: what the tornado and the break-even move (param.c) -- */
+
+#define SIM_PARAM_NAME 48 /* the longest key path and its '\0' */
+#define SIM_PARAMS_MAX 24 /* more than any profile has */
+
+/*
+ * The parameters of p a user would move, each named by its key path, in
+ * the profile's order (docs/simulator.md lists them): names[0..n), n
+ * returned. A distribution gives its location (value, median, mean, or
+ * bins for a histogram) and, lognormal, its p95. With derived, also
+ * activity.idle_share (a profile with activity), which the break-even
+ * takes and the tornado does not: it moves the idle lengths, already
+ * there.
+ */
+size_t sim_params(const struct sim_profile *p, bool derived,
+                  char names[][SIM_PARAM_NAME]);
+
+/* param's value in p, in the profile's units (sessions, an hour's rate,
+ * seconds, vCPU, GiB, MB, a fraction), and its step: 1 for a whole
+ * number, the smallest change p holds (1/10,000 vCPU; a byte, in GiB),
+ * 0 for a real number. -1 if param is not one of p's parameters. */
+int sim_param_get(const struct sim_profile *p, const char *param, double *value,
+                  double *step);
+
+enum sim_param_status {
+    SIM_PARAM_REFUSED = -1, /* p unchanged: why says why */
+    SIM_PARAM_SET = 0,      /* to the value, rounded to what p holds */
+    SIM_PARAM_CLAMPED = 1,  /* to the bound of the key's range it passed */
+};
+
+/*
+ * Sets param of p to value (a copy: sim_profile_copy), as the loader
+ * would have taken it: rounded to what the profile holds (whole
+ * sessions and seconds, 1/10,000 vCPU, whole bytes) and clamped into
+ * the key's own range (a fraction to 0-1, a count to at least 1, a
+ * session to 31 days), and refused, p unchanged, when the value breaks a
+ * rule between keys (a p95 at or below its median) or has no bound to
+ * clamp to (a rate at or below 0). The location of a distribution
+ * scales all of it (p95, max and bins with it); the vCPUs carry the CPU
+ * fractions with them; memory_gib carries memory_used_gib's share.
+ * *used receives the value p holds after (sim_param_get's), why (n
+ * bytes, may be NULL) what was clamped or refused.
+ */
+enum sim_param_status sim_param_set(struct sim_profile *p, const char *param,
+                                    double value, double *used, char *why,
+                                    size_t n);
 
 #endif

@@ -164,7 +164,7 @@ int sim_monte_carlo(const struct sim_profile *p,
                     struct sim_err *e);
 void sim_mc_result_release(struct sim_mc_result *r);
 
-/* ---- sensitivity (sens.c) ---------------------------------------------- */
+/* ---- sensitivity and break-even (sens.c) ------------------------------- */
 
 /* One parameter of the profile moved down and up by the tornado's
  * percentage: one book's mean monthly total each way. */
@@ -172,6 +172,11 @@ struct sim_swing {
     char param[64];               /* the profile's key path */
     bool failed;                  /* the book could not price one side */
     struct pricing_dec low, high; /* mean totals at -pct and +pct */
+    /* The parameter as given, and as moved down and up: rounded or
+     * clamped as the profile holds it (sim_param_set), or as given on a
+     * side that could not move (low or high is then the base). */
+    double value, low_value, high_value;
+    char note[320]; /* what was clamped or refused, why a side failed */
 };
 
 /* One book's tornado: its swings sorted by |high - low|, largest first. */
@@ -179,13 +184,74 @@ struct sim_tornado_book {
     struct pricing_dec base; /* the mean total of the profile as given */
     struct sim_swing *swings;
     size_t nswings;
+    size_t trials; /* months of each mean: base, low and high alike */
 };
 
 struct sim_tornado {
     double pct;                     /* each parameter moved by +/- pct % */
     size_t nbooks;                  /* in the order of the books given */
     struct sim_tornado_book *books; /* not failed books: nswings 0 */
+    char (*notes)[320];             /* parameters left out, and why */
+    size_t nnotes;
 };
+
+/*
+ * Moves each parameter of p (sim_params, without derived ones) by -pct
+ * and +pct percent (0 < pct < 100), one at a time, and prices the moved
+ * profile under every book that base (sim_monte_carlo of p, books and
+ * o) priced. Common random numbers: every moved run has o's seed, so
+ * trial k draws from the same generator as the base's trial k, and each
+ * book's means (base, low and high) are over the same months, its first
+ * min(its base trials, max_trials) (max_trials 0: no cap). A side that
+ * sim_param_set refuses or rounds back to the value is not moved (its
+ * mean is the base); a parameter neither side of which moves is left
+ * out, with a note. Runs on o's threads; costs (2 x parameters) runs of
+ * the base's size. -1 (e set) when out of memory.
+ */
+int sim_tornado(const struct sim_profile *p,
+                const struct pricing_book *const *books, size_t nbooks,
+                const struct sim_mc_opts *o, const struct sim_mc_result *base,
+                double pct, size_t max_trials, struct sim_tornado *out,
+                struct sim_err *e);
+void sim_tornado_release(struct sim_tornado *t);
+
+/* Where two books' mean monthly totals cross as one parameter moves. */
+struct sim_breakeven {
+    bool found;     /* they cross (or are equal) in the range */
+    double root;    /* found: the parameter's value there, a double */
+    bool whole;     /* the parameter takes whole numbers */
+    bool converged; /* found: the root finder met its tolerance */
+    int crossings;  /* sign changes of the difference the scan saw */
+    int iterations; /* of the root finder */
+    size_t trials;  /* months at every value */
+    /* found: the ends of the last bracket, where the cheaper book
+     * changes (a whole parameter: two neighbours), or the root twice if
+     * the totals are equal there; else the range's ends. As the profile
+     * holds them (sim_param_set). */
+    double at[2];
+    struct pricing_dec cost[2][2]; /* [at][book]: exact mean totals */
+};
+
+/*
+ * The value of param (sim_params with derived: the profile's key path,
+ * or activity.idle_share) in [lo, hi] at which books[0] and books[1]
+ * cost the same a month: f(x) = mean_0(x) - mean_1(x), each mean over
+ * the same `trials` months (o's seed, every x: common random numbers),
+ * scanned at 9 evenly spaced values for the first sign change from lo,
+ * then narrowed with GSL's Brent solver (gsl_root_fsolver_brent) to a
+ * whole number, or to 1e-6 of the value or the parameter's step. Not
+ * found ("never in range") when no scanned value is a root or brackets
+ * one. -1 (e set) when lo or hi is not a value p can take exactly
+ * (sim_param_set does not give SIM_PARAM_SET), when a book cannot price
+ * a month, when GSL's solver fails, and when out of memory. GSL's error
+ * handler must be off (gsl_set_error_handler_off, as costsim does), so
+ * that a failure is a status here, not an abort.
+ */
+int sim_breakeven(const struct sim_profile *p,
+                  const struct pricing_book *const books[2],
+                  const struct sim_mc_opts *o, size_t trials, const char *param,
+                  double lo, double hi, struct sim_breakeven *out,
+                  struct sim_err *e);
 
 /* sum / n, exactly to 12 decimals (half to even): a mean of decimals. */
 struct pricing_dec sim_dec_div(struct pricing_dec sum, uint64_t n);
