@@ -40,17 +40,18 @@ enum kind {
     K_IDLE_SHARE,
 };
 
-/* The distributions of a profile, and the range the loader gives
- * their values: the least a draw may be, the most its max may be. */
+/* The distributions of a profile, the range the loader gives their
+ * values (the least a draw may be, the most its max may be), and what
+ * a draw is rounded to: whole seconds, whole bytes (in MB). */
 enum { D_LENGTH, D_BUSY, D_IDLE, D_EGRESS, ND };
 static const struct {
     const char *path;
-    double min, cap;
+    double min, cap, step;
 } dists[ND] = {
-    {"sessions.length", 1, SIM_MAX_SESSION_S},
-    {"activity.busy.length", 1, HUGE_VAL},
-    {"activity.idle.length", 1, HUGE_VAL},
-    {"egress.per_session_mb", 0, HUGE_VAL},
+    {"sessions.length", 1, SIM_MAX_SESSION_S, 1},
+    {"activity.busy.length", 1, HUGE_VAL, 1},
+    {"activity.idle.length", 1, HUGE_VAL, 1},
+    {"egress.per_session_mb", 0, HUGE_VAL, 1e-6},
 };
 
 struct param {
@@ -255,6 +256,8 @@ sim_param_get(const struct sim_profile *p, const char *param, double *value,
         break;
     case K_LOCATION:
         v = location(dist_at(p, k.d));
+        /* A fixed value is every draw: whole seconds or bytes. */
+        s = dist_at(p, k.d)->kind == SIM_FIXED ? dists[k.d].step : 0;
         break;
     case K_P95:
         v = dist_at(p, k.d)->p95;
@@ -339,6 +342,19 @@ bytes_of(struct why *w, const char *what, double gib, double hi, uint64_t *out)
     return st;
 }
 
+/* A fixed distribution's value, as every draw of it is taken: rounded to
+ * whole seconds or bytes, and clamped into the loader's range. */
+static enum sim_param_status
+set_fixed(struct why *w, int which, const char *what, struct sim_dist *d,
+          double x)
+{
+    double step = dists[which].step, v = round(x / step) * step;
+    enum sim_param_status st =
+        clamp(w, what, x, &v, dists[which].min, dists[which].cap, 1);
+    d->value = d->max = v;
+    return st;
+}
+
 /*
  * Multiplies every value of d by k: the same shape, k times the scale.
  * max is clamped into what the loader allows (at least a draw's min, at
@@ -358,13 +374,9 @@ scale(struct why *w, int which, struct sim_dist *d, double k)
     if (d->kind != SIM_FIXED && d->kind != SIM_HISTOGRAM)
         st = clamp(w, what, max, &max, min, cap, 1);
     switch (d->kind) {
-    case SIM_FIXED: {
-        double v = d->value * k;
+    case SIM_FIXED:
         snprintf(what, sizeof(what), "%s.value", path);
-        st = clamp(w, what, v, &v, min, cap, 1);
-        d->value = d->max = v;
-        return st;
-    }
+        return set_fixed(w, which, what, d, d->value * k);
     case SIM_LOGNORMAL: {
         double median = d->median * k;
         if (max < median)
@@ -456,12 +468,8 @@ set(struct sim_profile *p, const struct param *k, double x, struct why *w)
         return st;
     case K_LOCATION: {
         struct sim_dist *d = dist_of(p, k->d);
-        if (d->kind == SIM_FIXED) {
-            /* Set, not scaled: a fixed 0 (no egress) can be moved too. */
-            st = clamp(w, name, x, &v, dists[k->d].min, dists[k->d].cap, 1);
-            d->value = d->max = v;
-            return st;
-        }
+        if (d->kind == SIM_FIXED) /* set: a fixed 0 (no egress) moves */
+            return set_fixed(w, k->d, name, d, x);
         if (!(x > 0))
             return say(w, SIM_PARAM_REFUSED, "%s %.10g is not above 0", name,
                        x);

@@ -122,6 +122,7 @@ fill_swing(struct sim_swing *w, const char *param, double value,
 {
     struct pricing_dec *mean[2] = {&w->low, &w->high};
     double *moved[2] = {&w->low_value, &w->high_value};
+    bool *failed[2] = {&w->low_failed, &w->high_failed};
     size_t len = 0;
     memset(w, 0, sizeof(*w));
     snprintf(w->param, sizeof(w->param), "%s", param);
@@ -137,7 +138,8 @@ fill_swing(struct sim_swing *w, const char *param, double value,
             continue;
         const struct sim_book_stats *b = &s[j].r.books[k];
         if (b->failed || b->trials < tb->trials) {
-            w->failed = true;
+            w->failed = *failed[j] = true;
+            *mean[j] = (struct pricing_dec){0};
             if (len < sizeof(w->note))
                 len += (size_t)snprintf(w->note + len, sizeof(w->note) - len,
                                         "%scannot price %s %.10g: %s",

@@ -172,6 +172,7 @@ struct sim_swing {
     char param[64];               /* the profile's key path */
     bool failed;                  /* the book could not price one side */
     struct pricing_dec low, high; /* mean totals at -pct and +pct */
+    bool low_failed, high_failed; /* which side (its mean is then 0) */
     /* The parameter as given, and as moved down and up: rounded or
      * clamped as the profile holds it (sim_param_set), or as given on a
      * side that could not move (low or high is then the base). */

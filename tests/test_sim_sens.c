@@ -187,8 +187,10 @@ static const struct {
      107374182 / 1073741824.0, ""},
     {fixed_profile, "sandbox.memory_used_gib", 2, SIM_PARAM_CLAMPED, 1,
      "sandbox.memory_used_gib 2 is above 1: clamped to it"},
-    {fixed_profile, "sessions.length.value", 0.5, SIM_PARAM_CLAMPED, 1,
-     "below 1"},
+    /* Whole seconds, at least 1. */
+    {fixed_profile, "sessions.length.value", 99.5, SIM_PARAM_SET, 100, ""},
+    {fixed_profile, "sessions.length.value", 0.3, SIM_PARAM_CLAMPED, 1,
+     "sessions.length.value 0.3 is below 1: clamped to it"},
     {fixed_profile, "sessions.length.value", 3e6, SIM_PARAM_CLAMPED, 2678400,
      "sessions.length.value 3000000 is above 2678400"},
     {fixed_profile, "sessions.foo", 1, SIM_PARAM_REFUSED, 0,
@@ -226,8 +228,9 @@ static const struct {
      "activity.idle.length.bins[0] would be empty ([1, 0.9))"},
     {full_profile, "activity.idle_share", 1, SIM_PARAM_REFUSED, 0,
      "activity.idle_share 1 is not between 0 and 1"},
-    /* A fixed 0 (no egress) is set, not scaled. */
-    {full_profile, "egress.per_session_mb.value", 5, SIM_PARAM_SET, 5, ""},
+    /* A fixed 0 (no egress) is set, not scaled; whole bytes. */
+    {full_profile, "egress.per_session_mb.value", 5.0000004, SIM_PARAM_SET, 5,
+     ""},
 };
 
 static void
@@ -564,19 +567,17 @@ breakeven(void)
     CHECK_STR(money(r.cost[0][1], c), "0.40");
     CHECK_STR(money(r.cost[1][0], a), "13.00");
     CHECK_STR(money(r.cost[1][1], c), "12.00");
-    /* Session length, a real number: 100 sessions, equal at L = FEE /
-     * (100 (PAYG_RATE - FEE_RATE)) = 333.3 s; sessions are whole seconds,
-     * and totals whole cents, equal over a second or so around it. */
-    double l = n;
+    /* Session length, whole seconds: 100 sessions, equal at L = FEE /
+     * (100 (PAYG_RATE - FEE_RATE)), the same 333.3 (s, now). */
+    double l = strtod(FEE, NULL) /
+               (100 * (strtod(PAYG_RATE, NULL) - strtod(FEE_RATE, NULL)));
     CHECK(sim_breakeven(p, books, &o, 2, "sessions.length.value", 100, 1000, &r,
                         &e) == 0);
-    CHECK(r.found && !r.whole && r.converged);
-    if (fabs(r.root - l) > 1) {
-        fprintf(stderr, "length break-even %g, want %g\n", r.root, l);
-        test_failures++;
-    }
-    CHECK(pricing_dec_cmp(r.cost[0][0], r.cost[0][1]) >= 0 &&
-          pricing_dec_cmp(r.cost[1][0], r.cost[1][1]) <= 0);
+    CHECK(r.found && r.whole && r.converged);
+    CHECK(r.at[0] == floor(l) && r.at[1] == floor(l) + 1);
+    CHECK(r.root >= floor(l) && r.root <= floor(l) + 1);
+    CHECK(pricing_dec_cmp(r.cost[0][0], r.cost[0][1]) > 0 &&
+          pricing_dec_cmp(r.cost[1][0], r.cost[1][1]) < 0);
     /* Ends the profile cannot take as given are refused. */
     CHECK(sim_breakeven(p, books, &o, 2, "sessions.per_month", 0, 100, &r,
                         &e) == -1);
