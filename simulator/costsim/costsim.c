@@ -26,7 +26,9 @@
 static const char usage_text[] =
     "usage: costsim --profile FILE [--books DIR] [--seed N]\n"
     "               [--precision X] [--max-trials N] [--threads N]\n"
-    "               [--format table|json]\n"
+    "               [--format table|json] [--tornado PCT]\n"
+    "               [--tornado-trials N]\n"
+    "       costsim breakeven --help\n"
     "\n"
     "Prices simulated months of the workload in FILE (docs/simulator.md)\n"
     "on every price book of DIR (default: the installed books) through\n"
@@ -34,7 +36,9 @@ static const char usage_text[] =
     "within X of itself (95% interval half-width; default 0.005) or N\n"
     "trials (default 1000). --seed (default 1) makes the run\n"
     "reproducible; --threads (default 1) changes its speed, not its\n"
-    "output.\n";
+    "output. --tornado PCT also moves each parameter of the profile by\n"
+    "-PCT% and +PCT% (same seed) and lists each book's swings, largest\n"
+    "first, each over the book's trials (at most N with --tornado-trials).\n";
 
 static int __attribute__((format(printf, 1, 2)))
 usage_error(const char *fmt, ...)
@@ -65,6 +69,8 @@ parse_u64(const char *s, uint64_t max, uint64_t *out)
 struct args {
     const char *profile, *books, *format;
     struct sim_mc_opts o;
+    double tornado;          /* percent; 0: no tornado */
+    uint64_t tornado_trials; /* 0: the base run's */
 };
 
 static int
@@ -78,6 +84,8 @@ parse_args(int argc, char **argv, struct args *a)
         {"max-trials", required_argument, NULL, 'm'},
         {"threads", required_argument, NULL, 't'},
         {"format", required_argument, NULL, 'f'},
+        {"tornado", required_argument, NULL, 'T'},
+        {"tornado-trials", required_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -137,6 +145,24 @@ parse_args(int argc, char **argv, struct args *a)
                                    optarg);
             a->format = optarg;
             break;
+        case 'T': {
+            char *end;
+            errno = 0;
+            double x = strtod(optarg, &end);
+            if (errno || *end || end == optarg || !(x > 0 && x < 100))
+                return usage_error("--tornado '%s' is not a percentage "
+                                   "above 0 and below 100",
+                                   optarg);
+            a->tornado = x;
+            break;
+        }
+        case 'N':
+            if (!parse_u64(optarg, 1000000, &a->tornado_trials) ||
+                a->tornado_trials < 2)
+                return usage_error("--tornado-trials '%s' is not a whole "
+                                   "number from 2 to 1,000,000",
+                                   optarg);
+            break;
         case 'h':
             fputs(usage_text, stdout);
             exit(0);
@@ -149,12 +175,18 @@ parse_args(int argc, char **argv, struct args *a)
         return usage_error("unexpected argument '%s'", argv[optind]);
     if (!a->profile)
         return usage_error("--profile FILE is required");
+    if (a->tornado_trials && !a->tornado)
+        return usage_error("--tornado-trials needs --tornado PCT");
     return 0;
 }
 
 int
 main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "breakeven") == 0) {
+        gsl_set_error_handler_off();
+        return cs_breakeven_main(argc - 1, argv + 1);
+    }
     struct args a = {0};
     int rc = parse_args(argc, argv, &a);
     if (rc)
@@ -175,6 +207,7 @@ main(int argc, char **argv)
     struct cs_book *books = NULL;
     const struct pricing_book **list = NULL;
     struct sim_mc_result res = {0};
+    struct sim_tornado tornado = {0};
     size_t n = 0;
     rc = 1;
     if (!p) {
@@ -195,8 +228,14 @@ main(int argc, char **argv)
         fprintf(stderr, "costsim: %s\n", e.msg);
         goto out;
     }
+    if (a.tornado > 0 && sim_tornado(p, list, n, &a.o, &res, a.tornado,
+                                     a.tornado_trials, &tornado, &e) < 0) {
+        fprintf(stderr, "costsim: %s\n", e.msg);
+        goto out;
+    }
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    struct cs_run run = {a.profile, p, books, n, &a.o, &res};
+    struct cs_run run = {
+        a.profile, p, books, n, &a.o, &res, a.tornado > 0 ? &tornado : NULL};
     if ((strcmp(a.format, "json") == 0 ? cs_print_json(stdout, &run)
                                        : cs_print_table(stdout, &run)) < 0) {
         fprintf(stderr, "costsim: out of memory\n");
@@ -210,6 +249,7 @@ main(int argc, char **argv)
             a.o.threads, a.o.threads == 1 ? "" : "s");
     rc = fflush(stdout) == 0 ? 0 : 1;
 out:
+    sim_tornado_release(&tornado);
     sim_mc_result_release(&res);
     cs_books_free(books, n);
     free(list);

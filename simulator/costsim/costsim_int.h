@@ -7,6 +7,8 @@
 
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "sim.h"
 
 /* A book as costsim shows it: the engine's book and what the file says
@@ -34,11 +36,23 @@ struct cs_run {
     size_t nbooks;
     const struct sim_mc_opts *opts;
     const struct sim_mc_result *res;
+    const struct sim_tornado *tornado; /* --tornado, else NULL */
 };
 
 /* The comparison as a terminal table or as JSON, on f. 0, or -1 when
  * out of memory. */
 int cs_print_table(FILE *f, const struct cs_run *run);
 int cs_print_json(FILE *f, const struct cs_run *run);
+
+/* The tornado (sens_out.c): after the table, each priced book in the
+ * table's order (order[0..nbooks)); in JSON, run's settings into root
+ * and book i's swings into its object. 0, or -1 when out of memory. */
+int cs_print_tornado(FILE *f, const struct cs_run *run, const size_t *order);
+int cs_tornado_json(json_t *root, const struct cs_run *run);
+int cs_tornado_book_json(json_t *book, const struct cs_run *run, size_t i);
+
+/* costsim breakeven (breakeven.c): argv[0] is "breakeven". Returns the
+ * exit status. */
+int cs_breakeven_main(int argc, char **argv);
 
 #endif

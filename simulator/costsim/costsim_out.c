@@ -138,8 +138,9 @@ cs_print_table(FILE *f, const struct cs_run *run)
         fprintf(f, "    source: %s\n", bk->source[0] ? bk->source : "-");
         fprintf(f, "    as_of: %s\n", bk->as_of[0] ? bk->as_of : "-");
     }
+    int rc = run->tornado ? cs_print_tornado(f, run, o) : 0;
     free(o);
-    return 0;
+    return rc;
 }
 
 static json_t *
@@ -217,7 +218,8 @@ cs_print_json(FILE *f, const struct cs_run *run)
                             json_real(run->opts->precision)) ||
         json_object_set_new(root, "trials",
                             json_integer((json_int_t)run->res->trials)) ||
-        json_object_set_new(root, "note", json_string(stats_note)))
+        json_object_set_new(root, "note", json_string(stats_note)) ||
+        (run->tornado && cs_tornado_json(root, run) < 0))
         goto out;
     json_t *b = books;
     books = NULL;
@@ -225,7 +227,8 @@ cs_print_json(FILE *f, const struct cs_run *run)
         goto out;
     for (size_t k = 0; k < run->nbooks; k++) {
         json_t *x = book_json(&run->books[o[k]], &run->res->books[o[k]]);
-        if (!x || json_array_append_new(b, x))
+        if (!x || json_array_append_new(b, x) ||
+            (run->tornado && cs_tornado_book_json(x, run, o[k]) < 0))
             goto out;
     }
     if (json_dumpf(root, f, JSON_INDENT(2)) < 0)
