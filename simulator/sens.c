@@ -28,8 +28,9 @@
 /* Root finder iterations at most: bisection halves the bracket each
  * time, so 100 is far past any tolerance asked. */
 #define MAX_ITER 100
-/* The root's tolerance, relative to it. */
-#define REL_TOL 1e-6
+/* The root's tolerance, relative to it: finer would be spurious, the
+ * means it solves are Monte Carlo estimates. */
+#define REL_TOL 1e-4
 
 /* A message into buf, cut to its n bytes: messages quote other
  * messages (a book's reason), which may be as long as the buffer. */

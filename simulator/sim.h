@@ -240,7 +240,7 @@ struct sim_breakeven {
  * the same `trials` months (o's seed, every x: common random numbers),
  * scanned at 9 evenly spaced values for the first sign change from lo,
  * then narrowed with GSL's Brent solver (gsl_root_fsolver_brent) to a
- * whole number, or to 1e-6 of the value or the parameter's step. Not
+ * whole number, or to 1e-4 of the value or the parameter's step. Not
  * found ("never in range") when no scanned value is a root or brackets
  * one. -1 (e set) when lo or hi is not a value p can take exactly
  * (sim_param_set does not give SIM_PARAM_SET), when a book cannot price
