@@ -103,11 +103,10 @@ run_side(const struct sim_profile *p, const char *param, double value,
     if (st != SIM_PARAM_REFUSED && used != value) {
         s->moved = true;
         s->value = used;
+    } else if (st == SIM_PARAM_SET && value == 0) {
+        snprintf(s->why, sizeof(s->why), "a percentage of 0 is 0");
     } else if (st == SIM_PARAM_SET) {
-        snprintf(s->why, sizeof(s->why),
-                 "%.10g stays %.10g as the profile "
-                 "holds it",
-                 to, value);
+        snprintf(s->why, sizeof(s->why), "%.10g rounds to %.10g", to, value);
     }
     int rc = s->moved ? sim_monte_carlo(q, books, nbooks, o, &s->r, e) : 0;
     sim_profile_free(q);
@@ -272,7 +271,8 @@ struct be {
     struct sim_err *e;
 };
 
-/* The two books' mean totals at param = x; *at the value p holds. */
+/* The two books' mean totals at param = x, priced once for each value
+ * the profile holds (x rounded). NULL, c->e set, on failure. */
 static const struct point *
 eval(struct be *c, double x)
 {

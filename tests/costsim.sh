@@ -128,6 +128,10 @@ contains "$out" "not in the tornado:
 expect_status 0 "$COSTSIM" --profile fixed.json --books sens --tornado 10 \
     --max-trials 8 --format json
 contains "$out" '"not_moved": [' "json: what did not move"
+one=$out
+expect_status 0 "$COSTSIM" --profile fixed.json --books sens --tornado 10 \
+    --max-trials 8 --format json --threads 2
+[ "$one" = "$out" ] || fail "--threads 2 changed the tornado"
 contains "$out" '"param": "sessions.length.value",
             "value": 100.0,
             "low_value": 90.0,

@@ -456,7 +456,7 @@ tornado(void)
                           "clamped to it") != NULL);
     CHECK(t.nnotes == 2);
     CHECK(t.nnotes == 2 && strstr(t.notes[0], "sessions.batch 1 not moved") &&
-          strstr(t.notes[0], "0.9 stays 1") &&
+          strstr(t.notes[0], "0.9 rounds to 1") &&
           strstr(t.notes[1], "sandbox.disk_gib 0 not moved"));
     /* Every mean over the base's 8 months (one batch: no randomness). */
     CHECK(t.books[0].trials == 8 && t.books[3].trials == 8);
