@@ -125,6 +125,11 @@ struct sim_mc_opts {
     size_t max_trials;
     unsigned threads; /* >= 1; the results do not depend on it */
     int year, month;  /* the simulated month */
+    /* Optional: told after each batch, on the calling thread, the trials
+     * drawn so far, the cap, and the books still being priced (a
+     * progress bar). It must not call back into the Monte Carlo. */
+    void (*progress)(size_t trials, size_t max_trials, size_t open, void *arg);
+    void *progress_arg;
 };
 
 /* One book's results. Money is exact: totals and sums are decimals. */
@@ -155,8 +160,10 @@ struct sim_mc_result {
  * within precision of it (relative half-width) or max_trials. Trial k is
  * drawn from a generator seeded from (seed, k) alone, and books stop at
  * the end of a batch, so the results depend on the seed, not on the
- * threads. A book that cannot price a month is marked failed and priced
- * no more. -1 (e set) when out of memory or a thread cannot start.
+ * threads (beyond 8 threads, the next batches are drawn ahead and what
+ * a stopped book was priced ahead is dropped). A book that cannot price
+ * a month is marked failed and priced no more. -1 (e set) when out of
+ * memory or a thread cannot start.
  */
 int sim_monte_carlo(const struct sim_profile *p,
                     const struct pricing_book *const *books, size_t nbooks,
