@@ -1,7 +1,8 @@
 /*
  * costsim.c - what a workload profile costs a month on every price book:
  * loads the profile and the books, runs the Monte Carlo (montecarlo.c)
- * and prints the comparison (costsim_out.c).
+ * with a progress bar on a terminal (progress.c) and prints the
+ * comparison (costsim_out.c, out_csv.c, out_html.c).
  *
  * Exit status: 0 done, 1 failed (the message says why), 2 usage error.
  * Books that cannot price the workload are listed with the reason; that
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <gsl/gsl_errno.h>
 
@@ -26,15 +28,16 @@
 static const char usage_text[] =
     "usage: costsim --profile FILE [--books DIR] [--seed N]\n"
     "               [--precision X] [--max-trials N] [--threads N]\n"
-    "               [--format table|json]\n"
+    "               [--format table|json|csv|html] [--html REPORT]\n"
     "\n"
     "Prices simulated months of the workload in FILE (docs/simulator.md)\n"
     "on every price book of DIR (default: the installed books) through\n"
     "the pricing engine, until each book's mean monthly cost is known to\n"
     "within X of itself (95% interval half-width; default 0.005) or N\n"
     "trials (default 1000). --seed (default 1) makes the run\n"
-    "reproducible; --threads (default 1) changes its speed, not its\n"
-    "output.\n";
+    "reproducible; --threads (default: every core) changes its speed,\n"
+    "not its output. --format prints the comparison on stdout; --html\n"
+    "also writes the HTML report (charts) to REPORT.\n";
 
 static int __attribute__((format(printf, 1, 2)))
 usage_error(const char *fmt, ...)
@@ -62,8 +65,16 @@ parse_u64(const char *s, uint64_t max, uint64_t *out)
     return true;
 }
 
+/* The default --threads: every core online (at most 64). */
+static unsigned
+cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
+}
+
 struct args {
-    const char *profile, *books, *format;
+    const char *profile, *books, *format, *html;
     struct sim_mc_opts o;
 };
 
@@ -78,6 +89,7 @@ parse_args(int argc, char **argv, struct args *a)
         {"max-trials", required_argument, NULL, 'm'},
         {"threads", required_argument, NULL, 't'},
         {"format", required_argument, NULL, 'f'},
+        {"html", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -86,7 +98,7 @@ parse_args(int argc, char **argv, struct args *a)
                                 .precision = 0.005,
                                 .min_trials = 8,
                                 .max_trials = 1000,
-                                .threads = 1,
+                                .threads = cores(),
                                 .year = SIM_YEAR,
                                 .month = SIM_MONTH};
     int c;
@@ -132,10 +144,15 @@ parse_args(int argc, char **argv, struct args *a)
             a->o.threads = (unsigned)v;
             break;
         case 'f':
-            if (strcmp(optarg, "table") && strcmp(optarg, "json"))
-                return usage_error("--format '%s' is not table or json",
+            if (strcmp(optarg, "table") && strcmp(optarg, "json") &&
+                strcmp(optarg, "csv") && strcmp(optarg, "html"))
+                return usage_error("--format '%s' is not table, json, csv "
+                                   "or html",
                                    optarg);
             a->format = optarg;
+            break;
+        case 'o':
+            a->html = optarg;
             break;
         case 'h':
             fputs(usage_text, stdout);
@@ -175,6 +192,8 @@ main(int argc, char **argv)
     struct cs_book *books = NULL;
     const struct pricing_book **list = NULL;
     struct sim_mc_result res = {0};
+    struct cs_progress bar;
+    FILE *html = NULL;
     size_t n = 0;
     rc = 1;
     if (!p) {
@@ -189,18 +208,44 @@ main(int argc, char **argv)
     }
     for (size_t i = 0; i < n; i++)
         list[i] = books[i].book;
+    /* Opened before the run, so that a path it cannot write fails now,
+     * not after minutes of trials. */
+    if (a.html && !(html = fopen(a.html, "w"))) {
+        fprintf(stderr, "costsim: cannot write '%s': %s\n", a.html,
+                strerror(errno));
+        goto out;
+    }
+    cs_progress_init(&bar, stderr, n);
+    a.o.progress = cs_progress_update;
+    a.o.progress_arg = &bar;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (sim_monte_carlo(p, list, n, &a.o, &res, &e) < 0) {
+    int mc = sim_monte_carlo(p, list, n, &a.o, &res, &e);
+    cs_progress_end(&bar);
+    if (mc < 0) {
         fprintf(stderr, "costsim: %s\n", e.msg);
         goto out;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    struct cs_run run = {a.profile, p, books, n, &a.o, &res};
-    if ((strcmp(a.format, "json") == 0 ? cs_print_json(stdout, &run)
-                                       : cs_print_table(stdout, &run)) < 0) {
+    struct cs_run run = {a.profile, p, books, n, &a.o, &res, NULL};
+    int (*print)(FILE *, const struct cs_run *) =
+        strcmp(a.format, "json") == 0   ? cs_print_json
+        : strcmp(a.format, "csv") == 0  ? cs_print_csv
+        : strcmp(a.format, "html") == 0 ? cs_print_html
+                                        : cs_print_table;
+    if (print(stdout, &run) < 0 || (html && cs_print_html(html, &run) < 0)) {
         fprintf(stderr, "costsim: out of memory\n");
         goto out;
+    }
+    if (html) {
+        FILE *h = html;
+        html = NULL;
+        if (fclose(h) != 0) {
+            fprintf(stderr, "costsim: cannot write '%s': %s\n", a.html,
+                    strerror(errno));
+            unlink(a.html);
+            goto out;
+        }
     }
     /* Timing goes to stderr: stdout is the same for any --threads. */
     fprintf(stderr, "costsim: %zu trials, %zu books, %.2f s on %u thread%s\n",
@@ -208,8 +253,15 @@ main(int argc, char **argv)
             (double)(t1.tv_sec - t0.tv_sec) +
                 (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
             a.o.threads, a.o.threads == 1 ? "" : "s");
+    if (a.html)
+        fprintf(stderr, "costsim: the HTML report is in %s\n", a.html);
     rc = fflush(stdout) == 0 ? 0 : 1;
 out:
+    if (html) {
+        /* The run failed: no half-written report is left behind. */
+        fclose(html);
+        unlink(a.html);
+    }
     sim_mc_result_release(&res);
     cs_books_free(books, n);
     free(list);
