@@ -218,6 +218,8 @@ main(int argc, char **argv)
     cs_progress_init(&bar, stderr, n);
     a.o.progress = cs_progress_update;
     a.o.progress_arg = &bar;
+    /* The first batch of a long profile takes seconds: show the bar. */
+    cs_progress_update(0, a.o.max_trials, n, &bar);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     int mc = sim_monte_carlo(p, list, n, &a.o, &res, &e);

@@ -342,6 +342,8 @@ static const char style[] =
     "rgba(255,255,255,.75) 0 2px,transparent 2px 5px)}\n"
     ".grid-books{display:grid;grid-template-columns:repeat(auto-fill,"
     "minmax(320px,1fr));gap:14px}\n"
+    ".grid-books.wide{grid-template-columns:repeat(auto-fill,"
+    "minmax(470px,1fr))}\n"
     ".grid-books figure{margin:0;border:1px solid var(--line);"
     "border-radius:8px;padding:10px 12px}\n"
     "figcaption{font-weight:600}\n"
@@ -678,10 +680,12 @@ histogram(FILE *f, const struct cs_book *bk, const struct sim_book_stats *b,
             continue;
         fprintf(f,
                 "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-                "fill=\"#4e79a7\"><title>%.*f to %.*f %s: %zu trial%s"
-                "</title></rect>\n",
-                X0 + k * bw + 0.5, BOT - bh, bw - 1, bh, mu, lo + k * width, mu,
-                lo + (k + 1) * width, cur, count[k], count[k] == 1 ? "" : "s");
+                "fill=\"#4e79a7\"><title>%.*f",
+                X0 + k * bw + 0.5, BOT - bh, bw - 1, bh, mu, lo + k * width);
+        if (hi > lo)
+            fprintf(f, " to %.*f", mu, lo + (k + 1) * width);
+        fprintf(f, " %s: %zu trial%s</title></rect>\n", cur, count[k],
+                count[k] == 1 ? "" : "s");
     }
     fputs("</g>\n", f);
     double mx = hi > lo ? X0 + (dbl(cs_mean(b)) - lo) / (hi - lo) * (X1 - X0)
@@ -1007,7 +1011,7 @@ tornado(FILE *f, const struct cs_run *run, const size_t *o)
             "<span class=\"sw\" style=\"background:%s\"></span>parameter "
             "&minus;%.4g%%</li><li><span class=\"sw\" style=\"background:"
             "%s\"></span>parameter +%.4g%%</li><li>dashed: the profile as "
-            "given</li></ul>\n<div class=\"grid-books\">\n",
+            "given</li></ul>\n<div class=\"grid-books wide\">\n",
             t->pct, LOW_COLOUR, t->pct, HIGH_COLOUR, t->pct);
     for (size_t k = 0; k < run->nbooks; k++) {
         size_t i = o[k];
