@@ -78,34 +78,37 @@ escn(FILE *f, const char *s, size_t n)
     }
 }
 
+static bool
+is_url(const char *s)
+{
+    return strncmp(s, "https://", 8) == 0 || strncmp(s, "http://", 7) == 0;
+}
+
 /* A book's source, its http(s) addresses as links: the words that start
- * with one, to the next space. Nothing else becomes a link, so a
+ * with one, to the next space, less a trailing full stop, comma,
+ * semicolon or parenthesis. Nothing else becomes a link, so a
  * "javascript:" source stays text. */
 static void
 source_html(FILE *f, const char *s)
 {
     while (*s) {
-        const char *http = strstr(s, "http");
-        while (http &&
-               !(strncmp(http, "https://", 8) == 0 ||
-                 strncmp(http, "http://", 7) == 0) &&
-               http[4])
-            http = strstr(http + 4, "http");
-        if (!http || !(strncmp(http, "https://", 8) == 0 ||
-                       strncmp(http, "http://", 7) == 0)) {
+        const char *u = s;
+        while ((u = strstr(u, "http")) && !is_url(u))
+            u += 4;
+        if (!u) {
             esc(f, s);
             return;
         }
-        escn(f, s, (size_t)(http - s));
-        size_t n = strcspn(http, " \t\r\n");
-        while (n > 8 && strchr(".,;)", http[n - 1]))
+        escn(f, s, (size_t)(u - s));
+        size_t n = strcspn(u, " \t\r\n");
+        while (n > 8 && strchr(".,;)", u[n - 1]))
             n--;
         fputs("<a href=\"", f);
-        escn(f, http, n);
+        escn(f, u, n);
         fputs("\" rel=\"noreferrer noopener\">", f);
-        escn(f, http, n);
+        escn(f, u, n);
         fputs("</a>", f);
-        s = http + n;
+        s = u + n;
     }
 }
 
