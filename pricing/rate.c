@@ -306,7 +306,9 @@ start_sandbox(struct pricing_rater *r, const struct pricing_block *b,
     snprintf(r->account, sizeof(r->account), "%s", b->account_id);
     r->in_sandbox = true;
     /* A sandbox whose first running minute precedes what it sends. */
-    r->ran = b->history && b->n > 0 && b->first_run_minute < b->s[0].ts / 60;
+    bool any = b->runs ? b->nruns > 0 : b->n > 0;
+    int64_t first = !any ? 0 : b->runs ? b->runs[0].s.ts : b->s[0].ts;
+    r->ran = b->history && any && b->first_run_minute < first / 60;
     r->cur = NULL;
     r->period_end = INT64_MIN;
     r->prev_ts = INT64_MIN;
@@ -336,19 +338,19 @@ fit(struct pricing_rater *r, const struct pricing_second *s)
     return -1;
 }
 
-/* Adds a second of storage to the sandbox's open span. */
+/* Adds seconds [ts, ts + n) of storage to the sandbox's open span. */
 static inline bool
-span_add(struct pricing_rater *r, int64_t ts, uint64_t level,
+span_add(struct pricing_rater *r, int64_t ts, uint64_t n, uint64_t level,
          struct pricing_err *e)
 {
     if (level == r->span.level && ts == r->span.to) {
-        r->span.to++;
+        r->span.to += (int64_t)n;
         return true;
     }
     if (!close_span(r, e))
         return false;
     r->span.from = ts;
-    r->span.to = ts + 1;
+    r->span.to = ts + (int64_t)n;
     r->span.level = level;
     return true;
 }
@@ -361,8 +363,8 @@ step_up(uint64_t *q, uint64_t step)
     return !rem || !__builtin_add_overflow(*q, step - rem, q);
 }
 
-static int
-no_type(struct pricing_rater *r, const struct pricing_second *s,
+static void
+no_type(struct pricing_rater *r, const struct pricing_second *s, int64_t ts,
         struct pricing_err *e)
 {
     char vcpu[48];
@@ -371,125 +373,200 @@ no_type(struct pricing_rater *r, const struct pricing_second *s,
     snprintf(e->msg, sizeof(e->msg),
              "sandbox '%s': second %lld: no instance type of the book fits "
              "%s vCPU and %llu bytes of memory",
-             r->sandbox, (long long)s->ts, vcpu,
+             r->sandbox, (long long)ts, vcpu,
              (unsigned long long)s->mem_bytes);
-    return -1;
 }
 
 /*
- * The seconds of b, for the sandbox started. ext: the book uses keys of
- * rules version 2 that work second by second (steps, instance types,
- * storage by state, an allowance per account); without them the loop is
- * the one of version 1, compiled on its own.
+ * Rates the seconds ts, ts + 1, ... with the values of s, at most n of
+ * them, all after the sandbox's last second kept (prev_ts): those of
+ * them in ts's period. Returns how many, or 0 on error (e says why).
+ * One second and a run of them take this same path: the per-second loop
+ * inlines it with n = 1, where the products fold away. ext: the book
+ * uses keys of rules version 2 that work second by second (steps,
+ * instance types, storage by state, an allowance per account); without
+ * them the code is the one of version 1, compiled on its own.
  */
+static inline __attribute__((always_inline)) uint64_t
+rate_run(struct pricing_rater *r, const struct pricing_second *s, int64_t ts,
+         uint64_t n, int64_t prev_ts, bool ext, struct pricing_err *e)
+{
+    const struct pricing_book *book = r->book;
+    const bool types = ext && book->ntypes, pool = ext && book->pool_bytes;
+    if (__builtin_expect(ts >= r->period_end, 0)) {
+        if (flush_period(r, e) < 0)
+            return 0;
+        r->cur = acct_for(r, r->account, ts, &r->period_end);
+        if (!r->cur) {
+            snprintf(e->msg, sizeof(e->msg), "out of memory");
+            return 0;
+        }
+    } else if (ts != prev_ts + 1) {
+        /* A missing second closes the segment and the streak. */
+        close_segment(r);
+        r->streak = 0;
+    }
+    if ((uint64_t)(r->period_end - ts) < n)
+        n = (uint64_t)(r->period_end - ts);
+    r->q.egress += (pricing_u128)n * s->egress_bytes;
+    uint64_t disk;
+    if (s->vcpu == 0) { /* paused: storage (all of it) and egress */
+        close_segment(r);
+        r->streak = 0;
+        disk = ext && book->storage_running_only ? 0 : s->disk_bytes;
+    } else {
+        uint64_t qc = book->cpu_used ? s->cpu_used : s->vcpu;
+        uint64_t qm = book->memory_used ? s->mem_used_bytes : s->mem_bytes;
+        int type = -1;
+        if (ext) {
+            if (!step_up(&qc, book->cpu_step) ||
+                !step_up(&qm, book->memory_step)) {
+                snprintf(e->msg, sizeof(e->msg),
+                         "sandbox '%s': second %lld: the allocation "
+                         "rounded up to its step overflows",
+                         r->sandbox, (long long)ts);
+                return 0;
+            }
+            if (types && (type = fit(r, s)) < 0) {
+                no_type(r, s, ts, e);
+                return 0;
+            }
+            r->last_type = type;
+        }
+        r->seg_n += n;
+        r->last_qc = qc;
+        r->last_qm = qm;
+        r->q.cpu_gross += (pricing_u128)n * qc;
+        r->q.mem_gross += (pricing_u128)n * qm;
+        if (types)
+            r->q.type_s[type] += n;
+        disk = s->disk_bytes > book->included_bytes
+                   ? s->disk_bytes - book->included_bytes
+                   : 0;
+        r->q.running_s += n;
+        if (__builtin_expect(!r->ran, 0)) {
+            r->ran = true;
+            r->q.runs++;
+        }
+        /* idle: cpu_used < idle_below x vcpu, exactly; the seconds of
+         * the streak past after_s are credited. */
+        if (book->autopause) {
+            if ((pricing_u128)s->cpu_used * (pricing_u128)PRICING_ONE <
+                (pricing_u128)book->idle_below.v * s->vcpu) {
+                r->streak += n;
+                if (r->streak > book->after_s) {
+                    uint64_t c = r->streak - book->after_s;
+                    if (c > n)
+                        c = n;
+                    r->q.cpu_credited += (pricing_u128)c * qc;
+                    r->q.mem_credited += (pricing_u128)c * qm;
+                    r->q.credited_s += c;
+                    if (types)
+                        r->q.type_credited_s[type] += c;
+                }
+            } else {
+                r->streak = 0;
+            }
+        }
+    }
+    if (!pool)
+        r->q.storage += (pricing_u128)n * disk;
+    else if (!span_add(r, ts, n, disk, e))
+        return 0;
+    return n;
+}
+
+/* Whether u is no run: no second, or past the last second there is. */
+static bool
+bad_run(const char *sandbox, const struct pricing_run *u, struct pricing_err *e)
+{
+    if (u->n > 0 && u->s.ts <= INT64_MAX - (int64_t)u->n)
+        return false;
+    snprintf(e->msg, sizeof(e->msg),
+             "sandbox '%s': a run of %lu seconds from second %lld", sandbox,
+             (unsigned long)u->n, (long long)u->s.ts);
+    return true;
+}
+
+/* Counts a second repeated at the last second kept: the first stands.
+ * -1 (e set) if ts comes before it, or nothing was kept. */
+static inline int
+repeat(struct pricing_rater *r, const struct pricing_second *s, int64_t ts,
+       int64_t prev_ts, const struct pricing_second *prev,
+       struct pricing_err *e)
+{
+    if (ts < prev_ts || !prev) {
+        snprintf(e->msg, sizeof(e->msg),
+                 "sandbox '%s': second %lld comes after %lld; "
+                 "seconds must be in order",
+                 r->sandbox, (long long)ts, (long long)prev_ts);
+        return -1;
+    }
+    if (memcmp(s, prev, sizeof(*s)) == 0)
+        r->dups++;
+    else
+        r->conflicts++;
+    return 0;
+}
+
+/* The seconds of b one by one, for the sandbox started. */
 static inline __attribute__((always_inline)) int
 add_seconds(struct pricing_rater *r, const struct pricing_block *b, bool ext,
             struct pricing_err *e)
 {
-    const struct pricing_book *book = r->book;
-    const bool cpu_used = book->cpu_used, mem_used = book->memory_used;
-    const bool autopause = book->autopause;
-    const uint64_t incl = book->included_bytes, after = book->after_s;
-    const pricing_u128 idle_below = (pricing_u128)book->idle_below.v;
-    const bool types = ext && book->ntypes, pool = ext && book->pool_bytes;
-    const bool paused_free = ext && book->storage_running_only;
     const struct pricing_second *prev =
         r->prev_ts == INT64_MIN ? NULL : &r->prev;
     int64_t prev_ts = r->prev_ts;
-
     for (size_t i = 0; i < b->n; i++) {
         const struct pricing_second *s = &b->s[i];
         const int64_t ts = s->ts;
         if (__builtin_expect(ts <= prev_ts, 0)) {
-            if (ts < prev_ts || !prev) {
-                snprintf(e->msg, sizeof(e->msg),
-                         "sandbox '%s': second %lld comes after %lld; "
-                         "seconds must be in order",
-                         r->sandbox, (long long)ts, (long long)prev_ts);
+            if (repeat(r, s, ts, prev_ts, prev, e) < 0)
                 return -1;
-            }
-            /* A repeated second: the first stands. */
-            if (memcmp(s, prev, sizeof(*s)) == 0)
-                r->dups++;
-            else
-                r->conflicts++;
             continue;
         }
-        if (__builtin_expect(ts >= r->period_end, 0)) {
-            if (flush_period(r, e) < 0)
-                return -1;
-            r->cur = acct_for(r, r->account, ts, &r->period_end);
-            if (!r->cur) {
-                snprintf(e->msg, sizeof(e->msg), "out of memory");
-                return -1;
-            }
-        } else if (ts != prev_ts + 1) {
-            /* A missing second closes the segment and the streak. */
-            close_segment(r);
-            r->streak = 0;
-        }
+        if (!rate_run(r, s, ts, 1, prev_ts, ext, e))
+            return -1;
         prev = s;
         prev_ts = ts;
-        r->q.egress += s->egress_bytes;
-        uint64_t disk;
-        if (s->vcpu == 0) { /* paused: storage (all of it) and egress */
-            close_segment(r);
-            r->streak = 0;
-            disk = paused_free ? 0 : s->disk_bytes;
-        } else {
-            uint64_t qc = cpu_used ? s->cpu_used : s->vcpu;
-            uint64_t qm = mem_used ? s->mem_used_bytes : s->mem_bytes;
-            int type = -1;
-            if (ext) {
-                if (!step_up(&qc, book->cpu_step) ||
-                    !step_up(&qm, book->memory_step)) {
-                    snprintf(e->msg, sizeof(e->msg),
-                             "sandbox '%s': second %lld: the allocation "
-                             "rounded up to its step overflows",
-                             r->sandbox, (long long)ts);
-                    return -1;
-                }
-                if (types && (type = fit(r, s)) < 0)
-                    return no_type(r, s, e);
-                r->last_type = type;
-            }
-            r->seg_n++;
-            r->last_qc = qc;
-            r->last_qm = qm;
-            r->q.cpu_gross += qc;
-            r->q.mem_gross += qm;
-            if (types)
-                r->q.type_s[type]++;
-            disk = s->disk_bytes > incl ? s->disk_bytes - incl : 0;
-            r->q.running_s++;
-            if (__builtin_expect(!r->ran, 0)) {
-                r->ran = true;
-                r->q.runs++;
-            }
-            if (autopause) {
-                /* idle: cpu_used < idle_below x vcpu, exactly */
-                if ((pricing_u128)s->cpu_used * (pricing_u128)PRICING_ONE <
-                    idle_below * s->vcpu) {
-                    if (++r->streak > after) {
-                        r->q.cpu_credited += qc;
-                        r->q.mem_credited += qm;
-                        r->q.credited_s++;
-                        if (types)
-                            r->q.type_credited_s[type]++;
-                    }
-                } else {
-                    r->streak = 0;
-                }
-            }
-        }
-        if (!pool)
-            r->q.storage += disk;
-        else if (!span_add(r, ts, disk, e))
-            return -1;
     }
     if (prev && prev != &r->prev)
         r->prev = *prev;
     r->prev_ts = prev_ts;
+    return 0;
+}
+
+/* The runs of b, for the sandbox started: each rated in one step per
+ * period it touches, exactly as its seconds one by one. */
+static int
+add_runs(struct pricing_rater *r, const struct pricing_block *b, bool ext,
+         struct pricing_err *e)
+{
+    for (size_t i = 0; i < b->nruns; i++) {
+        const struct pricing_run *u = &b->runs[i];
+        int64_t ts = u->s.ts;
+        uint64_t n = u->n;
+        if (bad_run(r->sandbox, u, e))
+            return -1;
+        if (ts <= r->prev_ts) {
+            /* Its first second repeats the last one kept. */
+            if (repeat(r, &u->s, ts, r->prev_ts,
+                       r->prev_ts == INT64_MIN ? NULL : &r->prev, e) < 0)
+                return -1;
+            ts++;
+            n--;
+        }
+        if (n == 0)
+            continue;
+        for (uint64_t k; n > 0; ts += (int64_t)k, n -= k) {
+            if (ext ? !(k = rate_run(r, &u->s, ts, n, r->prev_ts, true, e))
+                    : !(k = rate_run(r, &u->s, ts, n, r->prev_ts, false, e)))
+                return -1;
+            r->prev_ts = ts + (int64_t)k - 1;
+        }
+        r->prev = u->s;
+        r->prev.ts = r->prev_ts;
+    }
     return 0;
 }
 
@@ -507,8 +584,11 @@ pricing_rater_add(struct pricing_rater *r, const struct pricing_block *b,
         return -1;
     }
     const struct pricing_book *book = r->book;
-    if (book->cpu_step || book->memory_step || book->ntypes ||
-        book->storage_running_only || book->pool_bytes)
+    bool ext = book->cpu_step || book->memory_step || book->ntypes ||
+               book->storage_running_only || book->pool_bytes;
+    if (b->runs)
+        return add_runs(r, b, ext, e);
+    if (ext)
         return add_seconds(r, b, true, e);
     return add_seconds(r, b, false, e);
 }
@@ -676,6 +756,36 @@ pricing_statements_free(struct pricing_statement *s, size_t n)
     free(s);
 }
 
+/* The runs of b into the raters of the parts whose days hold them, each
+ * run cut at the parts' bounds. */
+static int
+pull_runs(struct pricing_rater **r, const struct pricing_part *parts,
+          size_t nparts, const struct pricing_block *b, struct pricing_err *e)
+{
+    for (size_t i = 0; i < b->nruns; i++) {
+        const struct pricing_run *u = &b->runs[i];
+        if (bad_run(b->sandbox_id, u, e))
+            return -1;
+        for (size_t k = 0; k < nparts; k++) {
+            int64_t from = u->s.ts > parts[k].from ? u->s.ts : parts[k].from;
+            int64_t to = u->s.ts + (int64_t)u->n;
+            if (to > parts[k].to)
+                to = parts[k].to;
+            if (from >= to)
+                continue;
+            struct pricing_run cut = *u;
+            cut.s.ts = from;
+            cut.n = (uint32_t)(to - from);
+            struct pricing_block one = *b;
+            one.runs = &cut;
+            one.nruns = 1;
+            if (pricing_rater_add(r[k], &one, e) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 /* Pulls every block of src into the raters of the parts whose days
  * hold its seconds (one rater, parts NULL: all of them). */
 static int
@@ -684,9 +794,16 @@ pull(struct pricing_rater **r, const struct pricing_part *parts, size_t nparts,
 {
     struct pricing_block b;
     int got;
-    while ((got = src.next(src.ctx, &b, e)) > 0) {
+    /* Cleared for each: a source that knows no runs leaves them NULL. */
+    while ((b = (struct pricing_block){0}, got = src.next(src.ctx, &b, e)) >
+           0) {
         if (!parts) {
             if (pricing_rater_add(r[0], &b, e) < 0)
+                return -1;
+            continue;
+        }
+        if (b.runs) {
+            if (pull_runs(r, parts, nparts, &b, e) < 0)
                 return -1;
             continue;
         }
