@@ -10,6 +10,7 @@
  */
 #include "pricing_int.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ struct pricing_rater {
     char account[PRICING_ID_MAX + 1];
     bool ran;              /* has had a running second */
     struct rate_acct *cur; /* its current period's accumulator */
+    struct rate_acct *last; /* the accumulator acct_for found last */
     int64_t period_end;    /* end of that period */
     int64_t prev_ts;       /* last second kept, INT64_MIN before any */
     struct pricing_second prev;
@@ -86,6 +88,13 @@ grow(struct pricing_rater *r)
 static struct rate_acct *
 acct_for(struct pricing_rater *r, const char *account, int64_t ts, int64_t *end)
 {
+    /* Mostly the one of the sandbox before. */
+    struct rate_acct *last = r->last;
+    if (last && ts >= last->start && ts < last->end &&
+        strcmp(last->account_id, account) == 0) {
+        *end = last->end;
+        return last;
+    }
     int year, month;
     int64_t start;
     pricing_period_of(ts, &year, &month, &start, end);
@@ -93,7 +102,7 @@ acct_for(struct pricing_rater *r, const char *account, int64_t ts, int64_t *end)
     for (struct rate_acct *a = r->buckets[k]; a; a = a->next)
         if (a->year == year && a->month == month &&
             strcmp(a->account_id, account) == 0)
-            return a;
+            return r->last = a;
     if (2 * (r->nacct + 1) > r->nbuckets) {
         if (grow(r) < 0)
             return NULL;
@@ -110,7 +119,7 @@ acct_for(struct pricing_rater *r, const char *account, int64_t ts, int64_t *end)
     a->next = r->buckets[k];
     r->buckets[k] = a;
     r->nacct++;
-    return a;
+    return r->last = a;
 }
 
 /* Whether type a costs less per second than b: a.rate / a.per <
@@ -284,7 +293,12 @@ flush_period(struct pricing_rater *r, struct pricing_err *e)
          add_u64(&d->padding_s, s->padding_s) &&
          add_u64(&d->credited_s, s->credited_s) && add_u64(&d->runs, s->runs) &&
          add_u64(&a->dups, r->dups) && add_u64(&a->conflicts, r->conflicts);
-    memset(&r->q, 0, sizeof(r->q));
+    /* The counts per instance type only as far as the book has types:
+     * a sandbox's end is on the simulator's hot path. */
+    memset(&r->q, 0, offsetof(struct pricing_quantities, type_s));
+    memset(r->q.type_s, 0, r->book->ntypes * sizeof(r->q.type_s[0]));
+    memset(r->q.type_credited_s, 0,
+           r->book->ntypes * sizeof(r->q.type_credited_s[0]));
     r->dups = r->conflicts = 0;
     r->cur = NULL;
     if (!ok) {
@@ -296,14 +310,24 @@ flush_period(struct pricing_rater *r, struct pricing_err *e)
     return 0;
 }
 
+/* Copies an id of at most PRICING_ID_MAX characters, cut there if
+ * longer, like snprintf but without its cost (once a sandbox). */
+static void
+copy_id(char *dst, const char *src)
+{
+    size_t n = strnlen(src, PRICING_ID_MAX);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 static int
 start_sandbox(struct pricing_rater *r, const struct pricing_block *b,
               struct pricing_err *e)
 {
     if (r->in_sandbox && flush_period(r, e) < 0)
         return -1;
-    snprintf(r->sandbox, sizeof(r->sandbox), "%s", b->sandbox_id);
-    snprintf(r->account, sizeof(r->account), "%s", b->account_id);
+    copy_id(r->sandbox, b->sandbox_id);
+    copy_id(r->account, b->account_id);
     r->in_sandbox = true;
     /* A sandbox whose first running minute precedes what it sends. */
     bool any = b->runs ? b->nruns > 0 : b->n > 0;
@@ -387,12 +411,39 @@ no_type(struct pricing_rater *r, const struct pricing_second *s, int64_t ts,
  * instance types, storage by state, an allowance per account); without
  * them the code is the one of version 1, compiled on its own.
  */
-static inline __attribute__((always_inline)) uint64_t
-rate_run(struct pricing_rater *r, const struct pricing_second *s, int64_t ts,
-         uint64_t n, int64_t prev_ts, bool ext, struct pricing_err *e)
+/* What every second reads of the book, copied once a block into a
+ * local that no store of the rater can alias (so kept in registers). */
+struct rules {
+    bool cpu_used, mem_used, autopause, types, pool, paused_free;
+    uint32_t cpu_step;
+    uint64_t mem_step, included, after;
+    pricing_u128 idle_below;
+};
+
+static inline __attribute__((always_inline)) struct rules
+rules_of(const struct pricing_book *book, bool ext)
 {
-    const struct pricing_book *book = r->book;
-    const bool types = ext && book->ntypes, pool = ext && book->pool_bytes;
+    return (struct rules){
+        .cpu_used = book->cpu_used,
+        .mem_used = book->memory_used,
+        .autopause = book->autopause,
+        .types = ext && book->ntypes,
+        .pool = ext && book->pool_bytes,
+        .paused_free = ext && book->storage_running_only,
+        .cpu_step = book->cpu_step,
+        .mem_step = book->memory_step,
+        .included = book->included_bytes,
+        .after = book->after_s,
+        .idle_below = (pricing_u128)book->idle_below.v,
+    };
+}
+
+static inline __attribute__((always_inline)) uint64_t
+rate_run(struct pricing_rater *r, const struct rules *book,
+         const struct pricing_second *s, int64_t ts, uint64_t n,
+         int64_t prev_ts, bool ext, struct pricing_err *e)
+{
+    const bool types = ext && book->types, pool = ext && book->pool;
     if (__builtin_expect(ts >= r->period_end, 0)) {
         if (flush_period(r, e) < 0)
             return 0;
@@ -408,19 +459,20 @@ rate_run(struct pricing_rater *r, const struct pricing_second *s, int64_t ts,
     }
     if ((uint64_t)(r->period_end - ts) < n)
         n = (uint64_t)(r->period_end - ts);
-    r->q.egress += (pricing_u128)n * s->egress_bytes;
+    if (s->egress_bytes)
+        r->q.egress += (pricing_u128)n * s->egress_bytes;
     uint64_t disk;
     if (s->vcpu == 0) { /* paused: storage (all of it) and egress */
         close_segment(r);
         r->streak = 0;
-        disk = ext && book->storage_running_only ? 0 : s->disk_bytes;
+        disk = book->paused_free ? 0 : s->disk_bytes;
     } else {
         uint64_t qc = book->cpu_used ? s->cpu_used : s->vcpu;
-        uint64_t qm = book->memory_used ? s->mem_used_bytes : s->mem_bytes;
+        uint64_t qm = book->mem_used ? s->mem_used_bytes : s->mem_bytes;
         int type = -1;
         if (ext) {
             if (!step_up(&qc, book->cpu_step) ||
-                !step_up(&qm, book->memory_step)) {
+                !step_up(&qm, book->mem_step)) {
                 snprintf(e->msg, sizeof(e->msg),
                          "sandbox '%s': second %lld: the allocation "
                          "rounded up to its step overflows",
@@ -440,9 +492,8 @@ rate_run(struct pricing_rater *r, const struct pricing_second *s, int64_t ts,
         r->q.mem_gross += (pricing_u128)n * qm;
         if (types)
             r->q.type_s[type] += n;
-        disk = s->disk_bytes > book->included_bytes
-                   ? s->disk_bytes - book->included_bytes
-                   : 0;
+        disk = s->disk_bytes > book->included ? s->disk_bytes - book->included
+                                              : 0;
         r->q.running_s += n;
         if (__builtin_expect(!r->ran, 0)) {
             r->ran = true;
@@ -452,10 +503,10 @@ rate_run(struct pricing_rater *r, const struct pricing_second *s, int64_t ts,
          * the streak past after_s are credited. */
         if (book->autopause) {
             if ((pricing_u128)s->cpu_used * (pricing_u128)PRICING_ONE <
-                (pricing_u128)book->idle_below.v * s->vcpu) {
+                book->idle_below * s->vcpu) {
                 r->streak += n;
-                if (r->streak > book->after_s) {
-                    uint64_t c = r->streak - book->after_s;
+                if (r->streak > book->after) {
+                    uint64_t c = r->streak - book->after;
                     if (c > n)
                         c = n;
                     r->q.cpu_credited += (pricing_u128)c * qc;
@@ -469,10 +520,12 @@ rate_run(struct pricing_rater *r, const struct pricing_second *s, int64_t ts,
             }
         }
     }
-    if (!pool)
-        r->q.storage += (pricing_u128)n * disk;
-    else if (!span_add(r, ts, n, disk, e))
+    if (!pool) {
+        if (disk)
+            r->q.storage += (pricing_u128)n * disk;
+    } else if (!span_add(r, ts, n, disk, e)) {
         return 0;
+    }
     return n;
 }
 
@@ -514,6 +567,7 @@ static inline __attribute__((always_inline)) int
 add_seconds(struct pricing_rater *r, const struct pricing_block *b, bool ext,
             struct pricing_err *e)
 {
+    const struct rules book = rules_of(r->book, ext);
     const struct pricing_second *prev =
         r->prev_ts == INT64_MIN ? NULL : &r->prev;
     int64_t prev_ts = r->prev_ts;
@@ -525,7 +579,7 @@ add_seconds(struct pricing_rater *r, const struct pricing_block *b, bool ext,
                 return -1;
             continue;
         }
-        if (!rate_run(r, s, ts, 1, prev_ts, ext, e))
+        if (!rate_run(r, &book, s, ts, 1, prev_ts, ext, e))
             return -1;
         prev = s;
         prev_ts = ts;
@@ -542,6 +596,8 @@ static int
 add_runs(struct pricing_rater *r, const struct pricing_block *b, bool ext,
          struct pricing_err *e)
 {
+    const struct rules book = rules_of(r->book, ext);
+    const struct pricing_run *last = NULL;
     for (size_t i = 0; i < b->nruns; i++) {
         const struct pricing_run *u = &b->runs[i];
         int64_t ts = u->s.ts;
@@ -549,9 +605,12 @@ add_runs(struct pricing_rater *r, const struct pricing_block *b, bool ext,
         if (bad_run(r->sandbox, u, e))
             return -1;
         if (ts <= r->prev_ts) {
-            /* Its first second repeats the last one kept. */
+            /* Its first second repeats the last one kept: of the last
+             * run rated, or before the block. */
+            struct pricing_second kept = last ? last->s : r->prev;
+            kept.ts = r->prev_ts;
             if (repeat(r, &u->s, ts, r->prev_ts,
-                       r->prev_ts == INT64_MIN ? NULL : &r->prev, e) < 0)
+                       r->prev_ts == INT64_MIN ? NULL : &kept, e) < 0)
                 return -1;
             ts++;
             n--;
@@ -559,12 +618,18 @@ add_runs(struct pricing_rater *r, const struct pricing_block *b, bool ext,
         if (n == 0)
             continue;
         for (uint64_t k; n > 0; ts += (int64_t)k, n -= k) {
-            if (ext ? !(k = rate_run(r, &u->s, ts, n, r->prev_ts, true, e))
-                    : !(k = rate_run(r, &u->s, ts, n, r->prev_ts, false, e)))
+            if (ext ? !(k = rate_run(r, &book, &u->s, ts, n, r->prev_ts,
+                                     true, e))
+                    : !(k = rate_run(r, &book, &u->s, ts, n, r->prev_ts,
+                                     false, e)))
                 return -1;
             r->prev_ts = ts + (int64_t)k - 1;
         }
-        r->prev = u->s;
+        last = u;
+    }
+    /* The last second kept, for a repeat in the next block. */
+    if (last) {
+        r->prev = last->s;
         r->prev.ts = r->prev_ts;
     }
     return 0;
@@ -609,20 +674,58 @@ span_by_from(const void *x, const void *y)
     return (a->from > b->from) - (a->from < b->from);
 }
 
-static int
-span_by_to(const void *x, const void *y)
+/* The spans open in a sweep: a binary min-heap by end. */
+static void
+heap_push(struct pool_span *h, size_t *n, struct pool_span x)
 {
-    const struct pool_span *a = x, *b = y;
-    return (a->to > b->to) - (a->to < b->to);
+    size_t i = (*n)++;
+    for (; i > 0 && h[(i - 1) / 2].to > x.to; i = (i - 1) / 2)
+        h[i] = h[(i - 1) / 2];
+    h[i] = x;
+}
+
+static struct pool_span
+heap_pop(struct pool_span *h, size_t *n)
+{
+    struct pool_span top = h[0], x = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && h[c + 1].to < h[c].to)
+            c++;
+        if (h[c].to >= x.to)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0)
+        h[i] = x;
+    return top;
+}
+
+/* Adds (level - pool) x (to - t) to *total if level is above pool;
+ * false on overflow. */
+static bool
+pool_add(pricing_u128 *total, pricing_u128 level, uint64_t pool, int64_t t,
+         int64_t to)
+{
+    pricing_u128 add;
+    return level <= pool ||
+           (!__builtin_mul_overflow(level - pool, (pricing_u128)(to - t),
+                                    &add) &&
+            add_u128(total, add));
 }
 
 /*
  * The account's storage quantity under an allowance of pool bytes
  * (rules section 13): the sum over its seconds of max(0, D_t - pool),
  * D_t the storage of all its sandboxes at t: from the total per second
- * if dense, else by a sweep over the spans' starts (a copy sorted by
- * start) and ends (the spans sorted by end) in time order, between two
- * of which D_t is constant.
+ * if dense, else by a sweep over the spans in order of start (sorted
+ * unless they already are, as when sandboxes come in order of start),
+ * with the open ones in a heap by end; between two starts or ends D_t is
+ * constant.
  */
 static int
 pool_storage(struct rate_acct *a, uint64_t pool, struct pricing_err *e)
@@ -634,40 +737,38 @@ pool_storage(struct rate_acct *a, uint64_t pool, struct pricing_err *e)
         a->q.storage = total;
         return 0;
     }
-    size_t n = a->nspans;
-    struct pool_span *starts = malloc((n ? n : 1) * sizeof(*starts));
-    if (!starts) {
+    size_t n = a->nspans, open = 0;
+    struct pool_span *spans = a->spans;
+    struct pool_span *heap = malloc((n ? n : 1) * sizeof(*heap));
+    if (!heap) {
         snprintf(e->msg, sizeof(e->msg), "out of memory");
         return -1;
     }
-    if (n) {
-        memcpy(starts, a->spans, n * sizeof(*starts));
-        qsort(starts, n, sizeof(*starts), span_by_from);
-        qsort(a->spans, n, sizeof(*a->spans), span_by_to);
-    }
-    const struct pool_span *ends = a->spans;
+    for (size_t i = 1; i < n; i++)
+        if (spans[i].from < spans[i - 1].from) {
+            qsort(spans, n, sizeof(*spans), span_by_from);
+            break;
+        }
     pricing_u128 level = 0, total = 0;
     int64_t t = INT64_MIN;
-    size_t i = 0, j = 0;
     bool ok = true;
-    while (j < n) {
-        /* The next time the level changes: every span ends after it
-         * starts, so starts run out first. */
-        int64_t next =
-            i < n && starts[i].from < ends[j].to ? starts[i].from : ends[j].to;
-        pricing_u128 add;
-        if (level > pool)
-            ok = ok &&
-                 !__builtin_mul_overflow(level - pool, (pricing_u128)(next - t),
-                                         &add) &&
-                 add_u128(&total, add);
-        t = next;
-        for (; i < n && starts[i].from == t; i++)
-            ok = ok && add_u128(&level, starts[i].level);
-        for (; j < n && ends[j].to == t; j++)
-            level -= ends[j].level;
+    for (size_t i = 0; i <= n; i++) {
+        /* The ends before the next start (all of them after the last). */
+        while (open > 0 && (i == n || heap[0].to <= spans[i].from)) {
+            struct pool_span end = heap_pop(heap, &open);
+            ok = ok && pool_add(&total, level, pool, t, end.to);
+            t = end.to;
+            level -= end.level;
+        }
+        if (i == n)
+            break;
+        if (open > 0)
+            ok = ok && pool_add(&total, level, pool, t, spans[i].from);
+        t = spans[i].from;
+        ok = ok && add_u128(&level, spans[i].level);
+        heap_push(heap, &open, spans[i]);
     }
-    free(starts);
+    free(heap);
     if (!ok) {
         snprintf(e->msg, sizeof(e->msg),
                  "account '%s' %04d-%02d: storage quantity overflow",

@@ -66,8 +66,8 @@ struct sim_session {
 /*
  * One simulated calendar month (UTC) and the sessions that touch it:
  * those that start in it, and those started before it that still run
- * (a steady state: the month is not empty at its start). Sessions are
- * cut at the month's end.
+ * (a steady state: the month is not empty at its start), in order of
+ * start. Sessions are cut at the month's end.
  */
 struct sim_month {
     int year, month;
@@ -77,6 +77,8 @@ struct sim_month {
     struct sim_spell *spells;
     size_t nspells, spells_cap;
     size_t started; /* sessions that start inside the month */
+    int64_t *times; /* an hour's arrival times, while drawing */
+    size_t times_cap;
 };
 
 void sim_month_init(struct sim_month *m, int year, int month);

@@ -273,6 +273,70 @@ static const char *const written[] = {
     "\"autopause\": {\"idle_below\": \"0.05\", \"after_s\": 60}}",
 };
 
+/*
+ * An oracle for the allowance per account (rules section 13), second by
+ * second: the storage of each account's running sandboxes at each second
+ * (a repeated second counted once), less the allowance, summed over each
+ * period, against the engine's quantity (its sweep over spans). For the
+ * book "types": storage billed while running, 6 GiB per account, none
+ * per sandbox.
+ */
+#define LO (DEC - 3 * 86400)
+#define SPAN (8 * 86400)
+static int pool_checked;
+
+static void
+check_pool(const struct pricing_book *book)
+{
+    static uint64_t level[3][SPAN];
+    memset(level, 0, sizeof(level));
+    for (size_t i = 0; i < BOXES; i++) {
+        const struct box *b = &boxes[i];
+        int64_t last = INT64_MIN;
+        for (size_t k = 0; k < b->nruns; k++)
+            for (uint32_t j = 0; j < b->runs[k].n; j++) {
+                int64_t ts = b->runs[k].s.ts + j;
+                if (ts <= last)
+                    continue;
+                last = ts;
+                CHECK(ts >= LO && ts < LO + SPAN);
+                if (b->runs[k].s.vcpu > 0)
+                    level[i % 3][ts - LO] += b->runs[k].s.disk_bytes;
+            }
+    }
+    struct src src = {.runs = true, .split = next()};
+    struct pricing_statement *st;
+    size_t n;
+    struct pricing_err e;
+    if (pricing_rate(book, (struct pricing_source){next_block, &src}, NULL,
+                     NULL, 0, &st, &n, &e) < 0)
+        return; /* egress, which the book cannot price */
+    for (size_t i = 0; i < n; i++) {
+        int acct = st[i].account_id[5] - '0';
+        int64_t from = pricing_days_from_civil(st[i].year, st[i].month, 1) *
+                       86400;
+        int64_t to = st[i].month == 12
+                         ? pricing_days_from_civil(st[i].year + 1, 1, 1) * 86400
+                         : pricing_days_from_civil(st[i].year, st[i].month + 1,
+                                                   1) *
+                               86400;
+        pricing_u128 want = 0;
+        for (int64_t t = from < LO ? LO : from; t < to && t < LO + SPAN; t++)
+            if (level[acct][t - LO] > 6 * GIB)
+                want += level[acct][t - LO] - 6 * GIB;
+        if (st[i].q.storage != want) {
+            fprintf(stderr, "pool: %s %d-%02d: engine %llu, oracle %llu\n",
+                    st[i].account_id, st[i].year, st[i].month,
+                    (unsigned long long)st[i].q.storage,
+                    (unsigned long long)want);
+            test_failures++;
+        }
+        pool_checked += want > 0;
+    }
+    pricing_statements_free(st, n);
+    free(src.buf);
+}
+
 static void
 test_book(const struct pricing_book *book, const char *name)
 {
@@ -299,6 +363,8 @@ test_book(const struct pricing_book *book, const char *name)
                                     .account = "acct-2"};
         snprintf(what, sizeof(what), "%s, acct-2 2026-12 in parts", name);
         both_ways(NULL, &dec, parts, 2, what);
+        if (strcmp(name, "types") == 0)
+            check_pool(book);
         release();
     }
 }
@@ -338,6 +404,9 @@ main(void)
         test_book(b, pricing_book_id(b));
         pricing_book_free(b);
     }
+    CHECK(pool_checked >= 6);
+    printf("the allowance per account as the oracle says in %d periods\n",
+           pool_checked);
     printf("%d cases, seconds and runs alike (%llu failed alike); repeated "
            "seconds %llu equal and %llu other, %llu credited idle, %llu of "
            "padding, %llu runs\n",
