@@ -176,7 +176,27 @@ close_session(struct cs_usage_facts *f)
                : 0;
 }
 
-/* One block of stored seconds (one sandbox's, in order). */
+/* n seconds of the sandbox read, from ts, running or paused. */
+static int
+facts_seconds(struct cs_usage_facts *f, int64_t ts, uint64_t n, bool running)
+{
+    if (!running) {
+        f->paused_s += n;
+        return close_session(f);
+    }
+    f->running_s += n;
+    if (!f->open || ts != f->last + 1) {
+        if (close_session(f) < 0)
+            return -1;
+        f->open = true;
+        f->from = ts;
+    }
+    f->last = ts + (int64_t)n - 1;
+    return 0;
+}
+
+/* One block of stored seconds (one sandbox's, in order), given second
+ * by second or as runs. */
 static int
 facts_add(struct cs_usage_facts *f, const struct pricing_block *b)
 {
@@ -186,24 +206,16 @@ facts_add(struct cs_usage_facts *f, const struct pricing_block *b)
         snprintf(f->sandbox, sizeof(f->sandbox), "%s", b->sandbox_id);
         f->sandboxes++;
     }
-    for (size_t i = 0; i < b->n; i++) {
-        const struct pricing_second *s = &b->s[i];
-        if (s->vcpu == 0) {
-            f->paused_s++;
-            if (close_session(f) < 0)
+    if (b->runs) {
+        for (size_t i = 0; i < b->nruns; i++)
+            if (facts_seconds(f, b->runs[i].s.ts, b->runs[i].n,
+                              b->runs[i].s.vcpu > 0) < 0)
                 return -1;
-            continue;
-        }
-        f->running_s++;
-        if (f->open && s->ts == f->last + 1) {
-            f->last = s->ts;
-            continue;
-        }
-        if (close_session(f) < 0)
-            return -1;
-        f->open = true;
-        f->from = f->last = s->ts;
+        return 0;
     }
+    for (size_t i = 0; i < b->n; i++)
+        if (facts_seconds(f, b->s[i].ts, 1, b->s[i].vcpu > 0) < 0)
+            return -1;
     return 0;
 }
 
