@@ -241,8 +241,7 @@ facts_finish(struct cs_usage_facts *f)
     return 0;
 }
 
-/* ---- pricing --------------------------------------------------------------
- */
+/* ---- pricing ------------------------------------------------------------- */
 
 /* The stored usage, teed: every block it yields has first gone to every
  * book's rater and to the facts. */
@@ -357,8 +356,7 @@ out:
     return rc;
 }
 
-/* ---- the period's invoice --------------------------------------------------
- */
+/* ---- the period's invoice ------------------------------------------------ */
 
 struct found {
     int64_t id;

@@ -99,8 +99,7 @@ order(const struct cs_replay *rp)
     return o;
 }
 
-/* ---- table ----------------------------------------------------------------
- */
+/* ---- table --------------------------------------------------------------- */
 
 static void
 table_lines(FILE *f, const struct pricing_statement *st)
@@ -234,8 +233,7 @@ cs_replay_table(FILE *f, const struct cs_replay *rp)
     return ferror(f) ? -1 : 0;
 }
 
-/* ---- JSON -----------------------------------------------------------------
- */
+/* ---- JSON ---------------------------------------------------------------- */
 
 static json_t *
 jdec(struct pricing_dec d, unsigned decimals)
