@@ -27,6 +27,8 @@ static const char usage_text[] =
     "usage: costsim --profile FILE [--books DIR] [--seed N]\n"
     "               [--precision X] [--max-trials N] [--threads N]\n"
     "               [--format table|json]\n"
+    "       costsim replay --account ID --period YYYY-MM [--books DIR]\n"
+    "               [--db CONNINFO] [--format table|json]\n"
     "\n"
     "Prices simulated months of the workload in FILE (docs/simulator.md)\n"
     "on every price book of DIR (default: the installed books) through\n"
@@ -34,7 +36,10 @@ static const char usage_text[] =
     "within X of itself (95% interval half-width; default 0.005) or N\n"
     "trials (default 1000). --seed (default 1) makes the run\n"
     "reproducible; --threads (default 1) changes its speed, not its\n"
-    "output.\n";
+    "output.\n"
+    "\n"
+    "costsim replay prices an account's stored usage of a month on every\n"
+    "book instead (costsim replay --help).\n";
 
 static int __attribute__((format(printf, 1, 2)))
 usage_error(const char *fmt, ...)
@@ -155,6 +160,8 @@ parse_args(int argc, char **argv, struct args *a)
 int
 main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "replay") == 0)
+        return cs_replay_main(argc - 1, argv + 1);
     struct args a = {0};
     int rc = parse_args(argc, argv, &a);
     if (rc)

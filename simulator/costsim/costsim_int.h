@@ -36,6 +36,10 @@ struct cs_run {
     const struct sim_mc_result *res;
 };
 
+/* costsim replay (replay.c): argv[0] is "replay". Returns the exit
+ * status. */
+int cs_replay_main(int argc, char **argv);
+
 /* The comparison as a terminal table or as JSON, on f. 0, or -1 when
  * out of memory. */
 int cs_print_table(FILE *f, const struct cs_run *run);
