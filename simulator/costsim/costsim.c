@@ -18,15 +18,15 @@
 
 #include <gsl/gsl_errno.h>
 
-/* The simulated month: a 30-day month, so per-month figures are not
- * skewed by a 31st day. */
+/* The simulated month by default: a 30-day month, so per-month figures
+ * are not skewed by a 31st day. */
 #define SIM_YEAR 2026
 #define SIM_MONTH 11
 
 static const char usage_text[] =
     "usage: costsim --profile FILE [--books DIR] [--seed N]\n"
     "               [--precision X] [--max-trials N] [--threads N]\n"
-    "               [--format table|json]\n"
+    "               [--month YYYY-MM] [--format table|json]\n"
     "       costsim replay --account ID --period YYYY-MM [--books DIR]\n"
     "               [--db CONNINFO] [--format table|json]\n"
     "\n"
@@ -36,7 +36,7 @@ static const char usage_text[] =
     "within X of itself (95% interval half-width; default 0.005) or N\n"
     "trials (default 1000). --seed (default 1) makes the run\n"
     "reproducible; --threads (default 1) changes its speed, not its\n"
-    "output.\n"
+    "output. --month (default 2026-11) is the calendar month simulated.\n"
     "\n"
     "costsim replay prices an account's stored usage of a month on every\n"
     "book instead (costsim replay --help).\n";
@@ -83,6 +83,7 @@ parse_args(int argc, char **argv, struct args *a)
         {"max-trials", required_argument, NULL, 'm'},
         {"threads", required_argument, NULL, 't'},
         {"format", required_argument, NULL, 'f'},
+        {"month", required_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -136,6 +137,17 @@ parse_args(int argc, char **argv, struct args *a)
                                    optarg);
             a->o.threads = (unsigned)v;
             break;
+        case 'M': {
+            int y, mo, end = 0;
+            if (sscanf(optarg, "%4d-%2d%n", &y, &mo, &end) != 2 ||
+                end != 7 || optarg[end] || y < 1970 || y > 9999 || mo < 1 ||
+                mo > 12)
+                return usage_error("--month '%s' is not a month YYYY-MM",
+                                   optarg);
+            a->o.year = y;
+            a->o.month = mo;
+            break;
+        }
         case 'f':
             if (strcmp(optarg, "table") && strcmp(optarg, "json"))
                 return usage_error("--format '%s' is not table or json",
