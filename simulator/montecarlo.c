@@ -121,7 +121,8 @@ work(void *arg)
     for (size_t j = w->index; j < w->count; j += w->o->threads) {
         gsl_rng_set(rng, trial_seed(w->o->seed, w->first + j));
         if (sim_month_generate(&m, w->p, rng, &w->err) < 0 ||
-            sim_price_month(&m, w->books, w->nbooks, w->active, pr, &w->err) <
+            sim_price_month(&m, w->books, w->nbooks, w->active, SIM_FEED_RUNS,
+                            pr, &w->err) <
                 0)
             goto out;
         w->started[j] = m.started;

@@ -151,6 +151,45 @@ else
     fail "script (util-linux) not found: the progress bar is untested"
 fi
 
+# The providers' published examples (../shared/data/providers.md), as
+# workloads without randomness. E2B: 8 vCPU + 4 GB for one hour =
+# 8 x 0.000014 x 3600 + 4 x 0.0000045 x 3600 = 0.4032 + 0.0648 = 0.468.
+cat >e2b.json <<'JSON'
+{"sessions": {"per_month": 1, "length": {"dist": "fixed", "value": 3600}},
+ "sandbox": {"vcpu": 8, "memory_gib": 4, "disk_gib": 0}}
+JSON
+expect_status 0 "$COSTSIM" --profile e2b.json --books "$books" --format json \
+    --max-trials 2
+for id in e2b-hobby e2b-pro; do
+    got=$(jq -r --arg id $id '.books[] | select(.id == $id) |
+        [.lines.cpu, .lines.memory] | join(" ")' <<<"$out")
+    [ "$got" = "0.403200 0.064800" ] ||
+        fail "E2B's published example on $id: cpu and memory $got"
+done
+contains "$out" '"mean": "0.470000"' "e2b-hobby's hour, to the cent"
+contains "$out" '"mean": "150.470000"' "e2b-pro's hour with its fee"
+# Daytona: 2 vCPU + 4 GiB for 730 h = 2 x 0.0504 x 730 + 4 x 0.0162 x 730
+# = 73.584 + 47.304 = 120.89, in a 31-day month (--month), which holds it.
+cat >daytona.json <<'JSON'
+{"sessions": {"per_month": 1, "length": {"dist": "fixed", "value": 2628000}},
+ "sandbox": {"vcpu": 2, "memory_gib": 4, "disk_gib": 0}}
+JSON
+expect_status 0 "$COSTSIM" --profile daytona.json --books "$books" \
+    --format json --max-trials 2 --month 2026-12
+got=$(jq -c '.books[] | select(.id == "daytona") | [.mean, .lines]' <<<"$out")
+[ "$got" = '["120.890000",{"cpu":"73.584000","memory":"47.304000"}]' ] ||
+    fail "Daytona's published example: $got"
+contains "$out" '"month": "2026-12"' "the month asked for"
+# November has 720 hours: its session is cut at the month's end, and
+# the steady state brings the last 10 hours of October's into it: 730 h
+# again, from two sandboxes.
+expect_status 0 "$COSTSIM" --profile daytona.json --books "$books" \
+    --format json --max-trials 2
+got=$(jq -r '.books[] | select(.id == "daytona") | .lines.cpu' <<<"$out")
+[ "$got" = "73.584000" ] || fail "720 h of November's session and 10 of October's: cpu $got"
+expect_status 2 "$COSTSIM" --profile daytona.json --month 2026-13
+contains "$err" "--month '2026-13' is not a month YYYY-MM" "bad month"
+
 # Bad profiles: the key and the value.
 cat >bad.json <<'JSON'
 {"sessions": {"per_month": 10,

@@ -20,15 +20,18 @@
 
 #include <gsl/gsl_errno.h>
 
-/* The simulated month: a 30-day month, so per-month figures are not
- * skewed by a 31st day. */
+/* The simulated month by default: a 30-day month, so per-month figures
+ * are not skewed by a 31st day. */
 #define SIM_YEAR 2026
 #define SIM_MONTH 11
 
 static const char usage_text[] =
     "usage: costsim --profile FILE [--books DIR] [--seed N]\n"
     "               [--precision X] [--max-trials N] [--threads N]\n"
-    "               [--format table|json|csv|html] [--html REPORT]\n"
+    "               [--month YYYY-MM] [--format table|json|csv|html]\n"
+    "               [--html REPORT]\n"
+    "       costsim replay --account ID --period YYYY-MM [--books DIR]\n"
+    "               [--db CONNINFO] [--format table|json]\n"
     "\n"
     "Prices simulated months of the workload in FILE (docs/simulator.md)\n"
     "on every price book of DIR (default: the installed books) through\n"
@@ -36,8 +39,12 @@ static const char usage_text[] =
     "within X of itself (95% interval half-width; default 0.005) or N\n"
     "trials (default 1000). --seed (default 1) makes the run\n"
     "reproducible; --threads (default: every core) changes its speed,\n"
-    "not its output. --format prints the comparison on stdout; --html\n"
-    "also writes the HTML report (charts) to REPORT.\n";
+    "not its output. --month (default 2026-11) is the calendar month\n"
+    "simulated. --format prints the comparison on stdout; --html also\n"
+    "writes the HTML report (charts) to REPORT.\n"
+    "\n"
+    "costsim replay prices an account's stored usage of a month on every\n"
+    "book instead (costsim replay --help).\n";
 
 static int __attribute__((format(printf, 1, 2)))
 usage_error(const char *fmt, ...)
@@ -90,6 +97,7 @@ parse_args(int argc, char **argv, struct args *a)
         {"threads", required_argument, NULL, 't'},
         {"format", required_argument, NULL, 'f'},
         {"html", required_argument, NULL, 'o'},
+        {"month", required_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -143,6 +151,16 @@ parse_args(int argc, char **argv, struct args *a)
                                    optarg);
             a->o.threads = (unsigned)v;
             break;
+        case 'M': {
+            int y, mo, end = 0;
+            if (sscanf(optarg, "%4d-%2d%n", &y, &mo, &end) != 2 || end != 7 ||
+                optarg[end] || y < 1970 || y > 9999 || mo < 1 || mo > 12)
+                return usage_error("--month '%s' is not a month YYYY-MM",
+                                   optarg);
+            a->o.year = y;
+            a->o.month = mo;
+            break;
+        }
         case 'f':
             if (strcmp(optarg, "table") && strcmp(optarg, "json") &&
                 strcmp(optarg, "csv") && strcmp(optarg, "html"))
@@ -172,6 +190,8 @@ parse_args(int argc, char **argv, struct args *a)
 int
 main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "replay") == 0)
+        return cs_replay_main(argc - 1, argv + 1);
     struct args a = {0};
     int rc = parse_args(argc, argv, &a);
     if (rc)

@@ -23,4 +23,8 @@ void cs_progress_init(struct cs_progress *p, FILE *f, size_t nbooks);
 void cs_progress_update(size_t trials, size_t max, size_t open, void *arg);
 void cs_progress_end(struct cs_progress *p);
 
+/* costsim replay (replay.c): argv[0] is "replay". Returns the exit
+ * status. */
+int cs_replay_main(int argc, char **argv);
+
 #endif
