@@ -243,7 +243,8 @@ sim_month_generate(struct sim_month *m, const struct sim_profile *p,
         }
         for (unsigned i = 0; i < k; i++)
             m->times[i] = h + (int64_t)gsl_rng_uniform_int(rng, 3600);
-        qsort(m->times, k, sizeof(*m->times), by_time);
+        if (k > 1) /* none may be no array at all: qsort's NULL is UB */
+            qsort(m->times, k, sizeof(*m->times), by_time);
         for (unsigned i = 0; i < k; i++) {
             if (m->times[i] + warm <= m->start)
                 continue; /* ends before the month, whatever its length */
