@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo demo-stop check bench clean openapi-lint
+.PHONY: all deps build demo demo-stop check bench clean openapi-lint browser-check
 
 all: build
 
@@ -27,14 +27,19 @@ openapi-lint:
 	@cd tools/openapi && { [ node_modules/.package-lock.json -nt package-lock.json ] || \
 	    npm ci --no-audit --no-fund --loglevel=error; }
 
-check: deps openapi-lint
+# puppeteer-core, which drives chromium in tests/costsim_html.sh, the same way.
+browser-check:
+	@cd tools/browser && { [ node_modules/.package-lock.json -nt package-lock.json ] || \
+	    npm ci --no-audit --no-fund --loglevel=error; }
+
+check: deps openapi-lint browser-check
 	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=Debug -DMETER_SANITIZE=ON \
 	    -DMETER_WERROR=ON $(CMAKE_FLAGS)
 	cmake --build build-check -j $(JOBS)
 	cd build-check && ctest --output-on-failure -j $(JOBS)
 	@# Again far from UTC (UTC+14): no result may depend on the local zone.
 	cd build-check && TZ=Pacific/Kiritimati ctest --output-on-failure \
-	    -j $(JOBS) -E '^(layers|sql_hygiene|install|openapi|fuzz|valgrind)$$'
+	    -j $(JOBS) -E '^(layers|sql_hygiene|install|openapi|fuzz|valgrind|costsim_html)$$'
 
 
 bench: deps

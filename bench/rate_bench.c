@@ -157,8 +157,10 @@ run_engine(const struct pricing_book *book, const struct pricing_second *all,
     for (int k = 0; k < n; k++) {
         snprintf(sandbox, sizeof(sandbox), "sb-%d", k);
         snprintf(account, sizeof(account), "acct-%d", k % 100);
-        struct pricing_block b = {account, sandbox, all + (size_t)k * DAY,
-                                  DAY,     false,   0};
+        struct pricing_block b = {.account_id = account,
+                                  .sandbox_id = sandbox,
+                                  .s = all + (size_t)k * DAY,
+                                  .n = DAY};
         if (pricing_rater_add(r, &b, &e) < 0) {
             fprintf(stderr, "rate_bench: %s\n", e.msg);
             exit(1);

@@ -134,9 +134,22 @@ struct pricing_second {
 bool pricing_id_valid(const char *s);
 
 /*
+ * A run: n consecutive seconds s.ts, s.ts + 1, ..., s.ts + n - 1 of one
+ * sandbox, each with the values of s. The engine rates a run as exactly
+ * those n seconds, in one step (what a simulator's spell, or a stored
+ * stretch of unchanged samples, is).
+ */
+struct pricing_run {
+    struct pricing_second s;
+    uint32_t n; /* >= 1 */
+};
+
+/*
  * A block of seconds of one sandbox, ts ascending; equal ts (a repeated
  * second) in arrival order. All the blocks of a sandbox must come one
- * after another, in ts order, before the next sandbox's.
+ * after another, in ts order, before the next sandbox's. The seconds are
+ * given one by one (s, n) or, when runs is not NULL, as nruns runs (s
+ * and n are then ignored), rated alike.
  */
 struct pricing_block {
     const char *account_id;
@@ -150,6 +163,8 @@ struct pricing_block {
      * starts no run. Read from a sandbox's first block. */
     bool history;
     int64_t first_run_minute;
+    const struct pricing_run *runs;
+    size_t nruns;
 };
 
 /* The rating input, pulled block by block: next() fills *b (valid until

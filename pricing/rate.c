@@ -10,6 +10,7 @@
  */
 #include "pricing_int.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ struct pricing_rater {
     char account[PRICING_ID_MAX + 1];
     bool ran;              /* has had a running second */
     struct rate_acct *cur; /* its current period's accumulator */
+    struct rate_acct *last; /* the accumulator acct_for found last */
     int64_t period_end;    /* end of that period */
     int64_t prev_ts;       /* last second kept, INT64_MIN before any */
     struct pricing_second prev;
@@ -86,6 +88,13 @@ grow(struct pricing_rater *r)
 static struct rate_acct *
 acct_for(struct pricing_rater *r, const char *account, int64_t ts, int64_t *end)
 {
+    /* Mostly the one of the sandbox before. */
+    struct rate_acct *last = r->last;
+    if (last && ts >= last->start && ts < last->end &&
+        strcmp(last->account_id, account) == 0) {
+        *end = last->end;
+        return last;
+    }
     int year, month;
     int64_t start;
     pricing_period_of(ts, &year, &month, &start, end);
@@ -93,7 +102,7 @@ acct_for(struct pricing_rater *r, const char *account, int64_t ts, int64_t *end)
     for (struct rate_acct *a = r->buckets[k]; a; a = a->next)
         if (a->year == year && a->month == month &&
             strcmp(a->account_id, account) == 0)
-            return a;
+            return r->last = a;
     if (2 * (r->nacct + 1) > r->nbuckets) {
         if (grow(r) < 0)
             return NULL;
@@ -110,7 +119,7 @@ acct_for(struct pricing_rater *r, const char *account, int64_t ts, int64_t *end)
     a->next = r->buckets[k];
     r->buckets[k] = a;
     r->nacct++;
-    return a;
+    return r->last = a;
 }
 
 /* Whether type a costs less per second than b: a.rate / a.per <
@@ -284,7 +293,12 @@ flush_period(struct pricing_rater *r, struct pricing_err *e)
          add_u64(&d->padding_s, s->padding_s) &&
          add_u64(&d->credited_s, s->credited_s) && add_u64(&d->runs, s->runs) &&
          add_u64(&a->dups, r->dups) && add_u64(&a->conflicts, r->conflicts);
-    memset(&r->q, 0, sizeof(r->q));
+    /* The counts per instance type only as far as the book has types:
+     * a sandbox's end is on the simulator's hot path. */
+    memset(&r->q, 0, offsetof(struct pricing_quantities, type_s));
+    memset(r->q.type_s, 0, r->book->ntypes * sizeof(r->q.type_s[0]));
+    memset(r->q.type_credited_s, 0,
+           r->book->ntypes * sizeof(r->q.type_credited_s[0]));
     r->dups = r->conflicts = 0;
     r->cur = NULL;
     if (!ok) {
@@ -296,17 +310,29 @@ flush_period(struct pricing_rater *r, struct pricing_err *e)
     return 0;
 }
 
+/* Copies an id of at most PRICING_ID_MAX characters, cut there if
+ * longer, like snprintf but without its cost (once a sandbox). */
+static void
+copy_id(char *dst, const char *src)
+{
+    size_t n = strnlen(src, PRICING_ID_MAX);
+    memcpy(dst, src, n);
+    dst[n] = '\0';
+}
+
 static int
 start_sandbox(struct pricing_rater *r, const struct pricing_block *b,
               struct pricing_err *e)
 {
     if (r->in_sandbox && flush_period(r, e) < 0)
         return -1;
-    snprintf(r->sandbox, sizeof(r->sandbox), "%s", b->sandbox_id);
-    snprintf(r->account, sizeof(r->account), "%s", b->account_id);
+    copy_id(r->sandbox, b->sandbox_id);
+    copy_id(r->account, b->account_id);
     r->in_sandbox = true;
     /* A sandbox whose first running minute precedes what it sends. */
-    r->ran = b->history && b->n > 0 && b->first_run_minute < b->s[0].ts / 60;
+    bool any = b->runs ? b->nruns > 0 : b->n > 0;
+    int64_t first = !any ? 0 : b->runs ? b->runs[0].s.ts : b->s[0].ts;
+    r->ran = b->history && any && b->first_run_minute < first / 60;
     r->cur = NULL;
     r->period_end = INT64_MIN;
     r->prev_ts = INT64_MIN;
@@ -336,19 +362,19 @@ fit(struct pricing_rater *r, const struct pricing_second *s)
     return -1;
 }
 
-/* Adds a second of storage to the sandbox's open span. */
+/* Adds seconds [ts, ts + n) of storage to the sandbox's open span. */
 static inline bool
-span_add(struct pricing_rater *r, int64_t ts, uint64_t level,
+span_add(struct pricing_rater *r, int64_t ts, uint64_t n, uint64_t level,
          struct pricing_err *e)
 {
     if (level == r->span.level && ts == r->span.to) {
-        r->span.to++;
+        r->span.to += (int64_t)n;
         return true;
     }
     if (!close_span(r, e))
         return false;
     r->span.from = ts;
-    r->span.to = ts + 1;
+    r->span.to = ts + (int64_t)n;
     r->span.level = level;
     return true;
 }
@@ -361,8 +387,8 @@ step_up(uint64_t *q, uint64_t step)
     return !rem || !__builtin_add_overflow(*q, step - rem, q);
 }
 
-static int
-no_type(struct pricing_rater *r, const struct pricing_second *s,
+static void
+no_type(struct pricing_rater *r, const struct pricing_second *s, int64_t ts,
         struct pricing_err *e)
 {
     char vcpu[48];
@@ -371,125 +397,241 @@ no_type(struct pricing_rater *r, const struct pricing_second *s,
     snprintf(e->msg, sizeof(e->msg),
              "sandbox '%s': second %lld: no instance type of the book fits "
              "%s vCPU and %llu bytes of memory",
-             r->sandbox, (long long)s->ts, vcpu,
+             r->sandbox, (long long)ts, vcpu,
              (unsigned long long)s->mem_bytes);
-    return -1;
 }
 
 /*
- * The seconds of b, for the sandbox started. ext: the book uses keys of
- * rules version 2 that work second by second (steps, instance types,
- * storage by state, an allowance per account); without them the loop is
- * the one of version 1, compiled on its own.
+ * Rates the seconds ts, ts + 1, ... with the values of s, at most n of
+ * them, all after the sandbox's last second kept (prev_ts): those of
+ * them in ts's period. Returns how many, or 0 on error (e says why).
+ * One second and a run of them take this same path: the per-second loop
+ * inlines it with n = 1, where the products fold away. ext: the book
+ * uses keys of rules version 2 that work second by second (steps,
+ * instance types, storage by state, an allowance per account); without
+ * them the code is the one of version 1, compiled on its own.
  */
+/* What every second reads of the book, copied once a block into a
+ * local that no store of the rater can alias (so kept in registers). */
+struct rules {
+    bool cpu_used, mem_used, autopause, types, pool, paused_free;
+    uint32_t cpu_step;
+    uint64_t mem_step, included, after;
+    pricing_u128 idle_below;
+};
+
+static inline __attribute__((always_inline)) struct rules
+rules_of(const struct pricing_book *book, bool ext)
+{
+    return (struct rules){
+        .cpu_used = book->cpu_used,
+        .mem_used = book->memory_used,
+        .autopause = book->autopause,
+        .types = ext && book->ntypes,
+        .pool = ext && book->pool_bytes,
+        .paused_free = ext && book->storage_running_only,
+        .cpu_step = book->cpu_step,
+        .mem_step = book->memory_step,
+        .included = book->included_bytes,
+        .after = book->after_s,
+        .idle_below = (pricing_u128)book->idle_below.v,
+    };
+}
+
+static inline __attribute__((always_inline)) uint64_t
+rate_run(struct pricing_rater *r, const struct rules *book,
+         const struct pricing_second *s, int64_t ts, uint64_t n,
+         int64_t prev_ts, bool ext, struct pricing_err *e)
+{
+    const bool types = ext && book->types, pool = ext && book->pool;
+    if (__builtin_expect(ts >= r->period_end, 0)) {
+        if (flush_period(r, e) < 0)
+            return 0;
+        r->cur = acct_for(r, r->account, ts, &r->period_end);
+        if (!r->cur) {
+            snprintf(e->msg, sizeof(e->msg), "out of memory");
+            return 0;
+        }
+    } else if (ts != prev_ts + 1) {
+        /* A missing second closes the segment and the streak. */
+        close_segment(r);
+        r->streak = 0;
+    }
+    if ((uint64_t)(r->period_end - ts) < n)
+        n = (uint64_t)(r->period_end - ts);
+    if (s->egress_bytes)
+        r->q.egress += (pricing_u128)n * s->egress_bytes;
+    uint64_t disk;
+    if (s->vcpu == 0) { /* paused: storage (all of it) and egress */
+        close_segment(r);
+        r->streak = 0;
+        disk = book->paused_free ? 0 : s->disk_bytes;
+    } else {
+        uint64_t qc = book->cpu_used ? s->cpu_used : s->vcpu;
+        uint64_t qm = book->mem_used ? s->mem_used_bytes : s->mem_bytes;
+        int type = -1;
+        if (ext) {
+            if (!step_up(&qc, book->cpu_step) ||
+                !step_up(&qm, book->mem_step)) {
+                snprintf(e->msg, sizeof(e->msg),
+                         "sandbox '%s': second %lld: the allocation "
+                         "rounded up to its step overflows",
+                         r->sandbox, (long long)ts);
+                return 0;
+            }
+            if (types && (type = fit(r, s)) < 0) {
+                no_type(r, s, ts, e);
+                return 0;
+            }
+            r->last_type = type;
+        }
+        r->seg_n += n;
+        r->last_qc = qc;
+        r->last_qm = qm;
+        r->q.cpu_gross += (pricing_u128)n * qc;
+        r->q.mem_gross += (pricing_u128)n * qm;
+        if (types)
+            r->q.type_s[type] += n;
+        disk = s->disk_bytes > book->included ? s->disk_bytes - book->included
+                                              : 0;
+        r->q.running_s += n;
+        if (__builtin_expect(!r->ran, 0)) {
+            r->ran = true;
+            r->q.runs++;
+        }
+        /* idle: cpu_used < idle_below x vcpu, exactly; the seconds of
+         * the streak past after_s are credited. */
+        if (book->autopause) {
+            if ((pricing_u128)s->cpu_used * (pricing_u128)PRICING_ONE <
+                book->idle_below * s->vcpu) {
+                r->streak += n;
+                if (r->streak > book->after) {
+                    uint64_t c = r->streak - book->after;
+                    if (c > n)
+                        c = n;
+                    r->q.cpu_credited += (pricing_u128)c * qc;
+                    r->q.mem_credited += (pricing_u128)c * qm;
+                    r->q.credited_s += c;
+                    if (types)
+                        r->q.type_credited_s[type] += c;
+                }
+            } else {
+                r->streak = 0;
+            }
+        }
+    }
+    if (!pool) {
+        if (disk)
+            r->q.storage += (pricing_u128)n * disk;
+    } else if (!span_add(r, ts, n, disk, e)) {
+        return 0;
+    }
+    return n;
+}
+
+/* Whether u is no run: no second, or past the last second there is. */
+static bool
+bad_run(const char *sandbox, const struct pricing_run *u, struct pricing_err *e)
+{
+    if (u->n > 0 && u->s.ts <= INT64_MAX - (int64_t)u->n)
+        return false;
+    snprintf(e->msg, sizeof(e->msg),
+             "sandbox '%s': a run of %lu seconds from second %lld", sandbox,
+             (unsigned long)u->n, (long long)u->s.ts);
+    return true;
+}
+
+/* Counts a second repeated at the last second kept: the first stands.
+ * -1 (e set) if ts comes before it, or nothing was kept. */
+static inline int
+repeat(struct pricing_rater *r, const struct pricing_second *s, int64_t ts,
+       int64_t prev_ts, const struct pricing_second *prev,
+       struct pricing_err *e)
+{
+    if (ts < prev_ts || !prev) {
+        snprintf(e->msg, sizeof(e->msg),
+                 "sandbox '%s': second %lld comes after %lld; "
+                 "seconds must be in order",
+                 r->sandbox, (long long)ts, (long long)prev_ts);
+        return -1;
+    }
+    if (memcmp(s, prev, sizeof(*s)) == 0)
+        r->dups++;
+    else
+        r->conflicts++;
+    return 0;
+}
+
+/* The seconds of b one by one, for the sandbox started. */
 static inline __attribute__((always_inline)) int
 add_seconds(struct pricing_rater *r, const struct pricing_block *b, bool ext,
             struct pricing_err *e)
 {
-    const struct pricing_book *book = r->book;
-    const bool cpu_used = book->cpu_used, mem_used = book->memory_used;
-    const bool autopause = book->autopause;
-    const uint64_t incl = book->included_bytes, after = book->after_s;
-    const pricing_u128 idle_below = (pricing_u128)book->idle_below.v;
-    const bool types = ext && book->ntypes, pool = ext && book->pool_bytes;
-    const bool paused_free = ext && book->storage_running_only;
+    const struct rules book = rules_of(r->book, ext);
     const struct pricing_second *prev =
         r->prev_ts == INT64_MIN ? NULL : &r->prev;
     int64_t prev_ts = r->prev_ts;
-
     for (size_t i = 0; i < b->n; i++) {
         const struct pricing_second *s = &b->s[i];
         const int64_t ts = s->ts;
         if (__builtin_expect(ts <= prev_ts, 0)) {
-            if (ts < prev_ts || !prev) {
-                snprintf(e->msg, sizeof(e->msg),
-                         "sandbox '%s': second %lld comes after %lld; "
-                         "seconds must be in order",
-                         r->sandbox, (long long)ts, (long long)prev_ts);
+            if (repeat(r, s, ts, prev_ts, prev, e) < 0)
                 return -1;
-            }
-            /* A repeated second: the first stands. */
-            if (memcmp(s, prev, sizeof(*s)) == 0)
-                r->dups++;
-            else
-                r->conflicts++;
             continue;
         }
-        if (__builtin_expect(ts >= r->period_end, 0)) {
-            if (flush_period(r, e) < 0)
-                return -1;
-            r->cur = acct_for(r, r->account, ts, &r->period_end);
-            if (!r->cur) {
-                snprintf(e->msg, sizeof(e->msg), "out of memory");
-                return -1;
-            }
-        } else if (ts != prev_ts + 1) {
-            /* A missing second closes the segment and the streak. */
-            close_segment(r);
-            r->streak = 0;
-        }
+        if (!rate_run(r, &book, s, ts, 1, prev_ts, ext, e))
+            return -1;
         prev = s;
         prev_ts = ts;
-        r->q.egress += s->egress_bytes;
-        uint64_t disk;
-        if (s->vcpu == 0) { /* paused: storage (all of it) and egress */
-            close_segment(r);
-            r->streak = 0;
-            disk = paused_free ? 0 : s->disk_bytes;
-        } else {
-            uint64_t qc = cpu_used ? s->cpu_used : s->vcpu;
-            uint64_t qm = mem_used ? s->mem_used_bytes : s->mem_bytes;
-            int type = -1;
-            if (ext) {
-                if (!step_up(&qc, book->cpu_step) ||
-                    !step_up(&qm, book->memory_step)) {
-                    snprintf(e->msg, sizeof(e->msg),
-                             "sandbox '%s': second %lld: the allocation "
-                             "rounded up to its step overflows",
-                             r->sandbox, (long long)ts);
-                    return -1;
-                }
-                if (types && (type = fit(r, s)) < 0)
-                    return no_type(r, s, e);
-                r->last_type = type;
-            }
-            r->seg_n++;
-            r->last_qc = qc;
-            r->last_qm = qm;
-            r->q.cpu_gross += qc;
-            r->q.mem_gross += qm;
-            if (types)
-                r->q.type_s[type]++;
-            disk = s->disk_bytes > incl ? s->disk_bytes - incl : 0;
-            r->q.running_s++;
-            if (__builtin_expect(!r->ran, 0)) {
-                r->ran = true;
-                r->q.runs++;
-            }
-            if (autopause) {
-                /* idle: cpu_used < idle_below x vcpu, exactly */
-                if ((pricing_u128)s->cpu_used * (pricing_u128)PRICING_ONE <
-                    idle_below * s->vcpu) {
-                    if (++r->streak > after) {
-                        r->q.cpu_credited += qc;
-                        r->q.mem_credited += qm;
-                        r->q.credited_s++;
-                        if (types)
-                            r->q.type_credited_s[type]++;
-                    }
-                } else {
-                    r->streak = 0;
-                }
-            }
-        }
-        if (!pool)
-            r->q.storage += disk;
-        else if (!span_add(r, ts, disk, e))
-            return -1;
     }
     if (prev && prev != &r->prev)
         r->prev = *prev;
     r->prev_ts = prev_ts;
+    return 0;
+}
+
+/* The runs of b, for the sandbox started: each rated in one step per
+ * period it touches, exactly as its seconds one by one. */
+static int
+add_runs(struct pricing_rater *r, const struct pricing_block *b, bool ext,
+         struct pricing_err *e)
+{
+    const struct rules book = rules_of(r->book, ext);
+    const struct pricing_run *last = NULL;
+    for (size_t i = 0; i < b->nruns; i++) {
+        const struct pricing_run *u = &b->runs[i];
+        int64_t ts = u->s.ts;
+        uint64_t n = u->n;
+        if (bad_run(r->sandbox, u, e))
+            return -1;
+        if (ts <= r->prev_ts) {
+            /* Its first second repeats the last one kept: of the last
+             * run rated, or before the block. */
+            struct pricing_second kept = last ? last->s : r->prev;
+            kept.ts = r->prev_ts;
+            if (repeat(r, &u->s, ts, r->prev_ts,
+                       r->prev_ts == INT64_MIN ? NULL : &kept, e) < 0)
+                return -1;
+            ts++;
+            n--;
+        }
+        if (n == 0)
+            continue;
+        for (uint64_t k; n > 0; ts += (int64_t)k, n -= k) {
+            if (ext ? !(k = rate_run(r, &book, &u->s, ts, n, r->prev_ts,
+                                     true, e))
+                    : !(k = rate_run(r, &book, &u->s, ts, n, r->prev_ts,
+                                     false, e)))
+                return -1;
+            r->prev_ts = ts + (int64_t)k - 1;
+        }
+        last = u;
+    }
+    /* The last second kept, for a repeat in the next block. */
+    if (last) {
+        r->prev = last->s;
+        r->prev.ts = r->prev_ts;
+    }
     return 0;
 }
 
@@ -507,8 +649,11 @@ pricing_rater_add(struct pricing_rater *r, const struct pricing_block *b,
         return -1;
     }
     const struct pricing_book *book = r->book;
-    if (book->cpu_step || book->memory_step || book->ntypes ||
-        book->storage_running_only || book->pool_bytes)
+    bool ext = book->cpu_step || book->memory_step || book->ntypes ||
+               book->storage_running_only || book->pool_bytes;
+    if (b->runs)
+        return add_runs(r, b, ext, e);
+    if (ext)
         return add_seconds(r, b, true, e);
     return add_seconds(r, b, false, e);
 }
@@ -529,20 +674,58 @@ span_by_from(const void *x, const void *y)
     return (a->from > b->from) - (a->from < b->from);
 }
 
-static int
-span_by_to(const void *x, const void *y)
+/* The spans open in a sweep: a binary min-heap by end. */
+static void
+heap_push(struct pool_span *h, size_t *n, struct pool_span x)
 {
-    const struct pool_span *a = x, *b = y;
-    return (a->to > b->to) - (a->to < b->to);
+    size_t i = (*n)++;
+    for (; i > 0 && h[(i - 1) / 2].to > x.to; i = (i - 1) / 2)
+        h[i] = h[(i - 1) / 2];
+    h[i] = x;
+}
+
+static struct pool_span
+heap_pop(struct pool_span *h, size_t *n)
+{
+    struct pool_span top = h[0], x = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n)
+            break;
+        if (c + 1 < *n && h[c + 1].to < h[c].to)
+            c++;
+        if (h[c].to >= x.to)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n > 0)
+        h[i] = x;
+    return top;
+}
+
+/* Adds (level - pool) x (to - t) to *total if level is above pool;
+ * false on overflow. */
+static bool
+pool_add(pricing_u128 *total, pricing_u128 level, uint64_t pool, int64_t t,
+         int64_t to)
+{
+    pricing_u128 add;
+    return level <= pool ||
+           (!__builtin_mul_overflow(level - pool, (pricing_u128)(to - t),
+                                    &add) &&
+            add_u128(total, add));
 }
 
 /*
  * The account's storage quantity under an allowance of pool bytes
  * (rules section 13): the sum over its seconds of max(0, D_t - pool),
  * D_t the storage of all its sandboxes at t: from the total per second
- * if dense, else by a sweep over the spans' starts (a copy sorted by
- * start) and ends (the spans sorted by end) in time order, between two
- * of which D_t is constant.
+ * if dense, else by a sweep over the spans in order of start (sorted
+ * unless they already are, as when sandboxes come in order of start),
+ * with the open ones in a heap by end; between two starts or ends D_t is
+ * constant.
  */
 static int
 pool_storage(struct rate_acct *a, uint64_t pool, struct pricing_err *e)
@@ -554,40 +737,38 @@ pool_storage(struct rate_acct *a, uint64_t pool, struct pricing_err *e)
         a->q.storage = total;
         return 0;
     }
-    size_t n = a->nspans;
-    struct pool_span *starts = malloc((n ? n : 1) * sizeof(*starts));
-    if (!starts) {
+    size_t n = a->nspans, open = 0;
+    struct pool_span *spans = a->spans;
+    struct pool_span *heap = malloc((n ? n : 1) * sizeof(*heap));
+    if (!heap) {
         snprintf(e->msg, sizeof(e->msg), "out of memory");
         return -1;
     }
-    if (n) {
-        memcpy(starts, a->spans, n * sizeof(*starts));
-        qsort(starts, n, sizeof(*starts), span_by_from);
-        qsort(a->spans, n, sizeof(*a->spans), span_by_to);
-    }
-    const struct pool_span *ends = a->spans;
+    for (size_t i = 1; i < n; i++)
+        if (spans[i].from < spans[i - 1].from) {
+            qsort(spans, n, sizeof(*spans), span_by_from);
+            break;
+        }
     pricing_u128 level = 0, total = 0;
     int64_t t = INT64_MIN;
-    size_t i = 0, j = 0;
     bool ok = true;
-    while (j < n) {
-        /* The next time the level changes: every span ends after it
-         * starts, so starts run out first. */
-        int64_t next =
-            i < n && starts[i].from < ends[j].to ? starts[i].from : ends[j].to;
-        pricing_u128 add;
-        if (level > pool)
-            ok = ok &&
-                 !__builtin_mul_overflow(level - pool, (pricing_u128)(next - t),
-                                         &add) &&
-                 add_u128(&total, add);
-        t = next;
-        for (; i < n && starts[i].from == t; i++)
-            ok = ok && add_u128(&level, starts[i].level);
-        for (; j < n && ends[j].to == t; j++)
-            level -= ends[j].level;
+    for (size_t i = 0; i <= n; i++) {
+        /* The ends before the next start (all of them after the last). */
+        while (open > 0 && (i == n || heap[0].to <= spans[i].from)) {
+            struct pool_span end = heap_pop(heap, &open);
+            ok = ok && pool_add(&total, level, pool, t, end.to);
+            t = end.to;
+            level -= end.level;
+        }
+        if (i == n)
+            break;
+        if (open > 0)
+            ok = ok && pool_add(&total, level, pool, t, spans[i].from);
+        t = spans[i].from;
+        ok = ok && add_u128(&level, spans[i].level);
+        heap_push(heap, &open, spans[i]);
     }
-    free(starts);
+    free(heap);
     if (!ok) {
         snprintf(e->msg, sizeof(e->msg),
                  "account '%s' %04d-%02d: storage quantity overflow",
@@ -676,6 +857,36 @@ pricing_statements_free(struct pricing_statement *s, size_t n)
     free(s);
 }
 
+/* The runs of b into the raters of the parts whose days hold them, each
+ * run cut at the parts' bounds. */
+static int
+pull_runs(struct pricing_rater **r, const struct pricing_part *parts,
+          size_t nparts, const struct pricing_block *b, struct pricing_err *e)
+{
+    for (size_t i = 0; i < b->nruns; i++) {
+        const struct pricing_run *u = &b->runs[i];
+        if (bad_run(b->sandbox_id, u, e))
+            return -1;
+        for (size_t k = 0; k < nparts; k++) {
+            int64_t from = u->s.ts > parts[k].from ? u->s.ts : parts[k].from;
+            int64_t to = u->s.ts + (int64_t)u->n;
+            if (to > parts[k].to)
+                to = parts[k].to;
+            if (from >= to)
+                continue;
+            struct pricing_run cut = *u;
+            cut.s.ts = from;
+            cut.n = (uint32_t)(to - from);
+            struct pricing_block one = *b;
+            one.runs = &cut;
+            one.nruns = 1;
+            if (pricing_rater_add(r[k], &one, e) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 /* Pulls every block of src into the raters of the parts whose days
  * hold its seconds (one rater, parts NULL: all of them). */
 static int
@@ -684,9 +895,16 @@ pull(struct pricing_rater **r, const struct pricing_part *parts, size_t nparts,
 {
     struct pricing_block b;
     int got;
-    while ((got = src.next(src.ctx, &b, e)) > 0) {
+    /* Cleared for each: a source that knows no runs leaves them NULL. */
+    while ((b = (struct pricing_block){0}, got = src.next(src.ctx, &b, e)) >
+           0) {
         if (!parts) {
             if (pricing_rater_add(r[0], &b, e) < 0)
+                return -1;
+            continue;
+        }
+        if (b.runs) {
+            if (pull_runs(r, parts, nparts, &b, e) < 0)
                 return -1;
             continue;
         }

@@ -30,7 +30,7 @@ libc=" $(echo $libc) " # one line, a space around each name
 # Every C file of the tree, and the module of each (its folder, or the
 # nearest enclosing folder named in the rule).
 files=$(find . -path ./.git -prune -o -path './build*' -prune -o \
-    -path ./var -prune -o -path ./node_modules -prune -o \
+    -path ./var -prune -o -name node_modules -prune -o \
     \( -name '*.c' -o -name '*.h' \) -type f -print | sed 's|^\./||' | sort)
 module_of() {
     d=$(dirname "$1")

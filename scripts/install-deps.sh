@@ -4,10 +4,13 @@
 # network. As root it calls apt-get directly; otherwise through sudo.
 set -eu
 
+# chromium: costsim's HTML report is tested in a real browser, Debian's,
+# driven headless by puppeteer-core (tools/browser); python3 reads its
+# CSV in tests/costsim.sh.
 packages="cmake make gcc pkg-config libpq-dev libmicrohttpd-dev libgnutls28-dev
 libjansson-dev libgsl-dev libgmp-dev zlib1g-dev nettle-dev libcurl4-gnutls-dev curl postgresql-15 postgresql-client-15
 util-linux libcairo2-dev poppler-utils fonts-dejavu-core tzdata jq
-clang libclang-rt-14-dev openssl valgrind"
+clang libclang-rt-14-dev openssl valgrind python3 chromium"
 
 missing=""
 for p in $packages; do

@@ -21,7 +21,10 @@
 #include <gsl/gsl_statistics_double.h>
 
 /* Trials between two looks at the intervals: fixed, not per thread, so
- * that where a book stops does not depend on the threads. */
+ * that where a book stops does not depend on the threads. More threads
+ * than a batch has trials draw the next batches ahead (a round); the
+ * looks still come batch by batch, and what a stopped book was priced
+ * ahead is dropped, so every core works and the output stays the same. */
 #define BATCH 8
 
 const char *const sim_line_kinds[SIM_NKINDS] = {
@@ -118,7 +121,8 @@ work(void *arg)
     for (size_t j = w->index; j < w->count; j += w->o->threads) {
         gsl_rng_set(rng, trial_seed(w->o->seed, w->first + j));
         if (sim_month_generate(&m, w->p, rng, &w->err) < 0 ||
-            sim_price_month(&m, w->books, w->nbooks, w->active, pr, &w->err) <
+            sim_price_month(&m, w->books, w->nbooks, w->active, SIM_FEED_RUNS,
+                            pr, &w->err) <
                 0)
             goto out;
         w->started[j] = m.started;
@@ -169,7 +173,7 @@ dec_cmp(const void *a, const void *b)
                            *(const struct pricing_dec *)b);
 }
 
-/* Runs the batch [first, first + count) on the threads. */
+/* Draws and prices the trials [first, first + count) on the threads. */
 static int
 run_batch(struct worker *w, unsigned threads, struct sim_err *e)
 {
@@ -197,7 +201,9 @@ run_batch(struct worker *w, unsigned threads, struct sim_err *e)
     return 0;
 }
 
-/* Puts the batch's cells into the books' results, in trial order. */
+/* Puts the batch's cells into the books' results, in trial order. A book
+ * no longer active (it failed, or stopped at an earlier batch of the
+ * round) takes nothing. */
 static int
 gather(struct sim_mc_result *r, bool *active, const struct cell *cells,
        const size_t *started, size_t count, struct sim_err *e)
@@ -206,7 +212,7 @@ gather(struct sim_mc_result *r, bool *active, const struct cell *cells,
         for (size_t i = 0; i < r->nbooks; i++) {
             const struct cell *c = &cells[j * r->nbooks + i];
             struct sim_book_stats *b = &r->books[i];
-            if (!c->priced || b->failed)
+            if (!active[i])
                 continue;
             if (!c->ok) {
                 b->failed = true;
@@ -238,15 +244,16 @@ sim_monte_carlo(const struct sim_profile *p,
     opts.threads = threads;
     size_t min = o->min_trials < 2 ? 2 : o->min_trials;
     size_t max = o->max_trials < min ? min : o->max_trials;
+    size_t round = (threads + BATCH - 1) / BATCH * BATCH;
     int rc = -1;
     bool *active = calloc(nbooks ? nbooks : 1, sizeof(*active));
-    struct cell *cells = calloc(BATCH * (nbooks ? nbooks : 1), sizeof(*cells));
-    size_t started[BATCH];
+    struct cell *cells = calloc(round * (nbooks ? nbooks : 1), sizeof(*cells));
+    size_t *started = calloc(round, sizeof(*started));
     double *x = malloc(max * sizeof(*x));
     struct worker w[64];
     out->books = calloc(nbooks ? nbooks : 1, sizeof(*out->books));
     out->nbooks = nbooks;
-    if (!active || !cells || !x || !out->books)
+    if (!active || !cells || !started || !x || !out->books)
         goto oom;
     for (size_t i = 0; i < nbooks; i++) {
         active[i] = true;
@@ -255,27 +262,34 @@ sim_monte_carlo(const struct sim_profile *p,
     }
     size_t nactive = nbooks;
     while (out->trials < max && nactive > 0) {
-        size_t count = max - out->trials < BATCH ? max - out->trials : BATCH;
+        size_t count = max - out->trials < round ? max - out->trials : round;
         for (unsigned t = 0; t < threads; t++)
             w[t] = (struct worker){p,     books,       nbooks, active,
                                    &opts, out->trials, count,  t,
                                    cells, started,     0,      {{0}}};
-        if (run_batch(w, threads, e) < 0 ||
-            gather(out, active, cells, started, count, e) < 0)
+        if (run_batch(w, threads, e) < 0)
             goto out;
-        out->trials += count;
-        nactive = 0;
-        for (size_t i = 0; i < nbooks; i++) {
-            struct sim_book_stats *b = &out->books[i];
-            if (!active[i])
-                continue;
-            stats(b, e, x);
-            b->converged =
-                b->trials >= min && b->half <= o->precision * fabs(b->mean);
-            if (b->converged)
-                active[i] = false;
-            else
-                nactive++;
+        for (size_t done = 0; done < count && nactive > 0; done += BATCH) {
+            size_t n = count - done < BATCH ? count - done : BATCH;
+            if (gather(out, active, cells + done * nbooks, started + done, n,
+                       e) < 0)
+                goto out;
+            out->trials += n;
+            nactive = 0;
+            for (size_t i = 0; i < nbooks; i++) {
+                struct sim_book_stats *b = &out->books[i];
+                if (!active[i])
+                    continue;
+                stats(b, e, x);
+                b->converged =
+                    b->trials >= min && b->half <= o->precision * fabs(b->mean);
+                if (b->converged)
+                    active[i] = false;
+                else
+                    nactive++;
+            }
+            if (o->progress)
+                o->progress(out->trials, max, nactive, o->progress_arg);
         }
     }
     for (size_t i = 0; i < nbooks; i++) {
@@ -294,6 +308,7 @@ oom:
 out:
     free(active);
     free(cells);
+    free(started);
     free(x);
     if (rc < 0)
         sim_mc_result_release(out);

@@ -34,9 +34,12 @@ sim_month_release(struct sim_month *m)
         return;
     free(m->sessions);
     free(m->spells);
+    free(m->times);
     m->sessions = NULL;
     m->spells = NULL;
+    m->times = NULL;
     m->nsessions = m->sessions_cap = m->nspells = m->spells_cap = 0;
+    m->times_cap = 0;
 }
 
 static int
@@ -192,6 +195,13 @@ add_arrival(struct sim_month *m, const struct sim_profile *p, gsl_rng *rng,
     return 0;
 }
 
+static int
+by_time(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
 int
 sim_month_generate(struct sim_month *m, const struct sim_profile *p,
                    gsl_rng *rng, struct sim_err *e)
@@ -220,11 +230,25 @@ sim_month_generate(struct sim_month *m, const struct sim_profile *p,
     for (int64_t h = from; h < m->end; h += 3600) {
         double rate = p->per_hour * p->pattern[(h / 3600) % 24];
         unsigned k = rate > 0 ? gsl_ran_poisson(rng, rate) : 0;
+        /* The hour's arrival times, in order: sessions come in order of
+         * start, as a meter would see them begin. */
+        if (k > m->times_cap) {
+            int64_t *t = realloc(m->times, k * sizeof(*t));
+            if (!t) {
+                snprintf(e->msg, sizeof(e->msg), "out of memory");
+                return -1;
+            }
+            m->times = t;
+            m->times_cap = k;
+        }
+        for (unsigned i = 0; i < k; i++)
+            m->times[i] = h + (int64_t)gsl_rng_uniform_int(rng, 3600);
+        if (k > 1) /* none may be no array at all: qsort's NULL is UB */
+            qsort(m->times, k, sizeof(*m->times), by_time);
         for (unsigned i = 0; i < k; i++) {
-            int64_t t = h + (int64_t)gsl_rng_uniform_int(rng, 3600);
-            if (t + warm <= m->start)
+            if (m->times[i] + warm <= m->start)
                 continue; /* ends before the month, whatever its length */
-            if (add_arrival(m, p, rng, t, e) < 0)
+            if (add_arrival(m, p, rng, m->times[i], e) < 0)
                 return -1;
         }
     }

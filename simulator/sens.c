@@ -196,6 +196,7 @@ sim_tornado(const struct sim_profile *p,
     struct sim_mc_opts mo = *o;
     mo.precision = 0;
     mo.min_trials = mo.max_trials = most < 2 ? 2 : most;
+    mo.progress = NULL; /* a bar would start again for every run */
     for (size_t j = 0; j < np && npriced > 0; j++) {
         double v = 0, factor[2] = {1 - pct / 100, 1 + pct / 100};
         sim_param_get(p, names[j], &v, NULL);
@@ -446,6 +447,7 @@ sim_breakeven(const struct sim_profile *p,
     c->o = *o;
     c->o.precision = 0; /* every value the same months, none fewer */
     c->o.min_trials = c->o.max_trials = trials < 2 ? 2 : trials;
+    c->o.progress = NULL;
     c->param = param;
     c->trials = trials < 2 ? 2 : trials;
     c->e = e;

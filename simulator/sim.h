@@ -66,8 +66,8 @@ struct sim_session {
 /*
  * One simulated calendar month (UTC) and the sessions that touch it:
  * those that start in it, and those started before it that still run
- * (a steady state: the month is not empty at its start). Sessions are
- * cut at the month's end.
+ * (a steady state: the month is not empty at its start), in order of
+ * start. Sessions are cut at the month's end.
  */
 struct sim_month {
     int year, month;
@@ -77,6 +77,8 @@ struct sim_month {
     struct sim_spell *spells;
     size_t nspells, spells_cap;
     size_t started; /* sessions that start inside the month */
+    int64_t *times; /* an hour's arrival times, while drawing */
+    size_t times_cap;
 };
 
 void sim_month_init(struct sim_month *m, int year, int month);
@@ -95,21 +97,26 @@ struct sim_priced {
     struct pricing_statement *st; /* when ok: one, to free */
 };
 
+/* How a month is handed to the engine: each spell as one run of
+ * identical seconds (what costsim uses), or as its seconds one by one
+ * (the form the meter stores; the tests and the bench compare them). */
+enum sim_feed { SIM_FEED_RUNS, SIM_FEED_SECONDS };
+
 /*
  * Prices m under every book i with active[i] (NULL: all) through the
- * engine (pricing_rater_*), feeding it the per-second samples the
- * spells expand to, one account "sim" and one sandbox per session; the
- * rater sees only the month's seconds, and a session started before it
- * as a sandbox with history, so it starts no run. out[i] receives the
- * month's statement, released with pricing_statements_free(out[i].st, 1);
- * a book that fails (an unknown price, no instance type that fits) gets
- * !ok and the engine's message. Returns -1 (e set) only when out of
- * memory; nothing is then left to free.
+ * engine (pricing_rater_*), one account "sim" and one sandbox per
+ * session, fed as how says; the rater sees only the month's seconds,
+ * and a session started before it as a sandbox with history, so it
+ * starts no run. out[i] receives the month's statement, released with
+ * pricing_statements_free(out[i].st, 1); a book that fails (an unknown
+ * price, no instance type that fits) gets !ok and the engine's message.
+ * Returns -1 (e set) only when out of memory; nothing is then left to
+ * free.
  */
 int sim_price_month(const struct sim_month *m,
                     const struct pricing_book *const *books, size_t nbooks,
-                    const bool *active, struct sim_priced *out,
-                    struct sim_err *e);
+                    const bool *active, enum sim_feed how,
+                    struct sim_priced *out, struct sim_err *e);
 
 /* ---- Monte Carlo (montecarlo.c) ------------------------------------- */
 
@@ -125,6 +132,11 @@ struct sim_mc_opts {
     size_t max_trials;
     unsigned threads; /* >= 1; the results do not depend on it */
     int year, month;  /* the simulated month */
+    /* Optional: told after each batch, on the calling thread, the trials
+     * drawn so far, the cap, and the books still being priced (a
+     * progress bar). It must not call back into the Monte Carlo. */
+    void (*progress)(size_t trials, size_t max_trials, size_t open, void *arg);
+    void *progress_arg;
 };
 
 /* One book's results. Money is exact: totals and sums are decimals. */
@@ -155,8 +167,10 @@ struct sim_mc_result {
  * within precision of it (relative half-width) or max_trials. Trial k is
  * drawn from a generator seeded from (seed, k) alone, and books stop at
  * the end of a batch, so the results depend on the seed, not on the
- * threads. A book that cannot price a month is marked failed and priced
- * no more. -1 (e set) when out of memory or a thread cannot start.
+ * threads (beyond 8 threads, the next batches are drawn ahead and what
+ * a stopped book was priced ahead is dropped). A book that cannot price
+ * a month is marked failed and priced no more. -1 (e set) when out of
+ * memory or a thread cannot start.
  */
 int sim_monte_carlo(const struct sim_profile *p,
                     const struct pricing_book *const *books, size_t nbooks,

@@ -61,6 +61,136 @@ expect_status 0 "$COSTSIM" --profile small.json --books "$books" \
 contains "$out" '"trials": 8,' "a loose precision needs one batch"
 contains "$out" '"converged": true' "and is met"
 
+# More threads than a batch has trials draw batches ahead: still the
+# same output, with books stopping at different batches.
+expect_status 0 "$COSTSIM" --profile small.json --books "$books" --seed 1 \
+    --max-trials 24 --precision 0.3 --format json --threads 1
+one=$out
+contains "$one" '"trials": 8,' "a book stops at the first batch"
+contains "$one" '"trials": 24,' "another runs to the cap (vercel-hobby)"
+expect_status 0 "$COSTSIM" --profile small.json --books "$books" --seed 1 \
+    --max-trials 24 --precision 0.3 --format json --threads 9
+[ "$one" = "$out" ] || fail "--threads 9 changed the output"
+# By default, every core.
+expect_status 0 "$COSTSIM" --profile small.json --books "$books" --max-trials 2
+cores=$(nproc)
+[ "$cores" -gt 64 ] && cores=64
+contains "$err" "on $cores thread" "--threads defaults to every core"
+
+# CSV: RFC 4180, one row per book, the JSON's figures; each book's line
+# columns add up to its mean within half a cent (each month's total is
+# its lines' sum rounded to the cent) and the lines' own rounding.
+expect_status 0 "$COSTSIM" --profile small.json --books "$books" --seed 3 \
+    --max-trials 8 --format json
+printf '%s\n' "$out" >run.json
+checks=$((checks + 1))
+"$COSTSIM" --profile small.json --books "$books" --seed 3 --max-trials 8 \
+    --format csv >run.csv 2>/dev/null || fail "--format csv failed"
+python3 - run.csv run.json <<'PY' || fail "csv does not match json"
+import csv, json, sys
+from decimal import Decimal
+raw = open(sys.argv[1], newline="").read()
+assert raw.endswith("\r\n") and "\n" not in raw.replace("\r\n", ""), "CRLF rows"
+rows = list(csv.DictReader(raw.splitlines(), strict=True))
+books = json.load(open(sys.argv[2]))["books"]
+assert [r["book"] for r in rows] == [b["id"] for b in books], "same books, same order"
+kinds = [k[5:] for k in rows[0] if k.startswith("line_")]
+assert len(kinds) == 12, kinds
+for r, b in zip(rows, books):
+    for k in ("file", "currency", "source", "as_of"):
+        assert r[k] == b[k], (b["id"], k, r[k], b[k])
+    assert r["priced"] == ("true" if b["priced"] else "false")
+    if not b["priced"]:
+        assert r["reason"] == b["reason"] and r["mean"] == "", b["id"]
+        continue
+    for k in ("mean", "p5", "p50", "p95"):
+        assert r[k] == b[k], (b["id"], k, r[k], b[k])
+    assert r["per_1000_sessions"] == (b["per_1000_sessions"] or "")
+    assert int(r["trials"]) == b["trials"]
+    assert r["converged"] == ("true" if b["converged"] else "false")
+    for k in kinds:
+        assert r["line_" + k] == b["lines"].get(k, "0.000000"), (b["id"], k)
+    lines = sum(Decimal(r["line_" + k]) for k in kinds)
+    assert abs(lines - Decimal(r["mean"])) <= Decimal("0.005") + 12 * Decimal("0.0000005"), \
+        (b["id"], lines, r["mean"])
+print(len(rows), "rows")
+PY
+
+# HTML: one page, on stdout or beside another format with --html; the
+# same page either way (tests/costsim_html.sh opens it in a browser).
+expect_status 0 "$COSTSIM" --profile small.json --books "$books" --seed 3 \
+    --max-trials 8 --format html
+printf '%s\n' "$out" >stdout.html
+contains "$out" "<!DOCTYPE html>" "html page"
+contains "$out" "class=\"chart dist\"" "html has charts"
+expect_status 0 "$COSTSIM" --profile small.json --books "$books" --seed 3 \
+    --max-trials 8 --html report.html
+contains "$out" "profile small" "--html keeps the table on stdout"
+contains "$err" "the HTML report is in report.html" "--html says where"
+cmp -s stdout.html report.html || fail "--html and --format html differ"
+expect_status 1 "$COSTSIM" --profile small.json --books "$books" \
+    --max-trials 2 --html "$tmp/none/report.html"
+contains "$err" "cannot write '$tmp/none/report.html'" "unwritable report"
+expect_status 1 "$COSTSIM" --profile bad.json --books "$books" --html gone.html
+[ -e gone.html ] && fail "a failed run leaves a report"
+
+# The progress bar: never when stderr is not a terminal (above, every
+# run's stderr is a pipe), and on a terminal drawn then erased, with the
+# output unchanged.
+case "$err" in *$'\r'* | *$'\e'*) fail "control characters off a terminal: $err" ;; esac
+if command -v script >/dev/null; then
+    checks=$((checks + 1))
+    script -qec "'$COSTSIM' --profile small.json --books '$books' --seed 3 --max-trials 8 --format json >tty.json" \
+        typescript </dev/null >/dev/null || fail "costsim under script failed"
+    [ "$(cat tty.json)" = "$(cat run.json)" ] || fail "the output changed on a terminal"
+    bar=$(cat typescript)
+    contains "$bar" $'\r\e[Kcostsim [>' "the bar is drawn before the first batch"
+    contains "$bar" "0/8 trials, 21 of 21 books open" "it starts empty"
+    contains "$bar" "8/8 trials" "the bar reaches the cap"
+    contains "$bar" $'\r\e[Kcostsim: 8 trials' "the bar is erased before the last line"
+else
+    fail "script (util-linux) not found: the progress bar is untested"
+fi
+
+# The providers' published examples (../shared/data/providers.md), as
+# workloads without randomness. E2B: 8 vCPU + 4 GB for one hour =
+# 8 x 0.000014 x 3600 + 4 x 0.0000045 x 3600 = 0.4032 + 0.0648 = 0.468.
+cat >e2b.json <<'JSON'
+{"sessions": {"per_month": 1, "length": {"dist": "fixed", "value": 3600}},
+ "sandbox": {"vcpu": 8, "memory_gib": 4, "disk_gib": 0}}
+JSON
+expect_status 0 "$COSTSIM" --profile e2b.json --books "$books" --format json \
+    --max-trials 2
+for id in e2b-hobby e2b-pro; do
+    got=$(jq -r --arg id $id '.books[] | select(.id == $id) |
+        [.lines.cpu, .lines.memory] | join(" ")' <<<"$out")
+    [ "$got" = "0.403200 0.064800" ] ||
+        fail "E2B's published example on $id: cpu and memory $got"
+done
+contains "$out" '"mean": "0.470000"' "e2b-hobby's hour, to the cent"
+contains "$out" '"mean": "150.470000"' "e2b-pro's hour with its fee"
+# Daytona: 2 vCPU + 4 GiB for 730 h = 2 x 0.0504 x 730 + 4 x 0.0162 x 730
+# = 73.584 + 47.304 = 120.89, in a 31-day month (--month), which holds it.
+cat >daytona.json <<'JSON'
+{"sessions": {"per_month": 1, "length": {"dist": "fixed", "value": 2628000}},
+ "sandbox": {"vcpu": 2, "memory_gib": 4, "disk_gib": 0}}
+JSON
+expect_status 0 "$COSTSIM" --profile daytona.json --books "$books" \
+    --format json --max-trials 2 --month 2026-12
+got=$(jq -c '.books[] | select(.id == "daytona") | [.mean, .lines]' <<<"$out")
+[ "$got" = '["120.890000",{"cpu":"73.584000","memory":"47.304000"}]' ] ||
+    fail "Daytona's published example: $got"
+contains "$out" '"month": "2026-12"' "the month asked for"
+# November has 720 hours: its session is cut at the month's end, and
+# the steady state brings the last 10 hours of October's into it: 730 h
+# again, from two sandboxes.
+expect_status 0 "$COSTSIM" --profile daytona.json --books "$books" \
+    --format json --max-trials 2
+got=$(jq -r '.books[] | select(.id == "daytona") | .lines.cpu' <<<"$out")
+[ "$got" = "73.584000" ] || fail "720 h of November's session and 10 of October's: cpu $got"
+expect_status 2 "$COSTSIM" --profile daytona.json --month 2026-13
+contains "$err" "--month '2026-13' is not a month YYYY-MM" "bad month"
+
 # Bad profiles: the key and the value.
 cat >bad.json <<'JSON'
 {"sessions": {"per_month": 10,
@@ -83,7 +213,8 @@ contains "$err" "--profile FILE is required" "no profile"
 expect_status 2 "$COSTSIM" --profile small.json --threads 0
 contains "$err" "--threads '0'" "bad threads"
 expect_status 2 "$COSTSIM" --profile small.json --precision 2
-expect_status 2 "$COSTSIM" --profile small.json --format csv
+expect_status 2 "$COSTSIM" --profile small.json --format xml
+contains "$err" "--format 'xml' is not table, json, csv or html" "bad format"
 expect_status 2 "$COSTSIM" --profile small.json --max-trials x
 expect_status 0 "$COSTSIM" --help
 contains "$out" "usage: costsim" "help"

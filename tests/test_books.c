@@ -796,8 +796,12 @@ rate_spans(const struct pricing_book *b, const struct span *sp, size_t n)
             s[k].disk_bytes = sp[i].disk;
         }
         struct pricing_block blk = {
-            "acme",  sp[i].sandbox, s,
-            sp[i].n, sp[i].history, sp[i].history ? sp[i].ts / 60 - 1 : 0};
+            .account_id = "acme",
+            .sandbox_id = sp[i].sandbox,
+            .s = s,
+            .n = sp[i].n,
+            .history = sp[i].history,
+            .first_run_minute = sp[i].history ? sp[i].ts / 60 - 1 : 0};
         int bad = pricing_rater_add(r, &blk, &e);
         free(s);
         if (bad)

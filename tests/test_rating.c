@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pricing.h"
+#include "statement_cmp.h"
 #include "testutil.h"
 
 #define JAN 1767225600LL             /* 2026-01-01T00:00:00Z */
@@ -41,43 +42,81 @@ static struct pricing_statement *inv;
 static size_t ninv;
 static char err[512];
 
-/* Rates runs (in order) with the book; returns 0, or -1 with err set. */
+/* Rates runs (in order) with the book, one block of seconds per run or
+ * (as_runs) one struct pricing_run per run; *out and *n as
+ * pricing_rater_finish. Returns 0, or -1 with e set. */
 static int
-rate(const char *book_json, const struct run *runs, size_t n)
+rate_as(const struct pricing_book *b, const struct run *runs, size_t n,
+        bool as_runs, struct pricing_statement **out, size_t *nout,
+        struct pricing_err *e)
 {
-    struct pricing_book *b = book(book_json);
-    struct pricing_err e = {{0}};
-    struct pricing_rater *r = pricing_rater_new(b, &e);
+    struct pricing_rater *r = pricing_rater_new(b, e);
     int rc = -1;
-    err[0] = '\0';
-    pricing_statements_free(inv, ninv);
-    inv = NULL;
-    ninv = 0;
-    for (size_t i = 0; i < n; i++) {
+    *out = NULL;
+    *nout = 0;
+    for (size_t i = 0; r && i < n; i++) {
         const struct run *x = &runs[i];
-        struct pricing_second *s = calloc(x->n, sizeof(*s));
+        struct pricing_second v = {
+            .ts = x->ts,
+            .vcpu = x->vcpu,
+            .cpu_used = x->used,
+            .mem_bytes = x->mem,
+            .mem_used_bytes = x->mem_used ? x->mem_used : x->mem,
+            .disk_bytes = x->disk,
+            .egress_bytes = x->egress,
+        };
+        struct pricing_run one = {v, x->n};
+        struct pricing_second *s = calloc(x->n ? x->n : 1, sizeof(*s));
         for (uint32_t k = 0; k < x->n; k++) {
+            s[k] = v;
             s[k].ts = x->ts + k;
-            s[k].vcpu = x->vcpu;
-            s[k].cpu_used = x->used;
-            s[k].mem_bytes = x->mem;
-            s[k].mem_used_bytes = x->mem_used ? x->mem_used : x->mem;
-            s[k].disk_bytes = x->disk;
-            s[k].egress_bytes = x->egress;
         }
         struct pricing_block blk = {
-            "acme", x->sandbox ? x->sandbox : "sb-1", s, x->n, false, 0};
-        int bad = pricing_rater_add(r, &blk, &e);
+            .account_id = "acme",
+            .sandbox_id = x->sandbox ? x->sandbox : "sb-1",
+            .s = s,
+            .n = x->n};
+        if (as_runs) {
+            blk.runs = &one;
+            blk.nruns = 1;
+        }
+        int bad = pricing_rater_add(r, &blk, e);
         free(s);
         if (bad)
             goto out;
     }
-    if (pricing_rater_finish(r, &inv, &ninv, &e) < 0)
-        goto out;
-    rc = 0;
+    if (r && pricing_rater_finish(r, out, nout, e) == 0)
+        rc = 0;
 out:
-    snprintf(err, sizeof(err), "%s", e.msg);
     pricing_rater_free(r);
+    return rc;
+}
+
+/* Rates runs (in order) with the book; returns 0, or -1 with err set.
+ * Every case is rated twice, second by second and as runs: the two must
+ * give the same statements, or fail with the same message. */
+static int
+rate(const char *book_json, const struct run *runs, size_t n)
+{
+    struct pricing_book *b = book(book_json);
+    struct pricing_err e = {{0}}, e2 = {{0}};
+    struct pricing_statement *other;
+    size_t nother;
+    pricing_statements_free(inv, ninv);
+    int rc = rate_as(b, runs, n, false, &inv, &ninv, &e);
+    int rc2 = rate_as(b, runs, n, true, &other, &nother, &e2);
+    const char *d = rc == 0 && rc2 == 0
+                        ? statements_differ(inv, ninv, other, nother)
+                        : rc != rc2 ? "one failed"
+                        : strcmp(e.msg, e2.msg) ? "the errors differ"
+                                                : NULL;
+    if (d) {
+        fprintf(stderr, "seconds and runs differ: %s (%s | %s)\n", d, e.msg,
+                e2.msg);
+        test_failures++;
+    }
+    pricing_statements_free(other, nother);
+    snprintf(err, sizeof(err), "%s", rc == 0 ? "" : e.msg);
     pricing_book_free(b);
     return rc;
 }
@@ -581,7 +620,8 @@ test_unknown_and_overflow(void)
     char name[32];
     for (int k = 0; k < 1000; k++) {
         snprintf(name, sizeof(name), "sb-%d", k);
-        struct pricing_block blk = {"acme", name, s, 100, false, 0};
+        struct pricing_block blk = {
+            .account_id = "acme", .sandbox_id = name, .s = s, .n = 100};
         CHECK(pricing_rater_add(r, &blk, &e) == 0);
     }
     struct pricing_statement *out;
@@ -616,7 +656,10 @@ two_blocks_next(void *ctx, struct pricing_block *b, struct pricing_err *e)
         }
         return 0;
     }
-    *b = (struct pricing_block){"acme", "sb-1", &t->s[t->calls], 1, false, 0};
+    *b = (struct pricing_block){.account_id = "acme",
+                                .sandbox_id = "sb-1",
+                                .s = &t->s[t->calls],
+                                .n = 1};
     t->calls++;
     return 1;
 }
@@ -952,11 +995,13 @@ test_storage_v2(void)
             s[k] = (struct pricing_second){
                 JAN + (int64_t)k,           V(1), V(1), 0, 0,
                 k % 2 ? 9 * GIB : 11 * GIB, 0};
-        struct pricing_block blk = {"acme", "a", s, n, false, 0};
+        struct pricing_block blk = {
+            .account_id = "acme", .sandbox_id = "a", .s = s, .n = n};
         CHECK(pricing_rater_add(r, &blk, &e) == 0);
         for (size_t k = 0; k < 10; k++)
             s[k].disk_bytes = 2 * GIB;
-        blk = (struct pricing_block){"acme", "b", s, 10, false, 0};
+        blk = (struct pricing_block){
+            .account_id = "acme", .sandbox_id = "b", .s = s, .n = 10};
         CHECK(pricing_rater_add(r, &blk, &e) == 0);
         struct pricing_statement *st = NULL;
         size_t nst = 0;

@@ -5,6 +5,7 @@
  * under books of different rules, and the Monte Carlo's output the same
  * for one thread or two.
  */
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -13,6 +14,7 @@
 #include <gsl/gsl_statistics_double.h>
 
 #include "sim.h"
+#include "statement_cmp.h"
 #include "testutil.h"
 
 #define DRAWS 200000
@@ -203,23 +205,26 @@ hand_computed(void)
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     CHECK(sim_month_generate(&m, p, rng, &e) == 0);
     CHECK(m.started == 100 && m.nsessions == 100);
-    CHECK(sim_price_month(&m, books, N, NULL, out, &e) == 0);
-    for (size_t i = 0; i < N; i++) {
-        CHECK(out[i].ok);
-        if (!out[i].ok) {
-            fprintf(stderr, "%s: %s\n", by_hand[i].book, out[i].err.msg);
-            continue;
+    /* The same by hand whether the engine takes runs or seconds. */
+    for (int how = SIM_FEED_RUNS; how <= SIM_FEED_SECONDS; how++) {
+        CHECK(sim_price_month(&m, books, N, NULL, how, out, &e) == 0);
+        for (size_t i = 0; i < N; i++) {
+            CHECK(out[i].ok);
+            if (!out[i].ok) {
+                fprintf(stderr, "%s: %s\n", by_hand[i].book, out[i].err.msg);
+                continue;
+            }
+            char total[48];
+            pricing_dec_format(out[i].st->total, 2, total, sizeof(total));
+            if (strcmp(total, by_hand[i].total) != 0) {
+                fprintf(stderr, "%s (feed %d): got %s, want %s\n",
+                        by_hand[i].book, how, total, by_hand[i].total);
+                test_failures++;
+            }
+            CHECK(out[i].st->q.runs == 100);
+            CHECK(out[i].st->q.running_s == 363000);
+            pricing_statements_free(out[i].st, 1);
         }
-        char total[48];
-        pricing_dec_format(out[i].st->total, 2, total, sizeof(total));
-        if (strcmp(total, by_hand[i].total) != 0) {
-            fprintf(stderr, "%s: got %s, want %s\n", by_hand[i].book, total,
-                    by_hand[i].total);
-            test_failures++;
-        }
-        CHECK(out[i].st->q.runs == 100);
-        CHECK(out[i].st->q.running_s == 363000);
-        pricing_statements_free(out[i].st, 1);
     }
     /* The Monte Carlo of a month without randomness: every trial alike,
      * so the interval is 0 and it stops at the minimum. */
@@ -252,7 +257,7 @@ hand_computed(void)
     struct pricing_book *lambda = book("aws-lambda");
     const struct pricing_book *one[1] = {lambda};
     CHECK(sim_month_generate(&m, q, rng, &e) == 0);
-    CHECK(sim_price_month(&m, one, 1, NULL, out, &e) == 0);
+    CHECK(sim_price_month(&m, one, 1, NULL, SIM_FEED_RUNS, out, &e) == 0);
     CHECK(!out[0].ok && strstr(out[0].err.msg, "storage") != NULL);
     pricing_book_free(lambda);
     sim_profile_free(q);
@@ -311,6 +316,87 @@ threads(void)
     sim_profile_free(p);
 }
 
+/*
+ * Issue 10's "exact on the same rules": months of every shipped profile,
+ * priced under every shipped book as runs (what costsim does) and as
+ * the per-second samples they stand for (what the meter would store),
+ * give the same statements to the last decimal, or the same error.
+ */
+static void
+runs_and_seconds(void)
+{
+    static const char *const profiles[] = {
+        "code-execution", "data-analysis", "coding-agent",
+        "browser-automation", "rl-evaluation"};
+    const struct pricing_book *books[64];
+    size_t nbooks = 0;
+    DIR *d = opendir(BOOKS_DIR);
+    struct dirent *de;
+    CHECK(d != NULL);
+    while (d && (de = readdir(d)) && nbooks < 64) {
+        size_t n = strlen(de->d_name);
+        if (n > 5 && strcmp(de->d_name + n - 5, ".json") == 0) {
+            char id[256];
+            snprintf(id, sizeof(id), "%.*s", (int)(n - 5), de->d_name);
+            books[nbooks++] = book(id);
+        }
+    }
+    if (d)
+        closedir(d);
+    CHECK(nbooks >= 20);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    struct sim_priced *runs = calloc(nbooks, sizeof(*runs));
+    struct sim_priced *secs = calloc(nbooks, sizeof(*secs));
+    size_t priced = 0, compared = 0;
+    for (size_t k = 0; k < sizeof(profiles) / sizeof(profiles[0]); k++) {
+        char path[1024];
+        snprintf(path, sizeof(path), "%s/%s.json", PROFILES_DIR, profiles[k]);
+        struct sim_err e;
+        struct sim_profile *p = sim_profile_load(path, &e);
+        CHECK(p != NULL);
+        if (!p)
+            continue;
+        struct sim_month m;
+        sim_month_init(&m, 2026, 11);
+        gsl_rng_set(rng, 100 + k);
+        CHECK(sim_month_generate(&m, p, rng, &e) == 0);
+        CHECK(sim_price_month(&m, books, nbooks, NULL, SIM_FEED_RUNS, runs,
+                              &e) == 0);
+        CHECK(sim_price_month(&m, books, nbooks, NULL, SIM_FEED_SECONDS, secs,
+                              &e) == 0);
+        for (size_t i = 0; i < nbooks; i++) {
+            const char *why =
+                runs[i].ok != secs[i].ok ? "one failed"
+                : !runs[i].ok ? (strcmp(runs[i].err.msg, secs[i].err.msg)
+                                     ? "the errors differ"
+                                     : NULL)
+                              : statements_differ(runs[i].st, 1, secs[i].st, 1);
+            if (why) {
+                fprintf(stderr, "%s under %s: runs and seconds: %s\n",
+                        profiles[k], pricing_book_id(books[i]), why);
+                test_failures++;
+            }
+            priced += runs[i].ok;
+            compared++;
+            pricing_statements_free(runs[i].st, 1);
+            pricing_statements_free(secs[i].st, 1);
+        }
+        sim_month_release(&m);
+        sim_profile_free(p);
+    }
+    /* Most books price most profiles: the comparison is of statements,
+     * not of errors. */
+    CHECK(priced * 2 > compared);
+    printf("runs and seconds: %zu months of book and profile alike, %zu "
+           "priced\n",
+           compared, priced);
+    free(runs);
+    free(secs);
+    gsl_rng_free(rng);
+    for (size_t i = 0; i < nbooks; i++)
+        pricing_book_free((struct pricing_book *)books[i]);
+}
+
 int
 main(void)
 {
@@ -319,5 +405,6 @@ main(void)
     arrivals();
     hand_computed();
     threads();
+    runs_and_seconds();
     return test_result();
 }

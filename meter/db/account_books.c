@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* "YYYY-MM-DD" at the start of a text into days since the epoch. */
 static int64_t
@@ -109,4 +110,74 @@ db_parts_of(const struct db_account *acct, int year, int month,
         out->p[out->n].to = to;
         out->a[out->n++] = &acct->a[i];
     }
+}
+
+/* ---- an account's period, for a reader outside the invoice run -------- */
+
+struct period_arg {
+    const char *account;
+    int year, month;
+    struct meter_account_period *out;
+};
+
+static enum meter_db_status
+period_attempt(PGconn *db, void *arg, struct meter_err *e)
+{
+    struct period_arg *a = arg;
+    struct db_account acct = {.id = a->account};
+    meter_account_period_release(a->out);
+    /* No such account is an answer here, not a failure. */
+    const char *v[] = {a->account};
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot read the account",
+                      "SELECT 1 FROM accounts WHERE account_id = $1", 1, v,
+                      NULL, NULL, NULL, e);
+    if (st == METER_DB_ROWS)
+        st = db_account_load(db, &acct, false, e);
+    if (st <= 0)
+        goto out;
+    snprintf(a->out->name, sizeof(a->out->name), "%s", acct.name);
+    struct db_parts parts;
+    db_parts_of(&acct, a->year, a->month, &parts);
+    for (size_t i = 0; i < parts.n; i++) {
+        struct meter_book_part *p = &a->out->parts[i];
+        snprintf(p->book_id, sizeof(p->book_id), "%s", parts.a[i]->book_id);
+        p->version = parts.a[i]->version;
+        p->from = parts.p[i].from;
+        p->to = parts.p[i].to;
+    }
+    /* The parts' books move to the caller; the others are freed. */
+    for (size_t i = 0; i < parts.n; i++)
+        for (size_t k = 0; k < acct.na; k++)
+            if (&acct.a[k] == parts.a[i]) {
+                a->out->parts[i].book = acct.a[k].book;
+                acct.a[k].book = NULL;
+            }
+    a->out->nparts = parts.n;
+    st = METER_DB_ROWS;
+out:
+    db_account_release(&acct);
+    return st;
+}
+
+enum meter_db_status
+meter_db_account_period(PGconn *db, const char *account, int year, int month,
+                        struct meter_account_period *out, struct meter_err *e)
+{
+    struct period_arg a = {account, year, month, out};
+    memset(out, 0, sizeof(*out));
+    return meter_db_transaction(db,
+                                "BEGIN ISOLATION LEVEL REPEATABLE READ "
+                                "READ ONLY",
+                                3, period_attempt, &a, e);
+}
+
+void
+meter_account_period_release(struct meter_account_period *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->nparts; i++)
+        pricing_book_free(p->parts[i].book);
+    memset(p, 0, sizeof(*p));
 }

@@ -39,6 +39,16 @@ meter_db_set_statement_timeout(PGconn *db, unsigned ms, struct meter_err *e)
     return st < 0 ? st : METER_DB_NONE;
 }
 
+enum meter_db_status
+meter_db_set_read_only(PGconn *db, struct meter_err *e)
+{
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot make the session read-only",
+        "SELECT set_config('default_transaction_read_only', 'on', false)", 0,
+        NULL, NULL, NULL, NULL, e);
+    return st < 0 ? st : METER_DB_NONE;
+}
+
 /* A failure of the connection itself (no server error, or the server's
  * connection exception or shutdown) that libpq may not have marked yet
  * (a write that failed before the end of the stream was read): the

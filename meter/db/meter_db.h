@@ -241,6 +241,33 @@ enum meter_db_status meter_db_account_add(PGconn *db, const char *id,
                                           const char *from,
                                           struct meter_err *e);
 
+/* A part of a period spent on one price book, as the invoice run cuts
+ * the period (whole days), with that version of the book as stored. */
+struct meter_book_part {
+    char book_id[PRICING_ID_MAX + 1];
+    int version;
+    int64_t from, to;          /* Unix seconds, multiples of 86,400 */
+    struct pricing_book *book; /* parsed; owned by the period */
+};
+
+/* An account and the books it is on during one period. */
+struct meter_account_period {
+    char name[801]; /* "" if it has none */
+    struct meter_book_part parts[31];
+    size_t nparts; /* 0: on no book in the period */
+};
+
+/* Reads account and the parts of (year, month) it spends on each book,
+ * in one read-only transaction: ROWS, NONE if there is no such account,
+ * or the failure. Release *out with meter_account_period_release
+ * whatever the result. */
+enum meter_db_status meter_db_account_period(PGconn *db, const char *account,
+                                             int year, int month,
+                                             struct meter_account_period *out,
+                                             struct meter_err *e);
+/* Frees the parts' books; p may be NULL. */
+void meter_account_period_release(struct meter_account_period *p);
+
 /* ---- storage ------------------------------------------------------------ */
 
 /* Creates the monthly usage partitions of this month and the next
@@ -397,6 +424,11 @@ void meter_db_set_progress(meter_db_progress_fn *fn);
  * milliseconds (statement_timeout; 0: never). */
 enum meter_db_status meter_db_set_statement_timeout(PGconn *db, unsigned ms,
                                                     struct meter_err *e);
+
+/* Makes every later transaction of this session read-only
+ * (default_transaction_read_only), the usage reader's included: for a
+ * program that must never write, such as costsim replay. */
+enum meter_db_status meter_db_set_read_only(PGconn *db, struct meter_err *e);
 
 /* ---- provenance and the audit log (0006_provenance_audit.sql) ---------- */
 

@@ -16,8 +16,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-/* The simulated month, as in costsim.c. */
+/* The simulated month by default, as in costsim.c. */
 #define SIM_YEAR 2026
 #define SIM_MONTH 11
 
@@ -25,7 +26,8 @@ static const char usage_text[] =
     "usage: costsim breakeven --profile FILE --between A,B --param KEY\n"
     "                         --range LO:HI [--books DIR] [--seed N]\n"
     "                         [--precision X] [--max-trials N]\n"
-    "                         [--threads N] [--format table|json]\n"
+    "                         [--threads N] [--month YYYY-MM]\n"
+    "                         [--format table|json]\n"
     "\n"
     "The value of KEY, a parameter of the profile in FILE (its key path,\n"
     "e.g. sessions.per_month, sessions.length.median, or\n"
@@ -75,6 +77,15 @@ parse_double(const char *s, char stop, double *out, const char **rest)
     return true;
 }
 
+/* The default --threads: every core online (at most 64), as in
+ * costsim.c. */
+static unsigned
+cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
+}
+
 struct args {
     const char *profile, *books, *format, *between, *param, *range;
     double lo, hi;
@@ -94,6 +105,7 @@ parse_args(int argc, char **argv, struct args *a)
         {"precision", required_argument, NULL, 'r'},
         {"max-trials", required_argument, NULL, 'm'},
         {"threads", required_argument, NULL, 't'},
+        {"month", required_argument, NULL, 'M'},
         {"format", required_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -103,7 +115,7 @@ parse_args(int argc, char **argv, struct args *a)
                                 .precision = 0.005,
                                 .min_trials = 8,
                                 .max_trials = 1000,
-                                .threads = 1,
+                                .threads = cores(),
                                 .year = SIM_YEAR,
                                 .month = SIM_MONTH};
     int c;
@@ -161,6 +173,16 @@ parse_args(int argc, char **argv, struct args *a)
                                    optarg);
             a->o.threads = (unsigned)v;
             break;
+        case 'M': {
+            int y, mo, end = 0;
+            if (sscanf(optarg, "%4d-%2d%n", &y, &mo, &end) != 2 || end != 7 ||
+                optarg[end] || y < 1970 || y > 9999 || mo < 1 || mo > 12)
+                return usage_error("--month '%s' is not a month YYYY-MM",
+                                   optarg);
+            a->o.year = y;
+            a->o.month = mo;
+            break;
+        }
         case 'f':
             if (strcmp(optarg, "table") && strcmp(optarg, "json"))
                 return usage_error("--format '%s' is not table or json",

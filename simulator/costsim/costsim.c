@@ -1,7 +1,8 @@
 /*
  * costsim.c - what a workload profile costs a month on every price book:
  * loads the profile and the books, runs the Monte Carlo (montecarlo.c)
- * and prints the comparison (costsim_out.c).
+ * with a progress bar on a terminal (progress.c) and prints the
+ * comparison (costsim_out.c, out_csv.c, out_html.c).
  *
  * Exit status: 0 done, 1 failed (the message says why), 2 usage error.
  * Books that cannot price the workload are listed with the reason; that
@@ -15,30 +16,42 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <gsl/gsl_errno.h>
 
-/* The simulated month: a 30-day month, so per-month figures are not
- * skewed by a 31st day. */
+/* The simulated month by default: a 30-day month, so per-month figures
+ * are not skewed by a 31st day. */
 #define SIM_YEAR 2026
 #define SIM_MONTH 11
 
 static const char usage_text[] =
     "usage: costsim --profile FILE [--books DIR] [--seed N]\n"
     "               [--precision X] [--max-trials N] [--threads N]\n"
-    "               [--format table|json] [--tornado PCT]\n"
-    "               [--tornado-trials N]\n"
-    "       costsim breakeven --help\n"
+    "               [--month YYYY-MM] [--format table|json|csv|html]\n"
+    "               [--html REPORT] [--tornado PCT [--tornado-trials N]]\n"
+    "       costsim replay --account ID --period YYYY-MM [--books DIR]\n"
+    "               [--db CONNINFO] [--format table|json]\n"
+    "       costsim breakeven --profile FILE --between A,B --param KEY\n"
+    "               --range LO:HI [...]\n"
     "\n"
     "Prices simulated months of the workload in FILE (docs/simulator.md)\n"
     "on every price book of DIR (default: the installed books) through\n"
     "the pricing engine, until each book's mean monthly cost is known to\n"
     "within X of itself (95% interval half-width; default 0.005) or N\n"
     "trials (default 1000). --seed (default 1) makes the run\n"
-    "reproducible; --threads (default 1) changes its speed, not its\n"
-    "output. --tornado PCT also moves each parameter of the profile by\n"
-    "-PCT% and +PCT% (same seed) and lists each book's swings, largest\n"
-    "first, each over the book's trials (at most N with --tornado-trials).\n";
+    "reproducible; --threads (default: every core) changes its speed,\n"
+    "not its output. --month (default 2026-11) is the calendar month\n"
+    "simulated. --format prints the comparison on stdout; --html also\n"
+    "writes the HTML report (charts) to REPORT. --tornado PCT also moves\n"
+    "each parameter of the profile by -PCT% and +PCT% (same seed) and\n"
+    "gives each book's swings, largest first, each over the book's trials\n"
+    "(at most N with --tornado-trials).\n"
+    "\n"
+    "costsim replay prices an account's stored usage of a month on every\n"
+    "book instead (costsim replay --help); costsim breakeven finds where\n"
+    "two books cost the same as one parameter moves (costsim breakeven\n"
+    "--help).\n";
 
 static int __attribute__((format(printf, 1, 2)))
 usage_error(const char *fmt, ...)
@@ -66,8 +79,16 @@ parse_u64(const char *s, uint64_t max, uint64_t *out)
     return true;
 }
 
+/* The default --threads: every core online (at most 64). */
+static unsigned
+cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
+}
+
 struct args {
-    const char *profile, *books, *format;
+    const char *profile, *books, *format, *html;
     struct sim_mc_opts o;
     double tornado;          /* percent; 0: no tornado */
     uint64_t tornado_trials; /* 0: the base run's */
@@ -84,6 +105,8 @@ parse_args(int argc, char **argv, struct args *a)
         {"max-trials", required_argument, NULL, 'm'},
         {"threads", required_argument, NULL, 't'},
         {"format", required_argument, NULL, 'f'},
+        {"html", required_argument, NULL, 'o'},
+        {"month", required_argument, NULL, 'M'},
         {"tornado", required_argument, NULL, 'T'},
         {"tornado-trials", required_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
@@ -94,7 +117,7 @@ parse_args(int argc, char **argv, struct args *a)
                                 .precision = 0.005,
                                 .min_trials = 8,
                                 .max_trials = 1000,
-                                .threads = 1,
+                                .threads = cores(),
                                 .year = SIM_YEAR,
                                 .month = SIM_MONTH};
     int c;
@@ -139,11 +162,26 @@ parse_args(int argc, char **argv, struct args *a)
                                    optarg);
             a->o.threads = (unsigned)v;
             break;
+        case 'M': {
+            int y, mo, end = 0;
+            if (sscanf(optarg, "%4d-%2d%n", &y, &mo, &end) != 2 || end != 7 ||
+                optarg[end] || y < 1970 || y > 9999 || mo < 1 || mo > 12)
+                return usage_error("--month '%s' is not a month YYYY-MM",
+                                   optarg);
+            a->o.year = y;
+            a->o.month = mo;
+            break;
+        }
         case 'f':
-            if (strcmp(optarg, "table") && strcmp(optarg, "json"))
-                return usage_error("--format '%s' is not table or json",
+            if (strcmp(optarg, "table") && strcmp(optarg, "json") &&
+                strcmp(optarg, "csv") && strcmp(optarg, "html"))
+                return usage_error("--format '%s' is not table, json, csv "
+                                   "or html",
                                    optarg);
             a->format = optarg;
+            break;
+        case 'o':
+            a->html = optarg;
             break;
         case 'T': {
             char *end;
@@ -183,6 +221,8 @@ parse_args(int argc, char **argv, struct args *a)
 int
 main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "replay") == 0)
+        return cs_replay_main(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "breakeven") == 0) {
         gsl_set_error_handler_off();
         return cs_breakeven_main(argc - 1, argv + 1);
@@ -208,6 +248,8 @@ main(int argc, char **argv)
     const struct pricing_book **list = NULL;
     struct sim_mc_result res = {0};
     struct sim_tornado tornado = {0};
+    struct cs_progress bar;
+    FILE *html = NULL;
     size_t n = 0;
     rc = 1;
     if (!p) {
@@ -222,9 +264,23 @@ main(int argc, char **argv)
     }
     for (size_t i = 0; i < n; i++)
         list[i] = books[i].book;
+    /* Opened before the run, so that a path it cannot write fails now,
+     * not after minutes of trials. */
+    if (a.html && !(html = fopen(a.html, "w"))) {
+        fprintf(stderr, "costsim: cannot write '%s': %s\n", a.html,
+                strerror(errno));
+        goto out;
+    }
+    cs_progress_init(&bar, stderr, n);
+    a.o.progress = cs_progress_update;
+    a.o.progress_arg = &bar;
+    /* The first batch of a long profile takes seconds: show the bar. */
+    cs_progress_update(0, a.o.max_trials, n, &bar);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (sim_monte_carlo(p, list, n, &a.o, &res, &e) < 0) {
+    int mc = sim_monte_carlo(p, list, n, &a.o, &res, &e);
+    cs_progress_end(&bar);
+    if (mc < 0) {
         fprintf(stderr, "costsim: %s\n", e.msg);
         goto out;
     }
@@ -236,10 +292,24 @@ main(int argc, char **argv)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     struct cs_run run = {
         a.profile, p, books, n, &a.o, &res, a.tornado > 0 ? &tornado : NULL};
-    if ((strcmp(a.format, "json") == 0 ? cs_print_json(stdout, &run)
-                                       : cs_print_table(stdout, &run)) < 0) {
+    int (*print)(FILE *, const struct cs_run *) =
+        strcmp(a.format, "json") == 0   ? cs_print_json
+        : strcmp(a.format, "csv") == 0  ? cs_print_csv
+        : strcmp(a.format, "html") == 0 ? cs_print_html
+                                        : cs_print_table;
+    if (print(stdout, &run) < 0 || (html && cs_print_html(html, &run) < 0)) {
         fprintf(stderr, "costsim: out of memory\n");
         goto out;
+    }
+    if (html) {
+        FILE *h = html;
+        html = NULL;
+        if (fclose(h) != 0) {
+            fprintf(stderr, "costsim: cannot write '%s': %s\n", a.html,
+                    strerror(errno));
+            unlink(a.html);
+            goto out;
+        }
     }
     /* Timing goes to stderr: stdout is the same for any --threads. */
     fprintf(stderr, "costsim: %zu trials, %zu books, %.2f s on %u thread%s\n",
@@ -247,8 +317,15 @@ main(int argc, char **argv)
             (double)(t1.tv_sec - t0.tv_sec) +
                 (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
             a.o.threads, a.o.threads == 1 ? "" : "s");
+    if (a.html)
+        fprintf(stderr, "costsim: the HTML report is in %s\n", a.html);
     rc = fflush(stdout) == 0 ? 0 : 1;
 out:
+    if (html) {
+        /* The run failed: no half-written report is left behind. */
+        fclose(html);
+        unlink(a.html);
+    }
     sim_tornado_release(&tornado);
     sim_mc_result_release(&res);
     cs_books_free(books, n);

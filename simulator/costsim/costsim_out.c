@@ -14,14 +14,13 @@
 
 #include <jansson.h>
 
-static const char stats_note[] =
+const char cs_stats_note[] =
     "mean, percentiles (nearest rank), lines and cost per 1,000 sessions are "
     "exact decimals from the engine's statements; the 95% interval of the "
     "mean is computed over doubles (GSL, Student t)";
 
-/* The exact mean of b's totals (0 without trials). */
-static struct pricing_dec
-mean_of(const struct sim_book_stats *b)
+struct pricing_dec
+cs_mean(const struct sim_book_stats *b)
 {
     struct pricing_dec sum = {0};
     for (size_t i = 0; i < b->trials; i++)
@@ -30,9 +29,8 @@ mean_of(const struct sim_book_stats *b)
     return sim_dec_div(sum, b->trials);
 }
 
-/* Money per 1,000 sessions: the totals' sum x 1,000 / sessions. */
-static struct pricing_dec
-per_thousand(const struct sim_book_stats *b)
+struct pricing_dec
+cs_per_thousand(const struct sim_book_stats *b)
 {
     struct pricing_dec sum = {0};
     for (size_t i = 0; i < b->trials; i++)
@@ -63,15 +61,15 @@ by_mean(const void *x, const void *y)
     if (a->failed != b->failed)
         return a->failed ? 1 : -1;
     if (!a->failed) {
-        int c = pricing_dec_cmp(mean_of(a), mean_of(b));
+        int c = pricing_dec_cmp(cs_mean(a), cs_mean(b));
         if (c)
             return c;
     }
     return strcmp(sort_run->books[i].file, sort_run->books[j].file);
 }
 
-static size_t *
-order(const struct cs_run *run)
+size_t *
+cs_order(const struct cs_run *run)
 {
     size_t *o = malloc((run->nbooks ? run->nbooks : 1) * sizeof(*o));
     if (!o)
@@ -83,8 +81,8 @@ order(const struct cs_run *run)
     return o;
 }
 
-static double
-sessions_per_month(const struct sim_book_stats *b)
+double
+cs_sessions_per_month(const struct sim_book_stats *b)
 {
     return b->trials ? (double)b->sessions / (double)b->trials : 0;
 }
@@ -92,7 +90,7 @@ sessions_per_month(const struct sim_book_stats *b)
 int
 cs_print_table(FILE *f, const struct cs_run *run)
 {
-    size_t *o = order(run);
+    size_t *o = cs_order(run);
     if (!o)
         return -1;
     const struct sim_mc_opts *opt = run->opts;
@@ -100,7 +98,7 @@ cs_print_table(FILE *f, const struct cs_run *run)
             run->profile->name[0] ? run->profile->name : "-", run->profile_path,
             opt->year, opt->month, (unsigned long long)opt->seed,
             run->res->trials);
-    fprintf(f, "note: %s\n\n", stats_note);
+    fprintf(f, "note: %s\n\n", cs_stats_note);
     fprintf(f, "%-26s %-4s %12s %11s %12s %12s %12s %12s %7s\n", "book", "cur",
             "mean/month", "95% +/-", "p5", "p50", "p95", "per 1k sess",
             "trials");
@@ -117,11 +115,11 @@ cs_print_table(FILE *f, const struct cs_run *run)
             fprintf(f, "    reason: %s\n", b->reason);
         } else {
             fprintf(f, "%-26s %-4s %12s %11.*f %12s %12s %12s %12s %7zu%s\n",
-                    pricing_book_id(bk->book), cur, fmt(mean_of(b), mu, m, 48),
+                    pricing_book_id(bk->book), cur, fmt(cs_mean(b), mu, m, 48),
                     mu, b->half, fmt(sim_book_quantile(b, 0.05), mu, p5, 48),
                     fmt(sim_book_quantile(b, 0.5), mu, p50, 48),
                     fmt(sim_book_quantile(b, 0.95), mu, p95, 48),
-                    b->sessions ? fmt(per_thousand(b), mu, pk, 48) : "-",
+                    b->sessions ? fmt(cs_per_thousand(b), mu, pk, 48) : "-",
                     b->trials, b->converged ? "" : " (not converged)");
             fprintf(f, "    lines (mean):");
             bool any = false;
@@ -182,15 +180,15 @@ book_json(const struct cs_book *bk, const struct sim_book_stats *b)
          !json_object_set_new(j, "trials",
                               json_integer((json_int_t)b->trials)) &&
          !json_object_set_new(j, "converged", json_boolean(b->converged)) &&
-         !json_object_set_new(j, "mean", jdec(mean_of(b), 6)) &&
+         !json_object_set_new(j, "mean", jdec(cs_mean(b), 6)) &&
          !json_object_set_new(j, "ci95_half_width", json_real(b->half)) &&
          !json_object_set_new(j, "p5", jdec(sim_book_quantile(b, 0.05), d)) &&
          !json_object_set_new(j, "p50", jdec(sim_book_quantile(b, 0.5), d)) &&
          !json_object_set_new(j, "p95", jdec(sim_book_quantile(b, 0.95), d)) &&
          !json_object_set_new(j, "sessions_per_month",
-                              json_real(sessions_per_month(b))) &&
+                              json_real(cs_sessions_per_month(b))) &&
          !json_object_set_new(j, "per_1000_sessions",
-                              b->sessions ? jdec(per_thousand(b), 6)
+                              b->sessions ? jdec(cs_per_thousand(b), 6)
                                           : json_null());
     if (!ok) {
         json_decref(j);
@@ -202,7 +200,7 @@ book_json(const struct cs_book *bk, const struct sim_book_stats *b)
 int
 cs_print_json(FILE *f, const struct cs_run *run)
 {
-    size_t *o = order(run);
+    size_t *o = cs_order(run);
     json_t *root = json_object(), *books = json_array();
     char month[16];
     int rc = -1;
@@ -218,7 +216,7 @@ cs_print_json(FILE *f, const struct cs_run *run)
                             json_real(run->opts->precision)) ||
         json_object_set_new(root, "trials",
                             json_integer((json_int_t)run->res->trials)) ||
-        json_object_set_new(root, "note", json_string(stats_note)) ||
+        json_object_set_new(root, "note", json_string(cs_stats_note)) ||
         (run->tornado && cs_tornado_json(root, run) < 0))
         goto out;
     json_t *b = books;

@@ -49,8 +49,8 @@ cs_print_tornado(FILE *f, const struct cs_run *run, const size_t *order)
         size_t i = order[k];
         const struct sim_tornado_book *tb = &t->books[i];
         const struct cs_book *bk = &run->books[i];
-        if (tb->trials == 0)
-            continue; /* the comparison says why it cannot price */
+        if (tb->nswings == 0)
+            continue; /* cannot price (the comparison says why) */
         const char *cur = pricing_book_currency(bk->book);
         int mu = pricing_currency_minor_unit(cur);
         unsigned d = (unsigned)(mu < 0 ? 0 : mu);
@@ -138,7 +138,7 @@ int
 cs_tornado_book_json(json_t *book, const struct cs_run *run, size_t i)
 {
     const struct sim_tornado_book *tb = &run->tornado->books[i];
-    if (tb->trials == 0)
+    if (tb->nswings == 0)
         return 0; /* not priced: the book's reason says why */
     json_t *o = json_object(), *swings = json_array();
     if (!o || !swings || json_object_set_new(book, "tornado", o)) {

@@ -1,0 +1,64 @@
+/*
+ * costsim.h - the costsim program's parts that tests drive directly:
+ * the books it compares, a run's results, and its outputs (the table,
+ * JSON, CSV and the HTML report). Everything else of the program is in
+ * costsim_int.h. Renderers only read the run; its owner frees it.
+ */
+#ifndef COSTSIM_H
+#define COSTSIM_H
+
+#include <stdio.h>
+
+#include "sim.h"
+
+/* A book as costsim shows it: the engine's book and what the file says
+ * about where its prices come from. */
+struct cs_book {
+    char file[256];
+    struct pricing_book *book;
+    char source[1024];
+    char as_of[256];
+    char name[128];
+};
+
+/* The installed books' folder: $METER_DATA_DIR/books, else
+ * share/meter/books beside the program's bin/. -1 if it cannot be told. */
+int cs_default_books(char *out, size_t n);
+/* Every *.json of dir, in name order, into *out (*n of them), released
+ * with cs_books_free. -1, the reason on stderr, if one is bad. */
+int cs_load_books(const char *dir, struct cs_book **out, size_t *n);
+void cs_books_free(struct cs_book *b, size_t n);
+
+/* One comparison, as every output reads it: books[i], res->books[i]
+ * and tornado->books[i] are the same book. */
+struct cs_run {
+    const char *profile_path;
+    const struct sim_profile *profile;
+    const struct cs_book *books;
+    size_t nbooks;
+    const struct sim_mc_opts *opts; /* seed, month, precision, cap */
+    const struct sim_mc_result *res;
+    const struct sim_tornado *tornado; /* NULL when not asked for */
+};
+
+/* What every output says about what is exact and what is not. */
+extern const char cs_stats_note[];
+/* The exact mean of b's totals (0 without trials). */
+struct pricing_dec cs_mean(const struct sim_book_stats *b);
+/* Money per 1,000 sessions: the totals' sum x 1,000 / the sessions. */
+struct pricing_dec cs_per_thousand(const struct sim_book_stats *b);
+double cs_sessions_per_month(const struct sim_book_stats *b);
+/* The books' indices in the order every output lists them: priced
+ * books by mean, then the others, each by file name. To free; NULL
+ * when out of memory. */
+size_t *cs_order(const struct cs_run *run);
+
+/* The comparison on f as a terminal table, JSON, CSV (out_csv.c) or a
+ * self-contained HTML report (out_html.c). 0, or -1 when out of
+ * memory. */
+int cs_print_table(FILE *f, const struct cs_run *run);
+int cs_print_json(FILE *f, const struct cs_run *run);
+int cs_print_csv(FILE *f, const struct cs_run *run);
+int cs_print_html(FILE *f, const struct cs_run *run);
+
+#endif

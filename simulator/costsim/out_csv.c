@@ -1,0 +1,133 @@
+/*
+ * out_csv.c - costsim's comparison as CSV (RFC 4180), for a spreadsheet:
+ * a header row, then one row per book in the order of the table, with
+ * the figures of the JSON output in the same decimals, so both read the
+ * same. The shape is in docs/simulator.md.
+ *
+ * A column per line kind rather than a row per (book, kind): a book's
+ * figures stay on one row, where a spreadsheet sorts and charts them.
+ * Its line columns add up to its mean within half a minor unit, since
+ * each month's total is the sum of its lines rounded to the cent.
+ */
+#include "costsim_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A field, quoted when it holds a comma, quote, CR or LF, its quotes
+ * doubled. Text from a book (its id, source, reason) that would start a
+ * spreadsheet formula (=, +, -, @, tab, CR) gets a leading ' so that it
+ * is shown, not evaluated; numbers are written as they are. */
+static void
+field(FILE *f, const char *s, bool text, bool last)
+{
+    bool formula = text && s[0] && strchr("=+-@\t\r", s[0]);
+    if (formula || strpbrk(s, ",\"\r\n")) {
+        fputc('"', f);
+        if (formula)
+            fputc('\'', f);
+        for (; *s; s++) {
+            if (*s == '"')
+                fputc('"', f);
+            fputc(*s, f);
+        }
+        fputc('"', f);
+    } else {
+        fputs(s, f);
+    }
+    fputs(last ? "\r\n" : ",", f);
+}
+
+static void
+num(FILE *f, const char *s)
+{
+    field(f, s, false, false);
+}
+
+static void
+dec(FILE *f, struct pricing_dec d, unsigned decimals)
+{
+    char buf[48];
+    pricing_dec_format(d, decimals, buf, sizeof(buf));
+    num(f, buf);
+}
+
+static void
+real(FILE *f, double x)
+{
+    char buf[64];
+    snprintf(buf, sizeof(buf), "%.6f", x);
+    num(f, buf);
+}
+
+int
+cs_print_csv(FILE *f, const struct cs_run *run)
+{
+    static const char *const head[] = {
+        "book", "file", "currency", "priced", "reason",
+    };
+    /* Columns of a priced book only, before its lines. */
+    static const char *const stats[] = {
+        "trials",
+        "converged",
+        "mean",
+        "ci95_half_width",
+        "p5",
+        "p50",
+        "p95",
+        "per_1000_sessions",
+        "sessions_per_month",
+    };
+    size_t *o = cs_order(run);
+    if (!o)
+        return -1;
+    size_t nstats = sizeof(stats) / sizeof(stats[0]);
+    for (size_t h = 0; h < sizeof(head) / sizeof(head[0]); h++)
+        num(f, head[h]);
+    for (size_t h = 0; h < nstats; h++)
+        num(f, stats[h]);
+    for (int k = 0; k < SIM_NKINDS; k++) {
+        char col[48];
+        snprintf(col, sizeof(col), "line_%s", sim_line_kinds[k]);
+        num(f, col);
+    }
+    num(f, "source");
+    field(f, "as_of", false, true);
+    for (size_t r = 0; r < run->nbooks; r++) {
+        const struct cs_book *bk = &run->books[o[r]];
+        const struct sim_book_stats *b = &run->res->books[o[r]];
+        const char *cur = pricing_book_currency(bk->book);
+        int mu = pricing_currency_minor_unit(cur);
+        unsigned d = (unsigned)(mu < 0 ? 0 : mu);
+        char trials[32];
+        snprintf(trials, sizeof(trials), "%zu", b->trials);
+        field(f, pricing_book_id(bk->book), true, false);
+        field(f, bk->file, true, false);
+        num(f, cur);
+        num(f, b->failed ? "false" : "true");
+        field(f, b->failed ? b->reason : "", true, false);
+        if (b->failed) {
+            for (size_t k = 0; k < nstats + SIM_NKINDS; k++)
+                num(f, "");
+        } else {
+            num(f, trials);
+            num(f, b->converged ? "true" : "false");
+            dec(f, cs_mean(b), 6);
+            real(f, b->half);
+            dec(f, sim_book_quantile(b, 0.05), d);
+            dec(f, sim_book_quantile(b, 0.5), d);
+            dec(f, sim_book_quantile(b, 0.95), d);
+            if (b->sessions)
+                dec(f, cs_per_thousand(b), 6);
+            else
+                num(f, "");
+            real(f, cs_sessions_per_month(b));
+            for (int k = 0; k < SIM_NKINDS; k++)
+                dec(f, sim_dec_div(b->kind_sum[k], b->trials), 6);
+        }
+        field(f, bk->source, true, false);
+        field(f, bk->as_of, true, true);
+    }
+    free(o);
+    return 0;
+}
