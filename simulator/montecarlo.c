@@ -39,6 +39,7 @@ const char *const sim_line_kinds[SIM_NKINDS] = {
     "included_credit",
     "promotional_credit",
     "minimum_commit",
+    "credit_grant",
     "other",
 };
 
@@ -113,6 +114,7 @@ work(void *arg)
     struct sim_priced *pr = calloc(w->nbooks ? w->nbooks : 1, sizeof(*pr));
     struct sim_month m;
     sim_month_init(&m, w->o->year, w->o->month);
+    m.first = w->o->first_month;
     w->rc = -1;
     if (!rng || !pr) {
         snprintf(w->err.msg, sizeof(w->err.msg), "out of memory");

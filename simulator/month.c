@@ -202,13 +202,23 @@ by_time(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Whether a session starting at t ends before the month, whatever its
+ * length (at most warm); in a first month, whether it starts before. */
+static bool
+ends_before(const struct sim_month *m, int64_t t, int64_t warm)
+{
+    return m->first ? t < m->start : t + warm <= m->start;
+}
+
 int
 sim_month_generate(struct sim_month *m, const struct sim_profile *p,
                    gsl_rng *rng, struct sim_err *e)
 {
     m->nsessions = m->nspells = m->started = 0;
-    /* Sessions that started this long before the month can reach it. */
-    const int64_t warm = (int64_t)ceil(sim_dist_upper(&p->length));
+    /* Sessions that started this long before the month can reach it;
+     * none before a first month. */
+    const int64_t warm =
+        m->first ? 0 : (int64_t)ceil(sim_dist_upper(&p->length));
     if (p->arrivals == SIM_EVEN) {
         /* per_month arrivals at start + floor(i x D / N), continued
          * backwards over the warm-up window: a periodic month. */
@@ -217,7 +227,7 @@ sim_month_generate(struct sim_month *m, const struct sim_profile *p,
         for (int64_t i = -back; i < n; i++) {
             int64_t t =
                 i >= 0 ? m->start + i * d / n : m->start - (-i * d + n - 1) / n;
-            if (t + warm <= m->start)
+            if (ends_before(m, t, warm))
                 continue;
             if (add_arrival(m, p, rng, t, e) < 0)
                 return -1;
@@ -246,8 +256,8 @@ sim_month_generate(struct sim_month *m, const struct sim_profile *p,
         if (k > 1) /* none may be no array at all: qsort's NULL is UB */
             qsort(m->times, k, sizeof(*m->times), by_time);
         for (unsigned i = 0; i < k; i++) {
-            if (m->times[i] + warm <= m->start)
-                continue; /* ends before the month, whatever its length */
+            if (ends_before(m, m->times[i], warm))
+                continue;
             if (add_arrival(m, p, rng, m->times[i], e) < 0)
                 return -1;
         }

@@ -77,6 +77,9 @@ struct sim_month {
     struct sim_spell *spells;
     size_t nspells, spells_cap;
     size_t started; /* sessions that start inside the month */
+    /* The account's first month: no session before it, and the books'
+     * credit grants are received in it and spent on it. */
+    bool first;
     int64_t *times; /* an hour's arrival times, while drawing */
     size_t times_cap;
 };
@@ -122,7 +125,7 @@ int sim_price_month(const struct sim_month *m,
 
 /* The line kinds costsim breaks costs into, in statement order; lines of
  * another kind go to the last, "other". */
-#define SIM_NKINDS 12
+#define SIM_NKINDS 13
 extern const char *const sim_line_kinds[SIM_NKINDS];
 
 struct sim_mc_opts {
@@ -132,6 +135,7 @@ struct sim_mc_opts {
     size_t max_trials;
     unsigned threads; /* >= 1; the results do not depend on it */
     int year, month;  /* the simulated month */
+    bool first_month; /* the account's first: see sim_month.first */
     /* Optional: told after each batch, on the calling thread, the trials
      * drawn so far, the cap, and the books still being priced (a
      * progress bar). It must not call back into the Monte Carlo. */

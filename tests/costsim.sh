@@ -95,7 +95,7 @@ rows = list(csv.DictReader(raw.splitlines(), strict=True))
 books = json.load(open(sys.argv[2]))["books"]
 assert [r["book"] for r in rows] == [b["id"] for b in books], "same books, same order"
 kinds = [k[5:] for k in rows[0] if k.startswith("line_")]
-assert len(kinds) == 12, kinds
+assert len(kinds) == 13, kinds
 for r, b in zip(rows, books):
     for k in ("file", "currency", "source", "as_of"):
         assert r[k] == b[k], (b["id"], k, r[k], b[k])
@@ -111,7 +111,7 @@ for r, b in zip(rows, books):
     for k in kinds:
         assert r["line_" + k] == b["lines"].get(k, "0.000000"), (b["id"], k)
     lines = sum(Decimal(r["line_" + k]) for k in kinds)
-    assert abs(lines - Decimal(r["mean"])) <= Decimal("0.005") + 12 * Decimal("0.0000005"), \
+    assert abs(lines - Decimal(r["mean"])) <= Decimal("0.005") + 13 * Decimal("0.0000005"), \
         (b["id"], lines, r["mean"])
 print(len(rows), "rows")
 PY
@@ -188,6 +188,30 @@ expect_status 0 "$COSTSIM" --profile daytona.json --books "$books" \
     --format json --max-trials 2
 got=$(jq -r '.books[] | select(.id == "daytona") | .lines.cpu' <<<"$out")
 [ "$got" = "73.584000" ] || fail "720 h of November's session and 10 of October's: cpu $got"
+contains "$out" '"first_month": false' "a steady-state month by default"
+# The account's first month: no session before it (November's 720 hours
+# of the one session starting in it, none of October's), and the books'
+# grants received: Daytona's 200 pays 2 x 0.0504 x 720 + 4 x 0.0162 x 720
+# = 72.576 + 46.656 = 119.232 of it, all.
+expect_status 0 "$COSTSIM" --profile daytona.json --books "$books" \
+    --format json --max-trials 2 --first-month
+got=$(jq -c '.books[] | select(.id == "daytona") | [.mean, .lines]' <<<"$out")
+[ "$got" = '["0.000000",{"cpu":"72.576000","memory":"46.656000","credit_grant":"-119.232000"}]' ] ||
+    fail "Daytona's first month: $got"
+contains "$out" '"first_month": true' "the first month is said"
+# E2B Hobby's 100 pays part of a first month of 8 vCPU and 4 GiB for
+# 2,000,000 s: 224 + 36 = 260, less 100.
+cat >big.json <<'JSON'
+{"sessions": {"per_month": 1, "length": {"dist": "fixed", "value": 2000000}},
+ "sandbox": {"vcpu": 8, "memory_gib": 4, "disk_gib": 0}}
+JSON
+expect_status 0 "$COSTSIM" --profile big.json --books "$books" \
+    --format json --max-trials 2 --first-month
+got=$(jq -c '.books[] | select(.id == "e2b-hobby") | [.mean, .lines.credit_grant]' <<<"$out")
+[ "$got" = '["160.000000","-100.000000"]' ] || fail "e2b-hobby's grant: $got"
+expect_status 0 "$COSTSIM" --profile big.json --books "$books" --max-trials 2 \
+    --first-month
+contains "$out" "month 2026-11 (the first: grants received)" "the table says so"
 expect_status 2 "$COSTSIM" --profile daytona.json --month 2026-13
 contains "$err" "--month '2026-13' is not a month YYYY-MM" "bad month"
 

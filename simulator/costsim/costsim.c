@@ -28,7 +28,8 @@
 static const char usage_text[] =
     "usage: costsim --profile FILE [--books DIR] [--seed N]\n"
     "               [--precision X] [--max-trials N] [--threads N]\n"
-    "               [--month YYYY-MM] [--format table|json|csv|html]\n"
+    "               [--month YYYY-MM [--first-month]]\n"
+    "               [--format table|json|csv|html]\n"
     "               [--html REPORT] [--tornado PCT [--tornado-trials N]]\n"
     "       costsim replay --account ID --period YYYY-MM [--books DIR]\n"
     "               [--db CONNINFO] [--format table|json]\n"
@@ -42,7 +43,8 @@ static const char usage_text[] =
     "trials (default 1000). --seed (default 1) makes the run\n"
     "reproducible; --threads (default: every core) changes its speed,\n"
     "not its output. --month (default 2026-11) is the calendar month\n"
-    "simulated. --format prints the comparison on stdout; --html also\n"
+    "simulated; --first-month makes it the account's first (no session\n"
+    "before it; the books' credit grants received in it). --format prints the comparison on stdout; --html also\n"
     "writes the HTML report (charts) to REPORT. --tornado PCT also moves\n"
     "each parameter of the profile by -PCT% and +PCT% (same seed) and\n"
     "gives each book's swings, largest first, each over the book's trials\n"
@@ -107,6 +109,7 @@ parse_args(int argc, char **argv, struct args *a)
         {"format", required_argument, NULL, 'f'},
         {"html", required_argument, NULL, 'o'},
         {"month", required_argument, NULL, 'M'},
+        {"first-month", no_argument, NULL, 'F'},
         {"tornado", required_argument, NULL, 'T'},
         {"tornado-trials", required_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
@@ -172,6 +175,9 @@ parse_args(int argc, char **argv, struct args *a)
             a->o.month = mo;
             break;
         }
+        case 'F':
+            a->o.first_month = true;
+            break;
         case 'f':
             if (strcmp(optarg, "table") && strcmp(optarg, "json") &&
                 strcmp(optarg, "csv") && strcmp(optarg, "html"))

@@ -94,10 +94,11 @@ cs_print_table(FILE *f, const struct cs_run *run)
     if (!o)
         return -1;
     const struct sim_mc_opts *opt = run->opts;
-    fprintf(f, "profile %s (%s), month %04d-%02d, seed %llu, %zu trials\n",
+    fprintf(f, "profile %s (%s), month %04d-%02d%s, seed %llu, %zu trials\n",
             run->profile->name[0] ? run->profile->name : "-", run->profile_path,
-            opt->year, opt->month, (unsigned long long)opt->seed,
-            run->res->trials);
+            opt->year, opt->month,
+            opt->first_month ? " (the first: grants received)" : "",
+            (unsigned long long)opt->seed, run->res->trials);
     fprintf(f, "note: %s\n\n", cs_stats_note);
     fprintf(f, "%-26s %-4s %12s %11s %12s %12s %12s %12s %7s\n", "book", "cur",
             "mean/month", "95% +/-", "p5", "p50", "p95", "per 1k sess",
@@ -210,6 +211,8 @@ cs_print_json(FILE *f, const struct cs_run *run)
         json_object_set_new(root, "profile", json_string(run->profile_path)) ||
         json_object_set_new(root, "name", json_string(run->profile->name)) ||
         json_object_set_new(root, "month", json_string(month)) ||
+        json_object_set_new(root, "first_month",
+                            json_boolean(run->opts->first_month)) ||
         json_object_set_new(root, "seed",
                             json_integer((json_int_t)run->opts->seed)) ||
         json_object_set_new(root, "precision",

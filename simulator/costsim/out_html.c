@@ -28,10 +28,11 @@
 #define ROW_H 28
 
 /* One colour per line kind, sim_line_kinds' order; readable on white
- * and apart from each other (Tableau's 10, two more for the rarest). */
+ * and apart from each other (Tableau's 10, three more for the rarest). */
 static const char *const kind_colour[SIM_NKINDS] = {
     "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948",
-    "#9c755f", "#e15759", "#bab0ac", "#ff9da7", "#86bcb6", "#7f7f7f",
+    "#9c755f", "#e15759", "#bab0ac", "#ff9da7", "#86bcb6", "#d4a6c8",
+    "#7f7f7f",
 };
 #define LOW_COLOUR "#4e79a7"
 #define HIGH_COLOUR "#e15759"
@@ -396,14 +397,16 @@ settings(FILE *f, const struct cs_run *run, const char *name, size_t priced)
     fputs("</dd></div>\n<div><dt>Profile file</dt><dd>", f);
     esc(f, run->profile_path);
     fprintf(f,
-            "</dd></div>\n<div><dt>Simulated month</dt><dd>%04d-%02d</dd>"
+            "</dd></div>\n<div><dt>Simulated month</dt><dd>%04d-%02d%s</dd>"
             "</div>\n<div><dt>Seed</dt><dd>%llu</dd></div>\n"
             "<div><dt>Trials drawn</dt><dd>%zu (cap %zu)</dd></div>\n"
             "<div><dt>Precision asked</dt><dd>&plusmn;%.4g%% of the mean"
             "</dd></div>\n<div><dt>Books</dt><dd>%zu priced, %zu not</dd>"
             "</div>\n</dl>\n</section>\n",
-            o->year, o->month, (unsigned long long)o->seed, run->res->trials,
-            o->max_trials, o->precision * 100, priced, run->nbooks - priced);
+            o->year, o->month,
+            o->first_month ? " (the account&rsquo;s first: grants received)"
+                           : "",
+            (unsigned long long)o->seed, run->res->trials, o->max_trials, o->precision * 100, priced, run->nbooks - priced);
 }
 
 /* Three figures first: the cheapest book, the most expensive, and the
