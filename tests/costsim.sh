@@ -94,7 +94,7 @@ rows = list(csv.DictReader(raw.splitlines(), strict=True))
 books = json.load(open(sys.argv[2]))["books"]
 assert [r["book"] for r in rows] == [b["id"] for b in books], "same books, same order"
 kinds = [k[5:] for k in rows[0] if k.startswith("line_")]
-assert len(kinds) == 12, kinds
+assert len(kinds) == 13, kinds
 for r, b in zip(rows, books):
     for k in ("file", "currency", "source", "as_of"):
         assert r[k] == b[k], (b["id"], k, r[k], b[k])

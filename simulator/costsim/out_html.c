@@ -28,10 +28,10 @@
 #define ROW_H 28
 
 /* One colour per line kind, sim_line_kinds' order; readable on white
- * and apart from each other (Tableau's 10, two more for the rarest). */
+ * and apart from each other (Tableau's 10, three more for the rarest). */
 static const char *const kind_colour[SIM_NKINDS] = {
-    "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948",
-    "#9c755f", "#e15759", "#bab0ac", "#ff9da7", "#86bcb6", "#7f7f7f",
+    "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f",
+    "#e15759", "#bab0ac", "#ff9da7", "#86bcb6", "#d37295", "#7f7f7f",
 };
 #define LOW_COLOUR "#4e79a7"
 #define HIGH_COLOUR "#e15759"
