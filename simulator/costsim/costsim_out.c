@@ -132,12 +132,13 @@ cs_print_table(FILE *f, const struct cs_run *run)
                 any = true;
             }
             fprintf(f, "%s\n", any ? "" : " none");
+            cs_print_plan(f, run, i);
         }
         fprintf(f, "    source: %s\n", bk->source[0] ? bk->source : "-");
         fprintf(f, "    as_of: %s\n", bk->as_of[0] ? bk->as_of : "-");
     }
     free(o);
-    return 0;
+    return cs_print_tiers(f, run);
 }
 
 static json_t *
@@ -223,9 +224,11 @@ cs_print_json(FILE *f, const struct cs_run *run)
         goto out;
     for (size_t k = 0; k < run->nbooks; k++) {
         json_t *x = book_json(&run->books[o[k]], &run->res->books[o[k]]);
-        if (!x || json_array_append_new(b, x))
+        if (!x || json_array_append_new(b, x) || cs_plan_json(x, run, o[k]))
             goto out;
     }
+    if (cs_tiers_json(root, run) < 0)
+        goto out;
     if (json_dumpf(root, f, JSON_INDENT(2)) < 0)
         goto out;
     fputc('\n', f);
