@@ -22,11 +22,7 @@ const char cs_stats_note[] =
 struct pricing_dec
 cs_mean(const struct sim_book_stats *b)
 {
-    struct pricing_dec sum = {0};
-    for (size_t i = 0; i < b->trials; i++)
-        if (pricing_dec_add(sum, b->totals[i], &sum) != PRICING_OK)
-            return (struct pricing_dec){0}; /* cannot: totals are small */
-    return sim_dec_div(sum, b->trials);
+    return sim_book_mean(b);
 }
 
 struct pricing_dec
