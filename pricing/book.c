@@ -509,11 +509,14 @@ load_addons(struct loader *l, const json_t *v, struct pricing_book *b)
     if (!json_is_array(v))
         return wrong_type(l, path, v, "an array");
     size_t n = json_array_size(v);
+    if (n > PRICING_ADDONS_MAX)
+        return fail(l, path, "%zu add-ons: at most %d", n, PRICING_ADDONS_MAX);
     if (n && !(b->addons = calloc(n, sizeof(*b->addons))))
         return fail(l, path, "out of memory");
+    b->limits.addons = b->addons;
     for (size_t i = 0; i < n; i++) {
         const json_t *a, *x;
-        struct book_addon *ad = &b->addons[i];
+        struct pricing_addon *ad = &b->addons[i];
         char ap[64], kp[96];
         int64_t c = 0;
         if (!(a = item(l, path, v, i, keys, ap, sizeof(ap))) ||
@@ -524,12 +527,12 @@ load_addons(struct loader *l, const json_t *v, struct pricing_book *b)
         if (!(x = need(l, ap, a, "max_concurrency")) ||
             get_uint(l, kp, x, 1, INT32_MAX, &c) < 0)
             return -1;
-        ad->max_concurrency = (int32_t)c;
+        ad->max_concurrency = (uint32_t)c;
         join(kp, sizeof(kp), ap, "monthly_fee");
         if (!(x = need(l, ap, a, "monthly_fee")) ||
             get_dec(l, kp, x, &ad->monthly_fee) < 0)
             return -1;
-        b->naddons++;
+        b->limits.naddons++;
     }
     return 0;
 }
@@ -537,7 +540,7 @@ load_addons(struct loader *l, const json_t *v, struct pricing_book *b)
 static int
 load_caps(struct loader *l, const json_t *v, struct pricing_book *b)
 {
-    /* In the order of enum CAP_*. */
+    /* In the order of enum pricing_cap. */
     static const char *const keys[] = {"max_runs",         "max_cpu_hours",
                                        "max_memory_hours", "max_egress_gb",
                                        "max_storage",      NULL};
@@ -546,19 +549,19 @@ load_caps(struct loader *l, const json_t *v, struct pricing_book *b)
         return wrong_type(l, path, v, "an object");
     if (only_keys(l, path, v, keys) < 0)
         return -1;
-    for (int c = 0; c < NCAPS; c++) {
+    for (int c = 0; c < PRICING_NCAPS; c++) {
         const json_t *x = json_object_get(v, keys[c]);
         char kp[96];
         join(kp, sizeof(kp), path, keys[c]);
         if (!x)
             continue;
-        b->has_cap[c] = true;
-        if (c == CAP_RUNS) {
+        b->limits.has_cap[c] = true;
+        if (c == PRICING_CAP_RUNS) {
             int64_t runs = 0;
             if (get_uint(l, kp, x, 0, INT64_MAX, &runs) < 0)
                 return -1;
-            b->cap[c].v = (pricing_i128)runs * PRICING_ONE;
-        } else if (get_dec(l, kp, x, &b->cap[c]) < 0) {
+            b->limits.cap[c].v = (pricing_i128)runs * PRICING_ONE;
+        } else if (get_dec(l, kp, x, &b->limits.cap[c]) < 0) {
             return -1;
         }
     }
@@ -598,7 +601,7 @@ load_subscription(struct loader *l, const json_t *v, struct pricing_book *b)
         return -1;
     /* Limits: integers > 0 or null (none); the simulator checks them. */
     const char *limits[] = {"max_concurrency", "max_session_s"};
-    int32_t *out[] = {&b->max_concurrency, &b->max_session_s};
+    uint32_t *out[] = {&b->limits.max_concurrency, &b->limits.max_session_s};
     for (size_t i = 0; i < 2; i++) {
         const json_t *lim = json_object_get(v, limits[i]);
         char kp[64];
@@ -607,7 +610,7 @@ load_subscription(struct loader *l, const json_t *v, struct pricing_book *b)
         if (lim && !json_is_null(lim) &&
             get_uint(l, kp, lim, 1, INT32_MAX, &x) < 0)
             return -1;
-        *out[i] = (int32_t)x;
+        *out[i] = (uint32_t)x;
     }
     const json_t *x;
     if ((x = json_object_get(v, "addons")) && load_addons(l, x, b) < 0)
@@ -756,6 +759,7 @@ static int
 load(struct loader *l, const json_t *root, struct pricing_book *b)
 {
     static const char *const top[] = {"id",
+                                      "provider",
                                       "name",
                                       "currency",
                                       "effective_from",
@@ -804,6 +808,9 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
     if (!pricing_id_valid(s))
         return fail(l, "id", "'%s' is not 1-64 of A-Za-z0-9._:-", s);
     snprintf(b->id, sizeof(b->id), "%s", s);
+    if ((v = json_object_get(root, "provider")) &&
+        get_id(l, "provider", v, b->provider, sizeof(b->provider)) < 0)
+        return -1;
 
     if (!(v = need(l, "", root, "currency")) ||
         get_string(l, "currency", v, &s) < 0)
@@ -936,6 +943,9 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
         return -1;
     if ((v = json_object_get(root, "grants")) && load_grants(l, v, b) < 0)
         return -1;
+    /* The units the memory and storage caps count in. */
+    b->limits.memory_unit_bytes = UNIT_BYTES(b->memory_unit);
+    b->limits.storage_unit_bytes = UNIT_BYTES(b->storage_unit);
     return 0;
 }
 
@@ -989,6 +999,18 @@ const char *
 pricing_book_currency(const struct pricing_book *b)
 {
     return b->currency;
+}
+
+const char *
+pricing_book_provider(const struct pricing_book *b)
+{
+    return b->provider;
+}
+
+const struct pricing_limits *
+pricing_book_limits(const struct pricing_book *b)
+{
+    return &b->limits;
 }
 
 bool

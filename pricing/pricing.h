@@ -107,6 +107,10 @@ struct pricing_book *pricing_book_parse(const char *json, size_t len,
 void pricing_book_free(struct pricing_book *b);
 const char *pricing_book_id(const struct pricing_book *b);
 const char *pricing_book_currency(const struct pricing_book *b);
+/* The product whose plan tiers the book is one of (its "provider" key,
+ * e.g. "e2b" for e2b-hobby and e2b-pro), or "" when the book names
+ * none. Books of one provider are a ladder the simulator chooses from. */
+const char *pricing_book_provider(const struct pricing_book *b);
 
 /* ---- usage ------------------------------------------------------------ */
 
@@ -370,6 +374,54 @@ size_t pricing_grants_spend(struct pricing_grant *g, size_t n, int year,
 int pricing_statements_grant(const struct pricing_book *book,
                              struct pricing_statement *st, size_t n,
                              struct pricing_err *e);
+
+/* ---- plan limits (rules section 15) ----------------------------------- */
+
+/* Caps of a plan, per period: allowances at which the plan stops the
+ * workload instead of billing more. */
+enum pricing_cap {
+    PRICING_CAP_RUNS,         /* runs started in the period */
+    PRICING_CAP_CPU_HOURS,    /* vCPU-hours, gross under the cpu basis */
+    PRICING_CAP_MEMORY_HOURS, /* memory unit-hours, gross, memory basis */
+    PRICING_CAP_EGRESS_GB,    /* GB (10^9 bytes) sent, before free_gb */
+    PRICING_CAP_STORAGE,      /* the account's largest total disk_bytes
+                                 at one second, in the storage unit,
+                                 before any allowance */
+    PRICING_NCAPS
+};
+
+#define PRICING_ADDONS_MAX 16 /* add-ons of one plan */
+
+/* A plan add-on: bought for a monthly fee, its concurrency replaces
+ * the plan's; at most one applies. */
+struct pricing_addon {
+    char name[PRICING_ID_MAX + 1];
+    uint32_t max_concurrency; /* > 0 */
+    struct pricing_dec monthly_fee;
+};
+
+/*
+ * A book's plan limits, as its subscription writes them. Rating ignores
+ * every one (a plan bought with an add-on is a book of its own): they
+ * are read by the simulator, which chooses the cheapest option a
+ * workload fits and names every limit it breaks. A book without a
+ * subscription has none.
+ */
+struct pricing_limits {
+    uint32_t max_concurrency;           /* sandboxes at once; 0: no limit */
+    uint32_t max_session_s;             /* a session's length; 0: no limit */
+    const struct pricing_addon *addons; /* naddons, the book's order */
+    size_t naddons;
+    bool has_cap[PRICING_NCAPS];
+    struct pricing_dec cap[PRICING_NCAPS]; /* in the units above; runs
+                                              are whole numbers */
+    /* Bytes in the units of the memory and storage caps (the book's
+     * memory and storage units: 2^30 for GiB, 10^9 for GB). */
+    uint64_t memory_unit_bytes, storage_unit_bytes;
+};
+
+/* b's limits, owned by b and valid as long as it is. Cannot fail. */
+const struct pricing_limits *pricing_book_limits(const struct pricing_book *b);
 
 /* ---- periods ---------------------------------------------------------- */
 

@@ -59,25 +59,9 @@ struct book_grant {
     int32_t expires_after;     /* periods; 0: never */
 };
 
-/* A plan add-on (section 15): the simulator's, never billed. */
-struct book_addon {
-    char name[PRICING_ID_MAX + 1];
-    int32_t max_concurrency;
-    struct pricing_dec monthly_fee;
-};
-
-/* Caps of a plan (section 15), per period: the simulator's. */
-enum {
-    CAP_RUNS,
-    CAP_CPU_HOURS,
-    CAP_MEMORY_HOURS,
-    CAP_EGRESS_GB,
-    CAP_STORAGE,
-    NCAPS
-};
-
 struct pricing_book {
     char id[PRICING_ID_MAX + 1];
+    char provider[PRICING_ID_MAX + 1]; /* "": none */
     char currency[4];
     int minor_unit;
 
@@ -107,12 +91,10 @@ struct pricing_book {
     bool monthly_fee_known, included_credit_known;
     struct pricing_dec monthly_fee;
     struct pricing_dec included_credit;
-    int32_t max_concurrency, max_session_s; /* 0: no limit */
-    struct book_addon *addons;
-    size_t naddons;
-    bool has_cap[NCAPS];
-    struct pricing_dec cap[NCAPS]; /* runs, vCPU-hours, memory-unit-hours,
-                                      GB, storage units */
+    /* Plan limits (section 15): the simulator's, never rating's.
+     * limits.addons points at addons, which the book owns. */
+    struct pricing_limits limits;
+    struct pricing_addon *addons;
     struct pricing_dec promotional_credit;
     struct pricing_dec minimum_commit;
     struct book_grant *grants;

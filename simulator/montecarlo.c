@@ -8,6 +8,9 @@
  * --threads changes how fast, never what. Money stays exact: each
  * trial's total and lines are decimals from the engine, summed exactly;
  * only the interval and the stopping rule use doubles (GSL statistics).
+ * Each priced month is also checked against the book's plan (limits.c):
+ * the add-on it has to buy adds its fee, an "addon" line of the
+ * simulator's own, and the limits it breaks are counted.
  */
 #include "sim.h"
 
@@ -40,6 +43,7 @@ const char *const sim_line_kinds[SIM_NKINDS] = {
     "promotional_credit",
     "minimum_commit",
     "credit_grant",
+    "addon",
     "other",
 };
 
@@ -49,6 +53,7 @@ struct cell {
     char reason[512];
     struct pricing_dec total;
     struct pricing_dec kind[SIM_NKINDS];
+    struct sim_plan_month plan;
 };
 
 struct worker {
@@ -106,6 +111,23 @@ take(struct cell *c, const struct pricing_statement *st)
     }
 }
 
+/* Checks the month against the book's plan (limits.c); the add-on it
+ * buys is the simulator's line, added to the engine's total. */
+static void
+plan(struct cell *c, const struct pricing_book *b,
+     const struct sim_month_use *u, const struct pricing_statement *st)
+{
+    sim_plan_check(b, u, &st->q, &c->plan);
+    struct pricing_dec *k = &c->kind[kind_index("addon")];
+    if (c->plan.addon_fee.v &&
+        (pricing_dec_add(c->total, c->plan.addon_fee, &c->total) !=
+             PRICING_OK ||
+         pricing_dec_add(*k, c->plan.addon_fee, k) != PRICING_OK)) {
+        c->ok = false;
+        snprintf(c->reason, sizeof(c->reason), "line sums overflow");
+    }
+}
+
 static void *
 work(void *arg)
 {
@@ -113,6 +135,7 @@ work(void *arg)
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     struct sim_priced *pr = calloc(w->nbooks ? w->nbooks : 1, sizeof(*pr));
     struct sim_month m;
+    struct sim_month_use use;
     sim_month_init(&m, w->o->year, w->o->month);
     m.first = w->o->first_month;
     w->rc = -1;
@@ -123,9 +146,9 @@ work(void *arg)
     for (size_t j = w->index; j < w->count; j += w->o->threads) {
         gsl_rng_set(rng, trial_seed(w->o->seed, w->first + j));
         if (sim_month_generate(&m, w->p, rng, &w->err) < 0 ||
+            sim_month_measure(&m, &use, &w->err) < 0 ||
             sim_price_month(&m, w->books, w->nbooks, w->active, SIM_FEED_RUNS,
-                            pr, &w->err) <
-                0)
+                            pr, &w->err) < 0)
             goto out;
         w->started[j] = m.started;
         for (size_t i = 0; i < w->nbooks; i++) {
@@ -135,10 +158,12 @@ work(void *arg)
             c->ok = pr[i].ok;
             if (!c->priced)
                 continue;
-            if (c->ok)
+            if (c->ok) {
                 take(c, pr[i].st);
-            else
+                plan(c, w->books[i], &use, pr[i].st);
+            } else {
                 snprintf(c->reason, sizeof(c->reason), "%s", pr[i].err.msg);
+            }
             pricing_statements_free(pr[i].st, 1);
             pr[i].st = NULL;
         }
@@ -224,6 +249,13 @@ gather(struct sim_mc_result *r, bool *active, const struct cell *cells,
             }
             b->totals[b->trials++] = c->total;
             b->sessions += started[j];
+            b->on_option[1 + c->plan.addon]++;
+            b->fits += c->plan.broken == 0;
+            for (int l = 0; l < SIM_NLIMITS; l++) {
+                b->broken[l] += (c->plan.broken >> l) & 1;
+                if (pricing_dec_cmp(c->plan.used[l], b->worst[l]) > 0)
+                    b->worst[l] = c->plan.used[l];
+            }
             for (int k = 0; k < SIM_NKINDS; k++)
                 if (pricing_dec_add(b->kind_sum[k], c->kind[k],
                                     &b->kind_sum[k]) != PRICING_OK) {

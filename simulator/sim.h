@@ -121,11 +121,97 @@ int sim_price_month(const struct sim_month *m,
                     const bool *active, enum sim_feed how,
                     struct sim_priced *out, struct sim_err *e);
 
+/* ---- plan tiers and limits (limits.c) --------------------------------- */
+
+/*
+ * What a month's sessions measure against a plan's limits, whatever the
+ * book (docs/simulator.md, "Plan tiers and limits"):
+ * - peak_running: the most sandboxes running at one second of the
+ *   month. Paused ones do not count: providers count running sandboxes
+ *   (E2B: "only running sandboxes count toward your concurrency limit").
+ * - longest_run_s: the longest stretch a sandbox runs without a pause,
+ *   of the stretches with a second in the month, counted whole (before
+ *   and after it too). A pause ends it: providers limit how long a
+ *   sandbox runs ("pausing resets the runtime window"), not how long it
+ *   is kept; a session that is never paused is one stretch.
+ * - peak_disk_bytes: the largest total disk held, running or paused, at
+ *   one second of the month (section 15's max_storage).
+ * Replay fills it from stored usage the same way.
+ */
+struct sim_month_use {
+    uint64_t peak_running;
+    uint64_t longest_run_s;
+    uint64_t peak_disk_bytes;
+};
+
+/* Measures m into *u. -1 (e set) when out of memory. */
+int sim_month_measure(const struct sim_month *m, struct sim_month_use *u,
+                      struct sim_err *e);
+
+/* The limits a month is checked against, in the order reported. */
+enum sim_limit {
+    SIM_LIMIT_CONCURRENCY, /* sandboxes running at once */
+    SIM_LIMIT_SESSION,     /* seconds running without a pause */
+    SIM_LIMIT_RUNS,        /* the caps of section 15, from here on */
+    SIM_LIMIT_CPU_HOURS,
+    SIM_LIMIT_MEMORY_HOURS,
+    SIM_LIMIT_EGRESS_GB,
+    SIM_LIMIT_STORAGE,
+    SIM_NLIMITS
+};
+/* Their names in JSON: "concurrency", "session_length", "runs", ... */
+extern const char *const sim_limit_names[SIM_NLIMITS];
+
+/* One month of a workload on one book's plan. */
+struct sim_plan_month {
+    int addon;                    /* -1: the plan itself; else the index
+                                     of the add-on bought */
+    struct pricing_dec addon_fee; /* its monthly fee; 0 without */
+    unsigned broken;              /* bit 1 << SIM_LIMIT_x: broken */
+    /* What the month measures, per limit, in the limit's unit: sandboxes,
+     * seconds, runs, vCPU-hours, memory unit-hours, GB, storage units
+     * (12 decimals, half to even). */
+    struct pricing_dec used[SIM_NLIMITS];
+};
+
+/*
+ * Checks a month (u, and q, the quantities of its statement on b)
+ * against b's plan. Concurrency: the plan if the month fits it, else
+ * the cheapest add-on that fits (the first on a tie), else broken (and
+ * no add-on is bought: none would make it fit). Every other limit is
+ * broken when the month is above it; exactly at the limit fits.
+ * Comparisons are exact (integers against the book's decimals). q NULL:
+ * the caps are not checked.
+ */
+void sim_plan_check(const struct pricing_book *b, const struct sim_month_use *u,
+                    const struct pricing_quantities *q,
+                    struct sim_plan_month *out);
+
+/* Whether b has limit l; its value (in the unit of struct
+ * sim_plan_month's used) and the unit's name ("sandboxes", "s", "runs",
+ * "CPU-hours", "GB-hours" or "GiB-hours", "GB", "GB" or "GiB") go to
+ * *value and *unit when they are not NULL. */
+bool sim_limit_of(const struct pricing_book *b, enum sim_limit l,
+                  struct pricing_dec *value, const char **unit);
+
+/*
+ * A broken limit named for people: the measured value, the limit and
+ * the book, e.g. "sessions of 3 h exceed a 1 h session limit on
+ * novita-free", "412 sandboxes at once exceed novita-paid's 100 (no
+ * add-on fits)", "9.5 CPU-hours exceed vercel-hobby's cap of 5". used
+ * is in the unit of struct sim_plan_month. Returns the length, as
+ * snprintf; 256 bytes always suffice.
+ */
+size_t sim_limit_message(const struct pricing_book *b, enum sim_limit l,
+                         struct pricing_dec used, char *buf, size_t n);
+
 /* ---- Monte Carlo (montecarlo.c) ------------------------------------- */
 
-/* The line kinds costsim breaks costs into, in statement order; lines of
+/* The line kinds costsim breaks costs into, in statement order (a
+ * credit_grant line ends a first month's statement), then "addon" (a
+ * plan add-on's fee: the simulator's, not the engine's); lines of
  * another kind go to the last, "other". */
-#define SIM_NKINDS 13
+#define SIM_NKINDS 14
 extern const char *const sim_line_kinds[SIM_NKINDS];
 
 struct sim_mc_opts {
@@ -152,6 +238,14 @@ struct sim_book_stats {
     struct pricing_dec *sorted; /* the same, ascending */
     struct pricing_dec kind_sum[SIM_NKINDS]; /* lines summed over trials */
     uint64_t sessions; /* sessions started, summed over its trials */
+    /* Plan limits over the trials (sim_plan_check): how many broke each
+     * limit and the largest value measured for it, how many bought each
+     * option (on_option[0] the plan itself, [1 + k] add-on k), and how
+     * many broke none. */
+    uint64_t broken[SIM_NLIMITS];
+    struct pricing_dec worst[SIM_NLIMITS];
+    uint64_t on_option[1 + PRICING_ADDONS_MAX];
+    uint64_t fits;
     /* Statistics over the totals as doubles (GSL): the sample mean, the
      * half-width of its 95% interval (Student t), and whether that
      * half-width met the precision. */
@@ -181,6 +275,19 @@ int sim_monte_carlo(const struct sim_profile *p,
                     const struct sim_mc_opts *o, struct sim_mc_result *out,
                     struct sim_err *e);
 void sim_mc_result_release(struct sim_mc_result *r);
+
+/*
+ * The tier chosen among the books of one provider (pricing_book_provider):
+ * the index, into books, of the cheapest by exact mean monthly total
+ * (add-on fees included; the first on a tie) among those that priced the
+ * workload and broke no limit in any trial; -1 if none did, or no book
+ * has that provider.
+ */
+int sim_tier_choose(const struct pricing_book *const *books,
+                    const struct sim_book_stats *stats, size_t nbooks,
+                    const char *provider);
+/* The exact mean of b's totals (0 without trials). */
+struct pricing_dec sim_book_mean(const struct sim_book_stats *b);
 
 /* ---- sensitivity and break-even (sens.c) ------------------------------- */
 

@@ -95,7 +95,7 @@ rows = list(csv.DictReader(raw.splitlines(), strict=True))
 books = json.load(open(sys.argv[2]))["books"]
 assert [r["book"] for r in rows] == [b["id"] for b in books], "same books, same order"
 kinds = [k[5:] for k in rows[0] if k.startswith("line_")]
-assert len(kinds) == 13, kinds
+assert len(kinds) == 14, kinds
 for r, b in zip(rows, books):
     for k in ("file", "currency", "source", "as_of"):
         assert r[k] == b[k], (b["id"], k, r[k], b[k])
@@ -111,7 +111,7 @@ for r, b in zip(rows, books):
     for k in kinds:
         assert r["line_" + k] == b["lines"].get(k, "0.000000"), (b["id"], k)
     lines = sum(Decimal(r["line_" + k]) for k in kinds)
-    assert abs(lines - Decimal(r["mean"])) <= Decimal("0.005") + 13 * Decimal("0.0000005"), \
+    assert abs(lines - Decimal(r["mean"])) <= Decimal("0.005") + 14 * Decimal("0.0000005"), \
         (b["id"], lines, r["mean"])
 print(len(rows), "rows")
 PY
@@ -214,6 +214,77 @@ expect_status 0 "$COSTSIM" --profile big.json --books "$books" --max-trials 2 \
 contains "$out" "month 2026-11 (the first: grants received)" "the table says so"
 expect_status 2 "$COSTSIM" --profile daytona.json --month 2026-13
 contains "$err" "--month '2026-13' is not a month YYYY-MM" "bad month"
+
+# Plan tiers and limits: 21 sandboxes at once for 1 h 30 min break
+# e2b-hobby's 20 and 1 h and novita-free's 5 and 1 h; e2b-pro (100,
+# 24 h) and novita-paid (100, 3 h) fit, and are the tiers chosen. The
+# books that break a limit keep their price and are flagged.
+mkdir books
+cp "$books"/e2b-hobby.json "$books"/e2b-pro.json "$books"/novita-free.json \
+    "$books"/novita-paid.json books/
+cat >tiers.json <<'JSON'
+{"name": "tiers",
+ "sessions": {"per_month": 1, "batch": 21,
+              "length": {"dist": "fixed", "value": 5400}},
+ "sandbox": {"vcpu": 1, "memory_gib": 1, "disk_gib": 0}}
+JSON
+expect_status 0 "$COSTSIM" --profile tiers.json --books books --max-trials 8
+contains "$out" "limit broken: 21 sandboxes at once exceed e2b-hobby's 20 (no add-on fits) (8 of 8 months)" "e2b-hobby's concurrency"
+contains "$out" "limit broken: sessions of 1 h 30 min exceed a 1 h session limit on e2b-hobby (8 of 8 months)" "e2b-hobby's session length"
+contains "$out" "limit broken: 21 sandboxes at once exceed novita-free's 5 (no add-on fits) (8 of 8 months)" "novita-free's concurrency"
+contains "$out" "limit broken: sessions of 1 h 30 min exceed a 1 h session limit on novita-free (8 of 8 months)" "novita-free's session length"
+grep -q '^e2b-hobby  *USD  *[0-9][0-9]*\.[0-9][0-9] ' <<<"$out" ||
+    fail "e2b-hobby breaks its limits and still has its price: $out"
+[ "$(grep -c '^    limits: none broken$' <<<"$out")" = 2 ] ||
+    fail "e2b-pro and novita-paid are within their limits: $out"
+contains "$out" "tier chosen per provider" "the tiers' summary"
+grep -q '^  e2b  *e2b-pro (mean [0-9.]* USD)$' <<<"$out" ||
+    fail "e2b's tier is e2b-pro: $out"
+grep -q '^  novita  *novita-paid (mean [0-9.]* USD)$' <<<"$out" ||
+    fail "novita's tier is novita-paid: $out"
+expect_status 0 "$COSTSIM" --profile tiers.json --books books --max-trials 8 \
+    --format json
+jq -e '[.tiers[] | {(.provider): .chosen}] | add == {"e2b": "e2b-pro", "novita": "novita-paid"}' \
+    <<<"$out" >/dev/null || fail "json: the tiers chosen: $out"
+jq -e '.books[] | select(.id == "e2b-hobby") | .priced and .plan.fits == false and
+    .plan.months_within_limits == 0 and .provider == "e2b" and
+    ([.plan.limits[] | select(.months_broken == 8) | .message] ==
+     ["21 sandboxes at once exceed e2b-hobby'"'"'s 20 (no add-on fits)",
+      "sessions of 1 h 30 min exceed a 1 h session limit on e2b-hobby"]) and
+    ([.plan.limits[] | {limit, value, worst, unit}] ==
+     [{"limit": "concurrency", "value": "20", "worst": "21", "unit": "sandboxes"},
+      {"limit": "session_length", "value": "3600", "worst": "5400", "unit": "s"}])' \
+    <<<"$out" >/dev/null || fail "json: e2b-hobby's broken limits: $out"
+jq -e '.books[] | select(.id == "novita-free") | .plan.fits == false and
+    ([.plan.limits[] | .share_broken] == [1, 1])' <<<"$out" >/dev/null ||
+    fail "json: novita-free's broken limits: $out"
+jq -e '[.books[] | select(.id == "e2b-pro" or .id == "novita-paid") |
+    .plan.fits and ([.plan.limits[] | .months_broken] == [0, 0])] == [true, true]' \
+    <<<"$out" >/dev/null || fail "json: e2b-pro and novita-paid fit: $out"
+
+# 101 at once: e2b-pro buys its cheapest add-on that fits (Pro+, 600 for
+# 500 a month) every month, its fee an addon line on top of the engine's
+# total; novita-paid's 100 has no add-on, so no Novita tier fits.
+sed 's/"batch": 21/"batch": 101/; s/"value": 5400/"value": 600/' tiers.json >addon.json
+expect_status 0 "$COSTSIM" --profile addon.json --books books --max-trials 8
+contains "$out" "    add-on: pro-plus (500.00 a month, 600 at once) in 8 of 8 months" "the add-on bought"
+contains "$out" "limit broken: 101 sandboxes at once exceed novita-paid's 100 (no add-on fits) (8 of 8 months)" "novita-paid's concurrency"
+grep -q '^  e2b  *e2b-pro (mean [0-9.]* USD; add-on pro-plus in 8 of 8 months)$' <<<"$out" ||
+    fail "e2b's tier is e2b-pro with pro-plus: $out"
+contains "$out" "  novita           none fits (novita-free: 1 limit broken; novita-paid: 1 limit broken)" "no novita tier fits"
+expect_status 0 "$COSTSIM" --profile addon.json --books books --max-trials 8 \
+    --format json
+jq -e '(.books[] | select(.id == "e2b-pro")) as $pro |
+    (.books[] | select(.id == "e2b-hobby")) as $hobby |
+    $pro.lines.addon == "500.000000" and $pro.lines.subscription == "150.000000" and
+    $pro.lines.cpu == $hobby.lines.cpu and $pro.lines.memory == $hobby.lines.memory and
+    (($pro.mean | tonumber) - ($hobby.mean | tonumber) - 650 | fabs) < 0.000001 and
+    $pro.plan.addons == [{"name": "pro-plus", "max_concurrency": 600,
+        "monthly_fee": "500.000000", "months": 8, "share": 1}] and
+    $pro.plan.fits' <<<"$out" >/dev/null ||
+    fail "json: e2b-pro's add-on is added to its cost: $out"
+jq -e '[.tiers[] | {(.provider): .chosen}] | add == {"e2b": "e2b-pro", "novita": null}' \
+    <<<"$out" >/dev/null || fail "json: no novita tier: $out"
 
 # Bad profiles: the key and the value.
 cat >bad.json <<'JSON'

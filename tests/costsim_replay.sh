@@ -6,7 +6,10 @@
 # book's own rates; every shipped book listed with source and as_of;
 # the JSON lines of each book summing to its total; usage a quarantine
 # set aside left out; the peak concurrency and the longest session; the
-# account's own book against its invoice; usage errors (exit 2, the
+# plan limits each book breaks (a 2 h session; 101 sandboxes and 101 GB
+# of disk at once: an add-on, a concurrency no add-on fits, storage
+# caps); the account's own book against its invoice; usage errors (exit
+# 2, the
 # option and value named), an unknown account and an unreachable
 # database (exit 1, named); and that replay writes nothing (no
 # transaction id consumed, no row changed).
@@ -51,6 +54,7 @@ ctl books add e2b-pro.json >/dev/null || fail "books add"
 ctl accounts add acme --name "Acme Corp" --book e2b-pro --from 2026-01-01 >/dev/null || fail "accounts add acme"
 ctl accounts add quiet --book e2b-pro --from 2026-01-01 >/dev/null || fail "accounts add quiet"
 ctl accounts add many >/dev/null || fail "accounts add many"
+ctl accounts add burst >/dev/null || fail "accounts add burst"
 HOST=$(ctl keys create --role host --name good)
 LEAKED=$(ctl keys create --role host --name leaked)
 leaked=$(ctl keys list | awk '$NF == "leaked" { print $1 }')
@@ -92,6 +96,15 @@ many() { # SANDBOX START SECONDS STATE
     printf '{"account_id":"many","sandbox_id":"%s","start":%d,"seconds":%d,"state":%s,"vcpu":1,"cpu_used":1,"mem_bytes":0,"disk_bytes":0}' "$@"
 }
 post "$HOST" "{\"sandboxes\":[$(many x $T2 10000 "$(turns running)"),$(many y $((T2 + 1)) 9999 '"running"'),$(many z $T2 10000 "$(turns paused)")]}"
+# burst, on no book: 101 sandboxes running 60 s at once, each holding
+# 1 GB of disk (10^9 bytes), then 60 s paused, still holding it.
+T3=$((JAN + 20 * 86400))
+states=$(jq -nc '[range(120) | if . < 60 then "running" else "paused" end]')
+burst() { # SANDBOX
+    printf '{"account_id":"burst","sandbox_id":"%s","start":%d,"seconds":120,"state":%s,"vcpu":1,"cpu_used":1,"mem_bytes":%d,"disk_bytes":1000000000}' \
+        "$1" "$T3" "$states" "$GIB"
+}
+post "$HOST" "{\"sandboxes\":[$(for i in $(seq 101); do printf '%s%s' "$([ "$i" = 1 ] || echo ,)" "$(burst b-$i)"; done)]}"
 # Usage of a leaked key, then set aside: 4 vCPU for a day, which would
 # also be the longest session and add to the peak.
 post "$LEAKED" "{\"sandboxes\":[$(run q-1 $((JAN + 1000)) 86400 4 8)]}"
@@ -198,10 +211,31 @@ jq -e --arg peak "$(date -u -d @$((JAN + 1800)) +%Y-%m-%dT%H:%M:%SZ)" \
     '.usage == {"sandboxes": 3, "running_seconds": 13500, "paused_seconds": 600,
       "sessions": 4, "peak_concurrency": 2, "peak_at": $peak,
       "longest_session_s": 7200,
-      "longest_session": {"sandbox_id": "a-3", "start": $long, "seconds": 7200}}' \
+      "longest_session": {"sandbox_id": "a-3", "start": $long, "seconds": 7200},
+      "peak_disk_bytes": 0}' \
     <<<"$json" >/dev/null || fail "usage facts: $(jq -c .usage <<<"$json")"
 checks=$((checks + 1))
-[ "$(jq -r .limits_checked <<<"$json")" = false ] || fail "limits_checked"
+[ "$(jq -r .limits_checked <<<"$json")" = true ] || fail "limits_checked"
+
+# The limits each book's plan sets, against those facts: a-3's 2 h
+# session breaks E2B Hobby's and Novita Free's 1 h and Vercel Hobby's
+# 45 min; Vercel Hobby's cap of 5 CPU-hours is broken by 8 x 1 h + 2 x
+# 45 min + 1 x 2 h = 11.5; E2B Pro and Novita Paid fit, as does a book
+# with no limits.
+checks=$((checks + 1))
+jq -e '(.books | map({(.id): .}) | add) as $b |
+    $b["e2b-hobby"].limits == [{"limit": "session_length", "value": "3600",
+        "unit": "s", "used": "7200",
+        "message": "sessions of 2 h exceed a 1 h session limit on e2b-hobby"}] and
+    ($b["novita-free"].limits | map(.message)) ==
+        ["sessions of 2 h exceed a 1 h session limit on novita-free"] and
+    ($b["vercel-hobby"].limits | map(.message)) ==
+        ["sessions of 2 h exceed a 45 min session limit on vercel-hobby",
+         "11.5 CPU-hours exceed vercel-hobby'"'"'s cap of 5"] and
+    $b["e2b-pro"].limits == [] and $b["novita-paid"].limits == [] and
+    $b["aws-fargate"].limits == [] and
+    ([.books[] | select(.priced) | .addon] | unique) == [null]' <<<"$json" >/dev/null ||
+    fail "limits: $(jq -c '[.books[] | {id, limits, addon}]' <<<"$json")"
 
 # The account's own book, rated as the invoice run would; no invoice yet.
 checks=$((checks + 1))
@@ -221,13 +255,45 @@ jq -e --arg peak "$(date -u -d @$((T2 + 1)) +%Y-%m-%dT%H:%M:%SZ)" \
     '.usage == {"sandboxes": 3, "running_seconds": 19999, "paused_seconds": 10000,
       "sessions": 10001, "peak_concurrency": 2, "peak_at": $peak,
       "longest_session_s": 9999,
-      "longest_session": {"sandbox_id": "y", "start": $peak, "seconds": 9999}} and
+      "longest_session": {"sandbox_id": "y", "start": $peak, "seconds": 9999},
+      "peak_disk_bytes": 0} and
      .account_books == {"parts": [], "priced": false} and .invoice == null and
      ([.books[] | select(.account_book)] | length) == 0' <<<"$out" >/dev/null ||
     fail "many: $(jq -c '.usage, .account_books' <<<"$out")"
 
+# 101 sandboxes and 101 GB at once: E2B Pro needs Pro+ (600 at once for
+# 500 a month), its total with it 500 more; Novita Paid's 100 has no
+# add-on; Daytona's 30 GiB and Vercel Hobby's 15 GB of storage are
+# broken by 101 GB (94.063580036163330078125 GiB).
+expect_status 0 replay --account burst --period 2026-01 --db "$db" --format json
+checks=$((checks + 1))
+jq -e '(.books | map({(.id): .}) | add) as $b |
+    .usage.peak_concurrency == 101 and .usage.peak_disk_bytes == 101000000000 and
+    .usage.longest_session_s == 60 and
+    $b["e2b-pro"].limits == [] and
+    ($b["e2b-pro"].addon | del(.total_with_addon)) ==
+        {"name": "pro-plus", "max_concurrency": 600, "monthly_fee": "500.000000"} and
+    (($b["e2b-pro"].addon.total_with_addon | tonumber) -
+     ($b["e2b-pro"].total | tonumber) - 500 | fabs) < 0.001 and
+    ($b["novita-paid"].limits | map(.message)) ==
+        ["101 sandboxes at once exceed novita-paid'"'"'s 100 (no add-on fits)"] and
+    $b["daytona"].limits == [{"limit": "storage", "value": "30", "unit": "GiB",
+        "used": "94.063580036163",
+        "message": "94.06 GiB of storage at once exceed daytona'"'"'s cap of 30"}] and
+    ($b["vercel-hobby"].limits | map(.message)) ==
+        ["101 sandboxes at once exceed vercel-hobby'"'"'s 10 (no add-on fits)",
+         "101 GB of storage at once exceed vercel-hobby'"'"'s cap of 15"]' \
+    <<<"$out" >/dev/null ||
+    fail "burst: $(jq -c '.usage, [.books[] | {id, total, limits, addon}]' <<<"$out")"
+expect_status 0 replay --account burst --period 2026-01 --db "$db"
+contains "$out" "peak disk: 101000000000 bytes held at once" "table: peak disk"
+contains "$out" "    add-on needed: pro-plus (500.00 a month, 600 at once) for 101 sandboxes at once; the total with it " "table: the add-on"
+contains "$out" "    limit broken: 101 sandboxes at once exceed e2b-hobby's 20 (no add-on fits)" "table: a broken limit"
+
 # --- the table -------------------------------------------------------------------
 expect_status 0 replay --account acme --period 2026-01 --db "$db"
+contains "$out" "    limit broken: sessions of 2 h exceed a 1 h session limit on e2b-hobby" "table: e2b-hobby's session"
+contains "$out" "limits: checked per book below" "table: limits checked"
 contains "$out" "e2b-pro                    USD  $(printf '%14s' "$total")  (the account's book)" "table: e2b-pro's total"
 contains "$out" "peak concurrency: 2 sandboxes running at once" "table: peak"
 contains "$out" "longest session: 7200 s, sandbox a-3" "table: longest session"

@@ -356,6 +356,32 @@ test_errors_v2(void)
     expect_error(WITH("\"subscription\": {\"monthly_fee\": \"1\", \"caps\": "
                       "{\"max_runs\": \"10\"}}"),
                  "subscription.caps.max_runs", "an integer");
+    {
+        /* At most PRICING_ADDONS_MAX add-ons: 16 load, 17 do not. */
+        char addons[1536] = "", body2[1600];
+        size_t len = 0;
+        for (int i = 0; i < PRICING_ADDONS_MAX + 1; i++) {
+            len +=
+                (size_t)snprintf(addons + len, sizeof(addons) - len,
+                                 "%s{\"name\": \"a%d\", \"max_concurrency\": "
+                                 "%d, \"monthly_fee\": \"1\"}",
+                                 i ? ", " : "", i, i + 1);
+            snprintf(body2, sizeof(body2),
+                     "\"subscription\": {\"monthly_fee\": \"1\", "
+                     "\"addons\": [%s]}",
+                     addons);
+            if (i == PRICING_ADDONS_MAX - 1)
+                expect_ok(WITH(body2));
+        }
+        expect_error(WITH(body2), "subscription.addons",
+                     "17 add-ons: at most 16");
+    }
+    /* the provider: an id */
+    expect_ok(WITH("\"provider\": \"e2b\""));
+    expect_error(WITH("\"provider\": \"e 2 b\""), "provider",
+                 "'e 2 b' is not 1-64 of");
+    expect_error(WITH("\"provider\": 7"), "provider", "expected a string");
+    expect_error(WITH("\"provider\": null"), "provider", "expected a string");
 #undef WITH
 #undef CPU
 #undef MEM
@@ -1045,6 +1071,116 @@ test_v2_rating(void)
     nst = 0;
 }
 
+/* A decimal as text, for comparisons. */
+static const char *
+dec(struct pricing_dec d, char *buf)
+{
+    pricing_dec_format(d, 2, buf, 48);
+    return buf;
+}
+
+/*
+ * The plan limits as the accessor gives them (rules section 15), read
+ * from the shipped books: limits, add-ons, caps and their units; and
+ * the provider of each book, so that a provider's books are its tiers.
+ */
+static void
+test_limits_accessor(void)
+{
+    char buf[48];
+    struct pricing_book *b = shipped("e2b-pro");
+    const struct pricing_limits *l = b ? pricing_book_limits(b) : NULL;
+    if (l) {
+        CHECK(l->max_concurrency == 100 && l->max_session_s == 86400);
+        CHECK(l->naddons == 2);
+        CHECK_STR(l->addons[0].name, "pro-plus");
+        CHECK(l->addons[0].max_concurrency == 600);
+        CHECK_STR(dec(l->addons[0].monthly_fee, buf), "500.00");
+        CHECK_STR(l->addons[1].name, "pro-plus-plus");
+        CHECK(l->addons[1].max_concurrency == 1100);
+        CHECK_STR(dec(l->addons[1].monthly_fee, buf), "1000.00");
+        for (int c = 0; c < PRICING_NCAPS; c++)
+            CHECK(!l->has_cap[c]);
+        CHECK_STR(pricing_book_provider(b), "e2b");
+    }
+    pricing_book_free(b);
+    /* Vercel Hobby: every cap, memory and storage in GB. */
+    b = shipped("vercel-hobby");
+    l = b ? pricing_book_limits(b) : NULL;
+    if (l) {
+        CHECK(l->max_concurrency == 10 && l->max_session_s == 2700);
+        CHECK(l->naddons == 0);
+        static const char *const want[PRICING_NCAPS] = {
+            "5000.00", "5.00", "420.00", "20.00", "15.00"};
+        for (int c = 0; c < PRICING_NCAPS; c++) {
+            CHECK(l->has_cap[c]);
+            CHECK_STR(dec(l->cap[c], buf), want[c]);
+        }
+        CHECK(l->memory_unit_bytes == 1000000000 &&
+              l->storage_unit_bytes == 1000000000);
+        CHECK_STR(pricing_book_provider(b), "vercel");
+    }
+    pricing_book_free(b);
+    /* Daytona: one cap, storage in GiB (the default unit). */
+    b = shipped("daytona");
+    l = b ? pricing_book_limits(b) : NULL;
+    if (l) {
+        CHECK(l->max_concurrency == 0 && l->max_session_s == 0);
+        CHECK(l->has_cap[PRICING_CAP_STORAGE] && !l->has_cap[PRICING_CAP_RUNS]);
+        CHECK_STR(dec(l->cap[PRICING_CAP_STORAGE], buf), "30.00");
+        CHECK(l->storage_unit_bytes == (uint64_t)1 << 30);
+    }
+    pricing_book_free(b);
+    /* No subscription: no limit. */
+    b = shipped("aws-fargate");
+    l = b ? pricing_book_limits(b) : NULL;
+    if (l)
+        CHECK(l->max_concurrency == 0 && l->max_session_s == 0 &&
+              l->naddons == 0 && !l->has_cap[PRICING_CAP_RUNS]);
+    pricing_book_free(b);
+    /* Every shipped book names its provider; the tiers of one provider
+     * are the books that share it. */
+    static const struct {
+        const char *id, *provider;
+    } providers[] = {
+        {"aws-fargate", "aws-fargate"},
+        {"aws-lambda", "aws-lambda"},
+        {"blaxel", "blaxel"},
+        {"cloudflare-workers-paid", "cloudflare"},
+        {"codesandbox-build", "codesandbox"},
+        {"daytona", "daytona"},
+        {"dedalus-hobby", "dedalus"},
+        {"dedalus-pro", "dedalus"},
+        {"e2b-hobby", "e2b"},
+        {"e2b-pro", "e2b"},
+        {"fly-machines", "fly-machines"},
+        {"fly-sprites-level10", "fly-sprites"},
+        {"fly-sprites-payg", "fly-sprites"},
+        {"gcp-cloud-run", "gcp-cloud-run"},
+        {"modal-starter", "modal"},
+        {"modal-team", "modal"},
+        {"novita-free", "novita"},
+        {"novita-paid", "novita"},
+        {"runloop", "runloop"},
+        {"vercel-hobby", "vercel"},
+        {"vercel-pro", "vercel"},
+    };
+    CHECK(sizeof(providers) / sizeof(providers[0]) == NPINNED);
+    for (size_t i = 0; i < sizeof(providers) / sizeof(providers[0]); i++) {
+        b = shipped(providers[i].id);
+        if (b)
+            CHECK_STR(pricing_book_provider(b), providers[i].provider);
+        pricing_book_free(b);
+    }
+    /* Without the key, no provider. */
+    char json[1024];
+    struct pricing_err e = {{0}};
+    snprintf(json, sizeof(json), base, dims);
+    b = pricing_book_parse(json, strlen(json), NULL, &e);
+    CHECK(b && strcmp(pricing_book_provider(b), "") == 0);
+    pricing_book_free(b);
+}
+
 int
 main(void)
 {
@@ -1054,5 +1190,6 @@ main(void)
     test_unsupported_pinned();
     test_v2_keys();
     test_v2_rating();
+    test_limits_accessor();
     return test_result();
 }

@@ -199,7 +199,7 @@ test_csv(const struct cs_run *run)
         "line_cpu,line_memory,line_instance,line_storage,line_egress,"
         "line_runs,line_autopause_credit,line_subscription,"
         "line_included_credit,line_promotional_credit,line_minimum_commit,"
-        "line_credit_grant,line_other,source,as_of\r\n";
+        "line_credit_grant,line_addon,line_other,source,as_of\r\n";
     CHECK(strncmp(csv, header, strlen(header)) == 0);
     /* The cheapest first; a text that would start a formula is quoted
      * with a leading '; numbers are not. */
@@ -208,7 +208,8 @@ test_csv(const struct cs_run *run)
         "fly-machines,fly-machines.json,USD,true,,4,true,5.000000,0.000000,"
         "5.00,5.00,5.00,50.000000,100.000000,0.000000,0.000000,0.000000,"
         "0.000000,0.000000,0.000000,0.000000,5.000000,0.000000,0.000000,"
-        "0.000000,0.000000,0.000000,http://fly.example/pricing.,\"'=HYPERLINK(\"\"x\"\")"
+        "0.000000,0.000000,0.000000,0.000000,http://fly.example/"
+        "pricing.,\"'=HYPERLINK(\"\"x\"\")"
         "\"\r\n";
     CHECK(strncmp(row1, fly, strlen(fly)) == 0);
     /* Nearest rank of 4 sorted trials: p5 the 1st, p50 the 2nd, p95 the
@@ -217,7 +218,8 @@ test_csv(const struct cs_run *run)
         "e2b-pro,e2b-pro.json,USD,true,,4,true,11.500000,2.050000,10.00,"
         "11.00,13.00,115.000000,100.000000,7.500000,5.000000,0.000000,"
         "0.000000,0.000000,0.000000,0.000000,0.000000,-1.000000,0.000000,"
-        "0.000000,0.000000,0.000000,\"javascript:alert(1) https://example.com/p?a=1&b=2"
+        "0.000000,0.000000,0.000000,0.000000,\"javascript:alert(1) "
+        "https://example.com/p?a=1&b=2"
         " ; \"\"quoted, with a comma\"\"\",2026-01-01 <i>\r\n";
     CHECK(strstr(csv, e2b) != NULL);
     static const char lambda[] =

@@ -9,6 +9,8 @@
 
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "sim.h"
 
 /* A book as costsim shows it: the engine's book and what the file says
@@ -60,5 +62,18 @@ int cs_print_table(FILE *f, const struct cs_run *run);
 int cs_print_json(FILE *f, const struct cs_run *run);
 int cs_print_csv(FILE *f, const struct cs_run *run);
 int cs_print_html(FILE *f, const struct cs_run *run);
+
+/* Plan tiers and limits (costsim_limits.c). Under book i of the table:
+ * the add-ons its months bought and the limits they broke, named. */
+void cs_print_plan(FILE *f, const struct cs_run *run, size_t i);
+/* After the table's books: the tier chosen per provider and a note on
+ * how limits are checked. -1 when out of memory. */
+int cs_print_tiers(FILE *f, const struct cs_run *run);
+/* Sets book i's "provider" and, if it priced, "plan" (its add-ons and
+ * limits) in its JSON object; -1 when out of memory. */
+int cs_plan_json(json_t *book, const struct cs_run *run, size_t i);
+/* Sets root's "tiers" (per provider, the books and the one chosen) and
+ * "limits_note"; -1 when out of memory. */
+int cs_tiers_json(json_t *root, const struct cs_run *run);
 
 #endif

@@ -22,11 +22,7 @@ const char cs_stats_note[] =
 struct pricing_dec
 cs_mean(const struct sim_book_stats *b)
 {
-    struct pricing_dec sum = {0};
-    for (size_t i = 0; i < b->trials; i++)
-        if (pricing_dec_add(sum, b->totals[i], &sum) != PRICING_OK)
-            return (struct pricing_dec){0}; /* cannot: totals are small */
-    return sim_dec_div(sum, b->trials);
+    return sim_book_mean(b);
 }
 
 struct pricing_dec
@@ -133,11 +129,14 @@ cs_print_table(FILE *f, const struct cs_run *run)
                 any = true;
             }
             fprintf(f, "%s\n", any ? "" : " none");
+            cs_print_plan(f, run, i);
         }
         fprintf(f, "    source: %s\n", bk->source[0] ? bk->source : "-");
         fprintf(f, "    as_of: %s\n", bk->as_of[0] ? bk->as_of : "-");
     }
-    int rc = run->tornado ? cs_print_tornado(f, run, o) : 0;
+    int rc = cs_print_tiers(f, run);
+    if (rc == 0 && run->tornado)
+        rc = cs_print_tornado(f, run, o);
     free(o);
     return rc;
 }
@@ -228,10 +227,12 @@ cs_print_json(FILE *f, const struct cs_run *run)
         goto out;
     for (size_t k = 0; k < run->nbooks; k++) {
         json_t *x = book_json(&run->books[o[k]], &run->res->books[o[k]]);
-        if (!x || json_array_append_new(b, x) ||
+        if (!x || json_array_append_new(b, x) || cs_plan_json(x, run, o[k]) ||
             (run->tornado && cs_tornado_book_json(x, run, o[k]) < 0))
             goto out;
     }
+    if (cs_tiers_json(root, run) < 0)
+        goto out;
     if (json_dumpf(root, f, JSON_INDENT(2)) < 0)
         goto out;
     fputc('\n', f);

@@ -32,7 +32,7 @@
 static const char *const kind_colour[SIM_NKINDS] = {
     "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948",
     "#9c755f", "#e15759", "#bab0ac", "#ff9da7", "#86bcb6", "#d4a6c8",
-    "#7f7f7f",
+    "#d37295", "#7f7f7f",
 };
 #define LOW_COLOUR "#4e79a7"
 #define HIGH_COLOUR "#e15759"

@@ -6,9 +6,11 @@
  * (meter_usage_reader: quarantined usage is not in it), and teed: each
  * block goes to one pricing_rater per book, each scoped to the account's
  * period as if it had been on that book the whole month, to the facts a
- * plan's limits are about (peak concurrency, the longest session), and
- * to pricing_rate with the account's own books cut into parts, exactly
- * as the invoice run rates the period. No rule is applied here.
+ * plan's limits are about (peak concurrency, the longest session, the
+ * disk held at once), and to pricing_rate with the account's own books
+ * cut into parts, exactly as the invoice run rates the period. No rule
+ * is applied here; the limits are checked by the simulator's check
+ * (simulator/limits.c), the facts against each book's plan.
  *
  * Read-only: the session is made read-only (default_transaction_read_
  * only) before anything is read, so that no statement of this program,
@@ -118,42 +120,95 @@ by_time(const void *x, const void *y)
 }
 
 /* Sorts the events and merges those of one second, dropping those that
- * change nothing: what is left is the count's steps. */
+ * change nothing: what is left is the level's steps. */
 static void
-coalesce(struct cs_usage_facts *f)
+coalesce(struct cs_replay_events *l)
 {
-    if (f->nev == 0)
+    if (l->n == 0)
         return;
-    qsort(f->ev, f->nev, sizeof(*f->ev), by_time);
+    qsort(l->ev, l->n, sizeof(*l->ev), by_time);
     size_t k = 0;
-    for (size_t i = 0; i < f->nev; i++) {
-        if (k && f->ev[k - 1].t == f->ev[i].t)
-            f->ev[k - 1].d += f->ev[i].d;
+    for (size_t i = 0; i < l->n; i++) {
+        if (k && l->ev[k - 1].t == l->ev[i].t)
+            l->ev[k - 1].d += l->ev[i].d;
         else
-            f->ev[k++] = f->ev[i];
-        if (f->ev[k - 1].d == 0)
+            l->ev[k++] = l->ev[i];
+        if (l->ev[k - 1].d == 0)
             k--;
     }
-    f->nev = k;
+    l->n = k;
 }
 
 static int
-add_event(struct cs_usage_facts *f, int64_t t, int64_t d)
+add_event(struct cs_replay_events *l, int64_t t, int64_t d)
 {
-    if (f->nev == f->cap) {
-        coalesce(f);
+    if (l->n == l->cap) {
+        coalesce(l);
         /* Grown only when coalescing frees less than half: bounded by
-         * twice the seconds at which the count changes. */
-        if (f->cap == 0 || f->nev > f->cap / 2) {
-            size_t cap = f->cap ? 2 * f->cap : 4096;
-            struct cs_replay_event *p = realloc(f->ev, cap * sizeof(*p));
+         * twice the seconds at which the level changes. */
+        if (l->cap == 0 || l->n > l->cap / 2) {
+            size_t cap = l->cap ? 2 * l->cap : 4096;
+            struct cs_replay_event *p = realloc(l->ev, cap * sizeof(*p));
             if (!p)
                 return -1;
-            f->ev = p;
-            f->cap = cap;
+            l->ev = p;
+            l->cap = cap;
         }
     }
-    f->ev[f->nev++] = (struct cs_replay_event){t, d};
+    l->ev[l->n++] = (struct cs_replay_event){t, d};
+    return 0;
+}
+
+/* The highest level the steps of l reach, and the first second it is
+ * reached at; then l is emptied. */
+static uint64_t
+highest(struct cs_replay_events *l, int64_t *at)
+{
+    coalesce(l);
+    pricing_i128 level = 0, top = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        level += l->ev[i].d;
+        if (level > top) {
+            top = level;
+            if (at)
+                *at = l->ev[i].t;
+        }
+    }
+    free(l->ev);
+    l->ev = NULL;
+    l->n = l->cap = 0;
+    return top > (pricing_i128)UINT64_MAX ? UINT64_MAX : (uint64_t)top;
+}
+
+/* Ends the span of constant disk being read, if any. */
+static int
+close_disk(struct cs_usage_facts *f)
+{
+    if (!f->disk_open)
+        return 0;
+    f->disk_open = false;
+    int64_t d = f->disk > INT64_MAX ? INT64_MAX : (int64_t)f->disk;
+    return add_event(&f->disk_ev, f->disk_from, d) < 0 ||
+                   add_event(&f->disk_ev, f->disk_last + 1, -d) < 0
+               ? -1
+               : 0;
+}
+
+/* n seconds of the sandbox read, from ts, holding disk bytes (running
+ * or paused): spans of constant disk, ended by a change or a gap. */
+static int
+disk_seconds(struct cs_usage_facts *f, int64_t ts, uint64_t n, uint64_t disk)
+{
+    if (f->disk_open && ts == f->disk_last + 1 && disk == f->disk) {
+        f->disk_last += (int64_t)n;
+        return 0;
+    }
+    if (close_disk(f) < 0)
+        return -1;
+    f->disk_open = disk > 0;
+    f->disk_from = ts;
+    f->disk_last = ts + (int64_t)n - 1;
+    f->disk = disk;
     return 0;
 }
 
@@ -171,15 +226,19 @@ close_session(struct cs_usage_facts *f)
         f->longest_from = f->from;
         memcpy(f->longest_sandbox, f->sandbox, sizeof(f->sandbox));
     }
-    return add_event(f, f->from, 1) < 0 || add_event(f, f->last + 1, -1) < 0
+    return add_event(&f->run_ev, f->from, 1) < 0 ||
+                   add_event(&f->run_ev, f->last + 1, -1) < 0
                ? -1
                : 0;
 }
 
 /* n seconds of the sandbox read, from ts, running or paused. */
 static int
-facts_seconds(struct cs_usage_facts *f, int64_t ts, uint64_t n, bool running)
+facts_seconds(struct cs_usage_facts *f, int64_t ts, uint64_t n, bool running,
+              uint64_t disk)
 {
+    if (disk_seconds(f, ts, n, disk) < 0)
+        return -1;
     if (!running) {
         f->paused_s += n;
         return close_session(f);
@@ -201,7 +260,7 @@ static int
 facts_add(struct cs_usage_facts *f, const struct pricing_block *b)
 {
     if (strcmp(b->sandbox_id, f->sandbox) != 0) {
-        if (close_session(f) < 0)
+        if (close_session(f) < 0 || close_disk(f) < 0)
             return -1;
         snprintf(f->sandbox, sizeof(f->sandbox), "%s", b->sandbox_id);
         f->sandboxes++;
@@ -209,35 +268,27 @@ facts_add(struct cs_usage_facts *f, const struct pricing_block *b)
     if (b->runs) {
         for (size_t i = 0; i < b->nruns; i++)
             if (facts_seconds(f, b->runs[i].s.ts, b->runs[i].n,
-                              b->runs[i].s.vcpu > 0) < 0)
+                              b->runs[i].s.vcpu > 0,
+                              b->runs[i].s.disk_bytes) < 0)
                 return -1;
         return 0;
     }
     for (size_t i = 0; i < b->n; i++)
-        if (facts_seconds(f, b->s[i].ts, 1, b->s[i].vcpu > 0) < 0)
+        if (facts_seconds(f, b->s[i].ts, 1, b->s[i].vcpu > 0,
+                          b->s[i].disk_bytes) < 0)
             return -1;
     return 0;
 }
 
 /* Ends the input: the peak is the highest running count of the steps,
- * at the first second it is reached. */
+ * at the first second it is reached; the disk's peak likewise. */
 static int
 facts_finish(struct cs_usage_facts *f)
 {
-    if (close_session(f) < 0)
+    if (close_session(f) < 0 || close_disk(f) < 0)
         return -1;
-    coalesce(f);
-    int64_t running = 0;
-    for (size_t i = 0; i < f->nev; i++) {
-        running += f->ev[i].d;
-        if (running > 0 && (uint64_t)running > f->peak) {
-            f->peak = (uint64_t)running;
-            f->peak_at = f->ev[i].t;
-        }
-    }
-    free(f->ev);
-    f->ev = NULL;
-    f->nev = f->cap = 0;
+    f->peak = highest(&f->run_ev, &f->peak_at);
+    f->peak_disk = highest(&f->disk_ev, NULL);
     return 0;
 }
 
@@ -436,7 +487,8 @@ replay_release(struct cs_replay *rp)
         pricing_statements_free(rp->books[i].st, 1);
     }
     free(rp->books);
-    free(rp->facts.ev);
+    free(rp->facts.run_ev.ev);
+    free(rp->facts.disk_ev.ev);
     pricing_statements_free(rp->own, rp->nown);
     meter_account_period_release(&rp->period);
     report_invoice_release(&rp->inv);
@@ -493,15 +545,15 @@ cs_replay_main(int argc, char **argv)
     }
     if (replay_price(db, &rp, &e) < 0 || replay_invoice(db, &rp, &e) < 0)
         goto fail;
-    /*
-     * Limits: the simulator's check of a plan's limits (simulator/
-     * limits.c) is not in this tree yet. When it is, call it here for
-     * each priced book: rp.facts.peak against the plan's concurrency,
-     * rp.facts.longest_s against its session length, and the book's
-     * statement (its quantities, st->q) against its caps; keep what it
-     * names with the book and set rp.limits_checked, which the outputs
-     * read.
-     */
+    /* Limits: the month's facts and each priced book's statement
+     * against the book's plan (simulator/limits.c). */
+    const struct sim_month_use use = {rp.facts.peak, rp.facts.longest_s,
+                                      rp.facts.peak_disk};
+    for (size_t i = 0; i < n; i++)
+        if (!rp.books[i].failed)
+            sim_plan_check(books[i].book, &use, &rp.books[i].st->q,
+                           &rp.books[i].plan);
+    rp.limits_checked = true;
     if ((strcmp(a.format, "json") == 0 ? cs_replay_json(stdout, &rp)
                                        : cs_replay_table(stdout, &rp)) < 0) {
         meter_fail(&e, "cannot write the replay");

@@ -12,10 +12,17 @@
 #include "meter_db.h"
 #include "report.h"
 
-/* A change of the number of sandboxes running: d at second t. */
+/* A change of a level (sandboxes running, bytes of disk held): d at
+ * second t. */
 struct cs_replay_event {
     int64_t t;
     int64_t d;
+};
+
+/* A level's changes, coalesced by second as they accumulate. */
+struct cs_replay_events {
+    struct cs_replay_event *ev;
+    size_t n, cap;
 };
 
 /*
@@ -26,7 +33,9 @@ struct cs_replay_event {
  * concurrency is found from the sessions' starts and ends, coalesced by
  * second as they accumulate, so memory grows with the sessions (at most
  * with the distinct seconds where the count changes), never with the
- * samples.
+ * samples; the disk held at once likewise, from each sandbox's spans of
+ * constant disk (running or paused; a second without a sample holds
+ * none).
  */
 struct cs_usage_facts {
     uint64_t sandboxes;   /* with a stored second in the period */
@@ -38,13 +47,19 @@ struct cs_usage_facts {
     uint64_t longest_s;   /* the longest session's seconds */
     int64_t longest_from; /* its first second (when longest_s > 0) */
     char longest_sandbox[PRICING_ID_MAX + 1];
+    uint64_t peak_disk; /* most disk_bytes held at one second, summed */
     /* The stretch being read, of sandbox. */
     char sandbox[PRICING_ID_MAX + 1];
     bool open;
     int64_t from, last;
-    /* Starts (+1) and ends (-1) of sessions, coalesced by second. */
-    struct cs_replay_event *ev;
-    size_t nev, cap;
+    /* Starts (+1) and ends (-1) of sessions. */
+    struct cs_replay_events run_ev;
+    /* The span of constant disk being read, and the spans' starts
+     * (+disk) and ends (-disk). */
+    bool disk_open;
+    int64_t disk_from, disk_last;
+    uint64_t disk;
+    struct cs_replay_events disk_ev;
 };
 
 /* One book of --books: what it made of the month, or why it could not. */
@@ -55,6 +70,9 @@ struct cs_replay_book {
     struct pricing_err err;       /* when failed: the engine's message */
     struct pricing_statement *st; /* when not failed: one, owned */
     bool account_book; /* its id is the account's book at the period's end */
+    /* When not failed and limits_checked: the month against the book's
+     * plan (the add-on it needs, the limits it breaks). */
+    struct sim_plan_month plan;
 };
 
 struct cs_replay {
@@ -77,8 +95,7 @@ struct cs_replay {
     /* Its lines summed: this period's usage, late usage of earlier
      * periods, credit grants. */
     struct pricing_dec inv_usage, inv_late, inv_grants;
-    /* Whether each priced book's limits were checked (not yet: see the
-     * call site in replay.c). */
+    /* Whether each priced book's limits were checked (plan). */
     bool limits_checked;
 };
 

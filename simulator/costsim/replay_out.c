@@ -142,10 +142,51 @@ table_usage(FILE *f, const struct cs_replay *rp)
         fprintf(f, "longest session: %" PRIu64 " s, sandbox %s from %s\n",
                 u->longest_s, u->longest_sandbox,
                 rfc3339(u->longest_from, t, sizeof(t)));
+    fprintf(f, "peak disk: %" PRIu64 " bytes held at once\n", u->peak_disk);
     fprintf(f, "limits: %s\n",
             rp->limits_checked ? "checked per book below"
-                               : "not checked yet (docs/simulator.md); the "
-                                 "figures above are what they compare");
+                               : "not checked; the figures above are what "
+                                 "they compare");
+}
+
+/* Under a priced book: the add-on its plan needs, and every limit the
+ * month breaks on it, named (simulator/limits.c). */
+static void
+table_plan(FILE *f, const struct cs_replay *rp, const struct cs_replay_book *x)
+{
+    const struct pricing_book *b = x->bk->book;
+    const struct sim_plan_month *pm = &x->plan;
+    if (!rp->limits_checked || x->failed)
+        return;
+    bool any = pm->addon >= 0;
+    if (pm->addon >= 0) {
+        const struct pricing_addon *a =
+            &pricing_book_limits(b)->addons[pm->addon];
+        const char *cur = pricing_book_currency(b);
+        struct pricing_dec with;
+        char fee[48], t[48];
+        if (pricing_dec_add(x->st->total, a->monthly_fee, &with) != PRICING_OK)
+            with = x->st->total;
+        fprintf(f,
+                "    add-on needed: %s (%s a month, %u at once) for %" PRIu64
+                " sandboxes at once; the total with it %s\n",
+                a->name, fmt(a->monthly_fee, minor(cur), fee, sizeof(fee)),
+                a->max_concurrency, rp->facts.peak,
+                fmt(with, minor(cur), t, sizeof(t)));
+    }
+    for (int l = 0; l < SIM_NLIMITS; l++) {
+        char msg[256];
+        if (!(pm->broken & (1u << l)))
+            continue;
+        sim_limit_message(b, (enum sim_limit)l, pm->used[l], msg, sizeof(msg));
+        fprintf(f, "    limit broken: %s\n", msg);
+        any = true;
+    }
+    bool has = false;
+    for (int l = 0; l < SIM_NLIMITS; l++)
+        has |= sim_limit_of(b, (enum sim_limit)l, NULL, NULL);
+    if (!any && has)
+        fprintf(f, "    limits: none broken\n");
 }
 
 static void
@@ -224,6 +265,7 @@ cs_replay_table(FILE *f, const struct cs_replay *rp)
                     fmt(x->st->total, minor(cur), t, sizeof(t)),
                     x->account_book ? "  (the account's book)" : "");
             table_lines(f, x->st);
+            table_plan(f, rp, x);
         }
         fprintf(f, "    source: %s\n", x->bk->source[0] ? x->bk->source : "-");
         fprintf(f, "    as_of: %s\n", x->bk->as_of[0] ? x->bk->as_of : "-");
@@ -261,12 +303,13 @@ usage_json(const struct cs_replay *rp)
                         (json_int_t)u->longest_s)
             : json_null();
     return json_pack(
-        "{s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:o}", "sandboxes",
+        "{s:I, s:I, s:I, s:I, s:I, s:o, s:I, s:o, s:I}", "sandboxes",
         (json_int_t)u->sandboxes, "running_seconds", (json_int_t)u->running_s,
         "paused_seconds", (json_int_t)u->paused_s, "sessions",
         (json_int_t)u->sessions, "peak_concurrency", (json_int_t)u->peak,
         "peak_at", jtime(u->peak_at, u->peak > 0), "longest_session_s",
-        (json_int_t)u->longest_s, "longest_session", longest);
+        (json_int_t)u->longest_s, "longest_session", longest, "peak_disk_bytes",
+        (json_int_t)u->peak_disk);
 }
 
 /* A statement's lines, as report_statement_json writes them. */
@@ -279,8 +322,58 @@ lines_json(const struct pricing_statement *st)
     return lines;
 }
 
+/* The limits the month breaks on a priced book, each with the book's
+ * value, what the month measured (exact, in the limit's unit) and its
+ * message; [] when none; null when not checked. */
 static json_t *
-book_json(const struct cs_replay_book *x)
+limits_json(const struct cs_replay *rp, const struct cs_replay_book *x)
+{
+    const struct pricing_book *b = x->bk->book;
+    if (!rp->limits_checked)
+        return json_null();
+    json_t *arr = json_array();
+    for (int l = 0; arr && l < SIM_NLIMITS; l++) {
+        struct pricing_dec value;
+        const char *unit;
+        char v[48], u[48], msg[256];
+        if (!(x->plan.broken & (1u << l)))
+            continue;
+        sim_limit_of(b, (enum sim_limit)l, &value, &unit);
+        sim_limit_message(b, (enum sim_limit)l, x->plan.used[l], msg,
+                          sizeof(msg));
+        if (json_array_append_new(
+                arr, json_pack("{s:s, s:s, s:s, s:s, s:s}", "limit",
+                               sim_limit_names[l], "value",
+                               fmt_rate(value, v, sizeof(v)), "unit", unit,
+                               "used", fmt_rate(x->plan.used[l], u, sizeof(u)),
+                               "message", msg))) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+/* The add-on the book's plan needs for the month, or null. */
+static json_t *
+addon_json(const struct cs_replay *rp, const struct cs_replay_book *x)
+{
+    if (!rp->limits_checked || x->plan.addon < 0)
+        return json_null();
+    const struct pricing_addon *a =
+        &pricing_book_limits(x->bk->book)->addons[x->plan.addon];
+    const char *cur = pricing_book_currency(x->bk->book);
+    struct pricing_dec with;
+    if (pricing_dec_add(x->st->total, a->monthly_fee, &with) != PRICING_OK)
+        return NULL;
+    return json_pack("{s:s, s:I, s:o, s:o}", "name", a->name, "max_concurrency",
+                     (json_int_t)a->max_concurrency, "monthly_fee",
+                     jdec(a->monthly_fee, 6), "total_with_addon",
+                     jdec(with, minor(cur)));
+}
+
+static json_t *
+book_json(const struct cs_replay *rp, const struct cs_replay_book *x)
 {
     const char *cur = pricing_book_currency(x->bk->book);
     json_t *j =
@@ -296,8 +389,8 @@ book_json(const struct cs_replay_book *x)
     else
         ok = !json_object_set_new(j, "total", jdec(x->st->total, minor(cur))) &&
              !json_object_set_new(j, "lines", lines_json(x->st)) &&
-             /* null: not checked (see replay.c) */
-             !json_object_set_new(j, "limits", json_null());
+             !json_object_set_new(j, "limits", limits_json(rp, x)) &&
+             !json_object_set_new(j, "addon", addon_json(rp, x));
     if (!ok) {
         json_decref(j);
         return NULL;
@@ -369,7 +462,7 @@ cs_replay_json(FILE *f, const struct cs_replay *rp)
     if (!o || !books)
         goto out;
     for (size_t k = 0; k < rp->nbooks; k++) {
-        json_t *x = book_json(&rp->books[o[k]]);
+        json_t *x = book_json(rp, &rp->books[o[k]]);
         if (!x || json_array_append_new(books, x))
             goto out;
     }

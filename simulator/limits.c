@@ -1,0 +1,428 @@
+/*
+ * limits.c - plan tiers and limits (rules section 15): what a simulated
+ * month measures against a plan (sandboxes running at once, the longest
+ * stretch running without a pause, the disk held at once), the check of
+ * a month against a book's limits, add-ons and caps, the messages that
+ * name a broken limit, and the tier chosen among a provider's books.
+ *
+ * The limits are the book's, read through pricing_book_limits: nothing
+ * here restates a price. Rating ignores them, so the engine's statement
+ * is never changed; an add-on's fee is the simulator's addition to the
+ * month's cost (montecarlo.c adds it as an "addon" line). Comparisons
+ * with a limit are exact: integers against the book's decimals.
+ */
+#include "sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const sim_limit_names[SIM_NLIMITS] = {
+    "concurrency",  "session_length", "runs",    "cpu_hours",
+    "memory_hours", "egress_gb",      "storage",
+};
+
+/* ---- measuring a month ------------------------------------------------- */
+
+/* A change at time t: delta sandboxes running, or bytes of disk held. */
+struct edge {
+    int64_t t;
+    int64_t delta;
+};
+
+/* Ends before starts at the same second: [a, t) and [t, b) never
+ * overlap. */
+static int
+by_time(const void *x, const void *y)
+{
+    const struct edge *a = x, *b = y;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    return (a->delta > b->delta) - (a->delta < b->delta);
+}
+
+/* Adds [a, z) clipped to the month as two edges of delta. */
+static void
+add_span(const struct sim_month *m, int64_t a, int64_t z, int64_t delta,
+         struct edge *e, size_t *n)
+{
+    if (a < m->start)
+        a = m->start;
+    if (z > m->end)
+        z = m->end;
+    if (a >= z || delta == 0)
+        return;
+    e[(*n)++] = (struct edge){a, delta};
+    e[(*n)++] = (struct edge){z, -delta};
+}
+
+/* The largest running sum of the edges, in time order (0 if none). */
+static uint64_t
+peak(struct edge *e, size_t n)
+{
+    qsort(e, n, sizeof(*e), by_time);
+    pricing_i128 level = 0, top = 0;
+    for (size_t i = 0; i < n; i++) {
+        level += e[i].delta;
+        if (level > top)
+            top = level;
+    }
+    return top > (pricing_i128)UINT64_MAX ? UINT64_MAX : (uint64_t)top;
+}
+
+int
+sim_month_measure(const struct sim_month *m, struct sim_month_use *u,
+                  struct sim_err *e)
+{
+    memset(u, 0, sizeof(*u));
+    /* Each spell starts at most one stretch and one span of disk. */
+    struct edge *ev = malloc((2 * m->nspells + 1) * sizeof(*ev));
+    size_t n = 0;
+    if (!ev) {
+        snprintf(e->msg, sizeof(e->msg), "out of memory");
+        return -1;
+    }
+    /* Running stretches: consecutive spells not paused. */
+    for (size_t k = 0; k < m->nsessions; k++) {
+        const struct sim_session *s = &m->sessions[k];
+        int64_t t = s->start, from = 0;
+        bool running = false;
+        for (size_t i = 0; i <= s->nspells; i++) {
+            bool paused = i == s->nspells || m->spells[s->first + i].paused;
+            if (!paused && !running) {
+                running = true;
+                from = t;
+            } else if (paused && running) {
+                running = false;
+                if (t > m->start && from < m->end &&
+                    (uint64_t)(t - from) > u->longest_run_s)
+                    u->longest_run_s = (uint64_t)(t - from);
+                add_span(m, from, t, 1, ev, &n);
+            }
+            if (i < s->nspells)
+                t += m->spells[s->first + i].seconds;
+        }
+    }
+    u->peak_running = peak(ev, n);
+    /* Disk held: runs of spells with the same disk, in any state. */
+    n = 0;
+    for (size_t k = 0; k < m->nsessions; k++) {
+        const struct sim_session *s = &m->sessions[k];
+        int64_t t = s->start, from = s->start;
+        for (size_t i = 0; i < s->nspells; i++) {
+            const struct sim_spell *x = &m->spells[s->first + i];
+            t += x->seconds;
+            if (i + 1 < s->nspells &&
+                m->spells[s->first + i + 1].disk_bytes == x->disk_bytes)
+                continue;
+            add_span(m, from, t,
+                     x->disk_bytes > INT64_MAX ? INT64_MAX
+                                               : (int64_t)x->disk_bytes,
+                     ev, &n);
+            from = t;
+        }
+    }
+    u->peak_disk_bytes = peak(ev, n);
+    free(ev);
+    return 0;
+}
+
+/* ---- checking a month against a plan ---------------------------------- */
+
+/* The decimal of a whole number. */
+static struct pricing_dec
+whole(uint64_t k)
+{
+    return (struct pricing_dec){(pricing_i128)k * PRICING_ONE};
+}
+
+/* q units as a decimal of display units of `per` units each, rounded
+ * half to even to 12 decimals; saturated far beyond any real month. */
+static struct pricing_dec
+in_units(pricing_u128 q, pricing_u128 per)
+{
+    const pricing_u128 one = (pricing_u128)PRICING_ONE;
+    pricing_u128 i = q / per, r = q % per;
+    if (i > ((pricing_u128)1 << 125) / one)
+        return (struct pricing_dec){(pricing_i128)((pricing_u128)1 << 125)};
+    /* r < per <= 2^64, so r x 10^12 fits. */
+    pricing_u128 f = r * one / per, rest = r * one % per;
+    if (2 * rest > per || (2 * rest == per && (f & 1)))
+        f++;
+    return (struct pricing_dec){(pricing_i128)(i * one + f)};
+}
+
+/* Whether q units are more than lim display units of `per` units each:
+ * q / per > lim, exactly (no product that could overflow). */
+static bool
+above(pricing_u128 q, pricing_u128 per, struct pricing_dec lim)
+{
+    const pricing_u128 one = (pricing_u128)PRICING_ONE;
+    pricing_u128 qi = q / per, qr = q % per;
+    pricing_u128 li = (pricing_u128)lim.v / one, lf = (pricing_u128)lim.v % one;
+    /* qr < per and lf < 10^12, per <= 2^64: both products fit. */
+    return qi > li || (qi == li && qr * one > lf * per);
+}
+
+/* The cap behind each limit from SIM_LIMIT_RUNS on. */
+static const enum pricing_cap cap_of[SIM_NLIMITS] = {
+    [SIM_LIMIT_RUNS] = PRICING_CAP_RUNS,
+    [SIM_LIMIT_CPU_HOURS] = PRICING_CAP_CPU_HOURS,
+    [SIM_LIMIT_MEMORY_HOURS] = PRICING_CAP_MEMORY_HOURS,
+    [SIM_LIMIT_EGRESS_GB] = PRICING_CAP_EGRESS_GB,
+    [SIM_LIMIT_STORAGE] = PRICING_CAP_STORAGE,
+};
+
+static const char *
+unit_name(uint64_t bytes)
+{
+    return bytes == 1000000000 ? "GB" : "GiB";
+}
+
+bool
+sim_limit_of(const struct pricing_book *b, enum sim_limit lim,
+             struct pricing_dec *value, const char **unit)
+{
+    const struct pricing_limits *l = pricing_book_limits(b);
+    bool has = false;
+    struct pricing_dec v = {0};
+    const char *u = "";
+    switch (lim) {
+    case SIM_LIMIT_CONCURRENCY:
+        has = l->max_concurrency != 0;
+        v = whole(l->max_concurrency);
+        u = "sandboxes";
+        break;
+    case SIM_LIMIT_SESSION:
+        has = l->max_session_s != 0;
+        v = whole(l->max_session_s);
+        u = "s";
+        break;
+    case SIM_LIMIT_RUNS:
+    case SIM_LIMIT_CPU_HOURS:
+    case SIM_LIMIT_MEMORY_HOURS:
+    case SIM_LIMIT_EGRESS_GB:
+    case SIM_LIMIT_STORAGE:
+        has = l->has_cap[cap_of[lim]];
+        v = l->cap[cap_of[lim]];
+        u = lim == SIM_LIMIT_RUNS        ? "runs"
+            : lim == SIM_LIMIT_CPU_HOURS ? "CPU-hours"
+            : lim == SIM_LIMIT_MEMORY_HOURS
+                ? (l->memory_unit_bytes == 1000000000 ? "GB-hours"
+                                                      : "GiB-hours")
+            : lim == SIM_LIMIT_EGRESS_GB ? "GB"
+                                         : unit_name(l->storage_unit_bytes);
+        break;
+    case SIM_NLIMITS:
+        break;
+    }
+    if (value)
+        *value = v;
+    if (unit)
+        *unit = u;
+    return has;
+}
+
+/* What one limit compares: the month's quantity in its own units, and
+ * those units in one of the limit's (0: not measured). */
+struct measure {
+    pricing_u128 q, per;
+};
+
+/* The measures of every limit but concurrency, from u and q (NULL: the
+ * caps on the statement's quantities are not measured). */
+static void
+measures(const struct pricing_limits *l, const struct sim_month_use *u,
+         const struct pricing_quantities *q, struct measure *m)
+{
+    memset(m, 0, SIM_NLIMITS * sizeof(*m));
+    m[SIM_LIMIT_SESSION] = (struct measure){u->longest_run_s, 1};
+    m[SIM_LIMIT_STORAGE] =
+        (struct measure){u->peak_disk_bytes, l->storage_unit_bytes};
+    if (!q)
+        return;
+    m[SIM_LIMIT_RUNS] = (struct measure){q->runs, 1};
+    m[SIM_LIMIT_CPU_HOURS] =
+        (struct measure){q->cpu_gross, (pricing_u128)PRICING_CPU_UNIT * 3600};
+    m[SIM_LIMIT_MEMORY_HOURS] = (struct measure){
+        q->mem_gross, (pricing_u128)l->memory_unit_bytes * 3600};
+    m[SIM_LIMIT_EGRESS_GB] = (struct measure){q->egress, 1000000000};
+}
+
+void
+sim_plan_check(const struct pricing_book *b, const struct sim_month_use *u,
+               const struct pricing_quantities *q, struct sim_plan_month *out)
+{
+    const struct pricing_limits *l = pricing_book_limits(b);
+    memset(out, 0, sizeof(*out));
+    out->addon = -1;
+    /* Concurrency: the plan, else the cheapest add-on that fits. */
+    out->used[SIM_LIMIT_CONCURRENCY] = whole(u->peak_running);
+    if (l->max_concurrency && u->peak_running > l->max_concurrency) {
+        for (size_t k = 0; k < l->naddons; k++) {
+            const struct pricing_addon *a = &l->addons[k];
+            if (a->max_concurrency >= u->peak_running &&
+                (out->addon < 0 ||
+                 pricing_dec_cmp(a->monthly_fee, out->addon_fee) < 0)) {
+                out->addon = (int)k;
+                out->addon_fee = a->monthly_fee;
+            }
+        }
+        if (out->addon < 0)
+            out->broken |= 1u << SIM_LIMIT_CONCURRENCY;
+    }
+    struct measure m[SIM_NLIMITS];
+    measures(l, u, q, m);
+    for (int i = SIM_LIMIT_SESSION; i < SIM_NLIMITS; i++) {
+        struct pricing_dec limit;
+        if (!m[i].per)
+            continue; /* a cap of the statement, and no statement */
+        out->used[i] = in_units(m[i].q, m[i].per);
+        if (sim_limit_of(b, (enum sim_limit)i, &limit, NULL) &&
+            above(m[i].q, m[i].per, limit))
+            out->broken |= 1u << i;
+    }
+}
+
+/* ---- messages ----------------------------------------------------------- */
+
+/* d as text with its trailing zeros cut: "9.5", "5000". */
+static void
+plain(struct pricing_dec d, unsigned decimals, char *buf, size_t n)
+{
+    pricing_dec_format(d, decimals, buf, n);
+    if (!strchr(buf, '.'))
+        return;
+    char *end = buf + strlen(buf);
+    while (end[-1] == '0')
+        *--end = '\0';
+    if (end[-1] == '.')
+        end[-1] = '\0';
+}
+
+/* A measured value shown beside the limit it breaks: to 2 decimals, or
+ * as many more as it takes not to look equal to the limit ("5.0001
+ * CPU-hours exceed a cap of 5", never "5 exceed 5"). */
+static void
+shown(struct pricing_dec used, struct pricing_dec limit, char *buf, size_t n)
+{
+    unsigned d = 2;
+    struct pricing_dec r;
+    while (d < PRICING_SCALE && pricing_dec_round(used, d, &r) == PRICING_OK &&
+           pricing_dec_cmp(used, limit) > 0 && pricing_dec_cmp(r, limit) <= 0)
+        d++;
+    plain(used, d, buf, n);
+}
+
+/* Seconds as hours, minutes and seconds: "3 h", "1 h 30 min", "45 min",
+ * "1 h 1 s". */
+static void
+duration(struct pricing_dec secs, char *buf, size_t n)
+{
+    uint64_t s = (uint64_t)(secs.v / PRICING_ONE);
+    uint64_t h = s / 3600, min = s / 60 % 60, sec = s % 60;
+    int k = 0;
+    buf[0] = '\0';
+    if (h)
+        k += snprintf(buf + k, n - (size_t)k, "%llu h", (unsigned long long)h);
+    if (min && (size_t)k < n)
+        k += snprintf(buf + k, n - (size_t)k, "%s%llu min", k ? " " : "",
+                      (unsigned long long)min);
+    if ((sec || s == 0) && (size_t)k < n)
+        snprintf(buf + k, n - (size_t)k, "%s%llu s", k ? " " : "",
+                 (unsigned long long)sec);
+}
+
+size_t
+sim_limit_message(const struct pricing_book *b, enum sim_limit lim,
+                  struct pricing_dec used, char *buf, size_t n)
+{
+    const struct pricing_limits *l = pricing_book_limits(b);
+    const char *id = pricing_book_id(b);
+    char u[64], v[64];
+    int k = 0;
+    switch (lim) {
+    case SIM_LIMIT_CONCURRENCY: {
+        plain(used, 0, u, sizeof(u));
+        const struct pricing_addon *big = NULL;
+        for (size_t i = 0; i < l->naddons; i++)
+            if (!big || l->addons[i].max_concurrency > big->max_concurrency)
+                big = &l->addons[i];
+        if (big)
+            k = snprintf(buf, n,
+                         "%s sandboxes at once exceed %s's %u (no add-on "
+                         "fits: the largest, %s, allows %u)",
+                         u, id, l->max_concurrency, big->name,
+                         big->max_concurrency);
+        else
+            k = snprintf(buf, n,
+                         "%s sandboxes at once exceed %s's %u (no add-on "
+                         "fits)",
+                         u, id, l->max_concurrency);
+        break;
+    }
+    case SIM_LIMIT_SESSION:
+        duration(used, u, sizeof(u));
+        duration(whole(l->max_session_s), v, sizeof(v));
+        k = snprintf(buf, n, "sessions of %s exceed a %s session limit on %s",
+                     u, v, id);
+        break;
+    default: {
+        /* What is counted, after the unit for memory and storage. */
+        static const char *const what[SIM_NLIMITS] = {
+            [SIM_LIMIT_RUNS] = "runs",
+            [SIM_LIMIT_CPU_HOURS] = "CPU-hours",
+            [SIM_LIMIT_MEMORY_HOURS] = " of memory",
+            [SIM_LIMIT_EGRESS_GB] = "GB of egress",
+            [SIM_LIMIT_STORAGE] = " of storage at once",
+        };
+        struct pricing_dec cap;
+        const char *unit;
+        if (lim < SIM_LIMIT_RUNS || lim >= SIM_NLIMITS) {
+            k = snprintf(buf, n, "an unknown limit on %s", id);
+            break;
+        }
+        sim_limit_of(b, lim, &cap, &unit);
+        bool named = lim == SIM_LIMIT_MEMORY_HOURS || lim == SIM_LIMIT_STORAGE;
+        shown(used, cap, u, sizeof(u));
+        plain(cap, PRICING_SCALE, v, sizeof(v));
+        k = snprintf(buf, n, "%s %s%s exceed %s's cap of %s", u,
+                     named ? unit : "", what[lim], id, v);
+        break;
+    }
+    }
+    return k < 0 ? 0 : (size_t)k;
+}
+
+/* ---- the tier of a provider -------------------------------------------- */
+
+struct pricing_dec
+sim_book_mean(const struct sim_book_stats *b)
+{
+    struct pricing_dec sum = {0};
+    for (size_t i = 0; i < b->trials; i++)
+        if (pricing_dec_add(sum, b->totals[i], &sum) != PRICING_OK)
+            return (struct pricing_dec){0}; /* cannot: totals are small */
+    return sim_dec_div(sum, b->trials);
+}
+
+int
+sim_tier_choose(const struct pricing_book *const *books,
+                const struct sim_book_stats *stats, size_t nbooks,
+                const char *provider)
+{
+    int best = -1;
+    struct pricing_dec best_mean = {0};
+    for (size_t i = 0; i < nbooks; i++) {
+        const struct sim_book_stats *s = &stats[i];
+        if (strcmp(pricing_book_provider(books[i]), provider) != 0 ||
+            !*provider || s->failed || s->trials == 0 || s->fits != s->trials)
+            continue;
+        struct pricing_dec mean = sim_book_mean(s);
+        if (best < 0 || pricing_dec_cmp(mean, best_mean) < 0) {
+            best = (int)i;
+            best_mean = mean;
+        }
+    }
+    return best;
+}
