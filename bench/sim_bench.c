@@ -157,8 +157,9 @@ main(int argc, char **argv)
         }
         for (size_t i = 0; i < months * nbooks; i++)
             if (pricing_dec_cmp(ta[i], tb[i]) != 0) {
-                fprintf(stderr, "sim_bench: %s: runs and seconds differ "
-                                "(book %zu)\n",
+                fprintf(stderr,
+                        "sim_bench: %s: runs and seconds differ "
+                        "(book %zu)\n",
                         profiles[p], i % nbooks);
                 return 1;
             }
@@ -170,8 +171,8 @@ main(int argc, char **argv)
                "seconds %7.3f M/s (%.0f M samples/s); runs/seconds %.0fx\n",
                profiles[p], (double)sessions / (double)months,
                (double)spells / (double)sessions,
-               (double)seconds / (double)sessions, rate / 1e6,
-               1e9 / rate, pairs / best_secs / 1e6,
+               (double)seconds / (double)sessions, rate / 1e6, 1e9 / rate,
+               pairs / best_secs / 1e6,
                (double)seconds * (double)nbooks / best_secs / 1e6,
                best_secs / best_runs);
         for (size_t k = 0; k < months; k++)

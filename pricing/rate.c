@@ -27,11 +27,11 @@ struct pricing_rater {
     bool in_sandbox;
     char sandbox[PRICING_ID_MAX + 1];
     char account[PRICING_ID_MAX + 1];
-    bool ran;              /* has had a running second */
-    struct rate_acct *cur; /* its current period's accumulator */
+    bool ran;               /* has had a running second */
+    struct rate_acct *cur;  /* its current period's accumulator */
     struct rate_acct *last; /* the accumulator acct_for found last */
-    int64_t period_end;    /* end of that period */
-    int64_t prev_ts;       /* last second kept, INT64_MIN before any */
+    int64_t period_end;     /* end of that period */
+    int64_t prev_ts;        /* last second kept, INT64_MIN before any */
     struct pricing_second prev;
     /* Its quantities in the current period. */
     struct pricing_quantities q;
@@ -397,8 +397,7 @@ no_type(struct pricing_rater *r, const struct pricing_second *s, int64_t ts,
     snprintf(e->msg, sizeof(e->msg),
              "sandbox '%s': second %lld: no instance type of the book fits "
              "%s vCPU and %llu bytes of memory",
-             r->sandbox, (long long)ts, vcpu,
-             (unsigned long long)s->mem_bytes);
+             r->sandbox, (long long)ts, vcpu, (unsigned long long)s->mem_bytes);
 }
 
 /*
@@ -492,8 +491,8 @@ rate_run(struct pricing_rater *r, const struct rules *book,
         r->q.mem_gross += (pricing_u128)n * qm;
         if (types)
             r->q.type_s[type] += n;
-        disk = s->disk_bytes > book->included ? s->disk_bytes - book->included
-                                              : 0;
+        disk =
+            s->disk_bytes > book->included ? s->disk_bytes - book->included : 0;
         r->q.running_s += n;
         if (__builtin_expect(!r->ran, 0)) {
             r->ran = true;
@@ -618,10 +617,10 @@ add_runs(struct pricing_rater *r, const struct pricing_block *b, bool ext,
         if (n == 0)
             continue;
         for (uint64_t k; n > 0; ts += (int64_t)k, n -= k) {
-            if (ext ? !(k = rate_run(r, &book, &u->s, ts, n, r->prev_ts,
-                                     true, e))
-                    : !(k = rate_run(r, &book, &u->s, ts, n, r->prev_ts,
-                                     false, e)))
+            if (ext ? !(k = rate_run(r, &book, &u->s, ts, n, r->prev_ts, true,
+                                     e))
+                    : !(k = rate_run(r, &book, &u->s, ts, n, r->prev_ts, false,
+                                     e)))
                 return -1;
             r->prev_ts = ts + (int64_t)k - 1;
         }
@@ -712,10 +711,9 @@ pool_add(pricing_u128 *total, pricing_u128 level, uint64_t pool, int64_t t,
          int64_t to)
 {
     pricing_u128 add;
-    return level <= pool ||
-           (!__builtin_mul_overflow(level - pool, (pricing_u128)(to - t),
-                                    &add) &&
-            add_u128(total, add));
+    return level <= pool || (!__builtin_mul_overflow(
+                                 level - pool, (pricing_u128)(to - t), &add) &&
+                             add_u128(total, add));
 }
 
 /*

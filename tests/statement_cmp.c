@@ -31,8 +31,9 @@ line_differ(size_t i, size_t l, const struct pricing_line *x,
         strcmp(x->grant, y->grant) || strcmp(x->description, y->description) ||
         strcmp(x->unit, y->unit) || x->has_quantity != y->has_quantity ||
         x->has_unit_price != y->has_unit_price) {
-        snprintf(why, sizeof(why), "statement %zu line %zu: '%s' '%s' and '%s' '%s'",
-                 i, l, x->kind, x->description, y->kind, y->description);
+        snprintf(why, sizeof(why),
+                 "statement %zu line %zu: '%s' '%s' and '%s' '%s'", i, l,
+                 x->kind, x->description, y->kind, y->description);
         return why;
     }
     if ((d = dec_differ("quantity", i, l, x->quantity, y->quantity)) ||

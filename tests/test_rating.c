@@ -71,11 +71,11 @@ rate_as(const struct pricing_book *b, const struct run *runs, size_t n,
             s[k] = v;
             s[k].ts = x->ts + k;
         }
-        struct pricing_block blk = {
-            .account_id = "acme",
-            .sandbox_id = x->sandbox ? x->sandbox : "sb-1",
-            .s = s,
-            .n = x->n};
+        struct pricing_block blk = {.account_id = "acme",
+                                    .sandbox_id =
+                                        x->sandbox ? x->sandbox : "sb-1",
+                                    .s = s,
+                                    .n = x->n};
         if (as_runs) {
             blk.runs = &one;
             blk.nruns = 1;
@@ -107,9 +107,9 @@ rate(const char *book_json, const struct run *runs, size_t n)
     int rc2 = rate_as(b, runs, n, true, &other, &nother, &e2);
     const char *d = rc == 0 && rc2 == 0
                         ? statements_differ(inv, ninv, other, nother)
-                        : rc != rc2 ? "one failed"
-                        : strcmp(e.msg, e2.msg) ? "the errors differ"
-                                                : NULL;
+                    : rc != rc2             ? "one failed"
+                    : strcmp(e.msg, e2.msg) ? "the errors differ"
+                                            : NULL;
     if (d) {
         fprintf(stderr, "seconds and runs differ: %s (%s | %s)\n", d, e.msg,
                 e2.msg);

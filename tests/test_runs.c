@@ -104,9 +104,8 @@ generate(int round)
             } else {
                 u->s.vcpu = vcpu;
                 /* idle (below 5% or 10%) or busy, near the thresholds */
-                static const uint32_t used_permille[] = {0, 10, 49, 50, 51,
-                                                         99, 100, 101, 600,
-                                                         1000};
+                static const uint32_t used_permille[] = {
+                    0, 10, 49, 50, 51, 99, 100, 101, 600, 1000};
                 u->s.cpu_used =
                     (uint32_t)((uint64_t)vcpu * pick(used_permille, 10) / 1000);
                 u->s.mem_bytes = mem;
@@ -148,8 +147,9 @@ next_block(void *ctx, struct pricing_block *b, struct pricing_err *e)
         return 0;
     const struct box *x = &boxes[s->box];
     size_t from = s->run;
-    size_t to = from + 1 + (size_t)((s->split >> (s->box % 32)) & 1) *
-                                (x->nruns - from) / 2;
+    size_t to =
+        from + 1 +
+        (size_t)((s->split >> (s->box % 32)) & 1) * (x->nruns - from) / 2;
     if (to > x->nruns || (s->split >> ((s->box + 7) % 32) & 1) == 0)
         to = x->nruns;
     b->account_id = x->account;
@@ -201,13 +201,13 @@ both_ways(const struct pricing_book *book, const struct pricing_scope *scope,
                           parts, nparts, &a, &na, &ea);
     int rb = pricing_rate(book, (struct pricing_source){next_block, &sb}, scope,
                           parts, nparts, &b, &nb, &eb);
-    const char *d = ra != rb            ? "one failed"
-                    : ra < 0            ? (strcmp(ea.msg, eb.msg) ? "errors"
-                                                                  : NULL)
-                                        : statements_differ(a, na, b, nb);
+    const char *d = ra != rb ? "one failed"
+                    : ra < 0 ? (strcmp(ea.msg, eb.msg) ? "errors" : NULL)
+                             : statements_differ(a, na, b, nb);
     if (d) {
-        fprintf(stderr, "%s (seed %llu): seconds and runs differ: %s (%s | %s)\n",
-                what, (unsigned long long)seed, d, ea.msg, eb.msg);
+        fprintf(stderr,
+                "%s (seed %llu): seconds and runs differ: %s (%s | %s)\n", what,
+                (unsigned long long)seed, d, ea.msg, eb.msg);
         test_failures++;
     }
     ncases++;
@@ -260,7 +260,8 @@ static const char *const written[] = {
     /* instance types that every sandbox fits, billed per minute, with
      * storage by state and an allowance for the account */
     "{\"id\": \"types\", \"currency\": \"USD\", \"effective_from\": "
-    "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": \"0\", \"per\": "
+    "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": \"0\", "
+    "\"per\": "
     "\"second\"}, \"memory\": {\"basis\": \"allocated\", \"unit\": "
     "\"GiB\", \"rate\": \"0\", \"per\": \"second\"}, \"instances\": "
     "{\"unit\": \"GiB\", \"types\": [{\"name\": \"small\", \"vcpu\": "
@@ -313,13 +314,13 @@ check_pool(const struct pricing_book *book)
         return; /* egress, which the book cannot price */
     for (size_t i = 0; i < n; i++) {
         int acct = st[i].account_id[5] - '0';
-        int64_t from = pricing_days_from_civil(st[i].year, st[i].month, 1) *
-                       86400;
-        int64_t to = st[i].month == 12
-                         ? pricing_days_from_civil(st[i].year + 1, 1, 1) * 86400
-                         : pricing_days_from_civil(st[i].year, st[i].month + 1,
-                                                   1) *
-                               86400;
+        int64_t from =
+            pricing_days_from_civil(st[i].year, st[i].month, 1) * 86400;
+        int64_t to =
+            st[i].month == 12
+                ? pricing_days_from_civil(st[i].year + 1, 1, 1) * 86400
+                : pricing_days_from_civil(st[i].year, st[i].month + 1, 1) *
+                      86400;
         pricing_u128 want = 0;
         for (int64_t t = from < LO ? LO : from; t < to && t < LO + SPAN; t++)
             if (level[acct][t - LO] > 6 * GIB)
@@ -345,8 +346,8 @@ test_book(const struct pricing_book *book, const char *name)
         char what[160];
         snprintf(what, sizeof(what), "%s, every period", name);
         both_ways(book, NULL, NULL, 0, what);
-        struct pricing_scope one = {.year = 2026, .month = 12,
-                                    .account = "acct-1"};
+        struct pricing_scope one = {
+            .year = 2026, .month = 12, .account = "acct-1"};
         snprintf(what, sizeof(what), "%s, acct-1 2026-12", name);
         both_ways(book, &one, NULL, 0, what);
         one.month = 11;
@@ -359,8 +360,8 @@ test_book(const struct pricing_book *book, const char *name)
             {book, DEC + 86400, DEC + 19 * 86400},
             {book, DEC + 19 * 86400, DEC + 31 * 86400},
         };
-        struct pricing_scope dec = {.year = 2026, .month = 12,
-                                    .account = "acct-2"};
+        struct pricing_scope dec = {
+            .year = 2026, .month = 12, .account = "acct-2"};
         snprintf(what, sizeof(what), "%s, acct-2 2026-12 in parts", name);
         both_ways(NULL, &dec, parts, 2, what);
         if (strcmp(name, "types") == 0)

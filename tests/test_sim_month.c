@@ -325,9 +325,9 @@ threads(void)
 static void
 runs_and_seconds(void)
 {
-    static const char *const profiles[] = {
-        "code-execution", "data-analysis", "coding-agent",
-        "browser-automation", "rl-evaluation"};
+    static const char *const profiles[] = {"code-execution", "data-analysis",
+                                           "coding-agent", "browser-automation",
+                                           "rl-evaluation"};
     const struct pricing_book *books[64];
     size_t nbooks = 0;
     DIR *d = opendir(BOOKS_DIR);

@@ -10,17 +10,12 @@
  */
 #include "costsim_int.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* The simulated month by default, as in costsim.c. */
-#define SIM_YEAR 2026
-#define SIM_MONTH 11
 
 static const char usage_text[] =
     "usage: costsim breakeven --profile FILE --between A,B --param KEY\n"
@@ -38,53 +33,7 @@ static const char usage_text[] =
     "meet --precision (default 0.005), at most --max-trials (default\n"
     "1000).\n";
 
-static int __attribute__((format(printf, 1, 2)))
-usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("costsim breakeven: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputs("\n(costsim breakeven --help for usage)\n", stderr);
-    return 2;
-}
-
-static bool
-parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (!*s || *s == '-')
-        return false;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v > max)
-        return false;
-    *out = v;
-    return true;
-}
-
-static bool
-parse_double(const char *s, char stop, double *out, const char **rest)
-{
-    char *end;
-    errno = 0;
-    *out = strtod(s, &end);
-    if (errno || end == s || *end != stop || !isfinite(*out))
-        return false;
-    if (rest)
-        *rest = end + (stop ? 1 : 0);
-    return true;
-}
-
-/* The default --threads: every core online (at most 64), as in
- * costsim.c. */
-static unsigned
-cores(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
-}
+#define usage_error(...) cs_usage_error("costsim breakeven", __VA_ARGS__)
 
 struct args {
     const char *profile, *books, *format, *between, *param, *range;
@@ -101,26 +50,14 @@ parse_args(int argc, char **argv, struct args *a)
         {"between", required_argument, NULL, 'w'},
         {"param", required_argument, NULL, 'k'},
         {"range", required_argument, NULL, 'g'},
-        {"seed", required_argument, NULL, 's'},
-        {"precision", required_argument, NULL, 'r'},
-        {"max-trials", required_argument, NULL, 'm'},
-        {"threads", required_argument, NULL, 't'},
-        {"month", required_argument, NULL, 'M'},
+        CS_MC_OPTIONS,
         {"format", required_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     a->format = "table";
-    a->o = (struct sim_mc_opts){.seed = 1,
-                                .precision = 0.005,
-                                .min_trials = 8,
-                                .max_trials = 1000,
-                                .threads = cores(),
-                                .year = SIM_YEAR,
-                                .month = SIM_MONTH};
-    int c;
-    uint64_t v;
-    double x;
+    cs_mc_defaults(&a->o);
+    int c, rc;
     const char *rest;
     opterr = 0;
     optind = 1;
@@ -140,49 +77,12 @@ parse_args(int argc, char **argv, struct args *a)
             break;
         case 'g':
             a->range = optarg;
-            if (!parse_double(optarg, ':', &a->lo, &rest) ||
-                !parse_double(rest, '\0', &a->hi, NULL) || !(a->lo < a->hi))
+            if (!cs_parse_double(optarg, ':', &a->lo, &rest) ||
+                !cs_parse_double(rest, '\0', &a->hi, NULL) || !(a->lo < a->hi))
                 return usage_error("--range '%s' is not LO:HI, two numbers "
                                    "with LO below HI",
                                    optarg);
             break;
-        case 's':
-            if (!parse_u64(optarg, UINT64_MAX, &a->o.seed))
-                return usage_error("--seed '%s' is not a whole number", optarg);
-            break;
-        case 'r':
-            if (!parse_double(optarg, '\0', &x, NULL) || !(x > 0 && x < 1))
-                return usage_error("--precision '%s' is not a number "
-                                   "between 0 and 1",
-                                   optarg);
-            a->o.precision = x;
-            break;
-        case 'm':
-            if (!parse_u64(optarg, 1000000, &v) || v < 2)
-                return usage_error("--max-trials '%s' is not a whole number "
-                                   "from 2 to 1,000,000",
-                                   optarg);
-            a->o.max_trials = v;
-            if (a->o.min_trials > v)
-                a->o.min_trials = v;
-            break;
-        case 't':
-            if (!parse_u64(optarg, 64, &v) || v < 1)
-                return usage_error("--threads '%s' is not a whole number "
-                                   "from 1 to 64",
-                                   optarg);
-            a->o.threads = (unsigned)v;
-            break;
-        case 'M': {
-            int y, mo, end = 0;
-            if (sscanf(optarg, "%4d-%2d%n", &y, &mo, &end) != 2 || end != 7 ||
-                optarg[end] || y < 1970 || y > 9999 || mo < 1 || mo > 12)
-                return usage_error("--month '%s' is not a month YYYY-MM",
-                                   optarg);
-            a->o.year = y;
-            a->o.month = mo;
-            break;
-        }
         case 'f':
             if (strcmp(optarg, "table") && strcmp(optarg, "json"))
                 return usage_error("--format '%s' is not table or json",
@@ -193,6 +93,12 @@ parse_args(int argc, char **argv, struct args *a)
             fputs(usage_text, stdout);
             exit(0);
         default:
+            if ((rc = cs_mc_option("costsim breakeven", c, optarg, &a->o)) >=
+                0) {
+                if (rc)
+                    return rc;
+                break;
+            }
             return usage_error("unknown or incomplete option '%s'",
                                argv[optind - 1]);
         }

@@ -12,18 +12,12 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <gsl/gsl_errno.h>
-
-/* The simulated month by default: a 30-day month, so per-month figures
- * are not skewed by a 31st day. */
-#define SIM_YEAR 2026
-#define SIM_MONTH 11
 
 static const char usage_text[] =
     "usage: costsim --profile FILE [--books DIR] [--seed N]\n"
@@ -44,7 +38,8 @@ static const char usage_text[] =
     "reproducible; --threads (default: every core) changes its speed,\n"
     "not its output. --month (default 2026-11) is the calendar month\n"
     "simulated; --first-month makes it the account's first (no session\n"
-    "before it; the books' credit grants received in it). --format prints the comparison on stdout; --html also\n"
+    "before it; the books' credit grants received in it). --format prints the "
+    "comparison on stdout; --html also\n"
     "writes the HTML report (charts) to REPORT. --tornado PCT also moves\n"
     "each parameter of the profile by -PCT% and +PCT% (same seed) and\n"
     "gives each book's swings, largest first, each over the book's trials\n"
@@ -55,39 +50,7 @@ static const char usage_text[] =
     "two books cost the same as one parameter moves (costsim breakeven\n"
     "--help).\n";
 
-static int __attribute__((format(printf, 1, 2)))
-usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("costsim: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputs("\n(costsim --help for usage)\n", stderr);
-    return 2;
-}
-
-static bool
-parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (!*s || *s == '-')
-        return false;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v > max)
-        return false;
-    *out = v;
-    return true;
-}
-
-/* The default --threads: every core online (at most 64). */
-static unsigned
-cores(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
-}
+#define usage_error(...) cs_usage_error("costsim", __VA_ARGS__)
 
 struct args {
     const char *profile, *books, *format, *html;
@@ -102,29 +65,17 @@ parse_args(int argc, char **argv, struct args *a)
     static const struct option opts[] = {
         {"profile", required_argument, NULL, 'p'},
         {"books", required_argument, NULL, 'b'},
-        {"seed", required_argument, NULL, 's'},
-        {"precision", required_argument, NULL, 'r'},
-        {"max-trials", required_argument, NULL, 'm'},
-        {"threads", required_argument, NULL, 't'},
+        CS_MC_OPTIONS,
         {"format", required_argument, NULL, 'f'},
         {"html", required_argument, NULL, 'o'},
-        {"month", required_argument, NULL, 'M'},
-        {"first-month", no_argument, NULL, 'F'},
         {"tornado", required_argument, NULL, 'T'},
         {"tornado-trials", required_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     a->format = "table";
-    a->o = (struct sim_mc_opts){.seed = 1,
-                                .precision = 0.005,
-                                .min_trials = 8,
-                                .max_trials = 1000,
-                                .threads = cores(),
-                                .year = SIM_YEAR,
-                                .month = SIM_MONTH};
-    int c;
-    uint64_t v;
+    cs_mc_defaults(&a->o);
+    int c, rc;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
@@ -133,50 +84,6 @@ parse_args(int argc, char **argv, struct args *a)
             break;
         case 'b':
             a->books = optarg;
-            break;
-        case 's':
-            if (!parse_u64(optarg, UINT64_MAX, &a->o.seed))
-                return usage_error("--seed '%s' is not a whole number", optarg);
-            break;
-        case 'r': {
-            char *end;
-            errno = 0;
-            double x = strtod(optarg, &end);
-            if (errno || *end || end == optarg || !(x > 0 && x < 1))
-                return usage_error("--precision '%s' is not a number "
-                                   "between 0 and 1",
-                                   optarg);
-            a->o.precision = x;
-            break;
-        }
-        case 'm':
-            if (!parse_u64(optarg, 1000000, &v) || v < 2)
-                return usage_error("--max-trials '%s' is not a whole number "
-                                   "from 2 to 1,000,000",
-                                   optarg);
-            a->o.max_trials = v;
-            if (a->o.min_trials > v)
-                a->o.min_trials = v;
-            break;
-        case 't':
-            if (!parse_u64(optarg, 64, &v) || v < 1)
-                return usage_error("--threads '%s' is not a whole number "
-                                   "from 1 to 64",
-                                   optarg);
-            a->o.threads = (unsigned)v;
-            break;
-        case 'M': {
-            int y, mo, end = 0;
-            if (sscanf(optarg, "%4d-%2d%n", &y, &mo, &end) != 2 || end != 7 ||
-                optarg[end] || y < 1970 || y > 9999 || mo < 1 || mo > 12)
-                return usage_error("--month '%s' is not a month YYYY-MM",
-                                   optarg);
-            a->o.year = y;
-            a->o.month = mo;
-            break;
-        }
-        case 'F':
-            a->o.first_month = true;
             break;
         case 'f':
             if (strcmp(optarg, "table") && strcmp(optarg, "json") &&
@@ -189,19 +96,15 @@ parse_args(int argc, char **argv, struct args *a)
         case 'o':
             a->html = optarg;
             break;
-        case 'T': {
-            char *end;
-            errno = 0;
-            double x = strtod(optarg, &end);
-            if (errno || *end || end == optarg || !(x > 0 && x < 100))
+        case 'T':
+            if (!cs_parse_double(optarg, '\0', &a->tornado, NULL) ||
+                !(a->tornado > 0 && a->tornado < 100))
                 return usage_error("--tornado '%s' is not a percentage "
                                    "above 0 and below 100",
                                    optarg);
-            a->tornado = x;
             break;
-        }
         case 'N':
-            if (!parse_u64(optarg, 1000000, &a->tornado_trials) ||
+            if (!cs_parse_u64(optarg, 1000000, &a->tornado_trials) ||
                 a->tornado_trials < 2)
                 return usage_error("--tornado-trials '%s' is not a whole "
                                    "number from 2 to 1,000,000",
@@ -211,6 +114,11 @@ parse_args(int argc, char **argv, struct args *a)
             fputs(usage_text, stdout);
             exit(0);
         default:
+            if ((rc = cs_mc_option("costsim", c, optarg, &a->o)) >= 0) {
+                if (rc)
+                    return rc;
+                break;
+            }
             return usage_error("unknown or incomplete option '%s'",
                                argv[optind - 1]);
         }

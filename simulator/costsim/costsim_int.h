@@ -25,6 +25,51 @@ void cs_progress_init(struct cs_progress *p, FILE *f, size_t nbooks);
 void cs_progress_update(size_t trials, size_t max, size_t open, void *arg);
 void cs_progress_end(struct cs_progress *p);
 
+/* ---- the command lines (args.c) ------------------------------------- */
+
+/* The simulated month by default: a 30-day month, so per-month figures
+ * are not skewed by a 31st day. */
+#define CS_YEAR 2026
+#define CS_MONTH 11
+
+/* Prints "CMD: " and the message, then where the usage is, on stderr;
+ * returns 2, the exit status of a usage error. */
+int cs_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* A whole number at most max, no sign. */
+bool cs_parse_u64(const char *s, uint64_t max, uint64_t *out);
+/* A number ending at stop ('\0': the end); *rest (if not NULL) then
+ * points past stop. */
+bool cs_parse_double(const char *s, char stop, double *out, const char **rest);
+
+/* The Monte Carlo's options, which the comparison and breakeven share:
+ * their getopt values, for struct option tables as CS_MC_OPTIONS. */
+enum {
+    CS_OPT_SEED = 0x100,
+    CS_OPT_PRECISION,
+    CS_OPT_MAX_TRIALS,
+    CS_OPT_THREADS,
+    CS_OPT_MONTH,
+    CS_OPT_FIRST_MONTH,
+};
+#define CS_MC_OPTIONS                                                          \
+    {"seed", required_argument, NULL, CS_OPT_SEED},                            \
+        {"precision", required_argument, NULL, CS_OPT_PRECISION},              \
+        {"max-trials", required_argument, NULL, CS_OPT_MAX_TRIALS},            \
+        {"threads", required_argument, NULL, CS_OPT_THREADS},                  \
+        {"month", required_argument, NULL, CS_OPT_MONTH},                      \
+    {                                                                          \
+        "first-month", no_argument, NULL, CS_OPT_FIRST_MONTH                   \
+    }
+/* Their defaults: seed 1, precision 0.005, 8 to 1,000 trials, every
+ * core, 2026-11, a steady-state month. */
+void cs_mc_defaults(struct sim_mc_opts *o);
+/* Takes option c (its argument arg) into o if it is one of them: 0
+ * taken, 2 a bad value (the usage error printed for cmd), -1 not one of
+ * them. */
+int cs_mc_option(const char *cmd, int c, const char *arg,
+                 struct sim_mc_opts *o);
+
 /* costsim replay (replay.c): argv[0] is "replay". Returns the exit
  * status. */
 int cs_replay_main(int argc, char **argv);

@@ -19,7 +19,6 @@
 #include "replay_int.h"
 
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,17 +34,7 @@ static const char usage_text[] =
     "--db (default $METER_DATABASE_URL, else the embedded database of\n"
     "this directory, var/pg/, if it runs) as meterctl's.\n";
 
-static int __attribute__((format(printf, 1, 2)))
-usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("costsim replay: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputs("\n(costsim replay --help for usage)\n", stderr);
-    return 2;
-}
+#define usage_error(...) cs_usage_error("costsim replay", __VA_ARGS__)
 
 struct args {
     const char *account, *period, *books, *db, *format;
