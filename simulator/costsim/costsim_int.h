@@ -52,15 +52,15 @@ enum {
     CS_OPT_MONTH,
     CS_OPT_FIRST_MONTH,
 };
-#define CS_MC_OPTIONS                                                          \
-    {"seed", required_argument, NULL, CS_OPT_SEED},                            \
-        {"precision", required_argument, NULL, CS_OPT_PRECISION},              \
-        {"max-trials", required_argument, NULL, CS_OPT_MAX_TRIALS},            \
-        {"threads", required_argument, NULL, CS_OPT_THREADS},                  \
-        {"month", required_argument, NULL, CS_OPT_MONTH},                      \
-    {                                                                          \
-        "first-month", no_argument, NULL, CS_OPT_FIRST_MONTH                   \
-    }
+/* clang-format off */
+#define CS_MC_OPTIONS                                              \
+    {"seed", required_argument, NULL, CS_OPT_SEED},                \
+    {"precision", required_argument, NULL, CS_OPT_PRECISION},      \
+    {"max-trials", required_argument, NULL, CS_OPT_MAX_TRIALS},    \
+    {"threads", required_argument, NULL, CS_OPT_THREADS},          \
+    {"month", required_argument, NULL, CS_OPT_MONTH},              \
+    {"first-month", no_argument, NULL, CS_OPT_FIRST_MONTH}
+/* clang-format on */
 /* Their defaults: seed 1, precision 0.005, 8 to 1,000 trials, every
  * core, 2026-11, a steady-state month. */
 void cs_mc_defaults(struct sim_mc_opts *o);
