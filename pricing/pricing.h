@@ -172,8 +172,9 @@ struct pricing_block {
 };
 
 /* The rating input, pulled block by block: next() fills *b (valid until
- * the following call) and returns 1, 0 at the end, or -1 on error with
- * a message in e. */
+ * the following call), every field, runs and nruns included (NULL and 0
+ * for seconds), and returns 1, 0 at the end, or -1 on error with a
+ * message in e. */
 struct pricing_source {
     int (*next)(void *ctx, struct pricing_block *b, struct pricing_err *e);
     void *ctx;

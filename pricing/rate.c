@@ -535,8 +535,10 @@ bad_run(const char *sandbox, const struct pricing_run *u, struct pricing_err *e)
     if (u->n > 0 && u->s.ts <= INT64_MAX - (int64_t)u->n)
         return false;
     snprintf(e->msg, sizeof(e->msg),
-             "sandbox '%s': a run of %lu seconds from second %lld", sandbox,
-             (unsigned long)u->n, (long long)u->s.ts);
+             "sandbox '%s': run.n: %lu seconds from second %lld %s", sandbox,
+             (unsigned long)u->n, (long long)u->s.ts,
+             u->n == 0 ? "is no second (a run holds at least one)"
+                       : "ends past the last second there is");
     return true;
 }
 

@@ -22,6 +22,13 @@ const char *const sim_limit_names[SIM_NLIMITS] = {
     "memory_hours", "egress_gb",      "storage",
 };
 
+bool
+sim_limit_of_month(enum sim_limit l)
+{
+    return l == SIM_LIMIT_CONCURRENCY || l == SIM_LIMIT_SESSION ||
+           l == SIM_LIMIT_STORAGE;
+}
+
 /* ---- measuring a month ------------------------------------------------- */
 
 /* A change at time t: delta sandboxes running, or bytes of disk held. */
@@ -406,6 +413,21 @@ sim_book_mean(const struct sim_book_stats *b)
     return sim_dec_div(sum, b->trials);
 }
 
+bool
+sim_book_fits(const struct sim_book_stats *b)
+{
+    for (int l = 0; l < SIM_NLIMITS; l++)
+        if (b->broken[l])
+            return false;
+    return true;
+}
+
+uint64_t
+sim_book_months_checked(const struct sim_book_stats *b, enum sim_limit l)
+{
+    return sim_limit_of_month(l) ? b->checked : b->trials;
+}
+
 int
 sim_tier_choose(const struct pricing_book *const *books,
                 const struct sim_book_stats *stats, size_t nbooks,
@@ -416,7 +438,7 @@ sim_tier_choose(const struct pricing_book *const *books,
     for (size_t i = 0; i < nbooks; i++) {
         const struct sim_book_stats *s = &stats[i];
         if (strcmp(pricing_book_provider(books[i]), provider) != 0 ||
-            !*provider || s->failed || s->trials == 0 || s->fits != s->trials)
+            !*provider || s->failed || s->trials == 0 || !sim_book_fits(s))
             continue;
         struct pricing_dec mean = sim_book_mean(s);
         if (best < 0 || pricing_dec_cmp(mean, best_mean) < 0) {

@@ -156,13 +156,15 @@ work(void *arg)
             memset(c, 0, sizeof(*c));
             c->priced = w->active[i];
             c->ok = pr[i].ok;
-            if (!c->priced)
-                continue;
-            if (c->ok) {
+            if (!c->priced || !c->ok) {
+                /* The limits of the month itself, for a book that
+                 * stopped too (gather takes what it needs). */
+                sim_plan_check(w->books[i], &use, NULL, &c->plan);
+                if (c->priced)
+                    snprintf(c->reason, sizeof(c->reason), "%s", pr[i].err.msg);
+            } else {
                 take(c, pr[i].st);
                 plan(c, w->books[i], &use, pr[i].st);
-            } else {
-                snprintf(c->reason, sizeof(c->reason), "%s", pr[i].err.msg);
             }
             pricing_statements_free(pr[i].st, 1);
             pr[i].st = NULL;
@@ -228,9 +230,27 @@ run_batch(struct worker *w, unsigned threads, struct sim_err *e)
     return 0;
 }
 
+/* Counts the limits m broke into b: only those of the month itself
+ * unless caps (the month was priced). */
+static void
+count_limits(struct sim_book_stats *b, const struct sim_plan_month *m,
+             bool caps)
+{
+    b->checked++;
+    for (int l = 0; l < SIM_NLIMITS; l++) {
+        if (!caps && !sim_limit_of_month((enum sim_limit)l))
+            continue;
+        b->broken[l] += (m->broken >> l) & 1;
+        if (pricing_dec_cmp(m->used[l], b->worst[l]) > 0)
+            b->worst[l] = m->used[l];
+    }
+}
+
 /* Puts the batch's cells into the books' results, in trial order. A book
- * no longer active (it failed, or stopped at an earlier batch of the
- * round) takes nothing. */
+ * no longer active takes nothing if it failed, and if it stopped (at
+ * this or an earlier batch) only the limits of the month itself, the
+ * same whether or not the month was priced ahead for it: the results
+ * do not depend on the threads. */
 static int
 gather(struct sim_mc_result *r, bool *active, const struct cell *cells,
        const size_t *started, size_t count, struct sim_err *e)
@@ -239,8 +259,11 @@ gather(struct sim_mc_result *r, bool *active, const struct cell *cells,
         for (size_t i = 0; i < r->nbooks; i++) {
             const struct cell *c = &cells[j * r->nbooks + i];
             struct sim_book_stats *b = &r->books[i];
-            if (!active[i])
+            if (!active[i]) {
+                if (!b->failed)
+                    count_limits(b, &c->plan, false);
                 continue;
+            }
             if (!c->ok) {
                 b->failed = true;
                 active[i] = false;
@@ -250,12 +273,7 @@ gather(struct sim_mc_result *r, bool *active, const struct cell *cells,
             b->totals[b->trials++] = c->total;
             b->sessions += started[j];
             b->on_option[1 + c->plan.addon]++;
-            b->fits += c->plan.broken == 0;
-            for (int l = 0; l < SIM_NLIMITS; l++) {
-                b->broken[l] += (c->plan.broken >> l) & 1;
-                if (pricing_dec_cmp(c->plan.used[l], b->worst[l]) > 0)
-                    b->worst[l] = c->plan.used[l];
-            }
+            count_limits(b, &c->plan, true);
             for (int k = 0; k < SIM_NKINDS; k++)
                 if (pricing_dec_add(b->kind_sum[k], c->kind[k],
                                     &b->kind_sum[k]) != PRICING_OK) {

@@ -425,6 +425,16 @@ sim_breakeven(const struct sim_profile *p,
         enum sim_param_status st =
             q ? sim_param_set(q, param, end, NULL, why, sizeof(why))
               : SIM_PARAM_REFUSED;
+        /* A parameter with a smallest step (a whole number, 1/10,000
+         * vCPU) holds the end exactly, or the range is not the one asked
+         * about; a real one (a share) is what its spells round to. */
+        double held = end;
+        if (st == SIM_PARAM_SET && step > 0 &&
+            sim_param_get(q, param, &held, NULL) == 0 && held != end) {
+            snprintf(why, sizeof(why), "%s: %.10g is held as %.10g", param, end,
+                     held);
+            st = SIM_PARAM_REFUSED;
+        }
         sim_profile_free(q);
         if (!q || st != SIM_PARAM_SET) {
             snprintf(e->msg, sizeof(e->msg), "%s", q ? why : "out of memory");

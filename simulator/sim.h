@@ -136,7 +136,8 @@ int sim_price_month(const struct sim_month *m,
  *   is kept; a session that is never paused is one stretch.
  * - peak_disk_bytes: the largest total disk held, running or paused, at
  *   one second of the month (section 15's max_storage).
- * Replay fills it from stored usage the same way.
+ * Replay fills it from stored usage alike, but sees only the month's
+ * seconds: a stretch that began before the month counts from its start.
  */
 struct sim_month_use {
     uint64_t peak_running;
@@ -161,6 +162,9 @@ enum sim_limit {
 };
 /* Their names in JSON: "concurrency", "session_length", "runs", ... */
 extern const char *const sim_limit_names[SIM_NLIMITS];
+/* Whether l is measured on the month itself (sandboxes at once, the
+ * longest stretch, the disk held), not on a book's statement. */
+bool sim_limit_of_month(enum sim_limit l);
 
 /* One month of a workload on one book's plan. */
 struct sim_plan_month {
@@ -238,14 +242,17 @@ struct sim_book_stats {
     struct pricing_dec *sorted; /* the same, ascending */
     struct pricing_dec kind_sum[SIM_NKINDS]; /* lines summed over trials */
     uint64_t sessions; /* sessions started, summed over its trials */
-    /* Plan limits over the trials (sim_plan_check): how many broke each
-     * limit and the largest value measured for it, how many bought each
-     * option (on_option[0] the plan itself, [1 + k] add-on k), and how
-     * many broke none. */
+    /* Plan limits (sim_plan_check): how many months broke each limit and
+     * the largest value measured for it, and how many priced months
+     * bought each option (on_option[0] the plan itself, [1 + k] add-on
+     * k). The limits of the month itself (sim_limit_of_month) are
+     * checked in every month drawn, checked of them, also after the book
+     * stopped: a book that converges early is judged on the same months
+     * as the others; the caps on the statement, in its priced months. */
     uint64_t broken[SIM_NLIMITS];
     struct pricing_dec worst[SIM_NLIMITS];
     uint64_t on_option[1 + PRICING_ADDONS_MAX];
-    uint64_t fits;
+    uint64_t checked;
     /* Statistics over the totals as doubles (GSL): the sample mean, the
      * half-width of its 95% interval (Student t), and whether that
      * half-width met the precision. */
@@ -280,7 +287,7 @@ void sim_mc_result_release(struct sim_mc_result *r);
  * The tier chosen among the books of one provider (pricing_book_provider):
  * the index, into books, of the cheapest by exact mean monthly total
  * (add-on fees included; the first on a tie) among those that priced the
- * workload and broke no limit in any trial; -1 if none did, or no book
+ * workload and broke no limit in any month (sim_book_fits); -1 if none did, or no book
  * has that provider.
  */
 int sim_tier_choose(const struct pricing_book *const *books,
@@ -288,6 +295,12 @@ int sim_tier_choose(const struct pricing_book *const *books,
                     const char *provider);
 /* The exact mean of b's totals (0 without trials). */
 struct pricing_dec sim_book_mean(const struct sim_book_stats *b);
+/* Whether b broke no limit in any month checked. */
+bool sim_book_fits(const struct sim_book_stats *b);
+/* The months limit l was checked in for b: every month drawn for a
+ * limit of the month itself, the priced ones for a cap. */
+uint64_t sim_book_months_checked(const struct sim_book_stats *b,
+                                 enum sim_limit l);
 
 /* ---- sensitivity and break-even (sens.c) ------------------------------- */
 

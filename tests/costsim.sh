@@ -247,7 +247,7 @@ expect_status 0 "$COSTSIM" --profile tiers.json --books books --max-trials 8 \
 jq -e '[.tiers[] | {(.provider): .chosen}] | add == {"e2b": "e2b-pro", "novita": "novita-paid"}' \
     <<<"$out" >/dev/null || fail "json: the tiers chosen: $out"
 jq -e '.books[] | select(.id == "e2b-hobby") | .priced and .plan.fits == false and
-    .plan.months_within_limits == 0 and .provider == "e2b" and
+    .plan.months_checked == .trials and .provider == "e2b" and
     ([.plan.limits[] | select(.months_broken == 8) | .message] ==
      ["21 sandboxes at once exceed e2b-hobby'"'"'s 20 (no add-on fits)",
       "sessions of 1 h 30 min exceed a 1 h session limit on e2b-hobby"]) and
@@ -285,6 +285,14 @@ jq -e '(.books[] | select(.id == "e2b-pro")) as $pro |
     fail "json: e2b-pro's add-on is added to its cost: $out"
 jq -e '[.tiers[] | {(.provider): .chosen}] | add == {"e2b": "e2b-pro", "novita": null}' \
     <<<"$out" >/dev/null || fail "json: no novita tier: $out"
+
+# A book with a key twice is the engine's error, not jansson's last value.
+mkdir dup
+sed 's/"cpu": {/"cpu": {"basis": "allocated", "rate": "1", "per": "second"},\n  "cpu": {/' \
+    "$books/e2b-pro.json" >dup/e2b-pro.json
+expect_status 1 "$COSTSIM" --profile e2b.json --books dup --max-trials 2
+contains "$err" "dup/e2b-pro.json: line 12 column 7: duplicate object key near '\"cpu\"'" \
+    "a duplicate key is refused"
 
 # Bad profiles: the key and the value.
 cat >bad.json <<'JSON'
@@ -412,4 +420,9 @@ expect_status 1 "$COSTSIM" breakeven --profile disk.json --books sens \
 contains "$err" "price book 'aws-lambda' cannot price the profile as given" "an unpriceable book"
 expect_status 0 "$COSTSIM" breakeven --help
 contains "$out" "usage: costsim breakeven" "breakeven's help"
+expect_status 2 "$COSTSIM" --profile small.json --seed 9223372036854775808
+contains "$err" "--seed '9223372036854775808' is not a whole number from 0 to 9223372036854775807" "seed cap"
+expect_status 2 "$COSTSIM" breakeven --profile e2b.json --books "$books" \
+    --between e2b-hobby,e2b-pro --param sessions.per_month --range 1.5:10
+contains "$err" "sessions.per_month: 1.5 is held as 2" "a range end the profile would round"
 finish

@@ -5,8 +5,8 @@
 # profile and one book carry hostile strings loads with no console error
 # and no request but the file, holds no script, shows every book's row
 # and charts at a non-zero size and the hostile strings as text; so does
-# the unit test's report (test_costsim_out), whose tornado costsim cannot
-# compute yet. Screenshots are left in $COSTSIM_SHOTS to look at.
+# the unit test's report (test_costsim_out), with a tornado built by
+# hand. Screenshots are left in $COSTSIM_SHOTS to look at.
 . "$(dirname "$0")/lib.sh"
 top=$(cd "$(dirname "$0")/.." && pwd)
 check=$top/tools/browser/check-report.mjs

@@ -433,18 +433,18 @@ test_messages(void)
 
 /* ---- the tier of a provider -------------------------------------------- */
 
-/* Stats of a book: `trials` trials each totalling total, `fits` of
- * them within every limit. */
+/* Stats of a book: `trials` trials each totalling total, `broke` of
+ * them above its session limit. */
 static struct sim_book_stats
 stats(struct pricing_dec *totals, size_t trials, const char *total,
-      uint64_t fits, bool failed)
+      uint64_t broke, bool failed)
 {
     struct sim_book_stats s = {0};
     for (size_t i = 0; i < trials; i++)
         CHECK(pricing_dec_parse(total, 6, &totals[i]) == PRICING_OK);
     s.totals = totals;
-    s.trials = trials;
-    s.fits = fits;
+    s.trials = s.checked = trials;
+    s.broken[SIM_LIMIT_SESSION] = broke;
     s.failed = failed;
     return s;
 }
@@ -462,29 +462,32 @@ test_tiers(void)
     struct pricing_dec t[N][4];
     struct sim_book_stats s[N];
     /* Hobby fits and is cheaper: Hobby. */
-    s[0] = stats(t[0], 4, "10", 4, false);
-    s[1] = stats(t[1], 4, "160", 4, false);
-    s[2] = stats(t[2], 4, "5", 4, false);
-    s[3] = stats(t[3], 4, "5", 4, false);
-    s[4] = stats(t[4], 4, "7", 4, false);
+    s[0] = stats(t[0], 4, "10", 0, false);
+    s[1] = stats(t[1], 4, "160", 0, false);
+    s[2] = stats(t[2], 4, "5", 0, false);
+    s[3] = stats(t[3], 4, "5", 0, false);
+    s[4] = stats(t[4], 4, "7", 0, false);
     CHECK(sim_tier_choose(books, s, N, "e2b") == 0);
     /* Equal means: the first. */
     CHECK(sim_tier_choose(books, s, N, "novita") == 2);
     CHECK(sim_tier_choose(books, s, N, "daytona") == 4);
     /* Hobby breaks a limit in one trial of four: Pro, dearer as it is. */
-    s[0].fits = 3;
+    s[0].broken[SIM_LIMIT_SESSION] = 1;
+    CHECK(sim_tier_choose(books, s, N, "e2b") == 1);
+    /* A cap counts as much. */
+    s[0].broken[SIM_LIMIT_SESSION] = 0;
+    s[0].broken[SIM_LIMIT_CPU_HOURS] = 1;
     CHECK(sim_tier_choose(books, s, N, "e2b") == 1);
     /* Both break one: none fits. */
-    s[1].fits = 0;
+    s[1].broken[SIM_LIMIT_CONCURRENCY] = 4;
     CHECK(sim_tier_choose(books, s, N, "e2b") == -1);
     /* The cheaper one by mean, exactly: 5.000001 against 5. */
-    s[2] = stats(t[2], 4, "5.000001", 4, false);
+    s[2] = stats(t[2], 4, "5.000001", 0, false);
     CHECK(sim_tier_choose(books, s, N, "novita") == 3);
     /* A book that cannot price the workload is never chosen. */
     s[3].failed = true;
     CHECK(sim_tier_choose(books, s, N, "novita") == 2);
     s[2].trials = 0;
-    s[2].fits = 0;
     CHECK(sim_tier_choose(books, s, N, "novita") == -1);
     /* No such provider, or none. */
     CHECK(sim_tier_choose(books, s, N, "nobody") == -1);
@@ -546,14 +549,14 @@ test_monte_carlo(void)
     CHECK(sim_monte_carlo(p, books, N, &o, &r, &e) == 0);
     const struct sim_book_stats *h = &r.books[0], *pro = &r.books[1],
                                 *nov = &r.books[2];
-    CHECK(h->trials == 4 && h->fits == 0);
+    CHECK(h->trials == 4 && !sim_book_fits(h) && h->checked == 4);
     CHECK(h->broken[SIM_LIMIT_CONCURRENCY] == 4 &&
           h->broken[SIM_LIMIT_SESSION] == 4);
     CHECK_STR(dec(h->worst[SIM_LIMIT_CONCURRENCY], 0), "25");
     CHECK_STR(dec(h->worst[SIM_LIMIT_SESSION], 0), "7200");
     CHECK(h->on_option[0] == 4);
-    CHECK(pro->fits == pro->trials && pro->on_option[0] == pro->trials);
-    CHECK(nov->fits == nov->trials);
+    CHECK(sim_book_fits(pro) && pro->on_option[0] == pro->trials);
+    CHECK(sim_book_fits(nov));
     for (int l = 0; l < SIM_NLIMITS; l++)
         CHECK(pro->broken[l] == 0 && nov->broken[l] == 0);
     /* The tier: e2b-pro for E2B, novita-paid for Novita. */
@@ -577,12 +580,13 @@ test_monte_carlo(void)
     CHECK(sim_monte_carlo(p, books, N, &o, &r, &e) == 0);
     pro = &r.books[1];
     nov = &r.books[2];
-    CHECK(pro->on_option[1] == pro->trials && pro->fits == pro->trials);
+    CHECK(pro->on_option[1] == pro->trials && sim_book_fits(pro));
     struct pricing_dec fees;
     CHECK(pricing_dec_mul_int((struct pricing_dec){500 * PRICING_ONE},
                               (int64_t)pro->trials, &fees) == PRICING_OK);
     CHECK(pricing_dec_cmp(pro->kind_sum[addon], fees) == 0);
-    CHECK(nov->broken[SIM_LIMIT_CONCURRENCY] == nov->trials && nov->fits == 0);
+    CHECK(nov->broken[SIM_LIMIT_CONCURRENCY] == nov->trials &&
+          !sim_book_fits(nov));
     CHECK(sim_tier_choose(books, r.books, N, "novita") == -1);
     CHECK(sim_tier_choose(books, r.books, N, "e2b") == 1);
     /* The same month through the engine alone: its total plus 500. */
@@ -614,6 +618,71 @@ test_monte_carlo(void)
         pricing_book_free(owned[i]);
 }
 
+/*
+ * A book that stops early (a flat fee: every month costs the same) is
+ * judged on every month drawn, like a book priced to the cap: the same
+ * session limit, the same months broken, whatever their prices.
+ */
+static void
+test_early_stop(void)
+{
+    static const char *const fmt =
+        "{\"id\": \"%s\", \"provider\": \"x\", \"currency\": \"USD\", "
+        "\"effective_from\": \"2026-01-01\", \"cpu\": {\"basis\": "
+        "\"allocated\", \"rate\": \"%s\", \"per\": \"second\"}, "
+        "\"memory\": {\"basis\": \"allocated\", \"unit\": \"GB\", "
+        "\"rate\": \"0\", \"per\": \"second\"}, \"storage\": null, "
+        "\"egress\": null, \"per_run\": \"0\", \"subscription\": "
+        "{\"monthly_fee\": \"%s\", \"max_session_s\": 3600}}";
+    char flat_json[1024], usage_json[1024];
+    snprintf(flat_json, sizeof(flat_json), fmt, "flat", "0", "100");
+    snprintf(usage_json, sizeof(usage_json), fmt, "usage", "0.00001", "0");
+    struct pricing_book *flat = parse_book(flat_json),
+                        *usage = parse_book(usage_json);
+    const struct pricing_book *books[2] = {flat, usage};
+    static const char profile[] =
+        "{\"sessions\": {\"poisson\": {\"per_hour\": 0.05}, \"length\": "
+        "{\"dist\": \"lognormal\", \"median\": 1200, \"p95\": 3300}}, "
+        "\"sandbox\": {\"vcpu\": 1, \"memory_gib\": 1, \"disk_gib\": 0}}";
+    struct sim_err e;
+    struct sim_profile *p =
+        sim_profile_parse(profile, strlen(profile), NULL, &e);
+    CHECK(p != NULL);
+    struct sim_mc_opts o = {.seed = 2,
+                            .precision = 0.001,
+                            .min_trials = 8,
+                            .max_trials = 96,
+                            .threads = 1,
+                            .year = 2026,
+                            .month = 11};
+    struct sim_mc_result r;
+    CHECK(p && sim_monte_carlo(p, books, 2, &o, &r, &e) == 0);
+    if (p) {
+        const struct sim_book_stats *f = &r.books[0], *u = &r.books[1];
+        /* The flat book stopped at the first batch; the other did not. */
+        CHECK(f->trials == 8 && u->trials == 96 && r.trials == 96);
+        CHECK(f->checked == 96 && u->checked == 96);
+        CHECK(u->broken[SIM_LIMIT_SESSION] > 0 &&
+              f->broken[SIM_LIMIT_SESSION] == u->broken[SIM_LIMIT_SESSION]);
+        CHECK(pricing_dec_cmp(f->worst[SIM_LIMIT_SESSION],
+                              u->worst[SIM_LIMIT_SESSION]) == 0);
+        CHECK(!sim_book_fits(f) && !sim_book_fits(u));
+        CHECK(sim_tier_choose(books, r.books, 2, "x") == -1);
+        /* The same with two threads. */
+        struct sim_mc_result r2;
+        o.threads = 2;
+        CHECK(sim_monte_carlo(p, books, 2, &o, &r2, &e) == 0);
+        CHECK(r2.books[0].checked == 96 &&
+              r2.books[0].broken[SIM_LIMIT_SESSION] ==
+                  f->broken[SIM_LIMIT_SESSION]);
+        sim_mc_result_release(&r2);
+        sim_mc_result_release(&r);
+    }
+    sim_profile_free(p);
+    pricing_book_free(flat);
+    pricing_book_free(usage);
+}
+
 int
 main(void)
 {
@@ -624,5 +693,6 @@ main(void)
     test_messages();
     test_tiers();
     test_monte_carlo();
+    test_early_stop();
     return test_result();
 }

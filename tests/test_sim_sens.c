@@ -503,8 +503,12 @@ common_numbers(void)
     for (int i = 0; i < 2; i++) {
         const struct sim_tornado_book *tb = &t.books[i];
         CHECK(tb->trials == 4);
+        int seen = 0; /* the three parameters checked, each once */
         for (size_t k = 0; k < tb->nswings; k++) {
             const struct sim_swing *s = &tb->swings[k];
+            seen += strcmp(s->param, "sandbox.memory_gib") == 0 ||
+                    strcmp(s->param, "sessions.poisson.per_hour") == 0 ||
+                    strcmp(s->param, "activity.busy.cpu") == 0;
             /* Memory is free under both. */
             if (strcmp(s->param, "sandbox.memory_gib") == 0)
                 CHECK(s->low.v == tb->base.v && s->high.v == tb->base.v);
@@ -519,6 +523,7 @@ common_numbers(void)
                 CHECK(i == 0 ? s->low.v == tb->base.v
                              : pricing_dec_cmp(s->low, tb->base) < 0);
         }
+        CHECK(seen == 3);
     }
     CHECK(t.books[2].nswings == 0);
     sim_tornado_release(&t);

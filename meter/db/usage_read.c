@@ -219,6 +219,8 @@ next_block(void *ctx, struct pricing_block *b, struct pricing_err *pe)
         b->sandbox_id = r->sandbox;
         b->s = r->out;
         b->n = n;
+        b->runs = NULL; /* seconds, one by one */
+        b->nruns = 0;
         b->history = true;
         b->first_run_minute =
             r->first_run == INT32_MAX ? INT64_MAX : r->first_run;

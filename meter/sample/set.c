@@ -279,6 +279,8 @@ next_block(void *ctx, struct pricing_block *b, struct pricing_err *e)
     b->account_id = set->accounts.str[set->owner[sb]];
     b->s = set->buf;
     b->n = n;
+    b->runs = NULL; /* seconds, one by one */
+    b->nruns = 0;
     b->history = false; /* files: runs count within what they hold */
     return 1;
 }

@@ -79,8 +79,11 @@ cs_mc_option(const char *cmd, int c, const char *arg, struct sim_mc_opts *o)
     int y, mo, end = 0;
     switch (c) {
     case CS_OPT_SEED:
-        if (!cs_parse_u64(arg, UINT64_MAX, &o->seed))
-            return cs_usage_error(cmd, "--seed '%s' is not a whole number",
+        /* At most INT64_MAX, so that JSON gives it back as it was. */
+        if (!cs_parse_u64(arg, INT64_MAX, &o->seed))
+            return cs_usage_error(cmd,
+                                  "--seed '%s' is not a whole number from 0 "
+                                  "to 9223372036854775807",
                                   arg);
         return 0;
     case CS_OPT_PRECISION:

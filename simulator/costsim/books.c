@@ -49,6 +49,9 @@ copy_string(json_t *root, const char *key, char *out, size_t n)
     snprintf(out, n, "%s", s ? s : "");
 }
 
+/* The largest book file read. */
+#define BOOK_MAX (1 << 20)
+
 /* One book file: parsed by the engine, and its source and as_of. */
 static int
 load_book(const char *dir, const char *name, struct cs_book *b)
@@ -56,17 +59,28 @@ load_book(const char *dir, const char *name, struct cs_book *b)
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     snprintf(b->file, sizeof(b->file), "%s", name);
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root) {
-        fprintf(stderr, "costsim: %s: line %d: %s\n", path, je.line, je.text);
+    /* The engine parses the file's own bytes (a duplicate key is its
+     * error, not jansson's last value); the strings the engine does not
+     * keep are read from the same bytes. */
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    size_t len = 0;
+    if (!f || fseek(f, 0, SEEK_END) < 0 ||
+        (len = (size_t)ftell(f)) > BOOK_MAX || fseek(f, 0, SEEK_SET) < 0 ||
+        !(text = malloc(len + 1)) || fread(text, 1, len, f) != len) {
+        fprintf(stderr, "costsim: cannot read '%s'%s\n", path,
+                len > BOOK_MAX ? ": larger than 1 MiB" : "");
+        if (f)
+            fclose(f);
+        free(text);
         return -1;
     }
-    char *text = json_dumps(root, JSON_COMPACT);
+    fclose(f);
     struct pricing_err e;
-    b->book = text ? pricing_book_parse(text, strlen(text), path, &e) : NULL;
+    b->book = pricing_book_parse(text, len, path, &e);
+    json_t *root = b->book ? json_loadb(text, len, 0, NULL) : NULL;
     if (!b->book)
-        fprintf(stderr, "costsim: %s\n", text ? e.msg : "out of memory");
+        fprintf(stderr, "costsim: %s\n", e.msg);
     copy_string(root, "source", b->source, sizeof(b->source));
     copy_string(root, "as_of", b->as_of, sizeof(b->as_of));
     copy_string(root, "name", b->name, sizeof(b->name));
@@ -126,7 +140,6 @@ out:
     closedir(d);
     return rc;
 }
-
 
 void
 cs_books_free(struct cs_book *b, size_t n)

@@ -182,8 +182,16 @@ check_param(const struct args *a, const struct sim_profile *p)
             fprintf(stderr, "costsim: out of memory\n");
             return 1;
         }
-        enum sim_param_status st = sim_param_set(q, a->param, i ? a->hi : a->lo,
-                                                 NULL, why, sizeof(why));
+        double end = i ? a->hi : a->lo, held = end, step = 0;
+        enum sim_param_status st =
+            sim_param_set(q, a->param, end, NULL, why, sizeof(why));
+        if (st == SIM_PARAM_SET &&
+            sim_param_get(q, a->param, &held, &step) == 0 && step > 0 &&
+            held != end) {
+            snprintf(why, sizeof(why), "%s: %.10g is held as %.10g", a->param,
+                     end, held);
+            st = SIM_PARAM_REFUSED;
+        }
         sim_profile_free(q);
         if (st != SIM_PARAM_SET)
             return usage_error("--range '%s': %s (the range's ends must be "

@@ -79,10 +79,12 @@ cs_print_plan(FILE *f, const struct cs_run *run, size_t i)
             continue;
         sim_limit_message(b, (enum sim_limit)lim, s->worst[lim], msg,
                           sizeof(msg));
-        fprintf(f, "    limit broken: %s (%llu of %zu months)\n", msg,
-                (unsigned long long)s->broken[lim], s->trials);
+        fprintf(f, "    limit broken: %s (%llu of %llu months)\n", msg,
+                (unsigned long long)s->broken[lim],
+                (unsigned long long)sim_book_months_checked(
+                    s, (enum sim_limit)lim));
     }
-    if (s->fits == s->trials && !bought_addon(s))
+    if (sim_book_fits(s) && !bought_addon(s))
         fprintf(f, "    limits: none broken\n");
 }
 
@@ -211,8 +213,12 @@ limit_json(const struct pricing_book *b, const struct sim_book_stats *s,
         !json_object_set_new(j, "months_broken",
                              json_integer((json_int_t)s->broken[lim])) &&
         !json_object_set_new(
+            j, "months_checked",
+            json_integer((json_int_t)sim_book_months_checked(s, lim))) &&
+        !json_object_set_new(
             j, "share_broken",
-            json_real((double)s->broken[lim] / (double)s->trials));
+            json_real((double)s->broken[lim] /
+                      (double)sim_book_months_checked(s, lim)));
     if (ok && s->broken[lim]) {
         sim_limit_message(b, lim, s->worst[lim], msg, sizeof(msg));
         ok = !json_object_set_new(j, "message", json_string(msg));
@@ -239,13 +245,13 @@ cs_plan_json(json_t *book, const struct cs_run *run, size_t i)
     if (s->failed || s->trials == 0)
         return 0;
     json_t *plan = json_object(), *addons, *limits;
-    bool ok = !json_object_set_new(book, "plan", plan) &&
-              !json_object_set_new(plan, "fits",
-                                   json_boolean(s->fits == s->trials)) &&
-              !json_object_set_new(plan, "months_within_limits",
-                                   json_integer((json_int_t)s->fits)) &&
-              !json_object_set_new(plan, "addons", addons = json_array()) &&
-              !json_object_set_new(plan, "limits", limits = json_array());
+    bool ok =
+        !json_object_set_new(book, "plan", plan) &&
+        !json_object_set_new(plan, "fits", json_boolean(sim_book_fits(s))) &&
+        !json_object_set_new(plan, "months_checked",
+                             json_integer((json_int_t)s->checked)) &&
+        !json_object_set_new(plan, "addons", addons = json_array()) &&
+        !json_object_set_new(plan, "limits", limits = json_array());
     for (size_t k = 0; ok && k < l->naddons; k++) {
         char fee[48];
         json_t *a;

@@ -243,6 +243,23 @@ facts_seconds(struct cs_usage_facts *f, int64_t ts, uint64_t n, bool running,
     return 0;
 }
 
+/* n seconds from s->ts with s's values, less those already read (a
+ * repeated second: the first stands, as in rating). */
+static int
+facts_new(struct cs_usage_facts *f, const struct pricing_second *s, uint64_t n)
+{
+    int64_t ts = s->ts;
+    if (ts <= f->seen) {
+        uint64_t old = (uint64_t)(f->seen - ts) + 1;
+        if (old >= n)
+            return 0;
+        ts = f->seen + 1;
+        n -= old;
+    }
+    f->seen = ts + (int64_t)n - 1;
+    return facts_seconds(f, ts, n, s->vcpu > 0, s->disk_bytes);
+}
+
 /* One block of stored seconds (one sandbox's, in order), given second
  * by second or as runs. */
 static int
@@ -253,18 +270,16 @@ facts_add(struct cs_usage_facts *f, const struct pricing_block *b)
             return -1;
         snprintf(f->sandbox, sizeof(f->sandbox), "%s", b->sandbox_id);
         f->sandboxes++;
+        f->seen = INT64_MIN;
     }
     if (b->runs) {
         for (size_t i = 0; i < b->nruns; i++)
-            if (facts_seconds(f, b->runs[i].s.ts, b->runs[i].n,
-                              b->runs[i].s.vcpu > 0,
-                              b->runs[i].s.disk_bytes) < 0)
+            if (facts_new(f, &b->runs[i].s, b->runs[i].n) < 0)
                 return -1;
         return 0;
     }
     for (size_t i = 0; i < b->n; i++)
-        if (facts_seconds(f, b->s[i].ts, 1, b->s[i].vcpu > 0,
-                          b->s[i].disk_bytes) < 0)
+        if (facts_new(f, &b->s[i], 1) < 0)
             return -1;
     return 0;
 }

@@ -52,6 +52,7 @@ struct cs_usage_facts {
     char sandbox[PRICING_ID_MAX + 1];
     bool open;
     int64_t from, last;
+    int64_t seen; /* the sandbox's last second read (INT64_MIN: none) */
     /* Starts (+1) and ends (-1) of sessions. */
     struct cs_replay_events run_ev;
     /* The span of constant disk being read, and the spans' starts
