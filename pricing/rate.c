@@ -458,8 +458,7 @@ rate_run(struct pricing_rater *r, const struct rules *book,
     }
     if ((uint64_t)(r->period_end - ts) < n)
         n = (uint64_t)(r->period_end - ts);
-    if (s->egress_bytes)
-        r->q.egress += (pricing_u128)n * s->egress_bytes;
+    r->q.egress += (pricing_u128)n * s->egress_bytes;
     uint64_t disk;
     if (s->vcpu == 0) { /* paused: storage (all of it) and egress */
         close_segment(r);
@@ -519,12 +518,10 @@ rate_run(struct pricing_rater *r, const struct rules *book,
             }
         }
     }
-    if (!pool) {
-        if (disk)
-            r->q.storage += (pricing_u128)n * disk;
-    } else if (!span_add(r, ts, n, disk, e)) {
+    if (!pool)
+        r->q.storage += (pricing_u128)n * disk;
+    else if (!span_add(r, ts, n, disk, e))
         return 0;
-    }
     return n;
 }
 
