@@ -252,8 +252,9 @@ struct pricing_rater *pricing_rater_new(const struct pricing_book *book,
                                         struct pricing_err *e);
 void pricing_rater_free(struct pricing_rater *r);
 
-/* Rates one block. Fails on seconds out of order or a sandbox seen
- * under two accounts; the error names the sandbox and the second. */
+/* Rates one block, of seconds or of runs. Fails on seconds out of order,
+ * a run of no second, or a sandbox seen under two accounts; the error
+ * names the sandbox and the second. */
 int pricing_rater_add(struct pricing_rater *r, const struct pricing_block *b,
                       struct pricing_err *e);
 

@@ -1,12 +1,13 @@
 /*
- * rate.c - the streaming rating engine: per-second usage in, exact
- * quantities per (account, period) out (docs/pricing.md, "Rating").
+ * rate.c - the streaming rating engine: per-second usage in (second by
+ * second, or as runs of identical seconds), exact quantities per
+ * (account, period) out (docs/pricing.md, "Rating").
  *
  * The engine keeps the state of one sandbox (its open segment and idle
  * streak, its quantities in the current period) and one accumulator per
- * (account, period). Per-sandbox sums are 128-bit sums of 64-bit values,
- * which cannot overflow below 2^64 samples; sums across sandboxes are
- * checked. Pricing the quantities is statement.c's.
+ * (account, period). Per-sandbox sums are 128-bit sums of 64-bit values
+ * (a run's, its value times at most 2^32 seconds), which cannot overflow
+ * below 2^64 samples; sums across sandboxes are checked. Pricing the quantities is statement.c's.
  */
 #include "pricing_int.h"
 
