@@ -2,8 +2,9 @@
  * limits.c - plan tiers and limits (rules section 15): what a simulated
  * month measures against a plan (sandboxes running at once, the longest
  * stretch running without a pause, the disk held at once), the check of
- * a month against a book's limits, add-ons and caps, the messages that
- * name a broken limit, and the tier chosen among a provider's books.
+ * a month against a book's limits, add-ons and caps, and the messages
+ * that name a broken limit (the tier chosen among a provider's books,
+ * from the results over the months, is montecarlo.c's).
  *
  * The limits are the book's, read through pricing_book_limits: nothing
  * here restates a price. Rating ignores them, so the engine's statement
@@ -399,52 +400,4 @@ sim_limit_message(const struct pricing_book *b, enum sim_limit lim,
     }
     }
     return k < 0 ? 0 : (size_t)k;
-}
-
-/* ---- the tier of a provider -------------------------------------------- */
-
-struct pricing_dec
-sim_book_mean(const struct sim_book_stats *b)
-{
-    struct pricing_dec sum = {0};
-    for (size_t i = 0; i < b->trials; i++)
-        if (pricing_dec_add(sum, b->totals[i], &sum) != PRICING_OK)
-            return (struct pricing_dec){0}; /* cannot: totals are small */
-    return sim_dec_div(sum, b->trials);
-}
-
-bool
-sim_book_fits(const struct sim_book_stats *b)
-{
-    for (int l = 0; l < SIM_NLIMITS; l++)
-        if (b->broken[l])
-            return false;
-    return true;
-}
-
-uint64_t
-sim_book_months_checked(const struct sim_book_stats *b, enum sim_limit l)
-{
-    return sim_limit_of_month(l) ? b->checked : b->trials;
-}
-
-int
-sim_tier_choose(const struct pricing_book *const *books,
-                const struct sim_book_stats *stats, size_t nbooks,
-                const char *provider)
-{
-    int best = -1;
-    struct pricing_dec best_mean = {0};
-    for (size_t i = 0; i < nbooks; i++) {
-        const struct sim_book_stats *s = &stats[i];
-        if (strcmp(pricing_book_provider(books[i]), provider) != 0 ||
-            !*provider || s->failed || s->trials == 0 || !sim_book_fits(s))
-            continue;
-        struct pricing_dec mean = sim_book_mean(s);
-        if (best < 0 || pricing_dec_cmp(mean, best_mean) < 0) {
-            best = (int)i;
-            best_mean = mean;
-        }
-    }
-    return best;
 }

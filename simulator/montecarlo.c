@@ -406,3 +406,51 @@ sim_book_quantile(const struct sim_book_stats *b, double q)
         k = b->trials;
     return b->sorted[k - 1];
 }
+
+/* ---- a book's results, and the tier of a provider ------------------- */
+
+struct pricing_dec
+sim_book_mean(const struct sim_book_stats *b)
+{
+    struct pricing_dec sum = {0};
+    for (size_t i = 0; i < b->trials; i++)
+        if (pricing_dec_add(sum, b->totals[i], &sum) != PRICING_OK)
+            return (struct pricing_dec){0}; /* cannot: totals are small */
+    return sim_dec_div(sum, b->trials);
+}
+
+bool
+sim_book_fits(const struct sim_book_stats *b)
+{
+    for (int l = 0; l < SIM_NLIMITS; l++)
+        if (b->broken[l])
+            return false;
+    return true;
+}
+
+uint64_t
+sim_book_months_checked(const struct sim_book_stats *b, enum sim_limit l)
+{
+    return sim_limit_of_month(l) ? b->checked : b->trials;
+}
+
+int
+sim_tier_choose(const struct pricing_book *const *books,
+                const struct sim_book_stats *stats, size_t nbooks,
+                const char *provider)
+{
+    int best = -1;
+    struct pricing_dec best_mean = {0};
+    for (size_t i = 0; i < nbooks; i++) {
+        const struct sim_book_stats *s = &stats[i];
+        if (strcmp(pricing_book_provider(books[i]), provider) != 0 ||
+            !*provider || s->failed || s->trials == 0 || !sim_book_fits(s))
+            continue;
+        struct pricing_dec mean = sim_book_mean(s);
+        if (best < 0 || pricing_dec_cmp(mean, best_mean) < 0) {
+            best = (int)i;
+            best_mean = mean;
+        }
+    }
+    return best;
+}

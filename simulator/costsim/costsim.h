@@ -45,8 +45,6 @@ struct cs_run {
 
 /* What every output says about what is exact and what is not. */
 extern const char cs_stats_note[];
-/* The exact mean of b's totals (0 without trials). */
-struct pricing_dec cs_mean(const struct sim_book_stats *b);
 /* Money per 1,000 sessions: the totals' sum x 1,000 / the sessions. */
 struct pricing_dec cs_per_thousand(const struct sim_book_stats *b);
 double cs_sessions_per_month(const struct sim_book_stats *b);

@@ -20,12 +20,6 @@ const char cs_stats_note[] =
     "mean is computed over doubles (GSL, Student t)";
 
 struct pricing_dec
-cs_mean(const struct sim_book_stats *b)
-{
-    return sim_book_mean(b);
-}
-
-struct pricing_dec
 cs_per_thousand(const struct sim_book_stats *b)
 {
     struct pricing_dec sum = {0};
@@ -57,7 +51,7 @@ by_mean(const void *x, const void *y)
     if (a->failed != b->failed)
         return a->failed ? 1 : -1;
     if (!a->failed) {
-        int c = pricing_dec_cmp(cs_mean(a), cs_mean(b));
+        int c = pricing_dec_cmp(sim_book_mean(a), sim_book_mean(b));
         if (c)
             return c;
     }
@@ -112,7 +106,7 @@ cs_print_table(FILE *f, const struct cs_run *run)
             fprintf(f, "    reason: %s\n", b->reason);
         } else {
             fprintf(f, "%-26s %-4s %12s %11.*f %12s %12s %12s %12s %7zu%s\n",
-                    pricing_book_id(bk->book), cur, fmt(cs_mean(b), mu, m, 48),
+                    pricing_book_id(bk->book), cur, fmt(sim_book_mean(b), mu, m, 48),
                     mu, b->half, fmt(sim_book_quantile(b, 0.05), mu, p5, 48),
                     fmt(sim_book_quantile(b, 0.5), mu, p50, 48),
                     fmt(sim_book_quantile(b, 0.95), mu, p95, 48),
@@ -180,7 +174,7 @@ book_json(const struct cs_book *bk, const struct sim_book_stats *b)
          !json_object_set_new(j, "trials",
                               json_integer((json_int_t)b->trials)) &&
          !json_object_set_new(j, "converged", json_boolean(b->converged)) &&
-         !json_object_set_new(j, "mean", jdec(cs_mean(b), 6)) &&
+         !json_object_set_new(j, "mean", jdec(sim_book_mean(b), 6)) &&
          !json_object_set_new(j, "ci95_half_width", json_real(b->half)) &&
          !json_object_set_new(j, "p5", jdec(sim_book_quantile(b, 0.05), d)) &&
          !json_object_set_new(j, "p50", jdec(sim_book_quantile(b, 0.5), d)) &&

@@ -112,7 +112,7 @@ cs_print_csv(FILE *f, const struct cs_run *run)
         } else {
             num(f, trials);
             num(f, b->converged ? "true" : "false");
-            dec(f, cs_mean(b), 6);
+            dec(f, sim_book_mean(b), 6);
             real(f, b->half);
             dec(f, sim_book_quantile(b, 0.05), d);
             dec(f, sim_book_quantile(b, 0.5), d);

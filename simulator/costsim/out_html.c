@@ -425,18 +425,18 @@ cards(FILE *f, const struct cs_run *run, const size_t *o, size_t priced)
           "Cheapest</div><div class=\"big\">",
           f);
     esc(f, pricing_book_currency(lo->book));
-    fprintf(f, " %s</div>", money(cs_mean(blo), minor_unit(lo), a, 64));
+    fprintf(f, " %s</div>", money(sim_book_mean(blo), minor_unit(lo), a, 64));
     esc(f, pricing_book_id(lo->book));
     fputs(", mean a month</div>\n<div class=\"card\"><div class=\"what\">"
           "Most expensive</div><div class=\"big\">",
           f);
     esc(f, pricing_book_currency(hi->book));
-    fprintf(f, " %s</div>", money(cs_mean(bhi), minor_unit(hi), b, 64));
+    fprintf(f, " %s</div>", money(sim_book_mean(bhi), minor_unit(hi), b, 64));
     esc(f, pricing_book_id(hi->book));
     fputs(", mean a month</div>\n<div class=\"card\"><div class=\"what\">"
           "Spread</div><div class=\"big\">",
           f);
-    double l = dbl(cs_mean(blo)), h = dbl(cs_mean(bhi));
+    double l = dbl(sim_book_mean(blo)), h = dbl(sim_book_mean(bhi));
     if (l > 0)
         fprintf(f, "&times;%.1f", h / l);
     else
@@ -505,7 +505,7 @@ summary(FILE *f, const struct cs_run *run, const size_t *o, size_t priced)
           f);
     const struct cs_book *first = priced ? &run->books[o[0]] : NULL;
     struct pricing_dec cheapest =
-        priced ? cs_mean(&run->res->books[o[0]]) : (struct pricing_dec){0};
+        priced ? sim_book_mean(&run->res->books[o[0]]) : (struct pricing_dec){0};
     for (size_t k = 0; k < run->nbooks; k++) {
         const struct cs_book *bk = &run->books[o[k]];
         const struct sim_book_stats *b = &run->res->books[o[k]];
@@ -532,7 +532,7 @@ summary(FILE *f, const struct cs_run *run, const size_t *o, size_t priced)
         fprintf(f,
                 "%s</td><td>%.*f</td><td>%s</td><td>%s</td><td>%s</td>"
                 "<td>%s</td>",
-                money(cs_mean(b), mu, m, 64), mu, b->half,
+                money(sim_book_mean(b), mu, m, 64), mu, b->half,
                 money(sim_book_quantile(b, 0.05), mu, p5, 64),
                 money(sim_book_quantile(b, 0.5), mu, p50, 64),
                 money(sim_book_quantile(b, 0.95), mu, p95, 64),
@@ -541,7 +541,7 @@ summary(FILE *f, const struct cs_run *run, const size_t *o, size_t priced)
         if (k == 0)
             fputs("<td>&ndash;</td>", f);
         else if (strcmp(bcur, pricing_book_currency(first->book)) != 0 ||
-                 pricing_dec_sub(cs_mean(b), cheapest, &diff) != PRICING_OK)
+                 pricing_dec_sub(sim_book_mean(b), cheapest, &diff) != PRICING_OK)
             fputs("<td>n/a</td>", f);
         else
             fprintf(f, "<td>+%s</td>", money(diff, mu, d, 64));
@@ -577,7 +577,7 @@ box_plot(FILE *f, const struct cs_run *run, const size_t *sel, size_t n,
         const struct sim_book_stats *b = &run->res->books[sel[k]];
         lo = fmin(lo, dbl(sim_book_quantile(b, 0.05)));
         hi = fmax(hi, dbl(sim_book_quantile(b, 0.95)));
-        hi = fmax(hi, dbl(cs_mean(b)));
+        hi = fmax(hi, dbl(sim_book_mean(b)));
     }
     struct axis a;
     axis_init(&a, lo, hi, true, PLOT_X0, PLOT_X1);
@@ -602,7 +602,7 @@ box_plot(FILE *f, const struct cs_run *run, const size_t *sel, size_t n,
                p50 = axis_x(&a, dbl(sim_book_quantile(b, 0.5))),
                q3 = axis_x(&a, dbl(sim_book_quantile(b, 0.75))),
                p95 = axis_x(&a, dbl(sim_book_quantile(b, 0.95))),
-               mean = axis_x(&a, dbl(cs_mean(b)));
+               mean = axis_x(&a, dbl(sim_book_mean(b)));
         /* A book whose trials all cost the same still gets a visible
          * box, 2 units wide, around that cost. */
         if (q3 - q1 < 2) {
@@ -616,7 +616,7 @@ box_plot(FILE *f, const struct cs_run *run, const size_t *sel, size_t n,
         fputs("\"><title>", f);
         esc(f, pricing_book_id(bk->book));
         fprintf(f, ": mean %s, p5 %s, median %s, p95 %s %s</title>\n",
-                money(cs_mean(b), mu, m, 64),
+                money(sim_book_mean(b), mu, m, 64),
                 money(sim_book_quantile(b, 0.05), mu, s5, 64),
                 money(sim_book_quantile(b, 0.5), mu, s50, 64),
                 money(sim_book_quantile(b, 0.95), mu, s95, 64), cur);
@@ -694,7 +694,7 @@ histogram(FILE *f, const struct cs_book *bk, const struct sim_book_stats *b,
                 count[k] == 1 ? "" : "s");
     }
     fputs("</g>\n", f);
-    double mx = hi > lo ? X0 + (dbl(cs_mean(b)) - lo) / (hi - lo) * (X1 - X0)
+    double mx = hi > lo ? X0 + (dbl(sim_book_mean(b)) - lo) / (hi - lo) * (X1 - X0)
                         : X0 + bw / 2;
     fprintf(f,
             "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" "
@@ -843,14 +843,14 @@ stacked(FILE *f, const struct cs_run *run, const size_t *sel, size_t n,
         }
         /* The net total: never drawn from the lines' doubles' sum but
          * from the exact mean. */
-        double net = axis_x(&a, dbl(cs_mean(b)));
+        double net = axis_x(&a, dbl(sim_book_mean(b)));
         char m[64];
         fprintf(f,
                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
                 "stroke=\"#111\" stroke-width=\"2\"/>\n</g>\n",
                 net, y - 11, net, y + 11);
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"value\">%s</text>\n",
-                PLOT_X1 + 10, y + 4, money(cs_mean(b), mu, m, 64));
+                PLOT_X1 + 10, y + 4, money(sim_book_mean(b), mu, m, 64));
     }
     fputs("</svg>\n", f);
 }
@@ -911,7 +911,7 @@ breakdown(FILE *f, const struct cs_run *run, const size_t *o, size_t priced,
                                     m, 64)
                             : "&ndash;");
         fprintf(f, "<td><strong>%s</strong></td></tr>\n",
-                money(cs_mean(b), mu, m, 64));
+                money(sim_book_mean(b), mu, m, 64));
     }
     fputs("</tbody>\n</table></div>\n</section>\n", f);
 }

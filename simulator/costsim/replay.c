@@ -472,17 +472,6 @@ replay_invoice(PGconn *db, struct cs_replay *rp, struct meter_err *e)
     return 0;
 }
 
-struct pricing_dec
-cs_lines_sum(const struct pricing_statement *st, size_t n)
-{
-    struct pricing_dec s = {0};
-    for (size_t k = 0; k < n; k++)
-        for (size_t i = 0; i < st[k].nlines; i++)
-            if (pricing_dec_add(s, st[k].lines[i].amount, &s) != PRICING_OK)
-                return (struct pricing_dec){0}; /* cannot: 6-decimal lines */
-    return s;
-}
-
 static void
 replay_release(struct cs_replay *rp)
 {

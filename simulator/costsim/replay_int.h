@@ -105,7 +105,4 @@ struct cs_replay {
 int cs_replay_table(FILE *f, const struct cs_replay *rp);
 int cs_replay_json(FILE *f, const struct cs_replay *rp);
 
-/* The sum of the lines of the n statements st (6 decimals each). */
-struct pricing_dec cs_lines_sum(const struct pricing_statement *st, size_t n);
-
 #endif

@@ -12,6 +12,18 @@
 
 #include <jansson.h>
 
+/* The sum of the lines of the n statements st (6 decimals each). */
+static struct pricing_dec
+cs_lines_sum(const struct pricing_statement *st, size_t n)
+{
+    struct pricing_dec s = {0};
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; i < st[k].nlines; i++)
+            if (pricing_dec_add(s, st[k].lines[i].amount, &s) != PRICING_OK)
+                return (struct pricing_dec){0}; /* cannot: 6-decimal lines */
+    return s;
+}
+
 static const char replay_note[] =
     "each book prices the account's stored usage of the period as if the "
     "account had been on it the whole month: subscriptions and minimum "
