@@ -623,20 +623,22 @@ test_monte_carlo(void)
  * judged on every month drawn, like a book priced to the cap: the same
  * session limit, the same months broken, whatever their prices.
  */
+#define EARLY_BOOK                                                             \
+    "{\"id\": \"%s\", \"provider\": \"x\", \"currency\": \"USD\", "            \
+    "\"effective_from\": \"2026-01-01\", \"cpu\": {\"basis\": "                \
+    "\"allocated\", \"rate\": \"%s\", \"per\": \"second\"}, "                  \
+    "\"memory\": {\"basis\": \"allocated\", \"unit\": \"GB\", "                \
+    "\"rate\": \"0\", \"per\": \"second\"}, \"storage\": null, "               \
+    "\"egress\": null, \"per_run\": \"0\", \"subscription\": "                 \
+    "{\"monthly_fee\": \"%s\", \"max_session_s\": 3600}}"
+
 static void
 test_early_stop(void)
 {
-    static const char *const fmt =
-        "{\"id\": \"%s\", \"provider\": \"x\", \"currency\": \"USD\", "
-        "\"effective_from\": \"2026-01-01\", \"cpu\": {\"basis\": "
-        "\"allocated\", \"rate\": \"%s\", \"per\": \"second\"}, "
-        "\"memory\": {\"basis\": \"allocated\", \"unit\": \"GB\", "
-        "\"rate\": \"0\", \"per\": \"second\"}, \"storage\": null, "
-        "\"egress\": null, \"per_run\": \"0\", \"subscription\": "
-        "{\"monthly_fee\": \"%s\", \"max_session_s\": 3600}}";
     char flat_json[1024], usage_json[1024];
-    snprintf(flat_json, sizeof(flat_json), fmt, "flat", "0", "100");
-    snprintf(usage_json, sizeof(usage_json), fmt, "usage", "0.00001", "0");
+    snprintf(flat_json, sizeof(flat_json), EARLY_BOOK, "flat", "0", "100");
+    snprintf(usage_json, sizeof(usage_json), EARLY_BOOK, "usage", "0.00001",
+             "0");
     struct pricing_book *flat = parse_book(flat_json),
                         *usage = parse_book(usage_json);
     const struct pricing_book *books[2] = {flat, usage};

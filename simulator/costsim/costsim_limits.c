@@ -158,8 +158,8 @@ cs_print_tiers(FILE *f, const struct cs_run *run)
             const char *cur = pricing_book_currency(list[c]);
             int mu = pricing_currency_minor_unit(cur);
             char mean[48];
-            pricing_dec_format(sim_book_mean(s), (unsigned)(mu < 0 ? 0 : mu), mean,
-                               sizeof(mean));
+            pricing_dec_format(sim_book_mean(s), (unsigned)(mu < 0 ? 0 : mu),
+                               mean, sizeof(mean));
             fprintf(f, "%s (mean %s %s", pricing_book_id(list[c]), mean, cur);
             for (size_t a = 0; a < l->naddons; a++)
                 if (s->on_option[1 + a])

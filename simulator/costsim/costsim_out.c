@@ -106,8 +106,9 @@ cs_print_table(FILE *f, const struct cs_run *run)
             fprintf(f, "    reason: %s\n", b->reason);
         } else {
             fprintf(f, "%-26s %-4s %12s %11.*f %12s %12s %12s %12s %7zu%s\n",
-                    pricing_book_id(bk->book), cur, fmt(sim_book_mean(b), mu, m, 48),
-                    mu, b->half, fmt(sim_book_quantile(b, 0.05), mu, p5, 48),
+                    pricing_book_id(bk->book), cur,
+                    fmt(sim_book_mean(b), mu, m, 48), mu, b->half,
+                    fmt(sim_book_quantile(b, 0.05), mu, p5, 48),
                     fmt(sim_book_quantile(b, 0.5), mu, p50, 48),
                     fmt(sim_book_quantile(b, 0.95), mu, p95, 48),
                     b->sessions ? fmt(cs_per_thousand(b), mu, pk, 48) : "-",

@@ -30,9 +30,8 @@
 /* One colour per line kind, sim_line_kinds' order; readable on white
  * and apart from each other (Tableau's 10, three more for the rarest). */
 static const char *const kind_colour[SIM_NKINDS] = {
-    "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948",
-    "#9c755f", "#e15759", "#bab0ac", "#ff9da7", "#86bcb6", "#d4a6c8",
-    "#d37295", "#7f7f7f",
+    "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f",
+    "#e15759", "#bab0ac", "#ff9da7", "#86bcb6", "#d4a6c8", "#d37295", "#7f7f7f",
 };
 #define LOW_COLOUR "#4e79a7"
 #define HIGH_COLOUR "#e15759"
@@ -406,7 +405,8 @@ settings(FILE *f, const struct cs_run *run, const char *name, size_t priced)
             o->year, o->month,
             o->first_month ? " (the account&rsquo;s first: grants received)"
                            : "",
-            (unsigned long long)o->seed, run->res->trials, o->max_trials, o->precision * 100, priced, run->nbooks - priced);
+            (unsigned long long)o->seed, run->res->trials, o->max_trials,
+            o->precision * 100, priced, run->nbooks - priced);
 }
 
 /* Three figures first: the cheapest book, the most expensive, and the
@@ -504,8 +504,8 @@ summary(FILE *f, const struct cs_run *run, const size_t *o, size_t priced)
           "<th scope=\"col\">Trials</th></tr></thead>\n<tbody>\n",
           f);
     const struct cs_book *first = priced ? &run->books[o[0]] : NULL;
-    struct pricing_dec cheapest =
-        priced ? sim_book_mean(&run->res->books[o[0]]) : (struct pricing_dec){0};
+    struct pricing_dec cheapest = priced ? sim_book_mean(&run->res->books[o[0]])
+                                         : (struct pricing_dec){0};
     for (size_t k = 0; k < run->nbooks; k++) {
         const struct cs_book *bk = &run->books[o[k]];
         const struct sim_book_stats *b = &run->res->books[o[k]];
@@ -541,7 +541,8 @@ summary(FILE *f, const struct cs_run *run, const size_t *o, size_t priced)
         if (k == 0)
             fputs("<td>&ndash;</td>", f);
         else if (strcmp(bcur, pricing_book_currency(first->book)) != 0 ||
-                 pricing_dec_sub(sim_book_mean(b), cheapest, &diff) != PRICING_OK)
+                 pricing_dec_sub(sim_book_mean(b), cheapest, &diff) !=
+                     PRICING_OK)
             fputs("<td>n/a</td>", f);
         else
             fprintf(f, "<td>+%s</td>", money(diff, mu, d, 64));
@@ -694,8 +695,9 @@ histogram(FILE *f, const struct cs_book *bk, const struct sim_book_stats *b,
                 count[k] == 1 ? "" : "s");
     }
     fputs("</g>\n", f);
-    double mx = hi > lo ? X0 + (dbl(sim_book_mean(b)) - lo) / (hi - lo) * (X1 - X0)
-                        : X0 + bw / 2;
+    double mx = hi > lo
+                    ? X0 + (dbl(sim_book_mean(b)) - lo) / (hi - lo) * (X1 - X0)
+                    : X0 + bw / 2;
     fprintf(f,
             "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" "
             "stroke=\"#e15759\" stroke-width=\"1.5\"/>\n"
