@@ -378,25 +378,19 @@ bad_runs(const struct pricing_book *book)
     struct pricing_run bad[] = {
         {{.ts = DEC, .vcpu = 10000}, 0},
         {{.ts = INT64_MAX - 2, .vcpu = 10000}, 3},
-        {{.ts = INT64_MAX - 2, .vcpu = 10000}, 2},
     };
     const char *want[] = {
         "sandbox 'sb': run.n: 0 seconds from second 1795996800 is no second",
         "sandbox 'sb': run.n: 3 seconds from second 9223372036854775805 ends "
         "past the last second there is",
-        NULL};
-    for (int i = 0; i < 3; i++) {
+    };
+    for (int i = 0; i < 2; i++) {
         struct pricing_err e = {{0}};
         struct pricing_rater *r = pricing_rater_new(book, &e);
         struct pricing_block b = {
             .account_id = "a", .sandbox_id = "sb", .runs = &bad[i], .nruns = 1};
-        int rc = pricing_rater_add(r, &b, &e);
-        if (want[i]) {
-            CHECK(rc == -1);
-            CHECK(strstr(e.msg, want[i]) != NULL);
-        } else {
-            CHECK(rc == 0); /* the last two seconds there are */
-        }
+        CHECK(pricing_rater_add(r, &b, &e) == -1);
+        CHECK(strstr(e.msg, want[i]) != NULL);
         pricing_rater_free(r);
     }
 }
