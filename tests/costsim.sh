@@ -272,6 +272,11 @@ contains "$out" "limit broken: 101 sandboxes at once exceed novita-paid's 100 (n
 grep -q '^  e2b  *e2b-pro (mean [0-9.]* USD; add-on pro-plus in 8 of 8 months)$' <<<"$out" ||
     fail "e2b's tier is e2b-pro with pro-plus: $out"
 contains "$out" "  novita           none fits (novita-free: 1 limit broken; novita-paid: 1 limit broken)" "no novita tier fits"
+# The HTML report flags them too, under each book, escaped.
+expect_status 0 "$COSTSIM" --profile addon.json --books books --max-trials 8 \
+    --format html
+contains "$out" '<span class="meta">add-on: pro-plus (500.00 a month, 600 at once) in 8 of 8 months</span>' "html: the add-on"
+contains "$out" '<span class="meta warn">limit broken: 101 sandboxes at once exceed novita-paid&#39;s 100 (no add-on fits) (8 of 8 months)</span>' "html: a broken limit"
 expect_status 0 "$COSTSIM" --profile addon.json --books books --max-trials 8 \
     --format json
 jq -e '(.books[] | select(.id == "e2b-pro")) as $pro |

@@ -458,9 +458,47 @@ one_currency(const struct cs_run *run)
     return cur;
 }
 
-/* A book's name, what it is called, and where its prices come from. */
+/* What b's plan made of the months (limits.c): the add-ons bought and
+ * every limit broken, as the table says them; a flagged book keeps its
+ * price and its place. */
 static void
-book_cell(FILE *f, const struct cs_book *bk, bool best)
+plan_html(FILE *f, const struct cs_book *bk, const struct sim_book_stats *b)
+{
+    const struct pricing_limits *l = pricing_book_limits(bk->book);
+    if (b->failed || b->trials == 0)
+        return;
+    int mu = minor_unit(bk);
+    for (size_t k = 0; k < l->naddons; k++) {
+        char fee[64];
+        if (!b->on_option[1 + k])
+            continue;
+        fputs("<span class=\"meta\">add-on: ", f);
+        esc(f, l->addons[k].name);
+        fprintf(f, " (%s a month, %u at once) in %llu of %zu months</span>",
+                money(l->addons[k].monthly_fee, mu, fee, sizeof(fee)),
+                l->addons[k].max_concurrency,
+                (unsigned long long)b->on_option[1 + k], b->trials);
+    }
+    for (int lim = 0; lim < SIM_NLIMITS; lim++) {
+        char msg[256];
+        if (!b->broken[lim])
+            continue;
+        sim_limit_message(bk->book, (enum sim_limit)lim, b->worst[lim], msg,
+                          sizeof(msg));
+        fputs("<span class=\"meta warn\">limit broken: ", f);
+        esc(f, msg);
+        fprintf(f, " (%llu of %llu months)</span>",
+                (unsigned long long)b->broken[lim],
+                (unsigned long long)sim_book_months_checked(
+                    b, (enum sim_limit)lim));
+    }
+}
+
+/* A book's name, what it is called, where its prices come from, and
+ * what its plan made of the months. */
+static void
+book_cell(FILE *f, const struct cs_book *bk, const struct sim_book_stats *b,
+          bool best)
 {
     fputs("<th scope=\"row\"><span class=\"id\">", f);
     esc(f, pricing_book_id(bk->book));
@@ -476,7 +514,9 @@ book_cell(FILE *f, const struct cs_book *bk, bool best)
     source_html(f, bk->source[0] ? bk->source : "-");
     fputs("</span><span class=\"meta\">as of ", f);
     esc(f, bk->as_of[0] ? bk->as_of : "-");
-    fputs("</span></th>", f);
+    fputs("</span>", f);
+    plan_html(f, bk, b);
+    fputs("</th>", f);
 }
 
 /* The comparison as numbers: the table of the terminal output, and
@@ -514,7 +554,7 @@ summary(FILE *f, const struct cs_run *run, const size_t *o, size_t priced)
         fputs("<tr data-book=\"", f);
         esc(f, pricing_book_id(bk->book));
         fputs("\">", f);
-        book_cell(f, bk, k == 0 && priced);
+        book_cell(f, bk, b, k == 0 && priced);
         if (b->failed) {
             fputs("<td colspan=\"8\" class=\"text warn\">cannot price this "
                   "workload: ",
