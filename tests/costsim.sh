@@ -277,6 +277,9 @@ expect_status 0 "$COSTSIM" --profile addon.json --books books --max-trials 8 \
     --format html
 contains "$out" '<span class="meta">add-on: pro-plus (500.00 a month, 600 at once) in 8 of 8 months</span>' "html: the add-on"
 contains "$out" '<span class="meta warn">limit broken: 101 sandboxes at once exceed novita-paid&#39;s 100 (no add-on fits) (8 of 8 months)</span>' "html: a broken limit"
+contains "$out" '<tr><th scope="row" class="text">novita</th><td class="text">none fits (novita-free: 1 limit broken; novita-paid: 1 limit broken)</td></tr>' "html: no novita tier"
+grep -q '<tr><th scope="row" class="text">e2b</th><td class="text">e2b-pro (mean [0-9.]* USD; add-on pro-plus in 8 of 8 months)</td></tr>' <<<"$out" ||
+    fail "html: e2b's tier"
 expect_status 0 "$COSTSIM" --profile addon.json --books books --max-trials 8 \
     --format json
 jq -e '(.books[] | select(.id == "e2b-pro")) as $pro |

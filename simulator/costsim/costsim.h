@@ -67,6 +67,13 @@ void cs_print_plan(FILE *f, const struct cs_run *run, size_t i);
 /* After the table's books: the tier chosen per provider and a note on
  * how limits are checked. -1 when out of memory. */
 int cs_print_tiers(FILE *f, const struct cs_run *run);
+/* Calls line once per provider of the run's books, in name order, with
+ * the tier chosen as text ("BOOK (mean ...)" or "none fits (...)"). -1
+ * when out of memory. */
+int cs_tiers_each(const struct cs_run *run,
+                  void (*line)(const char *provider, const char *text,
+                               void *arg),
+                  void *arg);
 /* Sets book i's "provider" and, if it priced, "plan" (its add-ons and
  * limits) in its JSON object; -1 when out of memory. */
 int cs_plan_json(json_t *book, const struct cs_run *run, size_t i);

@@ -135,59 +135,91 @@ limits_broken(const struct sim_book_stats *s)
     return n;
 }
 
+/* The tier of provider p, after its name: the book chosen (its mean and
+ * add-ons), or "none fits" and why each of its books does not. */
+static void
+tier_text(FILE *f, const struct cs_run *run, const struct pricing_book **list,
+          const char *p)
+{
+    int c = sim_tier_choose(list, run->res->books, run->nbooks, p);
+    if (c >= 0) {
+        const struct sim_book_stats *s = &run->res->books[c];
+        const struct pricing_limits *l = pricing_book_limits(list[c]);
+        const char *cur = pricing_book_currency(list[c]);
+        int mu = pricing_currency_minor_unit(cur);
+        char mean[48];
+        pricing_dec_format(sim_book_mean(s), (unsigned)(mu < 0 ? 0 : mu), mean,
+                           sizeof(mean));
+        fprintf(f, "%s (mean %s %s", pricing_book_id(list[c]), mean, cur);
+        for (size_t a = 0; a < l->naddons; a++)
+            if (s->on_option[1 + a])
+                fprintf(f, "; add-on %s in %llu of %zu months",
+                        l->addons[a].name,
+                        (unsigned long long)s->on_option[1 + a], s->trials);
+        fputc(')', f);
+        return;
+    }
+    fprintf(f, "none fits (");
+    bool first = true;
+    for (size_t i = 0; i < run->nbooks; i++) {
+        const struct sim_book_stats *s = &run->res->books[i];
+        if (strcmp(pricing_book_provider(list[i]), p) != 0)
+            continue;
+        int n = limits_broken(s);
+        fprintf(f, "%s%s: ", first ? "" : "; ", pricing_book_id(list[i]));
+        if (s->failed || s->trials == 0)
+            fprintf(f, "cannot price");
+        else
+            fprintf(f, "%d limit%s broken", n, n == 1 ? "" : "s");
+        first = false;
+    }
+    fputc(')', f);
+}
+
 int
-cs_print_tiers(FILE *f, const struct cs_run *run)
+cs_tiers_each(const struct cs_run *run,
+              void (*line)(const char *provider, const char *text, void *arg),
+              void *arg)
 {
     size_t np;
     bool oom;
     const char **p = providers(run, &np, &oom);
     const struct pricing_book **list = book_list(run);
-    if (oom || !list) {
-        free(p);
-        free(list);
-        return -1;
-    }
-    fprintf(f, "\ntier chosen per provider (the cheapest book within its "
-               "limits in every month):\n");
-    for (size_t k = 0; k < np; k++) {
-        int c = sim_tier_choose(list, run->res->books, run->nbooks, p[k]);
-        fprintf(f, "  %-16s ", p[k]);
-        if (c >= 0) {
-            const struct sim_book_stats *s = &run->res->books[c];
-            const struct pricing_limits *l = pricing_book_limits(list[c]);
-            const char *cur = pricing_book_currency(list[c]);
-            int mu = pricing_currency_minor_unit(cur);
-            char mean[48];
-            pricing_dec_format(sim_book_mean(s), (unsigned)(mu < 0 ? 0 : mu),
-                               mean, sizeof(mean));
-            fprintf(f, "%s (mean %s %s", pricing_book_id(list[c]), mean, cur);
-            for (size_t a = 0; a < l->naddons; a++)
-                if (s->on_option[1 + a])
-                    fprintf(f, "; add-on %s in %llu of %zu months",
-                            l->addons[a].name,
-                            (unsigned long long)s->on_option[1 + a], s->trials);
-            fprintf(f, ")\n");
-            continue;
+    int rc = oom || !list ? -1 : 0;
+    for (size_t k = 0; rc == 0 && k < np; k++) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&text, &len);
+        if (!m) {
+            rc = -1;
+            break;
         }
-        fprintf(f, "none fits (");
-        bool first = true;
-        for (size_t i = 0; i < run->nbooks; i++) {
-            const struct sim_book_stats *s = &run->res->books[i];
-            if (strcmp(pricing_book_provider(list[i]), p[k]) != 0)
-                continue;
-            int n = limits_broken(s);
-            fprintf(f, "%s%s: ", first ? "" : "; ", pricing_book_id(list[i]));
-            if (s->failed || s->trials == 0)
-                fprintf(f, "cannot price");
-            else
-                fprintf(f, "%d limit%s broken", n, n == 1 ? "" : "s");
-            first = false;
-        }
-        fprintf(f, ")\n");
+        tier_text(m, run, list, p[k]);
+        if (fclose(m) != 0 || !text)
+            rc = -1;
+        else
+            line(p[k], text, arg);
+        free(text);
     }
-    fprintf(f, "note: %s\n", limits_note);
     free(p);
     free(list);
+    return rc;
+}
+
+static void
+print_tier(const char *provider, const char *text, void *arg)
+{
+    fprintf(arg, "  %-16s %s\n", provider, text);
+}
+
+int
+cs_print_tiers(FILE *f, const struct cs_run *run)
+{
+    fprintf(f, "\ntier chosen per provider (the cheapest book within its "
+               "limits in every month):\n");
+    if (cs_tiers_each(run, print_tier, f) < 0)
+        return -1;
+    fprintf(f, "note: %s\n", limits_note);
     return 0;
 }
 

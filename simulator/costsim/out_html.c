@@ -594,6 +594,34 @@ summary(FILE *f, const struct cs_run *run, const size_t *o, size_t priced)
     fputs("</tbody>\n</table></div>\n</section>\n", f);
 }
 
+static void
+tier_row(const char *provider, const char *text, void *arg)
+{
+    FILE *f = arg;
+    fputs("<tr><th scope=\"row\" class=\"text\">", f);
+    esc(f, provider);
+    fputs("</th><td class=\"text\">", f);
+    esc(f, text);
+    fputs("</td></tr>\n", f);
+}
+
+/* The tier chosen per provider, as the table says it. */
+static int
+tiers(FILE *f, const struct cs_run *run)
+{
+    fputs("<section aria-labelledby=\"tier-h\">\n<h2 id=\"tier-h\">The "
+          "tier of each provider</h2>\n<p class=\"intro\">Of a provider's "
+          "books, the cheapest whose plan the workload fits in every "
+          "month (its add-ons included), or none.</p>\n<div "
+          "class=\"scroll\"><table class=\"summary\">\n<thead><tr><th "
+          "scope=\"col\" class=\"text\">Provider</th><th scope=\"col\" "
+          "class=\"text\">Tier chosen</th></tr></thead>\n<tbody>\n",
+          f);
+    int rc = cs_tiers_each(run, tier_row, f);
+    fputs("</tbody>\n</table></div>\n</section>\n", f);
+    return rc;
+}
+
 /* The books of currency cur among the first `priced` of o, in o's order,
  * into sel; their number. */
 static size_t
@@ -1127,6 +1155,8 @@ cs_print_html(FILE *f, const struct cs_run *run)
     settings(f, run, name, priced);
     cards(f, run, o, priced);
     summary(f, run, o, priced);
+    if (tiers(f, run) < 0)
+        goto out;
     if (priced) {
         distributions(f, run, o, priced, sel);
         breakdown(f, run, o, priced, sel);
