@@ -246,6 +246,15 @@ sort gen.ndjson >generated.ndjson
 checks=$((checks + 1))
 cmp -s exported.ndjson generated.ndjson || fail "exported samples differ from the generated ones"
 [ -s generated.ndjson ] || fail "the generator produced nothing"
+# --push takes the service's base URL too, with or without a slash: the
+# same samples again, all duplicates.
+for base in "$B" "$B/"; do
+    expect_status 0 "$METERCTL" gen --sandboxes 12 --accounts 2 --seconds 300 \
+        --start $((T - 20000)) --seed 4 --push "$base" --token "$HOST" \
+        --batch-seconds 60
+    contains "$err" ": 0 accepted, $(wc -l <gen.ndjson) duplicates, 0 conflicts" \
+        "--push $base reaches /v1/samples"
+done
 
 # Export to the last second there is.
 expect_status 0 "$METERCTL" --db "$db" export --from 0 --to 9999-12-31T23:59:59Z

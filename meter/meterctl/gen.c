@@ -221,6 +221,20 @@ post(struct push *p, const struct meter_buf *body)
     }
 }
 
+/* The samples route of the service at url: url itself if it names it,
+ * else url (without a trailing slash) + "/v1/samples". -1 if too long. */
+static int
+push_route(const char *url, char *out, size_t n)
+{
+    static const char route[] = "/v1/samples";
+    size_t len = strlen(url), r = sizeof(route) - 1;
+    while (len > 0 && url[len - 1] == '/')
+        len--;
+    bool named = len >= r && memcmp(url + len - r, route, r) == 0;
+    int k = snprintf(out, n, "%.*s%s", (int)len, url, named ? "" : route);
+    return k < 0 || (size_t)k >= n ? -1 : 0;
+}
+
 int
 ctl_gen(struct ctl *ctl, int argc, char **argv)
 {
@@ -348,7 +362,15 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
         goto out;
     }
 
-    /* Push: windows of batch seconds, one columnar body each. */
+    /* Push: windows of batch seconds, one columnar body each, to the
+     * service's samples route: --push is its base URL (a path under
+     * which it is served, if any), or that route itself. */
+    char route[2048];
+    if (push_route(url, route, sizeof(route)) < 0) {
+        fprintf(stderr, "meterctl: gen: --push '%s' is too long\n", url);
+        goto out;
+    }
+    url = route;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     char auth[128];
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
