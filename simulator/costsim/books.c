@@ -9,32 +9,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
-/* The installed books: $METER_DATA_DIR/books, else share/meter/books
- * beside the program's bin/ (the build tree mirrors the install). */
-int
-cs_default_books(char *out, size_t n)
-{
-    const char *env = getenv("METER_DATA_DIR");
-    int k;
-    if (env && *env) {
-        k = snprintf(out, n, "%s/books", env);
-    } else {
-        char exe[4096];
-        ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-        if (len < 0)
-            return -1;
-        exe[len] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash)
-            *slash = '\0';
-        k = snprintf(out, n, "%s/../share/meter/books", exe);
-    }
-    return k < 0 || (size_t)k >= n ? -1 : 0;
-}
+#include "meter_util.h"
 
 static int
 by_name(const void *a, const void *b)
@@ -62,20 +40,13 @@ load_book(const char *dir, const char *name, struct cs_book *b)
     /* The engine parses the file's own bytes (a duplicate key is its
      * error, not jansson's last value); the strings the engine does not
      * keep are read from the same bytes. */
-    FILE *f = fopen(path, "rb");
-    char *text = NULL;
-    size_t len = 0;
-    if (!f || fseek(f, 0, SEEK_END) < 0 ||
-        (len = (size_t)ftell(f)) > BOOK_MAX || fseek(f, 0, SEEK_SET) < 0 ||
-        !(text = malloc(len + 1)) || fread(text, 1, len, f) != len) {
-        fprintf(stderr, "costsim: cannot read '%s'%s\n", path,
-                len > BOOK_MAX ? ": larger than 1 MiB" : "");
-        if (f)
-            fclose(f);
-        free(text);
+    char *text;
+    size_t len;
+    struct meter_err me;
+    if (meter_file_read(path, BOOK_MAX, &text, &len, &me) < 0) {
+        fprintf(stderr, "costsim: %s\n", me.msg);
         return -1;
     }
-    fclose(f);
     struct pricing_err e;
     b->book = pricing_book_parse(text, len, path, &e);
     json_t *root = b->book ? json_loadb(text, len, 0, NULL) : NULL;
@@ -89,10 +60,22 @@ load_book(const char *dir, const char *name, struct cs_book *b)
     return b->book ? 0 : -1;
 }
 
-/* Every *.json of dir, in name order. */
+/* Every *.json of dir (NULL: the installed books), in name order. */
 int
 cs_load_books(const char *dir, struct cs_book **out, size_t *n)
 {
+    char installed[4096];
+    struct meter_err me;
+    if (!dir) {
+        if (meter_data_dir("books", installed, sizeof(installed), &me) < 0) {
+            fprintf(stderr,
+                    "costsim: cannot find the installed books (%s); "
+                    "give --books DIR\n",
+                    me.msg);
+            return -1;
+        }
+        dir = installed;
+    }
     DIR *d = opendir(dir);
     if (!d) {
         fprintf(stderr, "costsim: cannot open the books directory '%s': %s\n",

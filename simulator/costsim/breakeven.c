@@ -133,8 +133,8 @@ find_book(const struct cs_book *books, size_t n, const char *name, size_t len)
 
 /* --between A,B into two books of the folder: an exit status. */
 static int
-pick_books(const struct args *a, const char *dir, const struct cs_book *books,
-           size_t n, size_t pick[2])
+pick_books(const struct args *a, const struct cs_book *books, size_t n,
+           size_t pick[2])
 {
     const char *comma = strchr(a->between, ',');
     if (!comma || comma == a->between || !comma[1] || strchr(comma + 1, ','))
@@ -143,9 +143,12 @@ pick_books(const struct args *a, const char *dir, const struct cs_book *books,
     size_t len[2] = {(size_t)(comma - a->between), strlen(comma + 1)};
     for (int k = 0; k < 2; k++) {
         int i = find_book(books, n, name[k], len[k]);
-        if (i < 0)
+        if (i < 0 && a->books)
             return usage_error("--between: '%.*s' is not a book of '%s'",
-                               (int)len[k], name[k], dir);
+                               (int)len[k], name[k], a->books);
+        if (i < 0)
+            return usage_error("--between: '%.*s' is not an installed book",
+                               (int)len[k], name[k]);
         pick[k] = (size_t)i;
     }
     if (pick[0] == pick[1])
@@ -356,15 +359,6 @@ cs_breakeven_main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
-    char dir[4096];
-    if (!a.books) {
-        if (cs_default_books(dir, sizeof(dir)) < 0) {
-            fprintf(stderr, "costsim: cannot find the installed books; "
-                            "give --books DIR\n");
-            return 1;
-        }
-        a.books = dir;
-    }
     struct sim_err e;
     struct sim_profile *p = sim_profile_load(a.profile, &e);
     struct cs_book *books = NULL;
@@ -377,7 +371,7 @@ cs_breakeven_main(int argc, char **argv)
     }
     if (cs_load_books(a.books, &books, &n) < 0)
         goto out;
-    if ((rc = pick_books(&a, a.books, books, n, pick)) != 0 ||
+    if ((rc = pick_books(&a, books, n, pick)) != 0 ||
         (rc = check_param(&a, p)) != 0)
         goto out;
     rc = 1;

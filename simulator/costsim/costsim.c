@@ -147,15 +147,6 @@ main(int argc, char **argv)
         return rc;
     /* GSL's default handler aborts; every call's result is checked. */
     gsl_set_error_handler_off();
-    char dir[4096];
-    if (!a.books) {
-        if (cs_default_books(dir, sizeof(dir)) < 0) {
-            fprintf(stderr, "costsim: cannot find the installed books; "
-                            "give --books DIR\n");
-            return 1;
-        }
-        a.books = dir;
-    }
     struct sim_err e;
     struct sim_profile *p = sim_profile_load(a.profile, &e);
     struct cs_book *books = NULL;

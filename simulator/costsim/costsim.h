@@ -23,11 +23,9 @@ struct cs_book {
     char name[128];
 };
 
-/* The installed books' folder: $METER_DATA_DIR/books, else
- * share/meter/books beside the program's bin/. -1 if it cannot be told. */
-int cs_default_books(char *out, size_t n);
 /* Every *.json of dir, in name order, into *out (*n of them), released
- * with cs_books_free. -1, the reason on stderr, if one is bad. */
+ * with cs_books_free; dir NULL: the installed books (meter_data_dir's
+ * "books"). -1, the reason on stderr, if one is bad. */
 int cs_load_books(const char *dir, struct cs_book **out, size_t *n);
 void cs_books_free(struct cs_book *b, size_t n);
 

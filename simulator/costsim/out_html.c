@@ -635,6 +635,27 @@ of_currency(const struct cs_run *run, const size_t *o, size_t priced,
     return n;
 }
 
+/* Draws one chart per currency of the first `priced` books of o, in the
+ * order each currency first appears, with draw(f, run, sel, n, cur, k):
+ * amounts in two currencies share no axis. */
+static void
+per_currency(FILE *f, const struct cs_run *run, const size_t *o, size_t priced,
+             size_t *sel,
+             void (*draw)(FILE *f, const struct cs_run *run, const size_t *sel,
+                          size_t n, const char *cur, int chart))
+{
+    int chart = 0;
+    for (size_t k = 0; k < priced; k++) {
+        const char *cur = pricing_book_currency(run->books[o[k]].book);
+        bool seen = false;
+        for (size_t j = 0; j < k && !seen; j++)
+            seen = !strcmp(cur, pricing_book_currency(run->books[o[j]].book));
+        if (!seen)
+            draw(f, run, sel, of_currency(run, o, priced, cur, sel), cur,
+                 chart++);
+    }
+}
+
 /* Each book's monthly total over the trials on one axis: whiskers p5 to
  * p95, the box the quartiles, the median a line, the mean a dot. */
 static void
@@ -797,19 +818,7 @@ distributions(FILE *f, const struct cs_run *run, const size_t *o, size_t priced,
           "<span class=\"sw\" style=\"background:#e15759;border-radius:50%"
           "\"></span>mean (its value at the right)</li></ul>\n",
           f);
-    /* One axis per currency: amounts in two currencies share none. */
-    int chart = 0;
-    for (size_t k = 0; k < priced; k++) {
-        const char *cur = pricing_book_currency(run->books[o[k]].book);
-        bool seen = false;
-        for (size_t j = 0; j < k; j++)
-            seen = seen ||
-                   !strcmp(cur, pricing_book_currency(run->books[o[j]].book));
-        if (seen)
-            continue;
-        size_t n = of_currency(run, o, priced, cur, sel);
-        box_plot(f, run, sel, n, cur, chart++);
-    }
+    per_currency(f, run, o, priced, sel, box_plot);
     fputs("<h3>Per book</h3>\n<div class=\"grid-books\">\n", f);
     for (size_t k = 0; k < priced; k++) {
         const struct cs_book *bk = &run->books[o[k]];
@@ -945,18 +954,7 @@ breakdown(FILE *f, const struct cs_run *run, const size_t *o, size_t priced,
                     strstr(sim_line_kinds[j], "credit") ? " credit" : "",
                     kind_colour[j], sim_line_kinds[j]);
     fputs("</ul>\n", f);
-    int chart = 0;
-    for (size_t k = 0; k < priced; k++) {
-        const char *cur = pricing_book_currency(run->books[o[k]].book);
-        bool seen = false;
-        for (size_t j = 0; j < k; j++)
-            seen = seen ||
-                   !strcmp(cur, pricing_book_currency(run->books[o[j]].book));
-        if (seen)
-            continue;
-        size_t n = of_currency(run, o, priced, cur, sel);
-        stacked(f, run, sel, n, cur, chart++);
-    }
+    per_currency(f, run, o, priced, sel, stacked);
     fputs("<div class=\"scroll\"><table>\n<caption>Mean monthly lines by "
           "kind</caption>\n<thead><tr><th scope=\"col\" class=\"text\">"
           "Book</th>",

@@ -494,15 +494,6 @@ cs_replay_main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
-    char dir[4096];
-    if (!a.books) {
-        if (cs_default_books(dir, sizeof(dir)) < 0) {
-            fprintf(stderr, "costsim: cannot find the installed books; "
-                            "give --books DIR\n");
-            return 1;
-        }
-        a.books = dir;
-    }
     struct cs_replay rp = {
         .account = a.account, .year = a.year, .month = a.month};
     struct cs_book *books = NULL;
