@@ -16,7 +16,7 @@ trap 'rm -rf "$tmp"' EXIT
 break_tree() {
     rm -rf "$tmp/t"
     mkdir "$tmp/t"
-    (cd "$top" && tar cf - docs pricing meter reports simulator tests bench) |
+    (cd "$top" && tar cf - docs pricing meter reports simulator costsim tests bench) |
         (cd "$tmp/t" && tar xf -)
     mkdir -p "$(dirname "$tmp/t/$1")"
     if [ -f "$tmp/t/$1" ]; then

@@ -1,6 +1,6 @@
 /*
  * costsim_int.h - what costsim's files share beyond costsim.h (the
- * books, the run and its outputs); private to simulator/costsim/.
+ * books, the run and its outputs); private to costsim/.
  */
 #ifndef COSTSIM_INT_H
 #define COSTSIM_INT_H

@@ -1,7 +1,7 @@
 /*
  * replay_int.h - what costsim replay's files share: an account's stored
  * month priced under every book (replay.c) and its outputs
- * (replay_out.c); private to simulator/costsim/.
+ * (replay_out.c); private to costsim/.
  */
 #ifndef REPLAY_INT_H
 #define REPLAY_INT_H
