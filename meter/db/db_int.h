@@ -103,6 +103,16 @@ struct db_parts {
 void db_parts_of(const struct db_account *acct, int year, int month,
                  struct db_parts *out);
 
+/* Writes the revenue by day of document inv (a draft of acct, its id
+ * and lines set): its total spread over the days it bills (revenue.c). */
+enum meter_db_status db_revenue_store(PGconn *db, const struct db_account *acct,
+                                      const struct report_invoice *inv,
+                                      struct meter_err *e);
+/* Writes the revenue of credit note `note`: that of `voided`, negated. */
+enum meter_db_status db_revenue_negate(PGconn *db, const char *account,
+                                       int64_t note, int64_t voided,
+                                       struct meter_err *e);
+
 /* The grants an account has received (its books' and its operator's,
  * in that order), with the balances its final documents left. */
 struct db_grants {

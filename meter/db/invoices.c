@@ -37,6 +37,7 @@
 struct rated {
     int year[64], month[64];
     uint64_t seconds[64], first_runs[64];
+    uint64_t running_s[64], idle_s[64]; /* of the statements priced */
     size_t n;
 };
 
@@ -84,6 +85,7 @@ rate_period(PGconn *db, const struct db_account *acct, int year, int month,
     rated->year[slot] = year;
     rated->month[slot] = month;
     rated->seconds[slot] = 0;
+    rated->running_s[slot] = rated->idle_s[slot] = 0;
     enum meter_db_status fr =
         first_runs(db, acct, year, month, &rated->first_runs[slot], e);
     if (fr < 0)
@@ -107,6 +109,8 @@ rate_period(PGconn *db, const struct db_account *acct, int year, int month,
     } else {
         rated->seconds[slot] = db_usage_seconds(r);
         for (size_t k = 0; k < n && rc == METER_DB_ROWS; k++) {
+            rated->running_s[slot] += st[k].q.running_s;
+            rated->idle_s[slot] += st[k].q.credited_s;
             const struct db_assignment *a = parts.a[k];
             const char *book =
                 acct->override ? pricing_book_id(acct->override) : a->book_id;
@@ -391,9 +395,11 @@ rated_json(const struct rated *rated)
         char period[32];
         db_period_text(rated->year[i], rated->month[i], period);
         json_array_append_new(
-            arr, json_pack("{s:s, s:I, s:I}", "period", period, "samples",
-                           (json_int_t)rated->seconds[i], "first_runs",
-                           (json_int_t)rated->first_runs[i]));
+            arr, json_pack("{s:s, s:I, s:I, s:I, s:I}", "period", period,
+                           "samples", (json_int_t)rated->seconds[i],
+                           "first_runs", (json_int_t)rated->first_runs[i],
+                           "running_s", (json_int_t)rated->running_s[i],
+                           "idle_s", (json_int_t)rated->idle_s[i]));
     }
     char *s = json_dumps(arr, JSON_COMPACT);
     json_decref(arr);
@@ -430,9 +436,11 @@ store_parts(PGconn *db, const struct report_invoice *inv,
         st = meter_db_exec(
             db, "cannot store invoice usage",
             "INSERT INTO invoice_usage (account_id, invoice_id, period,"
-            " samples, first_runs) SELECT $1, $2::bigint, x.period,"
-            " x.samples, x.first_runs FROM json_to_recordset($3::json)"
-            " AS x (period date, samples bigint, first_runs bigint)",
+            " samples, first_runs, running_s, idle_s) SELECT $1, $2::bigint,"
+            " x.period, x.samples, x.first_runs, x.running_s, x.idle_s"
+            " FROM json_to_recordset($3::json) AS x (period date,"
+            " samples bigint, first_runs bigint, running_s bigint,"
+            " idle_s bigint)",
             3, u, NULL, NULL, NULL, e);
     }
     free(lines);
@@ -448,9 +456,11 @@ total_text(const struct report_invoice *inv, char *buf, size_t n)
     pricing_dec_format(inv->total, minor < 0 ? 6 : (unsigned)minor, buf, n);
 }
 
-/* Replaces the account's draft of the period with inv (inv->id set). */
+/* Replaces the account's draft of the period with inv (inv->id set):
+ * its lines, what it rated, and its revenue by day. */
 static enum meter_db_status
-store_draft(PGconn *db, struct report_invoice *inv, const struct rated *rated,
+store_draft(PGconn *db, const struct db_account *acct,
+            struct report_invoice *inv, const struct rated *rated,
             struct meter_err *e)
 {
     char period[32], total[64];
@@ -469,6 +479,8 @@ store_draft(PGconn *db, struct report_invoice *inv, const struct rated *rated,
         " l AS (DELETE FROM invoice_lines WHERE account_id = $1"
         "  AND invoice_id IN (SELECT invoice_id FROM old)),"
         " u AS (DELETE FROM invoice_usage WHERE account_id = $1"
+        "  AND invoice_id IN (SELECT invoice_id FROM old)),"
+        " rv AS (DELETE FROM invoice_revenue WHERE account_id = $1"
         "  AND invoice_id IN (SELECT invoice_id FROM old)),"
         " upd AS (UPDATE invoices SET currency = $3, total = $4::numeric,"
         "  seller = $5, account_name = $6, created_at = now()"
@@ -490,7 +502,8 @@ store_draft(PGconn *db, struct report_invoice *inv, const struct rated *rated,
              PQgetvalue(r, 0, 1));
     snprintf(inv->status, sizeof(inv->status), "draft");
     PQclear(r);
-    return store_parts(db, inv, rated, e);
+    st = store_parts(db, inv, rated, e);
+    return st < 0 ? st : db_revenue_store(db, acct, inv, e);
 }
 
 /* Gives the draft inv its number, hash and final status. */
@@ -666,7 +679,7 @@ run_attempt(PGconn *db, void *arg, struct meter_err *e)
     snprintf(inv.seller, sizeof(inv.seller), "%s", a->seller);
     st = compute(db, &acct, a->year, a->month, true, &inv, &rated, e);
     if (st >= 0)
-        st = store_draft(db, &inv, &rated, e);
+        st = store_draft(db, &acct, &inv, &rated, e);
     if (st >= 0 && a->finalize &&
         (st = finalized_before(db, &acct, a->year, a->month, e)) >= 0)
         st = finalize(db, &inv, e);
@@ -957,6 +970,8 @@ void_attempt(PGconn *db, void *arg, struct meter_err *e)
                            " AND invoice_id = $2::bigint",
                            2, u, NULL, NULL, NULL, e);
     }
+    if (st >= 0)
+        st = db_revenue_negate(db, note.account_id, note.id, inv.id, e);
     if (st >= 0)
         st = finalize(db, &note, e);
     if (st >= 0)

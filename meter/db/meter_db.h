@@ -411,6 +411,47 @@ struct meter_grant {
 };
 typedef void meter_grant_cb(const struct meter_grant *g, void *arg);
 
+/* ---- finance's reports (reports.c, docs/dashboards.md) ------------------
+ *
+ * Each report is one JSON document, *out (a new reference), built by the
+ * database from the rollups and the documents' revenue by day; amounts
+ * are decimal strings per currency. */
+
+/* The overview of period (year, month) as of now (Unix seconds): revenue
+ * so far against the previous period's, by day, book, pricing model and
+ * account, the autopause credit, the idle share, and samples ingested
+ * per minute over the hour before now. */
+enum meter_db_status meter_db_report_overview(PGconn *db, int year, int month,
+                                              int64_t now, json_t **out,
+                                              struct meter_err *e);
+
+/* Which accounts, in what order. */
+struct meter_report_query {
+    int year, month;    /* the period */
+    const char *search; /* id or name containing it (any case); NULL: all */
+    const char *sort;   /* account, name, book, revenue, vcpu_hours or
+                           gib_hours */
+    bool descending;
+    int page, per_page; /* page from 1 */
+};
+/* A page of accounts with their book, revenue and usage in the period,
+ * and how many match. */
+enum meter_db_status meter_db_report_accounts(PGconn *db,
+                                              const struct meter_report_query *q,
+                                              json_t **out,
+                                              struct meter_err *e);
+/* One account in the period: its usage and revenue by day, its books,
+ * its documents, and the period's draft as the unbilled estimate. NONE
+ * (and *out NULL) if there is no such account. */
+enum meter_db_status meter_db_report_account(PGconn *db, const char *account,
+                                             int year, int month, json_t **out,
+                                             struct meter_err *e);
+/* The fleet's usage by hour or day over [from, to), Unix seconds on
+ * whole hours. */
+enum meter_db_status meter_db_report_usage(PGconn *db, int64_t from, int64_t to,
+                                           bool daily, json_t **out,
+                                           struct meter_err *e);
+
 /* ---- watching the database's answers ------------------------------------ */
 
 /* Called with the connection each time the server has answered a

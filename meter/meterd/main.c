@@ -19,6 +19,8 @@ struct meterd meterd;
 /* Who reads invoices and usage: an account its own, finance and admin
  * every account's. */
 #define READERS (METER_ROLE_ACCOUNT | METER_ROLE_FINANCE | METER_ROLE_ADMIN)
+/* Who reads the fleet's reports. */
+#define FINANCE (METER_ROLE_FINANCE | METER_ROLE_ADMIN)
 
 static const struct meter_http_route routes[] = {
     {"POST", "/v1/samples", METER_ROLE_HOST, true, meterd_samples_admit,
@@ -30,6 +32,14 @@ static const struct meter_http_route routes[] = {
      NULL, meterd_invoices_run, NULL},
     {"GET", "/v1/usage", READERS, false, NULL, meterd_usage, NULL},
     {"GET", "/v1/accounts/{id}/credits", READERS, false, NULL, meterd_credits,
+     NULL},
+    {"GET", "/v1/reports/overview", FINANCE, false, NULL,
+     meterd_reports_overview, NULL},
+    {"GET", "/v1/reports/accounts", FINANCE, false, NULL,
+     meterd_reports_accounts, NULL},
+    {"GET", "/v1/reports/accounts/{id}", READERS, false, NULL,
+     meterd_reports_account, NULL},
+    {"GET", "/v1/reports/usage", FINANCE, false, NULL, meterd_reports_usage,
      NULL},
     {"GET", "/healthz", 0, false, NULL, meterd_healthz, NULL},
     {"GET", "/readyz", 0, false, NULL, meterd_readyz, NULL},

@@ -36,6 +36,30 @@ void meterd_usage(struct meter_http_request *rq);
 /* GET /v1/accounts/{id}/credits (credits.c) */
 void meterd_credits(struct meter_http_request *rq);
 
+/* GET /v1/reports/... (reports.c): the JSON behind the dashboards. The
+ * meterd_report_* builders answer errors themselves and return NULL;
+ * else the report (a new reference), which the pages render too. */
+void meterd_reports_overview(struct meter_http_request *rq);
+void meterd_reports_accounts(struct meter_http_request *rq);
+void meterd_reports_account(struct meter_http_request *rq);
+void meterd_reports_usage(struct meter_http_request *rq);
+json_t *meterd_report_overview(struct meter_http_request *rq);
+bool meterd_query_accounts(struct meter_http_request *rq,
+                           struct meter_report_query *q);
+json_t *meterd_report_accounts(struct meter_http_request *rq,
+                               const struct meter_report_query *q);
+json_t *meterd_report_account(struct meter_http_request *rq,
+                              const char *account);
+bool meterd_query_usage(struct meter_http_request *rq, int64_t *from,
+                        int64_t *to, bool *daily);
+json_t *meterd_report_usage(struct meter_http_request *rq, int64_t from,
+                            int64_t to, bool daily);
+/* The period=YYYY-MM query parameter (default: the current month). */
+bool meterd_query_period(struct meter_http_request *rq, int *year, int *month);
+/* Answers 400 naming the query parameter, its value and why. */
+void meterd_bad_query(struct meter_http_request *rq, const char *name,
+                      const char *value, const char *why);
+
 /* The query parameters of a page, after (a cursor, default 0) and limit
  * (1-1000, default 100); false after answering 400. */
 bool meterd_page(struct meter_http_request *rq, int64_t *after, int *limit);

@@ -103,6 +103,10 @@ int meter_time_parse(const char *s, int64_t *ts);
 /* Parses only the RFC 3339 form above; -1 if s is not it. */
 int meter_time_parse_rfc3339(const char *s, int64_t *ts);
 
+/* Parses a day "YYYY-MM-DD" (UTC) into the Unix second it starts; -1
+ * if it is not one. */
+int meter_day_parse(const char *s, int64_t *ts);
+
 /* Parses a period "YYYY-MM" (1970-01 on); -1 if malformed. */
 int meter_period_parse(const char *s, int *year, int *month);
 

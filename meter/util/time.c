@@ -4,6 +4,7 @@
  */
 #include "meter_util.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "pricing.h"
@@ -57,4 +58,14 @@ meter_period_parse(const char *s, int *year, int *month)
             (s[3] - '0');
     *month = (s[5] - '0') * 10 + (s[6] - '0');
     return *month >= 1 && *month <= 12 && *year >= 1970 ? 0 : -1;
+}
+
+int
+meter_day_parse(const char *s, int64_t *ts)
+{
+    char t[32];
+    if (strlen(s) != 10)
+        return -1;
+    snprintf(t, sizeof(t), "%sT00:00:00Z", s);
+    return meter_time_parse_rfc3339(t, ts);
 }

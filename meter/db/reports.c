@@ -1,0 +1,309 @@
+/*
+ * reports.c - what finance's dashboards show, each report one statement
+ * that PostgreSQL answers as one JSON document: the body of GET
+ * /v1/reports/..., and what the pages render (so a page cannot show
+ * another number than its JSON). They read the rollups (usage_hourly)
+ * and the documents' revenue by day (invoice_revenue), never a block
+ * of samples. Amounts are decimal strings in the minor unit of their
+ * currency, per currency.
+ */
+#include "db_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+/* The period's first day and the next period's, as dates, and its
+ * hours. */
+struct bounds {
+    char first[32], next[32], prev[32];
+    char hour_lo[24], hour_hi[24];
+};
+
+static void
+bounds_of(int year, int month, struct bounds *b)
+{
+    db_period_text(year, month, b->first);
+    int ny = month == 12 ? year + 1 : year, nm = month == 12 ? 1 : month + 1;
+    int py = month == 1 ? year - 1 : year, pm = month == 1 ? 12 : month - 1;
+    db_period_text(ny, nm, b->next);
+    db_period_text(py, pm, b->prev);
+    snprintf(b->hour_lo, sizeof(b->hour_lo), "%" PRId64,
+             db_period_start(year, month) / 3600);
+    snprintf(b->hour_hi, sizeof(b->hour_hi), "%" PRId64,
+             db_period_end(year, month) / 3600);
+}
+
+/* Runs sql, whose one row and column is a JSON document, into *out. */
+static enum meter_db_status
+report(PGconn *db, const char *what, const char *sql, int n,
+       const char *const *v, json_t **out, struct meter_err *e)
+{
+    PGresult *r;
+    *out = NULL;
+    enum meter_db_status st = meter_db_exec(db, what, sql, n, v, NULL, NULL, &r, e);
+    if (st < 0)
+        return st;
+    json_error_t je;
+    *out = json_loads(PQgetvalue(r, 0, 0), JSON_DECODE_ANY, &je);
+    PQclear(r);
+    if (!*out)
+        return db_hard(e, "%s: the database's JSON does not parse: %s", what,
+                       je.text);
+    return METER_DB_ROWS;
+}
+
+/* A document's amounts as revenue: every document counts, so a void
+ * invoice and its credit note cancel out, and a period's draft counts
+ * until it is final (then it is the final invoice). */
+#define REVENUE                                                                \
+    " invoice_revenue r JOIN invoices i USING (account_id, invoice_id)"
+
+enum meter_db_status
+meter_db_report_overview(PGconn *db, int year, int month, int64_t now,
+                         json_t **out, struct meter_err *e)
+{
+    struct bounds b;
+    bounds_of(year, month, &b);
+    /* Days of the period so far: all of it once it is over. */
+    int64_t start = db_period_start(year, month), end = db_period_end(year, month);
+    int64_t elapsed = now < start ? 0 : now >= end ? (end - start) / 86400
+                                                   : (now - start) / 86400 + 1;
+    char days[24], at[24];
+    snprintf(days, sizeof(days), "%" PRId64, elapsed);
+    snprintf(at, sizeof(at), "%" PRId64, now);
+    const char *v[] = {b.first, b.next, b.prev, days, at};
+    return report(
+        db, "cannot read the overview",
+        "WITH rev AS (SELECT r.day, r.account_id, r.kind, r.price_book_id,"
+        "  r.version, r.amount, i.currency FROM" REVENUE
+        "  WHERE r.day >= $3::date AND r.day < $2::date),"
+        " cur AS (SELECT * FROM rev WHERE day >= $1::date),"
+        " prev AS (SELECT * FROM rev WHERE day < $1::date),"
+        " currencies AS (SELECT DISTINCT currency FROM rev),"
+        " idle AS (SELECT sum(u.running_s) AS running_s,"
+        "  sum(u.idle_s) AS idle_s FROM (SELECT DISTINCT ON (u.account_id)"
+        "  u.running_s, u.idle_s FROM invoice_usage u"
+        "  WHERE u.period = $1::date AND u.running_s IS NOT NULL"
+        "  ORDER BY u.account_id, u.seq DESC) u)"
+        " SELECT json_build_object("
+        "  'period', to_char($1::date, 'YYYY-MM'),"
+        "  'previous_period', to_char($3::date, 'YYYY-MM'),"
+        "  'days_elapsed', $4::int,"
+        "  'as_of', to_char(to_timestamp($5::bigint) AT TIME ZONE 'UTC',"
+        "   'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"
+        "  'revenue', coalesce((SELECT json_agg(json_build_object("
+        "   'currency', c.currency,"
+        "   'period_to_date', (SELECT coalesce(sum(amount), 0)::text FROM cur"
+        "    WHERE currency = c.currency),"
+        "   'previous_to_date', (SELECT coalesce(sum(amount), 0)::text"
+        "    FROM prev WHERE currency = c.currency"
+        "    AND day < $3::date + $4::int),"
+        "   'previous_period', (SELECT coalesce(sum(amount), 0)::text"
+        "    FROM prev WHERE currency = c.currency))"
+        "   ORDER BY c.currency) FROM currencies c), '[]'),"
+        "  'revenue_by_day', coalesce((SELECT json_agg(json_build_object("
+        "   'day', to_char(day, 'YYYY-MM-DD'), 'currency', currency,"
+        "   'period', CASE WHEN day >= $1::date THEN 'current'"
+        "    ELSE 'previous' END, 'amount', amount::text)"
+        "   ORDER BY day, currency) FROM (SELECT day, currency, sum(amount)"
+        "   AS amount FROM rev GROUP BY 1, 2) d), '[]'),"
+        "  'revenue_by_book', coalesce((SELECT json_agg(json_build_object("
+        "   'price_book_id', price_book_id, 'version', version,"
+        "   'currency', currency, 'amount', amount::text)"
+        "   ORDER BY amount DESC, price_book_id, version) FROM"
+        "   (SELECT price_book_id, version, currency, sum(amount) AS amount"
+        "   FROM cur GROUP BY 1, 2, 3) x), '[]'),"
+        "  'revenue_by_model', coalesce((SELECT json_agg(json_build_object("
+        "   'model', model, 'currency', currency, 'amount', amount::text)"
+        "   ORDER BY amount DESC, model) FROM (SELECT pricing_model(c.kind,"
+        "   (b.book->>'granularity_s')::int) AS model, c.currency,"
+        "   sum(c.amount) AS amount FROM cur c LEFT JOIN price_books b"
+        "   USING (price_book_id, version) GROUP BY 1, 2) x), '[]'),"
+        "  'top_accounts', coalesce((SELECT json_agg(json_build_object("
+        "   'account_id', account_id, 'name', name, 'currency', currency,"
+        "   'amount', amount::text) ORDER BY amount DESC, account_id) FROM"
+        "   (SELECT c.account_id, a.name, c.currency, sum(c.amount) AS amount"
+        "   FROM cur c JOIN accounts a USING (account_id) GROUP BY 1, 2, 3"
+        "   ORDER BY 4 DESC, 1 LIMIT 10) x), '[]'),"
+        "  'autopause_credit', coalesce((SELECT json_agg(json_build_object("
+        "   'currency', currency, 'amount', amount::text) ORDER BY currency)"
+        "   FROM (SELECT currency, sum(amount) AS amount FROM cur"
+        "   WHERE kind = 'autopause_credit' GROUP BY 1) x), '[]'),"
+        "  'idle', (SELECT json_build_object('running_s',"
+        "   coalesce(running_s, 0), 'idle_s', coalesce(idle_s, 0),"
+        "   'idle_share', CASE WHEN running_s > 0 THEN"
+        "   round(idle_s::numeric / running_s, 4)::text END) FROM idle),"
+        "  'ingested_per_minute', coalesce((SELECT json_agg(json_build_object("
+        "   'minute', to_char(m AT TIME ZONE 'UTC',"
+        "   'YYYY-MM-DD\"T\"HH24:MI\"Z\"'), 'samples', s) ORDER BY m) FROM"
+        "   (SELECT date_trunc('minute', h.added_at) AS m, sum(h.samples) AS s"
+        "   FROM usage_hourly h WHERE h.added_at >= to_timestamp($5::bigint)"
+        "   - interval '1 hour' AND h.added_at < to_timestamp($5::bigint)"
+        "   + interval '1 minute' GROUP BY 1) x), '[]'))",
+        5, v, out, e);
+}
+
+enum meter_db_status
+meter_db_report_accounts(PGconn *db, const struct meter_report_query *q,
+                         json_t **out, struct meter_err *e)
+{
+    struct bounds b;
+    bounds_of(q->year, q->month, &b);
+    char limit[16], offset[16];
+    snprintf(limit, sizeof(limit), "%d", q->per_page);
+    snprintf(offset, sizeof(offset), "%d", (q->page - 1) * q->per_page);
+    const char *v[] = {b.first,   b.next,     b.hour_lo,
+                       b.hour_hi, q->search ? q->search : "",
+                       q->sort,   q->descending ? "t" : "f",
+                       limit,     offset};
+    /* The sort column is a parameter: one CASE per column and direction,
+     * so the statement's text never changes (scripts/check-sql.sh). */
+    return report(
+        db, "cannot read the accounts",
+        "WITH acc AS (SELECT a.account_id, a.account_pk, a.name"
+        "  FROM accounts a WHERE $5 = ''"
+        "  OR strpos(lower(a.account_id), lower($5)) > 0"
+        "  OR strpos(lower(coalesce(a.name, '')), lower($5)) > 0),"
+        " rev AS (SELECT r.account_id, i.currency, sum(r.amount) AS amount"
+        "  FROM" REVENUE " WHERE r.day >= $1::date AND r.day < $2::date"
+        "  GROUP BY 1, 2),"
+        " use AS (SELECT h.account_pk, sum(h.vcpu_s) AS v,"
+        "  sum(h.mem_byte_s) AS m FROM usage_hourly h"
+        "  WHERE h.hour >= $3::bigint AND h.hour < $4::bigint GROUP BY 1),"
+        " book AS (SELECT DISTINCT ON (p.account_id) p.account_id,"
+        "  p.price_book_id, p.version FROM account_price_books p"
+        "  WHERE p.valid_from < $2::date"
+        "  ORDER BY p.account_id, p.valid_from DESC),"
+        " rows AS (SELECT acc.account_id, acc.name, book.price_book_id,"
+        "  book.version, rev.currency, coalesce(rev.amount, 0) AS revenue,"
+        "  round(coalesce(use.v, 0) / 3600, 3) AS vcpu_hours,"
+        "  round(coalesce(use.m, 0) / 3865470566400, 3) AS gib_hours"
+        "  FROM acc LEFT JOIN rev USING (account_id)"
+        "  LEFT JOIN use USING (account_pk) LEFT JOIN book USING (account_id))"
+        " SELECT json_build_object("
+        "  'period', to_char($1::date, 'YYYY-MM'),"
+        "  'total', (SELECT count(*) FROM rows),"
+        "  'items', coalesce((SELECT json_agg(json_build_object("
+        "   'account_id', account_id, 'name', name,"
+        "   'price_book_id', price_book_id, 'version', version,"
+        "   'currency', currency, 'revenue', revenue::text,"
+        "   'vcpu_hours', vcpu_hours::text, 'gib_hours', gib_hours::text)"
+        "   ORDER BY n) FROM (SELECT *, row_number() OVER (ORDER BY"
+        "   CASE WHEN $6 = 'account' AND NOT $7::bool THEN account_id END,"
+        "   CASE WHEN $6 = 'account' AND $7::bool THEN account_id END DESC,"
+        "   CASE WHEN $6 = 'name' AND NOT $7::bool THEN name END,"
+        "   CASE WHEN $6 = 'name' AND $7::bool THEN name END DESC,"
+        "   CASE WHEN $6 = 'book' AND NOT $7::bool THEN price_book_id END,"
+        "   CASE WHEN $6 = 'book' AND $7::bool THEN price_book_id END DESC,"
+        "   CASE WHEN $6 = 'revenue' AND NOT $7::bool THEN revenue END,"
+        "   CASE WHEN $6 = 'revenue' AND $7::bool THEN revenue END DESC,"
+        "   CASE WHEN $6 = 'vcpu_hours' AND NOT $7::bool THEN vcpu_hours END,"
+        "   CASE WHEN $6 = 'vcpu_hours' AND $7::bool THEN vcpu_hours END DESC,"
+        "   CASE WHEN $6 = 'gib_hours' AND NOT $7::bool THEN gib_hours END,"
+        "   CASE WHEN $6 = 'gib_hours' AND $7::bool THEN gib_hours END DESC,"
+        "   account_id, currency) AS n FROM rows"
+        "   ORDER BY n LIMIT $8::int OFFSET $9::int) x), '[]'))",
+        9, v, out, e);
+}
+
+enum meter_db_status
+meter_db_report_account(PGconn *db, const char *account, int year, int month,
+                        json_t **out, struct meter_err *e)
+{
+    struct bounds b;
+    bounds_of(year, month, &b);
+    const char *v[] = {account, b.first, b.next, b.hour_lo, b.hour_hi};
+    enum meter_db_status st = report(
+        db, "cannot read the account",
+        "WITH a AS (SELECT * FROM accounts WHERE account_id = $1)"
+        " SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM a) THEN 'null'::json"
+        " ELSE json_build_object("
+        "  'account_id', (SELECT account_id FROM a),"
+        "  'name', (SELECT name FROM a),"
+        "  'period', to_char($2::date, 'YYYY-MM'),"
+        "  'price_books', coalesce((SELECT json_agg(json_build_object("
+        "   'valid_from', to_char(p.valid_from, 'YYYY-MM-DD'),"
+        "   'price_book_id', p.price_book_id, 'version', p.version)"
+        "   ORDER BY p.valid_from) FROM account_price_books p"
+        "   WHERE p.account_id = $1), '[]'),"
+        "  'usage_by_day', coalesce((SELECT json_agg(json_build_object("
+        "   'day', to_char(to_timestamp(d * 86400) AT TIME ZONE 'UTC',"
+        "   'YYYY-MM-DD'), 'samples', s,"
+        "   'running_hours', round(r / 3600.0, 3)::text,"
+        "   'vcpu_hours', round(v / 3600, 3)::text,"
+        "   'gib_hours', round(m / 3865470566400, 3)::text,"
+        "   'storage_gib_hours', round(k / 3865470566400, 3)::text,"
+        "   'egress_gb', round(x / 1e9, 3)::text) ORDER BY d)"
+        "   FROM (SELECT h.hour / 24 AS d, sum(h.samples) AS s,"
+        "   sum(h.running_s) AS r, sum(h.vcpu_s) AS v, sum(h.mem_byte_s) AS m,"
+        "   sum(h.disk_byte_s) AS k, sum(h.egress_bytes) AS x"
+        "   FROM usage_hourly h WHERE h.account_pk ="
+        "   (SELECT account_pk FROM a) AND h.hour >= $4::bigint"
+        "   AND h.hour < $5::bigint GROUP BY 1) u), '[]'),"
+        "  'revenue_by_day', coalesce((SELECT json_agg(json_build_object("
+        "   'day', to_char(day, 'YYYY-MM-DD'), 'currency', currency,"
+        "   'amount', amount::text) ORDER BY day, currency) FROM"
+        "   (SELECT r.day, i.currency, sum(r.amount) AS amount FROM" REVENUE
+        "   WHERE r.account_id = $1 AND r.day >= $2::date"
+        "   AND r.day < $3::date GROUP BY 1, 2) x), '[]'),"
+        "  'estimate', (SELECT json_build_object('invoice_id', i.invoice_id,"
+        "   'period', to_char(i.period, 'YYYY-MM'), 'currency', i.currency,"
+        "   'total', i.total::text, 'as_of', to_char(i.created_at AT TIME ZONE"
+        "   'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')) FROM invoices i"
+        "   WHERE i.account_id = $1 AND i.period = $2::date"
+        "   AND i.status = 'draft' AND i.kind = 'invoice'),"
+        "  'invoices', coalesce((SELECT json_agg(json_build_object("
+        "   'invoice_id', i.invoice_id, 'number', i.number, 'kind', i.kind,"
+        "   'status', CASE WHEN EXISTS (SELECT 1 FROM invoices c"
+        "    WHERE c.account_id = i.account_id AND c.voids = i.invoice_id"
+        "    AND c.status = 'final') THEN 'void' ELSE i.status END,"
+        "   'period', to_char(i.period, 'YYYY-MM'), 'currency', i.currency,"
+        "   'total', i.total::text) ORDER BY i.period DESC, i.invoice_id DESC)"
+        "   FROM invoices i WHERE i.account_id = $1), '[]'))"
+        " END",
+        5, v, out, e);
+    if (st >= 0 && json_is_null(*out)) {
+        json_decref(*out);
+        *out = NULL;
+        return METER_DB_NONE;
+    }
+    return st;
+}
+
+enum meter_db_status
+meter_db_report_usage(PGconn *db, int64_t from, int64_t to, bool daily,
+                      json_t **out, struct meter_err *e)
+{
+    char f[24], t[24], step[8];
+    snprintf(f, sizeof(f), "%" PRId64, from / 3600);
+    snprintf(t, sizeof(t), "%" PRId64, to / 3600);
+    snprintf(step, sizeof(step), "%d", daily ? 24 : 1);
+    const char *v[] = {f, t, step};
+    return report(
+        db, "cannot read the fleet's usage",
+        "SELECT json_build_object('granularity', CASE WHEN $3::int = 24"
+        "  THEN 'day' ELSE 'hour' END,"
+        " 'from', to_char(to_timestamp($1::bigint * 3600) AT TIME ZONE 'UTC',"
+        "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"
+        " 'to', to_char(to_timestamp($2::bigint * 3600) AT TIME ZONE 'UTC',"
+        "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"
+        " 'items', coalesce(json_agg(json_build_object("
+        "  'start', to_char(to_timestamp(b * 3600) AT TIME ZONE 'UTC',"
+        "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), 'accounts', n, 'samples', s,"
+        "  'running_hours', round(r / 3600.0, 3)::text,"
+        "  'vcpu_hours', round(v / 3600, 3)::text,"
+        "  'gib_hours', round(m / 3865470566400, 3)::text,"
+        "  'storage_gib_hours', round(k / 3865470566400, 3)::text,"
+        "  'egress_gb', round(x / 1e9, 3)::text) ORDER BY b), '[]'))"
+        " FROM (SELECT h.hour / $3::int * $3::int AS b,"
+        "  count(DISTINCT h.account_pk) AS n, sum(h.samples) AS s,"
+        "  sum(h.running_s) AS r, sum(h.vcpu_s) AS v, sum(h.mem_byte_s) AS m,"
+        "  sum(h.disk_byte_s) AS k, sum(h.egress_bytes) AS x"
+        "  FROM usage_hourly h WHERE h.hour >= $1::bigint"
+        "  AND h.hour < $2::bigint GROUP BY 1) u",
+        3, v, out, e);
+}

@@ -1,0 +1,368 @@
+/*
+ * revenue.c - a document's total spread over the days whose usage it
+ * bills (invoice_revenue), which revenue by day, by book and by pricing
+ * model are sums of (docs/dashboards.md).
+ *
+ * Each line's amount goes to the days of its period on its book (the
+ * part of the period it was priced in), in proportion to the usage that
+ * drives it on each day, read from the hourly rollups: vCPU-seconds for
+ * compute, instances and the autopause credit, byte-seconds of memory,
+ * of disk, bytes sent, running seconds for runs. Fees and credits with
+ * no usage behind them (subscription, minimum commit, credits) go evenly
+ * over the days; so does a line whose days saw none of its driver. The
+ * split is exact (12 decimals); what rounding the total to the currency
+ * took or added is spread evenly; then each (day, kind, book) cell is
+ * rounded to the minor unit by largest remainder, so the cells of a
+ * document sum to its total exactly.
+ */
+#include "db_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+/* What drives a kind of charge from day to day (columns of the
+ * drivers query, after the day). */
+enum driver { D_EVEN = -1, D_RUNNING, D_VCPU, D_MEM, D_DISK, D_EGRESS, D_N };
+
+static enum driver
+driver_of(const char *kind)
+{
+    static const struct {
+        const char *kind;
+        enum driver d;
+    } map[] = {
+        {"cpu", D_VCPU},          {"instance", D_VCPU},
+        {"autopause_credit", D_VCPU}, {"memory", D_MEM},
+        {"storage", D_DISK},      {"egress", D_EGRESS},
+        {"runs", D_RUNNING},
+    };
+    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+        if (strcmp(map[i].kind, kind) == 0)
+            return map[i].d;
+    return D_EVEN;
+}
+
+/* The drivers of one period's days: weights out of 10^9 of the period's
+ * whole, per driver (so that a product with an amount never overflows). */
+struct period_days {
+    int year, month;
+    int64_t first_day; /* Unix day of the period's first */
+    int ndays;
+    int64_t w[31][D_N];
+};
+
+struct cell {
+    int64_t day;
+    const char *kind, *book; /* point into the document's lines */
+    int version;
+    pricing_i128 v;   /* exact, then rounded */
+    pricing_i128 rem; /* what rounding down left, for largest remainder */
+};
+
+struct spread {
+    struct period_days *p;
+    size_t np;
+    struct cell *c;
+    size_t nc, cap;
+};
+
+static pricing_i128
+floor_div(pricing_i128 a, pricing_i128 b)
+{
+    pricing_i128 q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0)))
+        q--;
+    return q;
+}
+
+/* The drivers of (year, month), read once per period. */
+static enum meter_db_status
+load_period(PGconn *db, const struct db_account *acct, int year, int month,
+            struct spread *s, struct period_days **out, struct meter_err *e)
+{
+    for (size_t i = 0; i < s->np; i++)
+        if (s->p[i].year == year && s->p[i].month == month) {
+            *out = &s->p[i];
+            return METER_DB_ROWS;
+        }
+    struct period_days *np = realloc(s->p, (s->np + 1) * sizeof(*np));
+    if (!np)
+        return db_hard(e, "out of memory");
+    s->p = np;
+    struct period_days *p = &s->p[s->np];
+    memset(p, 0, sizeof(*p));
+    p->year = year;
+    p->month = month;
+    int64_t from = db_period_start(year, month), to = db_period_end(year, month);
+    p->first_day = from / 86400;
+    p->ndays = (int)((to - from) / 86400);
+    char pk[16], lo[24], hi[24];
+    snprintf(pk, sizeof(pk), "%d", acct->pk);
+    snprintf(lo, sizeof(lo), "%" PRId64, from / 3600);
+    snprintf(hi, sizeof(hi), "%" PRId64, to / 3600);
+    const char *v[] = {pk, lo, hi};
+    PGresult *r;
+    /* Each driver as a share of the period's whole, out of 10^9. */
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot read the usage by day",
+        "WITH d AS (SELECT h.hour / 24 AS day, sum(h.running_s) AS r,"
+        "  sum(h.vcpu_s) AS v, sum(h.mem_byte_s) AS m,"
+        "  sum(h.disk_byte_s) AS k, sum(h.egress_bytes) AS x"
+        "  FROM usage_hourly h WHERE h.account_pk = $1::int"
+        "  AND h.hour >= $2::bigint AND h.hour < $3::bigint GROUP BY 1)"
+        " SELECT day,"
+        "  coalesce(floor(r * 1e9 / nullif(sum(r) OVER (), 0)), 0),"
+        "  coalesce(floor(v * 1e9 / nullif(sum(v) OVER (), 0)), 0),"
+        "  coalesce(floor(m * 1e9 / nullif(sum(m) OVER (), 0)), 0),"
+        "  coalesce(floor(k * 1e9 / nullif(sum(k) OVER (), 0)), 0),"
+        "  coalesce(floor(x * 1e9 / nullif(sum(x) OVER (), 0)), 0)"
+        " FROM d",
+        3, v, NULL, NULL, &r, e);
+    if (st < 0)
+        return st;
+    for (int i = 0; i < PQntuples(r); i++) {
+        int64_t day = strtoll(PQgetvalue(r, i, 0), NULL, 10) - p->first_day;
+        if (day < 0 || day >= p->ndays)
+            continue;
+        for (int d = 0; d < D_N; d++)
+            p->w[day][d] = strtoll(PQgetvalue(r, i, d + 1), NULL, 10);
+    }
+    PQclear(r);
+    s->np++;
+    *out = p;
+    return METER_DB_ROWS;
+}
+
+static int
+add_to_cell(struct spread *s, int64_t day, const char *kind, const char *book,
+            int version, pricing_i128 v)
+{
+    for (size_t i = 0; i < s->nc; i++) {
+        struct cell *c = &s->c[i];
+        if (c->day == day && c->version == version &&
+            strcmp(c->kind, kind) == 0 && strcmp(c->book, book) == 0) {
+            c->v += v;
+            return 0;
+        }
+    }
+    if (s->nc == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        struct cell *nc = realloc(s->c, cap * sizeof(*nc));
+        if (!nc)
+            return -1;
+        s->c = nc;
+        s->cap = cap;
+    }
+    s->c[s->nc++] = (struct cell){day, kind, book, version, v, 0};
+    return 0;
+}
+
+/* Whether day (of the period) is on the line's book: inside a part of
+ * the period priced with it. A line of no book, or of a book no part
+ * names (an override), has every day of the period. */
+static bool
+on_book(const struct db_parts *parts, const struct report_line *l, int64_t t)
+{
+    if (!l->book[0])
+        return true;
+    bool named = false;
+    for (size_t k = 0; k < parts->n; k++) {
+        if (strcmp(parts->a[k]->book_id, l->book) != 0 ||
+            parts->a[k]->version != l->version)
+            continue;
+        named = true;
+        if (t >= parts->p[k].from && t < parts->p[k].to)
+            return true;
+    }
+    return !named;
+}
+
+/* Splits one line over its days into the cells. */
+static enum meter_db_status
+spread_line(PGconn *db, const struct db_account *acct,
+            const struct report_line *l, struct spread *s, struct meter_err *e)
+{
+    struct period_days *p;
+    enum meter_db_status st = load_period(db, acct, l->year, l->month, s, &p, e);
+    if (st < 0)
+        return st;
+    const char *kind = strcmp(l->kind, "late_usage") == 0 ? l->corrects : l->kind;
+    enum driver d = driver_of(kind);
+    struct db_parts parts;
+    db_parts_of(acct, l->year, l->month, &parts);
+    int64_t w[31];
+    pricing_i128 total = 0;
+    int ndays = 0, heaviest = -1;
+    for (int i = 0; i < p->ndays; i++) {
+        bool in = on_book(&parts, l, (p->first_day + i) * 86400);
+        w[i] = in ? (d == D_EVEN ? 1 : p->w[i][d]) : 0;
+        ndays += in;
+        total += w[i];
+        if (w[i] > 0 && (heaviest < 0 || w[i] > w[heaviest]))
+            heaviest = i;
+    }
+    if (total == 0) { /* no driver on its days: evenly */
+        for (int i = 0; i < p->ndays; i++) {
+            bool in = ndays == 0 || on_book(&parts, l, (p->first_day + i) * 86400);
+            w[i] = in;
+            total += w[i];
+            if (in && heaviest < 0)
+                heaviest = i;
+        }
+    }
+    pricing_i128 a = l->amount.v, given = 0;
+    for (int i = 0; i < p->ndays; i++) {
+        if (!w[i])
+            continue;
+        pricing_i128 part = floor_div(a * w[i], total);
+        given += part;
+        if (add_to_cell(s, p->first_day + i, kind, l->book, l->version, part) < 0)
+            return db_hard(e, "out of memory");
+    }
+    /* What flooring left (under one unit a day) to the heaviest day. */
+    if (add_to_cell(s, p->first_day + heaviest, kind, l->book, l->version,
+                    a - given) < 0)
+        return db_hard(e, "out of memory");
+    return METER_DB_ROWS;
+}
+
+static int
+by_remainder(const void *a, const void *b)
+{
+    const struct cell *x = *(struct cell *const *)a, *y = *(struct cell *const *)b;
+    if (x->rem != y->rem)
+        return x->rem > y->rem ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* Makes the cells sum to total exactly, in whole minor units. */
+static int
+round_cells(struct spread *s, pricing_i128 total, int minor)
+{
+    if (s->nc == 0)
+        return 0;
+    pricing_i128 sum = 0;
+    for (size_t i = 0; i < s->nc; i++)
+        sum += s->c[i].v;
+    /* What rounding the total changed, evenly over the cells. */
+    pricing_i128 x = total - sum, n = (pricing_i128)s->nc;
+    pricing_i128 each = x / n, rest = x - each * n;
+    for (size_t i = 0; i < s->nc; i++) {
+        s->c[i].v += each;
+        if (rest > 0 && (pricing_i128)i < rest)
+            s->c[i].v += 1;
+        if (rest < 0 && (pricing_i128)i < -rest)
+            s->c[i].v -= 1;
+    }
+    pricing_i128 unit = 1;
+    for (int i = minor; i < PRICING_SCALE; i++)
+        unit *= 10;
+    pricing_i128 floors = 0;
+    struct cell **order = malloc(s->nc * sizeof(*order));
+    if (!order)
+        return -1;
+    for (size_t i = 0; i < s->nc; i++) {
+        struct cell *c = &s->c[i];
+        pricing_i128 f = floor_div(c->v, unit) * unit;
+        c->rem = c->v - f;
+        c->v = f;
+        floors += f;
+        order[i] = c;
+    }
+    /* total is whole minor units and the cells summed to it exactly, so
+     * the remainders add up to a whole number of units, fewer than n. */
+    pricing_i128 units = (total - floors) / unit;
+    qsort(order, s->nc, sizeof(*order), by_remainder);
+    for (pricing_i128 i = 0; i < units; i++)
+        order[i]->v += unit;
+    free(order);
+    return 0;
+}
+
+static char *
+cells_json(const struct spread *s, int minor)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < s->nc; i++) {
+        const struct cell *c = &s->c[i];
+        if (c->v == 0)
+            continue;
+        char day[16], amount[64];
+        time_t t = (time_t)(c->day * 86400);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(day, sizeof(day), "%Y-%m-%d", &tm);
+        pricing_dec_format((struct pricing_dec){c->v}, (unsigned)minor, amount,
+                           sizeof(amount));
+        json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:s}", "day", day, "kind",
+                              c->kind, "price_book_id",
+                              c->book[0] ? json_string(c->book) : json_null(),
+                              "version",
+                              c->book[0] ? json_integer(c->version) : json_null(),
+                              "amount", amount);
+        if (!o || json_array_append_new(arr, o) < 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    char *out = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+    json_decref(arr);
+    return out;
+}
+
+enum meter_db_status
+db_revenue_store(PGconn *db, const struct db_account *acct,
+                 const struct report_invoice *inv, struct meter_err *e)
+{
+    int minor = pricing_currency_minor_unit(inv->currency);
+    if (minor < 0)
+        minor = 6;
+    struct spread s = {0};
+    enum meter_db_status st = METER_DB_ROWS;
+    for (size_t i = 0; i < inv->nlines && st >= 0; i++)
+        st = spread_line(db, acct, &inv->lines[i], &s, e);
+    char *rows = NULL;
+    if (st >= 0 && (round_cells(&s, inv->total.v, minor) < 0 ||
+                    !(rows = cells_json(&s, minor))))
+        st = db_hard(e, "out of memory");
+    if (st >= 0) {
+        char id[24];
+        snprintf(id, sizeof(id), "%" PRId64, inv->id);
+        const char *v[] = {inv->account_id, id, rows};
+        st = meter_db_exec(
+            db, "cannot store the revenue by day",
+            "INSERT INTO invoice_revenue (account_id, invoice_id, day, kind,"
+            " price_book_id, version, amount)"
+            " SELECT $1, $2::bigint, x.* FROM json_to_recordset($3::json) AS x"
+            " (day date, kind text, price_book_id text, version int,"
+            "  amount numeric)",
+            3, v, NULL, NULL, NULL, e);
+    }
+    free(rows);
+    free(s.p);
+    free(s.c);
+    return st;
+}
+
+enum meter_db_status
+db_revenue_negate(PGconn *db, const char *account, int64_t note,
+                  int64_t voided, struct meter_err *e)
+{
+    char n[24], vd[24];
+    snprintf(n, sizeof(n), "%" PRId64, note);
+    snprintf(vd, sizeof(vd), "%" PRId64, voided);
+    const char *v[] = {account, n, vd};
+    return meter_db_exec(
+        db, "cannot store the credit note's revenue",
+        "INSERT INTO invoice_revenue (account_id, invoice_id, day, kind,"
+        " price_book_id, version, amount)"
+        " SELECT account_id, $2::bigint, day, kind, price_book_id, version,"
+        " -amount FROM invoice_revenue WHERE account_id = $1"
+        " AND invoice_id = $3::bigint",
+        3, v, NULL, NULL, NULL, e);
+}
