@@ -22,18 +22,19 @@ struct meterd meterd;
 
 static const struct meter_http_route routes[] = {
     {"POST", "/v1/samples", METER_ROLE_HOST, true, meterd_samples_admit,
-     meterd_samples, meterd_samples_metrics},
-    {"GET", "/v1/invoices", READERS, false, NULL, meterd_invoices_list, NULL},
+     meterd_samples, meterd_samples_metrics, false},
+    {"GET", "/v1/invoices", READERS, false, NULL, meterd_invoices_list, NULL,
+     false},
     {"GET", "/v1/invoices/{ref}", READERS, false, NULL, meterd_invoices_get,
-     NULL},
+     NULL, false},
     {"POST", "/v1/invoices/run", METER_ROLE_FINANCE | METER_ROLE_ADMIN, true,
-     NULL, meterd_invoices_run, NULL},
-    {"GET", "/v1/usage", READERS, false, NULL, meterd_usage, NULL},
+     NULL, meterd_invoices_run, NULL, false},
+    {"GET", "/v1/usage", READERS, false, NULL, meterd_usage, NULL, false},
     {"GET", "/v1/accounts/{id}/credits", READERS, false, NULL, meterd_credits,
-     NULL},
-    {"GET", "/healthz", 0, false, NULL, meterd_healthz, NULL},
-    {"GET", "/readyz", 0, false, NULL, meterd_readyz, NULL},
-    {"GET", "/metrics", 0, false, NULL, meterd_metrics, NULL},
+     NULL, false},
+    {"GET", "/healthz", 0, false, NULL, meterd_healthz, NULL, false},
+    {"GET", "/readyz", 0, false, NULL, meterd_readyz, NULL, false},
+    {"GET", "/metrics", 0, false, NULL, meterd_metrics, NULL, false},
 };
 
 static const char usage_text[] =
