@@ -147,6 +147,11 @@ want 401 "$status" "a revoked key"
 checks=$((checks + 1))
 [ "$(sed -n 's/.*role="alert"[^>]*>\([^<]*\)<.*/\1/p' si.html)" = "$unknown" ] ||
     fail "a revoked key's message differs from an unknown key's"
+sign_in jar "mtr_$(printf 'f%.0s' {1..300})" ""
+want 401 "$status" "a key longer than any"
+sign_in jar "" ""
+want 400 "$status" "no key"
+contains "$(cat si.html)" "Enter an API key" "no key's message"
 sign_in jar "$HOST" ""
 want 403 "$status" "a host key"
 contains "$(cat si.html)" "Host keys send usage" "a host key's message"

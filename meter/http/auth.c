@@ -134,12 +134,12 @@ append_arg(void *cls, enum MHD_ValueKind kind, const char *key,
 /* Sends a person to the sign-in page, which sends the browser back here
  * (path and query) once signed in: for GET and HEAD only, since a
  * redirect cannot replay a form's POST, and not for "/", where the
- * sign-in leads anyway. A way back too long to carry is left out.
- * False. */
+ * sign-in leads anyway. A way back longer than the sign-in page follows
+ * (2 KiB) is left out. False. */
 static bool
 to_sign_in(struct meter_http_request *rq)
 {
-    struct meter_buf here = {.max = 4096}, loc = {0};
+    struct meter_buf here = {.max = 2048}, loc = {0};
     meter_buf_str(&loc, "/sign-in");
     bool safe =
         strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "HEAD") == 0;
@@ -234,8 +234,9 @@ session_token_shaped(const char *s)
            strspn(s + 4, "0123456789abcdef") == METER_TOKEN_LEN - 4;
 }
 
-/* Looks rq's credentials up: the bearer token if auth, else the session
- * cookie. */
+/* Looks rq's credentials up: the bearer token if there is one, else the
+ * session cookie's token; NONE, without asking the database, for a
+ * cookie that cannot be a session's. */
 static enum meter_db_status
 look_up(struct meter_http_request *rq, const char *bearer, const char *session,
         struct meter_err *e)
@@ -299,15 +300,17 @@ http_csrf_form(struct meter_http_request *rq)
             return false;
         token = meter_http_form(rq, "csrf");
     }
-    if (token && meter_secret_equal(token, rq->csrf))
+    if (!token)
+        return refuse(rq, 403, "csrf", "Forbidden",
+                      "a signed-in browser's %s needs the session's CSRF "
+                      "token: the form field 'csrf' or the X-CSRF-Token "
+                      "header",
+                      rq->method);
+    if (meter_secret_equal(token, rq->csrf))
         return true;
     return refuse(rq, 403, "csrf", "Forbidden",
-                  token ? "the form's field 'csrf' is not this session's CSRF "
-                          "token: reload the page and try again"
-                        : "a signed-in browser's %s needs the session's CSRF "
-                          "token: the form field 'csrf' or the X-CSRF-Token "
-                          "header",
-                  rq->method);
+                  "the form's field 'csrf' is not this session's CSRF token: "
+                  "reload the page and try again");
 }
 
 bool

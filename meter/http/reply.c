@@ -94,10 +94,13 @@ http_queue(struct meter_http_request *rq, unsigned status,
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rq->allow);
     if (!add_reply_headers(rq, resp)) {
         /* A Set-Cookie that clears a session, say, must not be lost
-         * silently: the reply is refused as a whole. */
+         * silently: the reply is refused as a whole. (One refused by
+         * meter_http_reply_header was logged there.) */
         MHD_destroy_response(resp);
-        meter_log(METER_LOG_ERROR, "%s %s: the reply's headers were refused",
-                  rq->method, rq->url);
+        if (!rq->reply_failed)
+            meter_log(METER_LOG_ERROR,
+                      "%s %s: libmicrohttpd refused the reply's headers",
+                      rq->method, rq->url);
         http_reply_headers_clear(rq);
         meter_http_reply_problem(rq, 500, "internal", "Internal error", NULL,
                                  "the reply could not be made");

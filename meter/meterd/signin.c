@@ -22,7 +22,8 @@
 #include <string.h>
 
 /* A sign-in form is a key and two tokens: a body larger than this is
- * not one, and nobody signed in may make meterd hold a large one. */
+ * not one, and a client that has not signed in must not make meterd
+ * hold a large one. */
 #define FORM_MAX 16384
 /* A way back after sign-in longer than this is not followed. */
 #define NEXT_MAX 2048
@@ -89,8 +90,7 @@ csrf_shaped(const char *s)
            strspn(s, "0123456789abcdef") == METER_CSRF_LEN;
 }
 
-/* ---- where to go after -----------------------------------------------------
- */
+/* ---- where to go after --------------------------------------------------- */
 
 /* Whether next is a path of this server to send a browser to: "/" then
  * no second "/" or "\" (browsers read "//host" and "/\host" as another
@@ -107,8 +107,7 @@ local_path(const char *next)
            next[1] != '\\' && strspn(next, allowed) == n;
 }
 
-/* ---- the form -------------------------------------------------------------
- */
+/* ---- the form ------------------------------------------------------------ */
 
 /* Answers the sign-in page with status: error (NULL: none) above the
  * form, next carried through it. The form's CSRF token is the
@@ -171,26 +170,26 @@ meterd_signin_form(struct meter_http_request *rq)
     show_form(rq, 200, NULL, meter_http_query(rq, "next"));
 }
 
-/* ---- signing in -----------------------------------------------------------
- */
+/* ---- signing in ---------------------------------------------------------- */
 
-/* The key of the form, spaces and line ends around it cut (a key pasted
- * from a terminal often has them), in out[n]; NULL if none. */
-static const char *
+/* The form's key into out[n], spaces and line ends around it cut (a
+ * key pasted from a terminal often has them): 1; 0 if there is none;
+ * -1 if it is longer than any key. */
+static int
 typed_key(struct meter_http_request *rq, char *out, size_t n)
 {
     const char *key = meter_http_form(rq, "key");
     if (!key)
-        return NULL;
+        return 0;
     key += strspn(key, " \t\r\n");
     size_t len = strlen(key);
     while (len > 0 && strchr(" \t\r\n", key[len - 1]))
         len--;
-    if (len == 0 || len >= n)
-        return len == 0 ? NULL : key; /* too long: looked up, and refused */
+    if (len >= n)
+        return -1;
     memcpy(out, key, len);
     out[len] = '\0';
-    return out;
+    return len > 0;
 }
 
 /* The session of who: the cookie, and a 303 to next or who's home. */
@@ -263,20 +262,22 @@ meterd_signin(struct meter_http_request *rq)
                   next);
         return;
     }
-    char buf[METER_TOKEN_LEN + 2];
-    const char *key = typed_key(rq, buf, sizeof(buf));
-    if (!key) {
+    char key[METER_TOKEN_LEN + 1];
+    int typed = typed_key(rq, key, sizeof(key));
+    if (typed == 0) {
         show_form(rq, 400, "Enter an API key.", next);
         return;
     }
     if (!meter_http_attempt_admit(rq))
         return;
-    PGconn *db = meter_http_db(rq);
+    /* Longer than any key: not one, and not worth a lookup. */
+    PGconn *db = typed < 0 ? NULL : meter_http_db(rq);
     struct meter_err e = {{0}};
     struct meter_principal who = {0};
-    enum meter_db_status st =
-        db ? meter_db_key_lookup(db, key, &who, &e) : METER_DB_HARD;
-    explicit_bzero(buf, sizeof(buf));
+    enum meter_db_status st = typed < 0 ? METER_DB_NONE
+                              : db      ? meter_db_key_lookup(db, key, &who, &e)
+                                        : METER_DB_HARD;
+    explicit_bzero(key, sizeof(key));
     if (st < 0) {
         if (db)
             meter_http_count_db_error(rq);
@@ -303,8 +304,7 @@ meterd_signin(struct meter_http_request *rq)
     start_session(rq, db, &who, next);
 }
 
-/* ---- signing out, and the way in --------------------------------------------
- */
+/* ---- signing out, and the way in ----------------------------------------- */
 
 void
 meterd_signout(struct meter_http_request *rq)
