@@ -53,7 +53,10 @@ tokens=("" "$REVOKED" "$HOST" "$A" "$B" "$FIN" "$ADMIN")
 usage="/v1/usage?account=acct-a&from=$((T - 3600))&to=$((T + 3600))"
 # One row a route: method, path, then the status for each caller above.
 # Another account's documents, usage and credits are a 404 (their
-# existence is not told); a role that may not call a route, a 403.
+# existence is not told); a role that may not call a route, a 403. A
+# page without a valid key is a 303 to the sign-in page; a POST to
+# /sign-in without the form's own cookie, a 403 (tests/sessions.sh has
+# the same calls with a browser's session).
 while read -r method path want; do
     read -ra wants <<<"$want"
     for i in "${!callers[@]}"; do
@@ -72,6 +75,12 @@ POST /v1/invoices/run             401 401 403 403 403 200 200
 GET  /healthz                     200 200 200 200 200 200 200
 GET  /readyz                      200 200 200 200 200 200 200
 GET  /metrics                     200 200 200 200 200 200 200
+GET  /                            303 303 403 303 303 303 303
+GET  /sign-in                     200 200 200 200 200 200 200
+POST /sign-in                     403 403 403 403 403 403 403
+POST /sign-out                    303 303 403 303 303 303 303
+GET  /static/dash.css             200 200 200 200 200 200 200
+GET  /overview                    303 303 403 403 403 200 200
 TABLE
 
 # What a 200 holds: A lists its invoice, B's list does not have it.

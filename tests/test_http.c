@@ -3,8 +3,12 @@
  * the test's own (no database: none of them needs a key): path
  * parameters and query arguments, 404 and 405 with Allow, HEAD, body
  * routes (the cap, an empty body, gzip inflated and NUL-terminated, a
- * corrupt gzip, an encoding refused), a route's own admission, and the
- * 500 for a handler or admission that forgets to answer.
+ * corrupt gzip, an encoding refused), a route's own admission, the
+ * 500 for a handler or admission that forgets to answer; forms decoded
+ * and malformed ones refused; a page without credentials sent to the
+ * sign-in page with its way back; HTML replies with their security
+ * headers, extra headers, redirects. (Sessions and CSRF need the
+ * database: tests/sessions.sh.)
  */
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -64,13 +68,64 @@ silent_refusal(struct meter_http_request *rq)
     return false;
 }
 
+/* Answers the form's fields a, b and c as "a=[...] b=[...] c=[...]". */
+static void
+echo_form(struct meter_http_request *rq)
+{
+    if (!meter_http_form_or_reply(rq))
+        return;
+    const char *names[] = {"a", "b", "c"};
+    char text[256];
+    size_t n = 0;
+    for (size_t i = 0; i < 3; i++) {
+        const char *v = meter_http_form(rq, names[i]);
+        n += (size_t)snprintf(text + n, sizeof(text) - n, "%s%s=[%s]",
+                              i ? " " : "", names[i], v ? v : "(none)");
+    }
+    meter_http_reply_text(rq, 200, "text/plain", text, n);
+}
+
+/* A page with a cookie: the extra header, the HTML headers. */
+static void
+page(struct meter_http_request *rq)
+{
+    meter_http_reply_header(rq, "Set-Cookie", "x=1; HttpOnly");
+    meter_http_reply_html(rq, 200, "<p>hi</p>", 9);
+}
+
+/* A header that cannot be one: the reply becomes a 500. */
+static void
+bad_header(struct meter_http_request *rq)
+{
+    meter_http_reply_header(rq, "Set-Cookie", "x=1\r\nX-Injected: yes");
+    meter_http_reply_html(rq, 200, "<p>hi</p>", 9);
+}
+
+static void
+redirect(struct meter_http_request *rq)
+{
+    meter_http_reply_redirect(rq, 303, "/elsewhere?a=1");
+}
+
 static const struct meter_http_route routes[] = {
-    {"GET", "/v1/things/{id}", 0, false, NULL, echo_params, NULL},
-    {"GET", "/v1/things/{id}/{kind}", 0, false, NULL, echo_params, NULL},
-    {"POST", "/v1/body", 0, true, only_json, echo_body, NULL},
-    {"PUT", "/v1/body", 0, true, NULL, echo_body, NULL},
-    {"GET", "/v1/silent", 0, false, NULL, silent, NULL},
-    {"GET", "/v1/refuses", 0, false, silent_refusal, echo_params, NULL},
+    {"GET", "/v1/things/{id}", 0, false, NULL, echo_params, NULL, false},
+    {"GET", "/v1/things/{id}/{kind}", 0, false, NULL, echo_params, NULL, false},
+    {"POST", "/v1/body", 0, true, only_json, echo_body, NULL, false},
+    {"PUT", "/v1/body", 0, true, NULL, echo_body, NULL, false},
+    {"GET", "/v1/silent", 0, false, NULL, silent, NULL, false},
+    {"GET", "/v1/refuses", 0, false, silent_refusal, echo_params, NULL, false},
+    {"POST", "/v1/form", 0, true, NULL, echo_form, NULL, false},
+    {"GET", "/v1/page", 0, false, NULL, page, NULL, true},
+    {"GET", "/v1/bad-header", 0, false, NULL, bad_header, NULL, false},
+    {"GET", "/v1/redirect", 0, false, NULL, redirect, NULL, false},
+    /* With roles: no credentials is all these can be sent here (a
+     * lookup needs the database, which this test has not). */
+    {"GET", "/v1/finance/page", METER_ROLE_FINANCE, false, NULL, page, NULL,
+     true},
+    {"POST", "/v1/finance/page", METER_ROLE_FINANCE, true, NULL, page, NULL,
+     true},
+    {"GET", "/v1/finance/api", METER_ROLE_FINANCE, false, NULL, page, NULL,
+     false},
 };
 
 static unsigned port;
@@ -260,6 +315,75 @@ main(void)
     CHECK(reply_is(&r, 500, "not answered"));
     r = request("GET", "/v1/refuses", NULL, 0, NULL, NULL);
     CHECK(reply_is(&r, 500, "refused unanswered"));
+
+    /* Forms: decoded ('+', %XX, in names too), the first of a repeated
+     * field, empty and valueless fields; refused whole on a malformed
+     * escape or a NUL, for another content type, past 64 fields. */
+    const char *form = "Content-Type: application/x-www-form-urlencoded";
+    static const struct {
+        const char *body, *want;
+        long status;
+    } forms[] = {
+        {"a=1&b=x+y%2Bz&c=%C3%A9", "a=[1] b=[x y+z] c=[\xc3\xa9]", 200},
+        {"a=1&a=2&&b=&c", "a=[1] b=[] c=[]", 200},
+        {"%61=%2f&b=%26%3D", "a=[/] b=[&=] c=[(none)]", 200},
+        {"", "a=[(none)] b=[(none)] c=[(none)]", 200},
+        {"a=%zz", "form field 'a': a malformed %-escape", 400},
+        {"a=%4", "form field 'a': a malformed %-escape", 400},
+        {"a=%", "form field 'a': a malformed %-escape", 400},
+        {"a=x%00y", "form field 'a': a malformed %-escape (or %00)", 400},
+        {"%zz=1", "a field's name has a malformed %-escape", 400},
+    };
+    for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+        r = request("POST", "/v1/form", forms[i].body, strlen(forms[i].body),
+                    form, NULL);
+        CHECK(reply_is(&r, forms[i].status, forms[i].want));
+    }
+    r = request("POST", "/v1/form", "a=1\0b=2", 7, form, NULL);
+    CHECK(reply_is(&r, 400, "NUL byte"));
+    r = request("POST", "/v1/form", "a=1", 3, "Content-Type: text/plain", NULL);
+    CHECK(reply_is(&r, 415, "not a form"));
+    char many[65 * 4 + 1];
+    for (int i = 0; i < 65; i++)
+        memcpy(many + 4 * i, "x=1&", 4);
+    many[65 * 4] = '\0';
+    r = request("POST", "/v1/form", many, strlen(many), form, NULL);
+    CHECK(reply_is(&r, 400, "more than 64 fields"));
+
+    /* HTML: the page's security headers, and the handler's own. */
+    r = request("GET", "/v1/page", NULL, 0, NULL, NULL);
+    CHECK(reply_is(&r, 200, "<p>hi</p>"));
+    CHECK(strstr(r.headers, "Content-Type: text/html; charset=utf-8\r\n"));
+    CHECK(strstr(r.headers,
+                 "Content-Security-Policy: default-src 'none'; style-src "
+                 "'self'; img-src 'self' data:; form-action 'self'; "
+                 "frame-ancestors 'none'; base-uri 'none'\r\n"));
+    CHECK(strstr(r.headers, "X-Content-Type-Options: nosniff\r\n"));
+    CHECK(strstr(r.headers, "Referrer-Policy: same-origin\r\n"));
+    CHECK(strstr(r.headers, "Cache-Control: no-store\r\n"));
+    CHECK(strstr(r.headers, "Set-Cookie: x=1; HttpOnly\r\n"));
+    r = request("GET", "/v1/bad-header", NULL, 0, NULL, NULL);
+    CHECK(reply_is(&r, 500, "could not be made"));
+    CHECK(!strstr(r.headers, "X-Injected") && !strstr(r.headers, "x=1"));
+    r = request("GET", "/v1/redirect", NULL, 0, NULL, NULL);
+    CHECK(r.status == 303 && r.len == 0);
+    CHECK(strstr(r.headers, "Location: /elsewhere?a=1\r\n"));
+
+    /* A page without credentials: to the sign-in page, with the way back
+     * (path and query, encoded once more) for a GET, none for a POST;
+     * an API route: 401. */
+    r = request("GET", "/v1/finance/page?from=2026-01&x=a%20b&flag", NULL, 0,
+                NULL, NULL);
+    CHECK(r.status == 303);
+    CHECK(strstr(r.headers, "Location: /sign-in?next=%2Fv1%2Ffinance%2Fpage"
+                            "%3Ffrom%3D2026-01%26x%3Da%2520b%26flag\r\n"));
+    r = request("POST", "/v1/finance/page", "csrf=x", 6, form, NULL);
+    CHECK(r.status == 303 && strstr(r.headers, "Location: /sign-in\r\n"));
+    r = request("GET", "/v1/finance/page", NULL, 0,
+                "Authorization: Basic eA==", NULL);
+    CHECK(r.status == 303);
+    r = request("GET", "/v1/finance/api", NULL, 0, NULL, NULL);
+    CHECK(reply_is(&r, 401, "or sign in at /sign-in"));
 
     /* Metrics by route: the 200s of the first route, the 404s as other. */
     struct meter_buf m = {0};

@@ -1,7 +1,8 @@
 /*
  * test_util.c - the shared helpers of meter/util: the buffer's cap and
  * failure, the string table, the time parser at its boundaries, the
- * capped file reader, counts, big-endian integers.
+ * capped file reader, counts, big-endian integers, HTML and URL escaping,
+ * comparing secrets.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -225,10 +226,57 @@ test_utf8_cut(void)
     CHECK(meter_utf8_cut(t, 3) == 3);
 }
 
+/* Escaping by hand-written cases: each character that matters, text
+ * around it kept, bytes past ASCII passed (HTML) or encoded (URL). */
+static void
+test_web(void)
+{
+    static const struct {
+        const char *in, *html, *url;
+    } cases[] = {
+        {"", "", ""},
+        {"plain", "plain", "plain"},
+        {"a&b", "a&amp;b", "a%26b"},
+        {"<script>\"x\"</script>", "&lt;script&gt;&quot;x&quot;&lt;/script&gt;",
+         "%3Cscript%3E%22x%22%3C%2Fscript%3E"},
+        {"it's", "it&#39;s", "it%27s"},
+        {"/overview?from=1&to=2", "/overview?from=1&amp;to=2",
+         "%2Foverview%3Ffrom%3D1%26to%3D2"},
+        {"a b+c%", "a b+c%", "a%20b%2Bc%25"},
+        {"-._~", "-._~", "-._~"},
+        {"\xc3\xa9\r\n", "\xc3\xa9\r\n", "%C3%A9%0D%0A"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct meter_buf h = {0}, u = {0};
+        meter_buf_html(&h, cases[i].in);
+        meter_buf_urlencode(&u, cases[i].in);
+        CHECK_STR(h.p ? h.p : "", cases[i].html);
+        CHECK_STR(u.p ? u.p : "", cases[i].url);
+        meter_buf_release(&h);
+        meter_buf_release(&u);
+    }
+    /* Under a cap: fails as any append does, never writes past it. */
+    struct meter_buf b = {.max = 6};
+    meter_buf_html(&b, "a<b");
+    CHECK(!b.failed && b.len == 6); /* "a&lt;b": exactly the cap */
+    meter_buf_html(&b, "&");
+    CHECK(b.failed && b.len == 6);
+    meter_buf_release(&b);
+
+    CHECK(meter_secret_equal("", ""));
+    CHECK(meter_secret_equal("abc123", "abc123"));
+    CHECK(!meter_secret_equal("abc123", "abc124"));
+    CHECK(!meter_secret_equal("abc123", "xbc123"));
+    CHECK(!meter_secret_equal("abc", "abc1"));
+    CHECK(!meter_secret_equal("abc1", "abc"));
+    CHECK(!meter_secret_equal("", "a"));
+}
+
 int
 main(void)
 {
     test_buf();
+    test_web();
     test_utf8_cut();
     test_strtab();
     test_time();

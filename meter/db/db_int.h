@@ -16,6 +16,11 @@
  * 0002_usage.sql's: a quarantine against compactions. */
 #define DB_LOCK_QUARANTINE "7243615"
 
+/* The principal of row `row` of r, whose first columns are key_id,
+ * role, account_id ('' for none) and scoped (a boolean): the columns of
+ * meter_db_key_lookup, which meter_db_session_lookup shares. */
+void db_principal_of(const PGresult *r, int row, struct meter_principal *who);
+
 /* The server answered a statement on db (meter_db_set_progress). */
 void db_answered(PGconn *db);
 enum meter_db_status db_failed(PGconn *db, PGresult *r, const char *what,

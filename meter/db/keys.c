@@ -1,8 +1,9 @@
 /*
  * keys.c - API keys: tokens random, shown once, stored only as SHA-256;
- * creating, listing, revoking, and looking a bearer token up.
+ * creating, listing, revoking (which ends the key's browser sessions),
+ * and looking a bearer token up.
  */
-#include "meter_db.h"
+#include "db_int.h"
 
 #include <inttypes.h>
 #include <nettle/sha2.h>
@@ -40,24 +41,33 @@ meter_role_parse(const char *s)
 }
 
 int
-meter_token_new(char *out)
+meter_random_hex(char *out, size_t nbytes)
 {
     static const char hex[] = "0123456789abcdef";
-    uint8_t raw[32];
+    uint8_t raw[64];
+    if (nbytes > sizeof(raw))
+        return -1;
     size_t got = 0;
-    while (got < sizeof(raw)) {
-        ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+    while (got < nbytes) {
+        ssize_t n = getrandom(raw + got, nbytes - got, 0);
         if (n < 0)
             return -1;
         got += (size_t)n;
     }
-    memcpy(out, "mtr_", 4);
-    for (size_t i = 0; i < sizeof(raw); i++) {
-        out[4 + 2 * i] = hex[raw[i] >> 4];
-        out[5 + 2 * i] = hex[raw[i] & 15];
+    for (size_t i = 0; i < nbytes; i++) {
+        out[2 * i] = hex[raw[i] >> 4];
+        out[2 * i + 1] = hex[raw[i] & 15];
     }
-    out[METER_TOKEN_LEN] = '\0';
+    out[2 * nbytes] = '\0';
+    explicit_bzero(raw, sizeof(raw));
     return 0;
+}
+
+int
+meter_token_new(char *out)
+{
+    memcpy(out, "mtr_", 4);
+    return meter_random_hex(out + 4, 32);
 }
 
 void
@@ -84,22 +94,27 @@ meter_db_key_lookup(PGconn *db, const char *token, struct meter_principal *who,
         "  FROM host_key_accounts h WHERE h.key_id = api_keys.key_id)"
         " FROM api_keys WHERE token_hash = $1 AND revoked_at IS NULL",
         1, values, lengths, formats, &r, e);
-    if (st == METER_DB_ROWS) {
-        who->key_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-        who->role = meter_role_parse(PQgetvalue(r, 0, 1));
-        snprintf(who->account_id, sizeof(who->account_id), "%s",
-                 PQgetvalue(r, 0, 2));
-        who->scoped = PQgetvalue(r, 0, 3)[0] == 't';
-    }
+    if (st == METER_DB_ROWS)
+        db_principal_of(r, 0, who);
     PQclear(r);
     return st;
+}
+
+void
+db_principal_of(const PGresult *r, int row, struct meter_principal *who)
+{
+    who->key_id = strtoll(PQgetvalue(r, row, 0), NULL, 10);
+    who->role = meter_role_parse(PQgetvalue(r, row, 1));
+    snprintf(who->account_id, sizeof(who->account_id), "%s",
+             PQgetvalue(r, row, 2));
+    who->scoped = PQgetvalue(r, row, 3)[0] == 't';
 }
 
 enum meter_db_status
 meter_db_key_create(PGconn *db, enum meter_role role, const char *account,
                     const char *name, const char *scope,
-                    char token[METER_TOKEN_LEN + 1],
-                    int64_t *key_id, struct meter_err *e)
+                    char token[METER_TOKEN_LEN + 1], int64_t *key_id,
+                    struct meter_err *e)
 {
     uint8_t hash[32];
     if (meter_token_new(token) < 0) {
@@ -167,9 +182,15 @@ meter_db_key_revoke(PGconn *db, int64_t key_id, struct meter_err *e)
     snprintf(id, sizeof(id), "%" PRId64, key_id);
     snprintf(what, sizeof(what), "cannot revoke key %s", id);
     const char *values[] = {id};
+    /* Its browser sessions go with it: they authenticate nothing once
+     * the key is revoked (meter_db_session_lookup), and are no use
+     * kept. */
     return meter_db_exec(db, what,
-                         "UPDATE api_keys SET revoked_at = now()"
-                         " WHERE key_id = $1 AND revoked_at IS NULL"
-                         " RETURNING key_id",
+                         "WITH k AS (UPDATE api_keys SET revoked_at = now()"
+                         "  WHERE key_id = $1 AND revoked_at IS NULL"
+                         "  RETURNING key_id),"
+                         " s AS (DELETE FROM web_sessions"
+                         "  WHERE key_id IN (SELECT key_id FROM k))"
+                         " SELECT key_id FROM k",
                          1, values, NULL, NULL, NULL, e);
 }

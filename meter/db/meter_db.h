@@ -3,8 +3,8 @@
  * one statement helper and one transaction runner with one status
  * convention, and one file per operation (migrations, API keys, price
  * books, accounts, partitions, the ingest transaction, reading stored
- * usage). No SQL lives outside this module but the embedded cluster's
- * own CREATE DATABASE.
+ * usage, browser sessions). No SQL lives outside this module but the
+ * embedded cluster's own CREATE DATABASE.
  *
  * Statuses (Taler's GNUNET_DB_QueryStatus is the model): operations that
  * talk to the server return enum meter_db_status; METER_DB_HARD and
@@ -167,6 +167,9 @@ int meter_migrate_status(PGconn *db, const struct meter_migration_set *set,
 
 enum { METER_TOKEN_LEN = 68 }; /* "mtr_" and 64 hex digits (256 bits) */
 
+/* 2 * nbytes random hex digits (nbytes at most 64) from the kernel's
+ * generator, NUL-terminated, into out: 0, or -1 if none could be had. */
+int meter_random_hex(char *out, size_t nbytes);
 /* A new random token, NUL-terminated in out[METER_TOKEN_LEN + 1]. */
 int meter_token_new(char *out);
 /* SHA-256 of the token: what is stored and looked up. */
@@ -220,9 +223,45 @@ typedef void meter_key_cb(const struct meter_key *k, void *arg);
 enum meter_db_status meter_db_key_list(PGconn *db, meter_key_cb *cb, void *arg,
                                        struct meter_err *e);
 
-/* Revokes key id: ROWS, or NONE if there is no such active key. */
+/* Revokes key id, and deletes its browser sessions: ROWS, or NONE if
+ * there is no such active key. */
 enum meter_db_status meter_db_key_revoke(PGconn *db, int64_t key_id,
                                          struct meter_err *e);
+
+/* ---- browser sessions (0008_web_sessions.sql) ----------------------------
+ *
+ * A browser signs in with a key and gets a session token for its
+ * cookie: "mts_" and 64 random hex digits, stored only as SHA-256, as
+ * keys are. A session authenticates as its key, with the key's role and
+ * account, until it expires, is deleted (signing out), or the key is
+ * revoked. Each session has its own CSRF token (64 hex digits), which
+ * requests that change something must carry.
+ */
+
+enum { METER_CSRF_LEN = 64 };
+
+/* Starts a session of active key key_id for ttl_s seconds (1 or more):
+ * ROWS with its token in token and its CSRF token in csrf, shown only
+ * now; NONE if the key is unknown or revoked. Deletes a batch of
+ * expired sessions on the way, so that the table holds little more
+ * than the live ones. */
+enum meter_db_status meter_db_session_create(PGconn *db, int64_t key_id,
+                                             unsigned ttl_s,
+                                             char token[METER_TOKEN_LEN + 1],
+                                             char csrf[METER_CSRF_LEN + 1],
+                                             struct meter_err *e);
+
+/* Looks a session token up: ROWS with *who (its key's) and its CSRF
+ * token in csrf; NONE if the token is unknown, its session expired or
+ * signed out, or its key revoked. */
+enum meter_db_status meter_db_session_lookup(PGconn *db, const char *token,
+                                             struct meter_principal *who,
+                                             char csrf[METER_CSRF_LEN + 1],
+                                             struct meter_err *e);
+
+/* Ends the session of token: ROWS, or NONE if there was none. */
+enum meter_db_status meter_db_session_delete(PGconn *db, const char *token,
+                                             struct meter_err *e);
 
 /* ---- price books and accounts -------------------------------------------- */
 

@@ -14,7 +14,7 @@
 #include "meter_http.h"
 
 /* Statuses counted by route; others count as "other". */
-#define HTTP_NSTATUS 15
+#define HTTP_NSTATUS 16
 extern const unsigned http_statuses[HTTP_NSTATUS];
 /* Latency buckets, seconds. */
 #define HTTP_NBUCKETS 11
@@ -67,6 +67,19 @@ struct http_watch {
 };
 /* {name} segments a route may have. */
 #define HTTP_MAX_PARAMS 4
+/* Headers a handler may add to its reply (meter_http_reply_header). */
+#define HTTP_MAX_REPLY_HEADERS 8
+/* Fields a form may have. */
+#define HTTP_MAX_FORM_FIELDS 64
+
+/* A body parsed as a form (form.c): the fields point into text, a
+ * decoded copy of the body. */
+struct http_form {
+    char *text;
+    size_t len; /* of the body */
+    const char *name[HTTP_MAX_FORM_FIELDS], *value[HTTP_MAX_FORM_FIELDS];
+    size_t n;
+};
 
 struct meter_http {
     struct MHD_Daemon *daemon;
@@ -85,7 +98,7 @@ struct meter_http {
     bool watching, watch_stop;
     pthread_t watchdog;
     struct http_watch watch[HTTP_MAX_THREADS]; /* by thread slot */
-    struct http_conn *conns_open; /* under watch_lock */
+    struct http_conn *conns_open;              /* under watch_lock */
 };
 
 struct meter_http_request {
@@ -105,16 +118,42 @@ struct meter_http_request {
     size_t received; /* body bytes received, kept or not */
     size_t reserved; /* bytes counted against max_buffered */
     struct timespec start;
-    char allow[32];         /* for a 405: the methods of the path */
+    char allow[32];    /* for a 405: the methods of the path */
+    bool by_cookie;    /* authenticated by the session cookie (auth.c) */
+    bool csrf_pending; /* ... changing something: its form's "csrf" field
+                          is to be checked once the body is in */
+    char csrf[METER_CSRF_LEN + 1]; /* the session's CSRF token */
+    struct http_form *form;        /* NULL until parsed */
+    unsigned form_status;          /* 0, or the status it was refused with */
+    char form_error[128];          /* why */
+    char *reply_name[HTTP_MAX_REPLY_HEADERS];
+    char *reply_value[HTTP_MAX_REPLY_HEADERS];
+    size_t nreply;
+    bool reply_failed;      /* a header could not be kept: the reply is a 500 */
     unsigned status;        /* 0 until answered */
     unsigned retry_after;   /* a 429's Retry-After, seconds */
     enum MHD_Result result; /* of queueing the answer */
     char note[160];         /* for the access log */
 };
 
-/* Queues resp (destroyed here) as the answer with status. */
+/* Queues resp (destroyed here) as the answer with status, with the
+ * headers the handler added. */
 void http_queue(struct meter_http_request *rq, unsigned status,
                 struct MHD_Response *resp);
+/* Frees the headers a handler added, and forgets them. */
+void http_reply_headers_clear(struct meter_http_request *rq);
+
+/* Who sent rq, on a route with roles: its bearer key or its session,
+ * the role, the key's rate, and for a session's request that changes
+ * something the origin and the CSRF header (auth.c). False after
+ * refusing. */
+bool http_authenticate(struct meter_http_request *rq);
+/* Once the body is in: the form's CSRF token of a session's request
+ * that changes something and sent no X-CSRF-Token. False after
+ * refusing. */
+bool http_csrf_form(struct meter_http_request *rq);
+/* Frees rq's parsed form. */
+void http_form_free(struct meter_http_request *rq);
 
 /* Takes a request from key's bucket (cfg.rate_limit a second, bursts of
  * twice that): false when it is empty, with the seconds until it is not

@@ -3,13 +3,26 @@
  * (libmicrohttpd underneath; Taler's mhd/ is the model).
  *
  * A service is a table of routes: method, path pattern, the roles whose
- * keys may call it, whether it takes a body, and a handler. The layer
- * does the rest the same way for every route: routing (404, 405),
- * authentication of a bearer key to a principal (401, 403), body
- * buffering with a cap and gzip inflation (413, 415, 400), the
- * server-wide bound on bodies held at once (503 saturated), a per-thread
- * database connection, metrics and an access-log line per request by
- * route, and a graceful stop.
+ * keys may call it, whether it takes a body, a handler, and whether it
+ * is a page for people. The layer does the rest the same way for every
+ * route: routing (404, 405), authentication of a bearer key or a
+ * browser session to a principal (401, 403; on a page, a redirect to
+ * the sign-in page), CSRF protection of the session's requests that
+ * change something (403), body buffering with a cap and gzip inflation
+ * (413, 415, 400), the server-wide bound on bodies held at once (503
+ * saturated), a per-thread database connection, metrics and an
+ * access-log line per request by route, and a graceful stop.
+ *
+ * Browser sessions: a browser signs in once with its key (the service's
+ * own sign-in route, meter_db_session_create) and then sends the
+ * session cookie METER_HTTP_SESSION_COOKIE instead of the key. Every
+ * route with roles takes either; an Authorization header, when there is
+ * one, is used and the cookie ignored. A request authenticated by the
+ * cookie whose method is not GET or HEAD must carry the session's CSRF
+ * token, as the form field "csrf" (an application/x-www-form-urlencoded
+ * body) or the X-CSRF-Token header, and if it has an Origin header,
+ * that must be this server's own origin; else 403. Bearer requests need
+ * neither: a browser never adds that header on its own.
  *
  * A handler receives a struct meter_http_request, valid until the
  * handler returns, and answers it with exactly one meter_http_reply_*
@@ -52,7 +65,15 @@ struct meter_http_route {
     meter_http_admit *admit; /* may be NULL */
     meter_http_handler *handle;
     meter_http_metrics_fn *metrics; /* may be NULL */
+    bool page; /* an HTML page for people: without credentials (or with a
+                  session that ended) 303 to /sign-in?next=PATH, with a
+                  key of a wrong role a small HTML 403 (not problem+json) */
 };
+
+/* The cookie of a browser session, and of the CSRF token a sign-in form
+ * carries before there is a session. */
+#define METER_HTTP_SESSION_COOKIE "meter_session"
+#define METER_HTTP_SIGNIN_CSRF_COOKIE "meter_csrf"
 
 enum meter_log_level {
     METER_LOG_ERROR,
@@ -77,21 +98,21 @@ struct meter_http_config {
                              as they arrive */
     unsigned threads;     /* request threads, each with a connection */
     /* Each 0 for its default (4096, 256, 30 s, 120 s): */
-    unsigned max_connections; /* open at once (clipped to what the
-                                 open-file limit leaves) */
-    unsigned max_per_ip;      /* open at once from one address */
-    unsigned idle_timeout_s;  /* a silent connection is closed after it */
-    unsigned body_timeout_s;  /* a request must have arrived within it */
+    unsigned max_connections;  /* open at once (clipped to what the
+                                  open-file limit leaves) */
+    unsigned max_per_ip;       /* open at once from one address */
+    unsigned idle_timeout_s;   /* a silent connection is closed after it */
+    unsigned body_timeout_s;   /* a request must have arrived within it */
     unsigned header_timeout_s; /* 0 for 30 s: a connection whose next
                                   request's headers have not all arrived
                                   this long after it opened (or after its
                                   last answer) is closed */
-    unsigned db_timeout_s;    /* 0 for 30 s: a request whose database
-                                 answers nothing for longer gets 503, its
-                                 connection broken (each statement
-                                 answered restarts it) */
-    unsigned rate_limit;      /* requests a second a key may make, in
-                                 bursts of twice that; 0: no limit */
+    unsigned db_timeout_s;     /* 0 for 30 s: a request whose database
+                                  answers nothing for longer gets 503, its
+                                  connection broken (each statement
+                                  answered restarts it) */
+    unsigned rate_limit;       /* requests a second a key may make, in
+                                  bursts of twice that; 0: no limit */
     const struct meter_http_route *routes; /* kept, not copied */
     size_t nroutes;
     /* NULL: plain HTTP; else HTTPS only, with these (kept, not copied:
@@ -136,9 +157,40 @@ const char *meter_http_query(struct meter_http_request *rq, const char *name);
 /* The body, inflated, NUL-terminated (len excludes the NUL); NULL and 0
  * for a route without a body. */
 const char *meter_http_body(struct meter_http_request *rq, size_t *len);
+/* The value of cookie name, or NULL. */
+const char *meter_http_cookie(struct meter_http_request *rq, const char *name);
 /* Who sent it; NULL on a route with no roles. */
 const struct meter_principal *
 meter_http_principal(struct meter_http_request *rq);
+/* The CSRF token of the session that authenticated rq, for the forms of
+ * the page it answers (hidden field "csrf"); NULL when a bearer key
+ * did, or none. */
+const char *meter_http_csrf(struct meter_http_request *rq);
+/* Whether the server serves HTTPS (cookies are then Secure). */
+bool meter_http_tls(struct meter_http_request *rq);
+/* Whether rq comes from this server's own origin: true without an Origin
+ * header, else whether it is the scheme (https with TLS, else http)
+ * and the Host header. Checked for every cookie's request that changes
+ * something; a route with no roles that trusts a cookie checks it
+ * itself. */
+bool meter_http_same_origin(struct meter_http_request *rq);
+
+/* The body as a form (application/x-www-form-urlencoded), parsed on
+ * the first call: true; false after answering 415 (another content
+ * type), 400 (a malformed %-escape, a NUL, more than 64 fields) or 503
+ * (no memory). */
+bool meter_http_form_or_reply(struct meter_http_request *rq);
+/* Field name of the form, decoded ('+' a space, %XX a byte), the first
+ * if repeated; NULL if there is none or the body is not a valid form.
+ * Valid until the request completes. */
+const char *meter_http_form(struct meter_http_request *rq, const char *name);
+
+/* Credentials checked by a handler (a sign-in form's key) count against
+ * the client's address as unknown bearer keys do: attempt_admit is
+ * false, after answering 429, when the address has failed too often;
+ * attempt_failed counts one failure. */
+bool meter_http_attempt_admit(struct meter_http_request *rq);
+void meter_http_attempt_failed(struct meter_http_request *rq);
 /* The server the request came to. */
 struct meter_http *meter_http_server(struct meter_http_request *rq);
 
@@ -155,6 +207,22 @@ void meter_http_note(struct meter_http_request *rq, const char *fmt, ...)
 /* ---- replies --------------------------------------------------------------
  */
 
+/* Adds a header to the reply rq is about to get, whichever it is (at
+ * most 8; copied): Set-Cookie, say. A name or value that cannot be a
+ * header (a newline in it), or no memory, makes the reply a 500. */
+void meter_http_reply_header(struct meter_http_request *rq, const char *name,
+                             const char *value);
+/* A redirect (303 See Other after a form, say) to location, a path or
+ * URL already encoded; not cached. */
+void meter_http_reply_redirect(struct meter_http_request *rq, unsigned status,
+                               const char *location);
+/* An HTML page of len bytes (copied), UTF-8, with the headers every page
+ * has: a Content-Security-Policy that allows only this server's
+ * stylesheets and images, no scripts, forms posted only here and no
+ * framing; nosniff; Referrer-Policy same-origin; Cache-Control
+ * no-store. */
+void meter_http_reply_html(struct meter_http_request *rq, unsigned status,
+                           const char *html, size_t len);
 /* body is taken (decref'd); written compact with a final newline. */
 void meter_http_reply_json(struct meter_http_request *rq, unsigned status,
                            json_t *body);

@@ -7,8 +7,9 @@
 
 #include <stdio.h>
 
-const unsigned http_statuses[HTTP_NSTATUS] = {
-    200, 201, 204, 400, 401, 403, 404, 405, 409, 413, 415, 422, 429, 500, 503};
+const unsigned http_statuses[HTTP_NSTATUS] = {200, 201, 204, 303, 400, 401,
+                                              403, 404, 405, 409, 413, 415,
+                                              422, 429, 500, 503};
 const double http_buckets[HTTP_NBUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                             0.5,   1,    2.5,   5,    10};
 

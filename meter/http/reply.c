@@ -1,5 +1,6 @@
 /*
- * reply.c - the one way to answer: JSON, text, or an RFC 9457 problem.
+ * reply.c - the one way to answer: JSON, text, an RFC 9457 problem, an
+ * HTML page or a redirect, with the headers the handler added.
  */
 #include "http_int.h"
 
@@ -10,6 +11,56 @@
 #include <string.h>
 
 #define RETRY_AFTER "2"
+
+/* Adds the handler's headers to resp: false if one is refused. */
+static bool
+add_reply_headers(struct meter_http_request *rq, struct MHD_Response *resp)
+{
+    if (rq->reply_failed)
+        return false;
+    for (size_t i = 0; i < rq->nreply; i++)
+        if (MHD_add_response_header(resp, rq->reply_name[i],
+                                    rq->reply_value[i]) != MHD_YES)
+            return false;
+    return true;
+}
+
+void
+http_reply_headers_clear(struct meter_http_request *rq)
+{
+    for (size_t i = 0; i < rq->nreply; i++) {
+        /* A Set-Cookie holds a session's token. */
+        explicit_bzero(rq->reply_value[i], strlen(rq->reply_value[i]));
+        free(rq->reply_name[i]);
+        free(rq->reply_value[i]);
+    }
+    rq->nreply = 0;
+    rq->reply_failed = false;
+}
+
+void
+meter_http_reply_header(struct meter_http_request *rq, const char *name,
+                        const char *value)
+{
+    /* Refused here rather than by libmicrohttpd, to say which; the
+     * value is never logged (it may be a cookie's token). */
+    if (rq->nreply == HTTP_MAX_REPLY_HEADERS || !*name ||
+        strpbrk(name, "\r\n\t :") || strpbrk(value, "\r\n")) {
+        meter_log(METER_LOG_ERROR, "%s %s: reply header '%s' refused",
+                  rq->method, rq->url, name);
+        rq->reply_failed = true;
+        return;
+    }
+    char *n = strdup(name), *v = strdup(value);
+    if (!n || !v) {
+        free(n);
+        free(v);
+        rq->reply_failed = true;
+        return;
+    }
+    rq->reply_name[rq->nreply] = n;
+    rq->reply_value[rq->nreply++] = v;
+}
 
 void
 http_queue(struct meter_http_request *rq, unsigned status,
@@ -41,6 +92,25 @@ http_queue(struct meter_http_request *rq, unsigned status,
                                 "Bearer");
     if (status == 405 && rq->allow[0])
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rq->allow);
+    if (!add_reply_headers(rq, resp)) {
+        /* A Set-Cookie that clears a session, say, must not be lost
+         * silently: the reply is refused as a whole. (One refused by
+         * meter_http_reply_header was logged there.) */
+        MHD_destroy_response(resp);
+        if (!rq->reply_failed)
+            meter_log(METER_LOG_ERROR,
+                      "%s %s: libmicrohttpd refused the reply's headers",
+                      rq->method, rq->url);
+        http_reply_headers_clear(rq);
+        meter_http_reply_problem(rq, 500, "internal", "Internal error", NULL,
+                                 "the reply could not be made");
+        return;
+    }
+    /* What a session sees is its own: no cache keeps it for another. */
+    if (rq->by_cookie &&
+        !MHD_get_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL))
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
+                                "no-store");
     rq->status = status;
     rq->result = MHD_queue_response(rq->c, status, resp);
     MHD_destroy_response(resp);
@@ -54,6 +124,53 @@ meter_http_reply_text(struct meter_http_request *rq, unsigned status,
         len, (void *)(uintptr_t)text, MHD_RESPMEM_MUST_COPY);
     if (resp)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    http_queue(rq, status, resp);
+}
+
+void
+meter_http_reply_redirect(struct meter_http_request *rq, unsigned status,
+                          const char *location)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        0, (void *)(uintptr_t) "", MHD_RESPMEM_PERSISTENT);
+    if (resp && (MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION,
+                                         location) != MHD_YES ||
+                 MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
+                                         "no-store") != MHD_YES)) {
+        MHD_destroy_response(resp);
+        resp = NULL;
+    }
+    http_queue(rq, status, resp);
+}
+
+/* What every page may load and do: its stylesheets and images from this
+ * server (images also inline, for charts), no script at all, forms
+ * posted only here, never framed (clickjacking), no <base> to redirect
+ * its relative links. */
+#define HTML_CSP                                                               \
+    "default-src 'none'; style-src 'self'; img-src 'self' data:; "             \
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+void
+meter_http_reply_html(struct meter_http_request *rq, unsigned status,
+                      const char *html, size_t len)
+{
+    static const char *const headers[][2] = {
+        {MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8"},
+        {MHD_HTTP_HEADER_CONTENT_SECURITY_POLICY, HTML_CSP},
+        {MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS, "nosniff"},
+        {"Referrer-Policy", "same-origin"},
+        {MHD_HTTP_HEADER_X_FRAME_OPTIONS, "DENY"},
+        {MHD_HTTP_HEADER_CACHE_CONTROL, "no-store"},
+    };
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        len, (void *)(uintptr_t)html, MHD_RESPMEM_MUST_COPY);
+    for (size_t i = 0; resp && i < sizeof(headers) / sizeof(headers[0]); i++)
+        if (MHD_add_response_header(resp, headers[i][0], headers[i][1]) !=
+            MHD_YES) {
+            MHD_destroy_response(resp);
+            resp = NULL;
+        }
     http_queue(rq, status, resp);
 }
 

@@ -3,14 +3,16 @@
  * route table, each request's life from headers to answer, and the
  * per-thread database connections.
  *
- * A request goes: framing (400), route (404/405), key (401/403/503,
- * and 429 past the key's or the address's rate: guard.c), the route's
- * own admission (admit), then for a route with a body the encoding and
- * the declared length (415/413) and a reservation against max_buffered
- * (503 saturated); the body is buffered up to max_body (413 past it)
- * and inflated if gzip; then the handler, under the database watchdog
- * (guard.c). The request's memory is freed in one place, when
- * libmicrohttpd says it is complete.
+ * A request goes: framing (400), route (404/405), key or session
+ * (401/403/503, a page's 303 to the sign-in page, and 429 past the
+ * key's or the address's rate: auth.c, guard.c), a session's origin and
+ * CSRF header (403), the route's own admission (admit), then for a
+ * route with a body the encoding and the declared length (415/413) and
+ * a reservation against max_buffered (503 saturated); the body is
+ * buffered up to max_body (413 past it) and inflated if gzip; a
+ * session's form then shows its CSRF token (403); then the handler,
+ * under the database watchdog (guard.c). The request's memory is freed
+ * in one place, when libmicrohttpd says it is complete.
  */
 #include "http_int.h"
 
@@ -166,109 +168,6 @@ meter_http_count_db_error(struct meter_http_request *rq)
 
 /* ---- admission ----------------------------------------------------------- */
 
-/* The roles of mask as "host or admin". */
-static void
-role_list(unsigned mask, char *out, size_t n)
-{
-    size_t len = 0;
-    out[0] = '\0';
-    for (unsigned bit = 1; bit <= METER_ROLE_ADMIN; bit <<= 1) {
-        if (!(mask & bit))
-            continue;
-        mask &= ~bit;
-        int k = snprintf(out + len, n - len, "%s%s",
-                         len == 0 ? ""
-                         : mask   ? ", "
-                                  : " or ",
-                         meter_role_name((enum meter_role)bit));
-        if (k < 0 || (size_t)k >= n - len)
-            return;
-        len += (size_t)k;
-    }
-}
-
-/* The client's IPv4 address, host order; 0 if unknown. */
-static uint32_t
-peer_address(struct MHD_Connection *c)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (!ci || !ci->client_addr || ci->client_addr->sa_family != AF_INET)
-        return 0;
-    return ntohl(((const struct sockaddr_in *)(const void *)ci->client_addr)
-                     ->sin_addr.s_addr);
-}
-
-/* Refuses rq with 429 (rq->retry_after set): false. */
-static bool
-rate_limited(struct meter_http_request *rq, const char *who)
-{
-    meter_http_reply_problem(rq, 429, "rate-limited", "Too many requests",
-                             NULL,
-                             "%s: more than %u a second; retry after %u s",
-                             who, rq->h->cfg.rate_limit, rq->retry_after);
-    return false;
-}
-
-/* The bearer key of rq, for a route with roles: false after refusing. */
-static bool
-authenticate(struct meter_http_request *rq)
-{
-    char roles[64];
-    role_list(rq->route->roles, roles, sizeof(roles));
-    const char *auth = meter_http_header(rq, "Authorization");
-    if (!auth || strncasecmp(auth, "Bearer ", 7) != 0 || !auth[7]) {
-        meter_http_reply_problem(rq, 401, "unauthenticated",
-                                 "Authentication required", NULL,
-                                 "send 'Authorization: Bearer TOKEN' with a "
-                                 "key of role %s",
-                                 roles);
-        return false;
-    }
-    /* Failed keys are counted by address, in buckets of negative numbers
-     * (keys are positive): past the rate limit an address's next tries
-     * get 429 before any database work. */
-    int64_t addr_key = -1 - (int64_t)peer_address(rq->c);
-    if (!http_rate_left(rq->h, addr_key, &rq->retry_after))
-        return rate_limited(rq, "this address sent too many unknown or "
-                                "revoked keys");
-    PGconn *db = meter_http_db(rq);
-    struct meter_err e = {{0}};
-    enum meter_db_status st =
-        db ? meter_db_key_lookup(db, auth + 7, &rq->who, &e) : METER_DB_HARD;
-    if (st < 0) {
-        if (db)
-            meter_http_count_db_error(rq);
-        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
-                                 NULL,
-                                 "the database cannot be reached; retry later");
-        return false;
-    }
-    if (st == METER_DB_NONE) {
-        unsigned ignored;
-        http_rate_take(rq->h, addr_key, &ignored);
-        meter_http_reply_problem(rq, 401, "unauthenticated", "Invalid token",
-                                 NULL,
-                                 "the bearer token is unknown or revoked");
-        return false;
-    }
-    if (!(rq->who.role & rq->route->roles)) {
-        meter_http_reply_problem(
-            rq, 403, "forbidden", "Wrong role", NULL,
-            "a key of role '%s' cannot use %s %s; use role %s",
-            meter_role_name(rq->who.role), rq->route->method, rq->route->path,
-            roles);
-        return false;
-    }
-    if (!http_rate_take(rq->h, rq->who.key_id, &rq->retry_after)) {
-        char why[64];
-        snprintf(why, sizeof(why), "key %lld makes too many requests",
-                 (long long)rq->who.key_id);
-        return rate_limited(rq, why);
-    }
-    return true;
-}
-
 /* Refuses rq: the bodies held reach max_buffered. Returns false. */
 static bool
 saturated(struct meter_http_request *rq)
@@ -411,7 +310,7 @@ admit(struct meter_http_request *rq)
         return false;
     if (!route(rq))
         return false;
-    if (rq->route->roles && !authenticate(rq))
+    if (rq->route->roles && !http_authenticate(rq))
         return false;
     if (rq->route->admit && !rq->route->admit(rq)) {
         if (!rq->status) /* a refusal must answer; this one did not */
@@ -544,6 +443,8 @@ dispatch(void *cls, struct MHD_Connection *c, const char *url,
         return rq->result;
     if (rq->route->body && !finish_body(rq))
         return rq->result;
+    if (!http_csrf_form(rq))
+        return rq->result;
     atomic_fetch_add(&h->in_flight, 1);
     rq->route->handle(rq);
     http_watch_disarm(h, tl_slot);
@@ -592,7 +493,10 @@ completed(void *cls, struct MHD_Connection *c, void **con_cls,
         http_conn_request(h, conn, false);
     for (size_t i = 0; i < rq->nparams; i++)
         free(rq->param_value[i]);
+    http_form_free(rq);
+    http_reply_headers_clear(rq);
     meter_buf_release(&rq->body);
+    explicit_bzero(rq->csrf, sizeof(rq->csrf));
     free(rq);
     *con_cls = NULL;
 }
@@ -644,10 +548,28 @@ meter_http_body(struct meter_http_request *rq, size_t *len)
     return rq->body.p ? rq->body.p : "";
 }
 
+const char *
+meter_http_cookie(struct meter_http_request *rq, const char *name)
+{
+    return MHD_lookup_connection_value(rq->c, MHD_COOKIE_KIND, name);
+}
+
 const struct meter_principal *
 meter_http_principal(struct meter_http_request *rq)
 {
     return rq->route && rq->route->roles ? &rq->who : NULL;
+}
+
+const char *
+meter_http_csrf(struct meter_http_request *rq)
+{
+    return rq->by_cookie ? rq->csrf : NULL;
+}
+
+bool
+meter_http_tls(struct meter_http_request *rq)
+{
+    return rq->h->cfg.tls != NULL;
 }
 
 struct meter_http *

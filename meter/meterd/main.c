@@ -22,28 +22,45 @@ struct meterd meterd;
 /* Who reads the fleet's reports. */
 #define FINANCE (METER_ROLE_FINANCE | METER_ROLE_ADMIN)
 
+/* The last field: a page for people (an HTML answer; without a key or
+ * session, the sign-in page). */
 static const struct meter_http_route routes[] = {
     {"POST", "/v1/samples", METER_ROLE_HOST, true, meterd_samples_admit,
-     meterd_samples, meterd_samples_metrics},
-    {"GET", "/v1/invoices", READERS, false, NULL, meterd_invoices_list, NULL},
+     meterd_samples, meterd_samples_metrics, false},
+    {"GET", "/v1/invoices", READERS, false, NULL, meterd_invoices_list, NULL,
+     false},
     {"GET", "/v1/invoices/{ref}", READERS, false, NULL, meterd_invoices_get,
-     NULL},
+     NULL, false},
     {"POST", "/v1/invoices/run", METER_ROLE_FINANCE | METER_ROLE_ADMIN, true,
-     NULL, meterd_invoices_run, NULL},
-    {"GET", "/v1/usage", READERS, false, NULL, meterd_usage, NULL},
+     NULL, meterd_invoices_run, NULL, false},
+    {"GET", "/v1/usage", READERS, false, NULL, meterd_usage, NULL, false},
     {"GET", "/v1/accounts/{id}/credits", READERS, false, NULL, meterd_credits,
-     NULL},
+     NULL, false},
     {"GET", "/v1/reports/overview", FINANCE, false, NULL,
-     meterd_reports_overview, NULL},
+     meterd_reports_overview, NULL, false},
     {"GET", "/v1/reports/accounts", FINANCE, false, NULL,
-     meterd_reports_accounts, NULL},
+     meterd_reports_accounts, NULL, false},
     {"GET", "/v1/reports/accounts/{id}", READERS, false, NULL,
-     meterd_reports_account, NULL},
+     meterd_reports_account, NULL, false},
     {"GET", "/v1/reports/usage", FINANCE, false, NULL, meterd_reports_usage,
-     NULL},
-    {"GET", "/healthz", 0, false, NULL, meterd_healthz, NULL},
-    {"GET", "/readyz", 0, false, NULL, meterd_readyz, NULL},
-    {"GET", "/metrics", 0, false, NULL, meterd_metrics, NULL},
+     NULL, false},
+    {"GET", "/", READERS, false, NULL, meterd_root, NULL, true},
+    {"GET", "/sign-in", 0, false, NULL, meterd_signin_form, NULL, false},
+    {"POST", "/sign-in", 0, true, meterd_form_admit, meterd_signin, NULL,
+     false},
+    {"POST", "/sign-out", READERS, true, meterd_form_admit, meterd_signout,
+     NULL, true},
+    {"GET", "/static/dash.css", 0, false, NULL, meterd_static_css, NULL, false},
+    {"GET", "/overview", FINANCE, false, NULL, meterd_page_overview, NULL, true},
+    {"GET", "/accounts", FINANCE, false, NULL, meterd_page_accounts, NULL, true},
+    {"GET", "/accounts/{id}", READERS, false, NULL, meterd_page_account, NULL,
+     true},
+    {"GET", "/usage", FINANCE, false, NULL, meterd_page_usage, NULL, true},
+    {"GET", "/invoices", READERS, false, NULL, meterd_page_invoices, NULL,
+     true},
+    {"GET", "/healthz", 0, false, NULL, meterd_healthz, NULL, false},
+    {"GET", "/readyz", 0, false, NULL, meterd_readyz, NULL, false},
+    {"GET", "/metrics", 0, false, NULL, meterd_metrics, NULL, false},
 };
 
 static const char usage_text[] =
@@ -92,6 +109,9 @@ static const char usage_text[] =
     "  --max-age DAYS       samples older than this are refused (late\n"
     "                       samples within it become late usage)\n"
     "                       ($METER_MAX_AGE; default 400)\n"
+    "  --session-ttl S      a browser signed in with a key stays signed in\n"
+    "                       S seconds, unless it signs out or the key is\n"
+    "                       revoked ($METER_SESSION_TTL; default 43200)\n"
     "  --tls-cert FILE      serve HTTPS (only) with this PEM certificate,\n"
     "                       or chain, server's first ($METER_TLS_CERT);\n"
     "                       needs --tls-key\n"
@@ -116,6 +136,7 @@ enum {
     OPT_DB_TIMEOUT,
     OPT_RATE_LIMIT,
     OPT_MAX_AGE,
+    OPT_SESSION_TTL,
     OPT_TLS_CERT,
     OPT_TLS_KEY,
     OPT_LOG_LEVEL,
@@ -137,6 +158,7 @@ static const struct {
     {"db-timeout", "METER_DB_TIMEOUT"},
     {"rate-limit", "METER_RATE_LIMIT"},
     {"max-age", "METER_MAX_AGE"},
+    {"session-ttl", "METER_SESSION_TTL"},
     {"tls-cert", "METER_TLS_CERT"},
     {"tls-key", "METER_TLS_KEY"},
     {"log-level", "METER_LOG_LEVEL"},
@@ -218,7 +240,7 @@ static int
 configure(const struct options *o, struct meter_http_config *cfg)
 {
     uint64_t body, threads, buffered, conns, per_ip, idle, header_s, body_s,
-        db_s, rate, age;
+        db_s, rate, age, ttl;
     const char *listen = o->v[OPT_LISTEN] ? o->v[OPT_LISTEN] : "127.0.0.1:8080";
     if (parse_listen(listen, &cfg->listen) < 0) {
         fprintf(stderr, "meterd: --listen '%s' is not IPV4:PORT\n", listen);
@@ -243,7 +265,9 @@ configure(const struct options *o, struct meter_http_config *cfg)
         count_option("db-timeout", o->v[OPT_DB_TIMEOUT], 3600,
                      "a number of seconds from 1 to 3600", 30, &db_s) < 0 ||
         count_option("max-age", o->v[OPT_MAX_AGE], 36500,
-                     "a number of days from 1 to 36500", 400, &age) < 0)
+                     "a number of days from 1 to 36500", 400, &age) < 0 ||
+        count_option("session-ttl", o->v[OPT_SESSION_TTL], 31536000,
+                     "a number of seconds from 1 to 31536000", 43200, &ttl) < 0)
         return 2;
     /* The one count that may be 0 (no limit). */
     const char *rate_s = o->v[OPT_RATE_LIMIT];
@@ -256,6 +280,7 @@ configure(const struct options *o, struct meter_http_config *cfg)
         return 2;
     }
     meterd.max_age = (int64_t)age * 86400;
+    meterd.session_ttl = (unsigned)ttl;
     cfg->db_timeout_s = (unsigned)db_s;
     cfg->rate_limit = (unsigned)rate;
     cfg->max_body = (size_t)body;

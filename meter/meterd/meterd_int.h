@@ -15,7 +15,8 @@
  * server starts. */
 struct meterd {
     struct meter_registry *registry;
-    int64_t max_age; /* seconds: older samples are refused */
+    int64_t max_age;      /* seconds: older samples are refused */
+    unsigned session_ttl; /* seconds a browser session lasts */
 };
 extern struct meterd meterd;
 
@@ -63,6 +64,48 @@ void meterd_bad_query(struct meter_http_request *rq, const char *name,
 /* The query parameters of a page, after (a cursor, default 0) and limit
  * (1-1000, default 100); false after answering 400. */
 bool meterd_page(struct meter_http_request *rq, int64_t *after, int *limit);
+
+/* GET /sign-in, POST /sign-in, POST /sign-out, GET / (signin.c) */
+void meterd_signin_form(struct meter_http_request *rq);
+void meterd_signin(struct meter_http_request *rq);
+void meterd_signout(struct meter_http_request *rq);
+void meterd_root(struct meter_http_request *rq);
+/* Admission of a form's POST: a body of at most 16 KiB, of a declared
+ * length (411, 413): a browser's form is small, and a route anyone may
+ * call must not make meterd hold a large body. */
+bool meterd_form_admit(struct meter_http_request *rq);
+
+/* ---- the pages' shell (page.c) ---------------------------------------------
+ *
+ * A page is written into a struct meter_buf: meterd_page_begin, then
+ * the page's own content (its <h1> first; every value through
+ * meter_buf_html; forms that POST carry the hidden field "csrf" with
+ * meter_http_csrf(rq)), then meterd_page_end, and meterd_page_reply.
+ */
+
+/* The document up to the page's own content: head (title, the
+ * stylesheet /static/dash.css), a skip link, the header with the
+ * navigation of the signed-in key's role (active: the section shown,
+ * "overview", "accounts", "usage" or "invoices"; NULL for none), who is
+ * signed in and the sign-out form; then <main id="main">. On a route
+ * with no roles, no navigation. */
+void meterd_page_begin(struct meter_buf *out, struct meter_http_request *rq,
+                       const char *title, const char *active);
+/* Closes what meterd_page_begin opened. */
+void meterd_page_end(struct meter_buf *out);
+/* Answers rq with the page in out (meter_http_reply_html), or 503 if
+ * out failed; releases out. */
+void meterd_page_reply(struct meter_http_request *rq, unsigned status,
+                       struct meter_buf *out);
+/* Appends the page who lands on after sign-in: /overview for finance
+ * and admin, /accounts/ID for an account key. */
+void meterd_home(const struct meter_principal *who, struct meter_buf *out);
+
+/* GET /static/dash.css (static.c) */
+void meterd_static_css(struct meter_http_request *rq);
+
+/* GET /overview (overview.c): a placeholder until the dashboard lands */
+void meterd_overview(struct meter_http_request *rq);
 
 /* GET /healthz, /readyz, /metrics (health.c) */
 void meterd_healthz(struct meter_http_request *rq);

@@ -1,8 +1,8 @@
 /*
  * meter_util.h - what every module above pricing/ shares: the error
  * convention, one growable buffer with a cap, one string hash and string
- * table, one time parser, one capped file reader, and where the installed
- * data (migrations, price books) lives.
+ * table, escaping for HTML and URLs, one time parser, one capped file
+ * reader, and where the installed data (migrations, price books) lives.
  *
  * No library beyond libc and pricing/; nothing here prints. Functions
  * that can fail return 0 on success and -1 on failure with a message in
@@ -85,6 +85,16 @@ void meter_strtab_clear(struct meter_strtab *t);
 void meter_strtab_release(struct meter_strtab *t);
 
 /* ---- text -------------------------------------------------------------- */
+
+/* Appends s HTML-escaped (& < > " ' as entities): safe in a text node
+ * and in an attribute value quoted with either quote. */
+void meter_buf_html(struct meter_buf *b, const char *s);
+/* Appends s percent-encoded: every byte but RFC 3986's unreserved
+ * (A-Z a-z 0-9 - . _ ~) as %XX, for a query value or a path segment. */
+void meter_buf_urlencode(struct meter_buf *b, const char *s);
+/* Whether secrets a and b are equal, in time that depends on their
+ * length only (not on where they differ): for tokens. */
+bool meter_secret_equal(const char *a, const char *b);
 
 /* Cuts the string s to at most max bytes, and further back to the end of
  * the last whole UTF-8 character; returns its new length. */
