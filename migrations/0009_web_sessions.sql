@@ -1,4 +1,4 @@
--- 0008_web_sessions: browser sign-in. A browser signs in once with its
+-- 0009_web_sessions: browser sign-in. A browser signs in once with its
 -- API key and gets a session cookie; the session lives here, not in
 -- the cookie, so that signing out and revoking the key end it at once
 -- in every meterd, and nothing of it sits in one process's memory.

@@ -106,6 +106,9 @@ for i in 1 2 3 4; do
     sleep 5
     curl -s "http://$listen/metrics" | sed -n 's/^meter_samples_total{outcome="accepted"} /demo:   samples accepted so far: /p'
 done
+# The current month's drafts: the dashboards' unbilled estimates and
+# revenue so far (a cron of this keeps them fresh).
+"$ctl" invoice run --period "$(date -u +%Y-%m)" >/dev/null
 now=$(date +%s)
 cat <<TXT
 
@@ -132,6 +135,11 @@ demo: the cost comparison (a coding agent's month on every book, means to 2%):
   table: var/costsim.txt
   report with charts: $(pwd)/var/costsim-report.html (open it in a browser)
   to 0.5%: $build/bin/costsim --profile simulator/profiles/coding-agent.json --html report.html
+
+demo: the finance dashboards: open http://$listen/sign-in and sign in
+with the finance key $finance
+  (overview, accounts, usage, invoices; the JSON behind them:
+  curl -s -H 'Authorization: Bearer $finance' http://$listen/v1/reports/overview)
 
 demo: logs in var/meterd.log and var/demo-fleet.log; stop with: make demo-stop
 TXT

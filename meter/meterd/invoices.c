@@ -75,8 +75,8 @@ add_item(const struct report_invoice *inv, void *arg)
     p->last = inv->id;
 }
 
-void
-meterd_invoices_list(struct meter_http_request *rq)
+json_t *
+meterd_invoice_page(struct meter_http_request *rq)
 {
     struct meter_invoice_filter f = {0};
     const char *own = own_account(rq);
@@ -85,19 +85,19 @@ meterd_invoices_list(struct meter_http_request *rq)
     const char *status = meter_http_query(rq, "status");
     if (account && !pricing_id_valid(account)) {
         bad_query(rq, "account", account, "not an account id");
-        return;
+        return NULL;
     }
     if (period && meter_period_parse(period, &f.year, &f.month) < 0) {
         bad_query(rq, "period", period, "not YYYY-MM");
-        return;
+        return NULL;
     }
     if (status && strcmp(status, "draft") && strcmp(status, "final") &&
         strcmp(status, "void")) {
         bad_query(rq, "status", status, "not draft, final or void");
-        return;
+        return NULL;
     }
     if (!meterd_page(rq, &f.after, &f.limit))
-        return;
+        return NULL;
     struct page p = {json_array(), 0};
     /* An account key asking for another account sees nothing. */
     if (own && account && strcmp(own, account) != 0)
@@ -111,7 +111,7 @@ meterd_invoices_list(struct meter_http_request *rq)
         meter_http_count_db_error(rq);
         meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
                                  NULL, "invoices cannot be read now");
-        return;
+        return NULL;
     }
 reply:;
     json_t *body = json_pack("{s:o}", "items", p.items);
@@ -121,7 +121,15 @@ reply:;
                         (int)json_array_size(p.items) == f.limit && p.last
                             ? json_string(next)
                             : json_null());
-    meter_http_reply_json(rq, 200, body);
+    return body;
+}
+
+void
+meterd_invoices_list(struct meter_http_request *rq)
+{
+    json_t *body = meterd_invoice_page(rq);
+    if (body)
+        meter_http_reply_json(rq, 200, body);
 }
 
 /* The format a request asks for: a suffix, else Accept, else JSON. */

@@ -28,6 +28,9 @@ void meterd_samples_metrics(struct meter_buf *out);
 /* GET /v1/invoices, GET /v1/invoices/{ref}, POST /v1/invoices/run
  * (invoices.c) */
 void meterd_invoices_list(struct meter_http_request *rq);
+/* The page of documents GET /v1/invoices answers (the invoices page
+ * renders it); NULL after answering an error. */
+json_t *meterd_invoice_page(struct meter_http_request *rq);
 void meterd_invoices_get(struct meter_http_request *rq);
 void meterd_invoices_run(struct meter_http_request *rq);
 
@@ -60,6 +63,44 @@ bool meterd_query_period(struct meter_http_request *rq, int *year, int *month);
 /* Answers 400 naming the query parameter, its value and why. */
 void meterd_bad_query(struct meter_http_request *rq, const char *name,
                       const char *value, const char *why);
+
+/* ---- the dashboard pages (view.c, dashboard.c) ---- */
+
+/* A column of a table: the member key of each row, shown under label. */
+struct meterd_col {
+    const char *key, *label;
+    bool num;                     /* a number: right-aligned */
+    const char *link, *link_query; /* cells link to link + value + query */
+    const char *sort_href;        /* the header sorts by it (escaped) */
+    int sorted;                   /* 1 ascending, -1 descending, 0 not */
+    const char *text;             /* a link's text, if not the value */
+};
+struct meterd_table {
+    const char *id, *caption;
+    const struct meterd_col *cols;
+    size_t ncols;
+    const char *csv_href; /* this table as CSV, or NULL */
+};
+/* A row's member key as text ("" if absent or null). */
+const char *meterd_cell(json_t *row, const char *key, char buf[32]);
+/* The table of rows, then a link to its CSV. */
+void meterd_table(struct meter_buf *out, const struct meterd_table *t,
+                  json_t *rows);
+/* The same rows and columns as CSV (RFC 4180, a header line). */
+void meterd_table_csv(struct meter_buf *out, const struct meterd_table *t,
+                      json_t *rows);
+/* A bar chart (SVG) of each row's value_key over its label_key, with a
+ * title and a text alternative. */
+void meterd_bar_chart(struct meter_buf *out, const char *id, const char *title,
+                      const char *unit, json_t *rows, const char *label_key,
+                      const char *value_key);
+/* The pages: GET /overview, /accounts, /accounts/{id}, /usage,
+ * /invoices (dashboard.c). */
+void meterd_page_overview(struct meter_http_request *rq);
+void meterd_page_accounts(struct meter_http_request *rq);
+void meterd_page_account(struct meter_http_request *rq);
+void meterd_page_usage(struct meter_http_request *rq);
+void meterd_page_invoices(struct meter_http_request *rq);
 
 /* The query parameters of a page, after (a cursor, default 0) and limit
  * (1-1000, default 100); false after answering 400. */
@@ -105,7 +146,6 @@ void meterd_home(const struct meter_principal *who, struct meter_buf *out);
 void meterd_static_css(struct meter_http_request *rq);
 
 /* GET /overview (overview.c): a placeholder until the dashboard lands */
-void meterd_overview(struct meter_http_request *rq);
 
 /* GET /healthz, /readyz, /metrics (health.c) */
 void meterd_healthz(struct meter_http_request *rq);
