@@ -88,6 +88,13 @@ span=$(q "SELECT min(day) || ' ' || max(day) FROM invoice_revenue r JOIN invoice
     USING (account_id, invoice_id) WHERE r.account_id = 'acct-2'
     AND i.period = '2026-02-01' AND r.kind = 'subscription'")
 [ "$span" = "2026-02-15 2026-02-28" ] || fail "acct-2's fee spread over $span"
+# Spread evenly: 31 over 28 days is 1.10 or 1.11 a day.
+checks=$((checks + 1))
+spread=$(q "SELECT min(amount) || ' ' || max(amount) || ' ' || sum(amount) FROM
+    invoice_revenue r JOIN invoices i USING (account_id, invoice_id)
+    WHERE r.account_id = 'acct-1' AND i.period = '2026-02-01'
+    AND r.kind = 'subscription'")
+[ "$spread" = "1.10 1.11 31.00" ] || fail "acct-1's fee by day: $spread"
 # Usage goes to the days that had it: January's cpu only on the 31st.
 checks=$((checks + 1))
 days=$(q "SELECT string_agg(DISTINCT day::text, ',') FROM invoice_revenue r

@@ -81,6 +81,14 @@ POST /sign-in                     403 403 403 403 403 403 403
 POST /sign-out                    303 303 403 303 303 303 303
 GET  /static/dash.css             200 200 200 200 200 200 200
 GET  /overview                    303 303 403 403 403 200 200
+GET  /accounts                    303 303 403 403 403 200 200
+GET  /accounts/acct-a             303 303 403 200 404 200 200
+GET  /usage                       303 303 403 403 403 200 200
+GET  /invoices                    303 303 403 200 200 200 200
+GET  /v1/reports/overview         401 401 403 403 403 200 200
+GET  /v1/reports/accounts         401 401 403 403 403 200 200
+GET  /v1/reports/accounts/acct-a  401 401 403 200 404 200 200
+GET  /v1/reports/usage            401 401 403 403 403 200 200
 TABLE
 
 # What a 200 holds: A lists its invoice, B's list does not have it.
