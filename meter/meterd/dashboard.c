@@ -200,6 +200,50 @@ period_form(struct page *p, int year, int month, const char *extra_label,
 
 /* ---- overview -------------------------------------------------------------- */
 
+/* One key figure: a label, the value (data-key names its member), and a
+ * line under it. */
+static void
+card(struct meter_buf *o, const char *label, const char *key, const char *value,
+     const char *unit, const char *note)
+{
+    meter_buf_str(o, "<li class=\"card\"><span class=\"label\">");
+    meter_buf_html(o, label);
+    meter_buf_str(o, "</span> <span class=\"value\" data-key=\"");
+    meter_buf_html(o, key);
+    meter_buf_str(o, "\">");
+    meter_buf_html(o, value && *value ? value : "none");
+    meter_buf_str(o, "</span> <span class=\"label\">");
+    meter_buf_html(o, unit);
+    if (note) {
+        meter_buf_str(o, "; ");
+        meter_buf_html(o, note);
+    }
+    meter_buf_str(o, "</span></li>\n");
+}
+
+/* The overview's key figures: revenue so far per currency against the
+ * previous period's same days, and the idle share. */
+static void
+key_figures(struct meter_buf *o, json_t *doc)
+{
+    meter_buf_str(o, "<ul class=\"cards\" aria-label=\"Key figures\">\n");
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(doc, "revenue"), i, r) {
+        char buf[32], note[96];
+        const char *cur = meterd_cell(r, "currency", buf);
+        snprintf(note, sizeof(note), "previous period, same days: %s",
+                 json_string_value(json_object_get(r, "previous_to_date")));
+        card(o, "Revenue so far", "period_to_date",
+             json_string_value(json_object_get(r, "period_to_date")), cur, note);
+    }
+    json_t *idle = json_object_get(doc, "idle");
+    card(o, "Idle share of running time", "idle_share",
+         json_string_value(json_object_get(idle, "idle_share")),
+         "credited by autopause", NULL);
+    meter_buf_str(o, "</ul>\n");
+}
+
 static const char *const overview_params[] = {"period", NULL};
 
 void
@@ -224,6 +268,7 @@ meterd_page_overview(struct meter_http_request *rq)
     meter_buf_str(o, "<p class=\"muted\">As of ");
     meter_buf_html(o, json_string_value(json_object_get(doc, "as_of")));
     meter_buf_str(o, "; drafts count until final (docs/dashboards.md).</p>\n");
+    key_figures(o, doc);
 
     static const struct meterd_col rev_cols[] = {
         COL("currency", "Currency"),

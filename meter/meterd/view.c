@@ -240,7 +240,9 @@ meterd_bar_chart(struct meter_buf *out, const char *id, const char *title,
         meter_buf_printf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.6g</text>",
                          PAD_L - 6, CHART_H - PAD_B, lo);
     meter_buf_str(out, "</g>\n<g class=\"bars\">");
-    double bw = n ? plot_w / (double)n : plot_w;
+    /* A slot per bar; a bar at most 48 units wide, centred in it. */
+    double slot = n ? plot_w / (double)n : plot_w;
+    double bw = slot * 0.8 > 48 ? 48 : slot * 0.8;
     json_array_foreach(rows, i, row) {
         char buf[32], lbuf[32];
         const char *s = meterd_cell(row, value_key, buf);
@@ -249,8 +251,9 @@ meterd_bar_chart(struct meter_buf *out, const char *id, const char *title,
         double h = plot_h * fabs(v) / (hi - lo);
         meter_buf_printf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                               "height=\"%.1f\" class=\"%s\"><title>",
-                         PAD_L + bw * (double)i + bw * 0.1, y, bw * 0.8,
-                         h < 0.5 && v != 0 ? 0.5 : h, v < 0 ? "neg" : "pos");
+                         PAD_L + slot * (double)i + (slot - bw) / 2, y, bw,
+                         h < 0.5 && v != 0 ? 0.5 : h,
+                         v < 0 ? "series-2" : "series-1");
         meter_buf_html(out, meterd_cell(row, label_key, lbuf));
         meter_buf_str(out, ": ");
         meter_buf_html(out, s);
@@ -267,12 +270,10 @@ meterd_bar_chart(struct meter_buf *out, const char *id, const char *title,
             continue;
         char lbuf[32];
         meter_buf_printf(out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">",
-                         PAD_L + bw * ((double)marks[k] + 0.5), CHART_H - 8);
+                         PAD_L + slot * ((double)marks[k] + 0.5), CHART_H - 8);
         meter_buf_html(out, meterd_cell(json_array_get(rows, marks[k]),
                                         label_key, lbuf));
         meter_buf_str(out, "</text>");
     }
-    meter_buf_str(out, "</g>\n</svg>\n<figcaption>");
-    meter_buf_html(out, title);
-    meter_buf_str(out, "</figcaption>\n</figure>\n");
+    meter_buf_str(out, "</g>\n</svg>\n</figure>\n");
 }
