@@ -35,7 +35,9 @@ ctl books add usage.json >/dev/null || fail "books add usage"
 ctl books add plan.json >/dev/null || fail "books add plan"
 HOST=$(ctl keys create --role host --name h)
 FIN=$(ctl keys create --role finance --name f)
-start_meterd a "$db" --max-age 36500 || { finish; exit; }
+# Reports computed for every request here (--report-ttl 0): the numbers
+# must follow every run at once; the cache is tested at the end.
+start_meterd a "$db" --max-age 36500 --report-ttl 0 || { finish; exit; }
 get() { curl -s -H "Authorization: Bearer $FIN" "$url_a$1"; }
 status() { curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer ${2:-$FIN}" "$url_a$1"; }
 
@@ -218,6 +220,20 @@ done
 checks=$((checks + 1))
 st=$(status /v1/reports/accounts/nobody)
 [ "$st" = 404 ] || fail "unknown account: $st $(get /v1/reports/accounts/nobody)"
+
+# Kept --report-ttl seconds: the same document until then, then anew.
+start_meterd c "$db" --report-ttl 2 || { finish; exit; }
+one=$(curl -s -H "Authorization: Bearer $FIN" "$url_c/v1/reports/overview" | jq -r .as_of)
+sleep 1.1
+two=$(curl -s -H "Authorization: Bearer $FIN" "$url_c/v1/reports/overview" | jq -r .as_of)
+sleep 1.5
+three=$(curl -s -H "Authorization: Bearer $FIN" "$url_c/v1/reports/overview" | jq -r .as_of)
+checks=$((checks + 1))
+[ "$one" = "$two" ] && [ "$two" != "$three" ] ||
+    fail "cached overview: as of $one, $two, then $three"
+other=$(curl -s -H "Authorization: Bearer $FIN" "$url_c/v1/reports/overview?period=2026-01" | jq -r .period)
+checks=$((checks + 1))
+[ "$other" = 2026-01 ] || fail "another period is another entry: $other"
 
 # An account key reads its own account only.
 ACC=$(ctl keys create --role account --account acct-1 --name a1)

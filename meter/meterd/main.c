@@ -112,6 +112,9 @@ static const char usage_text[] =
     "  --session-ttl S      a browser signed in with a key stays signed in\n"
     "                       S seconds, unless it signs out or the key is\n"
     "                       revoked ($METER_SESSION_TTL; default 43200)\n"
+    "  --report-ttl S       a dashboard report is kept S seconds and served\n"
+    "                       again within them; 0: computed for every\n"
+    "                       request ($METER_REPORT_TTL; default 5)\n"
     "  --tls-cert FILE      serve HTTPS (only) with this PEM certificate,\n"
     "                       or chain, server's first ($METER_TLS_CERT);\n"
     "                       needs --tls-key\n"
@@ -137,6 +140,7 @@ enum {
     OPT_RATE_LIMIT,
     OPT_MAX_AGE,
     OPT_SESSION_TTL,
+    OPT_REPORT_TTL,
     OPT_TLS_CERT,
     OPT_TLS_KEY,
     OPT_LOG_LEVEL,
@@ -159,6 +163,7 @@ static const struct {
     {"rate-limit", "METER_RATE_LIMIT"},
     {"max-age", "METER_MAX_AGE"},
     {"session-ttl", "METER_SESSION_TTL"},
+    {"report-ttl", "METER_REPORT_TTL"},
     {"tls-cert", "METER_TLS_CERT"},
     {"tls-key", "METER_TLS_KEY"},
     {"log-level", "METER_LOG_LEVEL"},
@@ -279,6 +284,17 @@ configure(const struct options *o, struct meter_http_config *cfg)
                 rate_s);
         return 2;
     }
+    /* The other count that may be 0 (nothing kept). */
+    const char *report_s = o->v[OPT_REPORT_TTL];
+    uint64_t report_ttl = 5;
+    if (report_s && meter_parse_uint(report_s, 0, 3600, &report_ttl) < 0) {
+        fprintf(stderr,
+                "meterd: --report-ttl '%s' is not a number of seconds from 0 "
+                "to 3600\n",
+                report_s);
+        return 2;
+    }
+    meterd_cache_init((unsigned)report_ttl);
     meterd.max_age = (int64_t)age * 86400;
     meterd.session_ttl = (unsigned)ttl;
     cfg->db_timeout_s = (unsigned)db_s;
@@ -388,6 +404,7 @@ out:
     if (rc)
         fprintf(stderr, "meterd: %s\n", e.msg);
     meter_registry_free(meterd.registry);
+    meterd_cache_clear();
     meter_http_tls_release(&tls);
     free(conninfo);
     return rc;

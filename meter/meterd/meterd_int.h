@@ -64,6 +64,13 @@ bool meterd_query_period(struct meter_http_request *rq, int *year, int *month);
 void meterd_bad_query(struct meter_http_request *rq, const char *name,
                       const char *value, const char *why);
 
+/* Report texts kept ttl seconds (cache.c): set before the server
+ * starts; 0 keeps nothing. get returns a copy (free it) or NULL. */
+void meterd_cache_init(unsigned ttl_s);
+char *meterd_cache_get(const char *key, size_t *len);
+void meterd_cache_put(const char *key, const char *text, size_t len);
+void meterd_cache_clear(void);
+
 /* ---- the dashboard pages (view.c, dashboard.c) ---- */
 
 /* A column of a table: the member key of each row, shown under label. */

@@ -3,7 +3,9 @@
  * of the dashboards (docs/dashboards.md). Each report is built once by
  * a function the pages call too (dash_*.c), so a page shows exactly its
  * JSON's numbers. A key of role account reads only its own account's
- * report; the fleet's reports are for finance and admin.
+ * report; the fleet's reports are for finance and admin. Reports are
+ * kept --report-ttl seconds (cache.c), keyed by their checked
+ * parameters.
  */
 #include "meterd_int.h"
 
@@ -39,6 +41,66 @@ unavailable(struct meter_http_request *rq, const struct meter_err *e)
                              NULL, "the report cannot be read now");
 }
 
+/* Builds a report into *out: the database layer's call for one report. */
+typedef enum meter_db_status report_fn(PGconn *db, const void *arg,
+                                       json_t **out, struct meter_err *e);
+
+/*
+ * The text of report key (compact JSON and a newline): from the cache
+ * while fresh, else built by fn(arg) and kept. NULL after answering: 503
+ * when the database fails, 404 naming `what` when fn finds nothing.
+ */
+static char *
+report_text(struct meter_http_request *rq, const char *key, report_fn *fn,
+            const void *arg, const char *what, size_t *len)
+{
+    char *text = meterd_cache_get(key, len);
+    if (text)
+        return text;
+    PGconn *db = meter_http_db(rq);
+    struct meter_err e = {{0}};
+    json_t *doc = NULL;
+    enum meter_db_status st = db ? fn(db, arg, &doc, &e) : METER_DB_HARD;
+    if (st < 0) {
+        unavailable(rq, &e);
+        return NULL;
+    }
+    if (st == METER_DB_NONE) {
+        meter_http_reply_problem(rq, 404, "not-found", "Not found", NULL,
+                                 "no %s", what);
+        return NULL;
+    }
+    text = json_dumps(doc, JSON_COMPACT);
+    json_decref(doc);
+    size_t n = text ? strlen(text) : 0;
+    char *line = text ? realloc(text, n + 2) : NULL;
+    if (!line) {
+        free(text);
+        meter_http_reply_problem(rq, 500, "internal", "Out of memory", NULL,
+                                 "the report could not be written");
+        return NULL;
+    }
+    memcpy(line + n, "\n", 2);
+    *len = n + 1;
+    meterd_cache_put(key, line, *len);
+    return line;
+}
+
+/* The document of a report's text (consumed), for the pages. */
+static json_t *
+parsed(struct meter_http_request *rq, char *text, size_t len)
+{
+    if (!text)
+        return NULL;
+    json_error_t je;
+    json_t *doc = json_loadb(text, len, 0, &je);
+    free(text);
+    if (!doc)
+        meter_http_reply_problem(rq, 500, "internal", "Internal error", NULL,
+                                 "a report does not read back: %s", je.text);
+    return doc;
+}
+
 bool
 meterd_query_period(struct meter_http_request *rq, int *year, int *month)
 {
@@ -58,21 +120,31 @@ meterd_query_period(struct meter_http_request *rq, int *year, int *month)
     return true;
 }
 
+static enum meter_db_status
+overview_fn(PGconn *db, const void *arg, json_t **out, struct meter_err *e)
+{
+    const int *ym = arg;
+    return meter_db_report_overview(db, ym[0], ym[1], (int64_t)time(NULL), out,
+                                    e);
+}
+
+static char *
+overview_text(struct meter_http_request *rq, size_t *len)
+{
+    int ym[2];
+    if (!meterd_query_period(rq, &ym[0], &ym[1]))
+        return NULL;
+    char key[48];
+    snprintf(key, sizeof(key), "overview %d-%d", ym[0], ym[1]);
+    return report_text(rq, key, overview_fn, ym, "overview", len);
+}
+
 json_t *
 meterd_report_overview(struct meter_http_request *rq)
 {
-    int year, month;
-    if (!meterd_query_period(rq, &year, &month))
-        return NULL;
-    PGconn *db = meter_http_db(rq);
-    struct meter_err e = {{0}};
-    json_t *out = NULL;
-    if (!db || meter_db_report_overview(db, year, month, (int64_t)time(NULL),
-                                        &out, &e) < 0) {
-        unavailable(rq, &e);
-        return NULL;
-    }
-    return out;
+    size_t len = 0;
+    char *text = overview_text(rq, &len);
+    return parsed(rq, text, len);
 }
 
 /* The accounts table's query: period, q (search), sort, order, page,
@@ -137,27 +209,64 @@ meterd_query_accounts(struct meter_http_request *rq,
     return true;
 }
 
+static enum meter_db_status
+accounts_fn(PGconn *db, const void *arg, json_t **out, struct meter_err *e)
+{
+    const struct meter_report_query *q = arg;
+    enum meter_db_status st = meter_db_report_accounts(db, q, out, e);
+    if (st < 0)
+        return st;
+    json_object_set_new(*out, "page", json_integer(q->page));
+    json_object_set_new(*out, "per_page", json_integer(q->per_page));
+    json_object_set_new(*out, "sort", json_string(q->sort));
+    json_object_set_new(*out, "order",
+                        json_string(q->descending ? "desc" : "asc"));
+    json_object_set_new(*out, "q", json_string(q->search ? q->search : ""));
+    return st;
+}
+
+static char *
+accounts_text(struct meter_http_request *rq, const struct meter_report_query *q,
+              size_t *len)
+{
+    /* The search last: it may hold anything, the rest cannot. */
+    struct meter_buf key = {0};
+    meter_buf_printf(&key, "accounts %d-%d %s %d %d %d ", q->year, q->month,
+                     q->sort, q->descending, q->page, q->per_page);
+    meter_buf_str(&key, q->search ? q->search : "");
+    char *text = key.failed ? NULL
+                            : report_text(rq, key.p, accounts_fn, q,
+                                          "accounts", len);
+    if (key.failed)
+        meter_http_reply_problem(rq, 500, "internal", "Out of memory", NULL,
+                                 "the report could not be built");
+    meter_buf_release(&key);
+    return text;
+}
+
 json_t *
 meterd_report_accounts(struct meter_http_request *rq,
                        const struct meter_report_query *q)
 {
-    PGconn *db = meter_http_db(rq);
-    struct meter_err e = {{0}};
-    json_t *out = NULL;
-    if (!db || meter_db_report_accounts(db, q, &out, &e) < 0) {
-        unavailable(rq, &e);
-        return NULL;
-    }
-    json_object_set_new(out, "page", json_integer(q->page));
-    json_object_set_new(out, "per_page", json_integer(q->per_page));
-    json_object_set_new(out, "sort", json_string(q->sort));
-    json_object_set_new(out, "order", json_string(q->descending ? "desc" : "asc"));
-    json_object_set_new(out, "q", json_string(q->search ? q->search : ""));
-    return out;
+    size_t len = 0;
+    char *text = accounts_text(rq, q, &len);
+    return parsed(rq, text, len);
 }
 
-json_t *
-meterd_report_account(struct meter_http_request *rq, const char *account)
+struct account_arg {
+    const char *account;
+    int year, month;
+};
+
+static enum meter_db_status
+account_fn(PGconn *db, const void *arg, json_t **out, struct meter_err *e)
+{
+    const struct account_arg *a = arg;
+    return meter_db_report_account(db, a->account, a->year, a->month, out, e);
+}
+
+static char *
+account_text(struct meter_http_request *rq, const char *account, size_t *len)
 {
     const struct meter_principal *who = meter_http_principal(rq);
     int year, month;
@@ -167,24 +276,27 @@ meterd_report_account(struct meter_http_request *rq, const char *account)
     }
     if (!meterd_query_period(rq, &year, &month))
         return NULL;
+    char what[PRICING_ID_MAX + 16];
+    snprintf(what, sizeof(what), "account '%s'", account);
     /* Another account's page does not exist for an account key. */
-    bool foreign = who->role == METER_ROLE_ACCOUNT &&
-                   strcmp(who->account_id, account) != 0;
-    PGconn *db = meter_http_db(rq);
-    struct meter_err e = {{0}};
-    json_t *out = NULL;
-    enum meter_db_status st = METER_DB_NONE;
-    if (!foreign && (!db || (st = meter_db_report_account(db, account, year,
-                                                          month, &out, &e)) < 0)) {
-        unavailable(rq, &e);
-        return NULL;
-    }
-    if (st == METER_DB_NONE) {
+    if (who->role == METER_ROLE_ACCOUNT &&
+        strcmp(who->account_id, account) != 0) {
         meter_http_reply_problem(rq, 404, "not-found", "Not found", NULL,
-                                 "no account '%s'", account);
+                                 "no %s", what);
         return NULL;
     }
-    return out;
+    char key[PRICING_ID_MAX + 48];
+    snprintf(key, sizeof(key), "account %d-%d %s", year, month, account);
+    struct account_arg a = {account, year, month};
+    return report_text(rq, key, account_fn, &a, what, len);
+}
+
+json_t *
+meterd_report_account(struct meter_http_request *rq, const char *account)
+{
+    size_t len = 0;
+    char *text = account_text(rq, account, &len);
+    return parsed(rq, text, len);
 }
 
 /* from and to (a day YYYY-MM-DD, RFC 3339 or Unix seconds, rounded out
@@ -240,47 +352,74 @@ meterd_query_usage(struct meter_http_request *rq, int64_t *from, int64_t *to,
     return true;
 }
 
+struct usage_arg {
+    int64_t from, to;
+    bool daily;
+};
+
+static enum meter_db_status
+usage_fn(PGconn *db, const void *arg, json_t **out, struct meter_err *e)
+{
+    const struct usage_arg *u = arg;
+    return meter_db_report_usage(db, u->from, u->to, u->daily, out, e);
+}
+
+static char *
+usage_text(struct meter_http_request *rq, int64_t from, int64_t to, bool daily,
+           size_t *len)
+{
+    char key[80];
+    snprintf(key, sizeof(key), "usage %" PRId64 " %" PRId64 " %d", from, to,
+             daily);
+    struct usage_arg u = {from, to, daily};
+    return report_text(rq, key, usage_fn, &u, "usage", len);
+}
+
 json_t *
 meterd_report_usage(struct meter_http_request *rq, int64_t from, int64_t to,
                     bool daily)
 {
-    PGconn *db = meter_http_db(rq);
-    struct meter_err e = {{0}};
-    json_t *out = NULL;
-    if (!db || meter_db_report_usage(db, from, to, daily, &out, &e) < 0) {
-        unavailable(rq, &e);
-        return NULL;
-    }
-    return out;
+    size_t len = 0;
+    char *text = usage_text(rq, from, to, daily, &len);
+    return parsed(rq, text, len);
 }
 
 /* ---- the routes ---------------------------------------------------------- */
 
+/* The report's text as it is: no parsing on the way out. */
 static void
-reply(struct meter_http_request *rq, json_t *body)
+reply(struct meter_http_request *rq, char *text, size_t len)
 {
-    if (body)
-        meter_http_reply_json(rq, 200, body);
+    if (text)
+        meter_http_reply_text(rq, 200, "application/json", text, len);
+    free(text);
 }
 
 void
 meterd_reports_overview(struct meter_http_request *rq)
 {
-    reply(rq, meterd_report_overview(rq));
+    size_t len = 0;
+    char *text = overview_text(rq, &len);
+    reply(rq, text, len);
 }
 
 void
 meterd_reports_accounts(struct meter_http_request *rq)
 {
     struct meter_report_query q;
-    if (meterd_query_accounts(rq, &q))
-        reply(rq, meterd_report_accounts(rq, &q));
+    size_t len = 0;
+    if (meterd_query_accounts(rq, &q)) {
+        char *text = accounts_text(rq, &q, &len);
+        reply(rq, text, len);
+    }
 }
 
 void
 meterd_reports_account(struct meter_http_request *rq)
 {
-    reply(rq, meterd_report_account(rq, meter_http_param(rq, "id")));
+    size_t len = 0;
+    char *text = account_text(rq, meter_http_param(rq, "id"), &len);
+    reply(rq, text, len);
 }
 
 void
@@ -288,6 +427,9 @@ meterd_reports_usage(struct meter_http_request *rq)
 {
     int64_t from, to;
     bool daily;
-    if (meterd_query_usage(rq, &from, &to, &daily))
-        reply(rq, meterd_report_usage(rq, from, to, daily));
+    size_t len = 0;
+    if (meterd_query_usage(rq, &from, &to, &daily)) {
+        char *text = usage_text(rq, from, to, daily, &len);
+        reply(rq, text, len);
+    }
 }

@@ -1,0 +1,107 @@
+/*
+ * cache.c - report documents kept a few seconds (--report-ttl), so that
+ * a dashboard opened by many people, or reloaded, costs the database
+ * one report per key and period of the cache, not one per request.
+ *
+ * The key names the report and its canonical parameters, made after the
+ * request was checked and its caller authorized, so an entry is only
+ * ever served to a caller who may read it. Each meterd keeps its own:
+ * nothing is shared between replicas, and a document is at most ttl
+ * seconds old in any of them (each report carries when it was built).
+ * A fixed table of slots, one entry a slot (a newer key replaces an
+ * older one in its slot), under one mutex held only to copy.
+ */
+#include "meterd_int.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SLOTS 512
+
+struct entry {
+    char *key;
+    char *text;
+    size_t len;
+    int64_t expires; /* monotonic milliseconds */
+};
+
+static struct entry slots[SLOTS];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned ttl_ms;
+
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static struct entry *
+slot_of(const char *key)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    return &slots[h % SLOTS];
+}
+
+void
+meterd_cache_init(unsigned ttl_s)
+{
+    ttl_ms = ttl_s * 1000;
+}
+
+char *
+meterd_cache_get(const char *key, size_t *len)
+{
+    if (!ttl_ms)
+        return NULL;
+    char *copy = NULL;
+    pthread_mutex_lock(&lock);
+    struct entry *e = slot_of(key);
+    if (e->key && strcmp(e->key, key) == 0 && e->expires > now_ms() &&
+        (copy = malloc(e->len + 1))) {
+        memcpy(copy, e->text, e->len + 1);
+        *len = e->len;
+    }
+    pthread_mutex_unlock(&lock);
+    return copy;
+}
+
+void
+meterd_cache_put(const char *key, const char *text, size_t len)
+{
+    if (!ttl_ms)
+        return;
+    char *k = strdup(key), *t = malloc(len + 1);
+    if (!k || !t) {
+        free(k);
+        free(t);
+        return;
+    }
+    memcpy(t, text, len);
+    t[len] = '\0';
+    pthread_mutex_lock(&lock);
+    struct entry *e = slot_of(key);
+    char *old_key = e->key, *old_text = e->text;
+    *e = (struct entry){k, t, len, now_ms() + ttl_ms};
+    pthread_mutex_unlock(&lock);
+    free(old_key);
+    free(old_text);
+}
+
+void
+meterd_cache_clear(void)
+{
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < SLOTS; i++) {
+        free(slots[i].key);
+        free(slots[i].text);
+        slots[i] = (struct entry){0};
+    }
+    pthread_mutex_unlock(&lock);
+}
