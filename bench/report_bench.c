@@ -38,7 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -106,6 +105,17 @@ die(const char *what, const char *detail)
         waitpid(meterd, NULL, 0);
     }
     exit(1);
+}
+
+/* Interrupted: meterd goes too (wrk, in the same process group, gets
+ * the terminal's signal itself). */
+static void
+on_signal(int sig)
+{
+    if (meterd > 0)
+        kill(meterd, SIGTERM);
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 static PGresult *
@@ -451,12 +461,13 @@ main(int argc, char **argv)
     snprintf(targ, sizeof(targ), "%u", threads);
     meterd = fork();
     if (meterd == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
         execl(METERD_PATH, "meterd", "--listen", listen, "--db", bdb.conninfo,
               "--log-level", "warn", "--threads", targ, "--rate-limit", "0",
               (char *)NULL);
         _exit(127);
     }
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     snprintf(url, sizeof(url), "%s/readyz", base);
     for (int i = 0; get(url, NULL, NULL) != 200; i++) {
@@ -558,7 +569,7 @@ main(int argc, char **argv)
             }
             misses += !ok;
         }
-        printf("%-28s %-26s %9.2f %-24s %8.2f  %s\n", label, a, p50, b,
+        printf("%-28s %-26s %9.2f %-24s %8.3f  %s\n", label, a, p50, b,
                rps / base_rps, verdict);
     }
     printf("\n(median of %d runs of %u s each, alternating with /healthz; "
