@@ -84,8 +84,8 @@ fleet_load(PGconn *db, size_t sandboxes, unsigned seconds, size_t accounts,
         sim_fleet_next(fleet, 60, add, &w);
         struct meter_ingest_result res;
         struct meter_problems probs = {0};
-        struct meter_ingest_origin o = {
-            .now_us = (FLEET_START + 86400 * 30) * 1000000LL};
+        struct meter_ingest_origin o = {.now_us = (FLEET_START + 86400 * 30) *
+                                                  1000000LL};
         if (meter_ingest(db, reg, w.s, w.n, &o, &res, &probs, &e) !=
             METER_INGEST_OK)
             die("ingest", probs.total ? "invalid samples" : e.msg);

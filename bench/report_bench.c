@@ -58,11 +58,11 @@
 /* The endpoints, one line each. Paths are those of the fleet-day
  * (period 2026-01, its day 2026-01-10, accounts acct-0 to acct-99). */
 struct endpoint {
-    const char *name;  /* as printed */
-    const char *path;  /* path and query */
-    unsigned expect;   /* the status every request must get */
-    bool report;       /* a report endpoint: held to p99 <= 50 ms */
-    double min_ratio;  /* req/s at least this times /healthz's; 0: none */
+    const char *name; /* as printed */
+    const char *path; /* path and query */
+    unsigned expect;  /* the status every request must get */
+    bool report;      /* a report endpoint: held to p99 <= 50 ms */
+    double min_ratio; /* req/s at least this times /healthz's; 0: none */
 };
 
 static const struct endpoint endpoints[] = {
@@ -70,8 +70,8 @@ static const struct endpoint endpoints[] = {
      * then a 400 before any query of the route's own; an invoice list;
      * an account's usage from the rollups. */
     {"auth only (400, no query)", "/v1/usage?account=acct-7", 400, false, 0},
-    {"/v1/invoices account", "/v1/invoices?account=acct-7&period=2026-01",
-     200, false, 0},
+    {"/v1/invoices account", "/v1/invoices?account=acct-7&period=2026-01", 200,
+     false, 0},
     {"/v1/usage hour, month",
      "/v1/usage?account=acct-7&from=2026-01-01T00:00:00Z"
      "&to=2026-02-01T00:00:00Z&granularity=hour",
@@ -80,8 +80,8 @@ static const struct endpoint endpoints[] = {
     {"reports/overview", "/v1/reports/overview?period=2026-01", 200, true,
      0.25},
     {"reports/accounts", "/v1/reports/accounts?period=2026-01", 200, true, 0},
-    {"reports/accounts/{id}", "/v1/reports/accounts/acct-7?period=2026-01",
-     200, true, 0},
+    {"reports/accounts/{id}", "/v1/reports/accounts/acct-7?period=2026-01", 200,
+     true, 0},
     {"reports/usage day, month",
      "/v1/reports/usage?from=2026-01-01T00:00:00Z&to=2026-02-01T00:00:00Z"
      "&granularity=day",
@@ -152,8 +152,7 @@ print_loadavg(const char *when)
 /* Whether db holds the whole fleet-day: the marker row, and as many
  * samples in the rollups as it says. */
 static bool
-fleet_complete(PGconn *db, size_t sandboxes, unsigned seconds,
-               size_t accounts)
+fleet_complete(PGconn *db, size_t sandboxes, unsigned seconds, size_t accounts)
 {
     char q[512];
     PGresult *r = sql(db, "SELECT to_regclass('report_bench_marker')");
@@ -202,9 +201,8 @@ fleet_store(PGconn *db, const char *conninfo, size_t sandboxes,
         fleet_load(db, sandboxes, seconds, accounts, "report_bench");
     sql_do(db, "VACUUM ANALYZE");
     double t1 = bench_now();
-    snprintf(q, sizeof(q),
-             "%s --db '%s' invoice run --period %s >/dev/null", METERCTL_PATH,
-             conninfo, FLEET_PERIOD);
+    snprintf(q, sizeof(q), "%s --db '%s' invoice run --period %s >/dev/null",
+             METERCTL_PATH, conninfo, FLEET_PERIOD);
     run(q);
     printf("  invoice run of %s (drafts) in %.1f s\n", FLEET_PERIOD,
            bench_now() - t1);
@@ -278,6 +276,7 @@ get(const char *url, const char *token, struct meter_buf *body)
 struct result {
     double rps, p50_ms, p99_ms;
     long long requests, bad_status, socket_errors;
+    char socket_line[128]; /* wrk's line, when there were errors */
 };
 
 /* A duration as wrk prints it ("812.00us", "1.23ms", "2.01s", "1.00m")
@@ -330,7 +329,7 @@ wrk(const char *url, const char *token, unsigned secs, unsigned conns)
     }
     close(fd[1]);
     FILE *f = fdopen(fd[0], "r");
-    struct result r = {-1, -1, -1, -1, 0, 0};
+    struct result r = {-1, -1, -1, -1, 0, 0, ""};
     char line[512];
     struct meter_buf all = {0};
     while (fgets(line, sizeof(line), f)) {
@@ -345,11 +344,14 @@ wrk(const char *url, const char *token, unsigned secs, unsigned conns)
             r.p99_ms = wrk_ms(s + 3 + strspn(s + 3, " \t"));
         else if (strncmp(s, "Non-2xx or 3xx responses:", 25) == 0)
             r.bad_status = strtoll(s + 25, NULL, 10);
-        else if (sscanf(s, "Socket errors: connect %lld, read %lld, write "
-                           "%lld, timeout %lld",
-                        &a, &b, &cc, &dd) == 4)
+        else if (sscanf(s,
+                        "Socket errors: connect %lld, read %lld, write "
+                        "%lld, timeout %lld",
+                        &a, &b, &cc, &dd) == 4) {
             r.socket_errors = a + b + cc + dd;
-        else if (strstr(s, " requests in "))
+            snprintf(r.socket_line, sizeof(r.socket_line), "%.*s",
+                     (int)strcspn(s, "\n"), s);
+        } else if (strstr(s, " requests in "))
             r.requests = strtoll(s, NULL, 10);
     }
     fclose(f);
@@ -369,9 +371,9 @@ wrk(const char *url, const char *token, unsigned secs, unsigned conns)
 struct measured {
     const struct endpoint *e; /* NULL: /healthz */
     bool present;
-    char why[160];       /* why not measured, or what went wrong */
+    char why[256]; /* why not measured, or what went wrong */
     struct result r[RUNS];
-    bool failed;         /* a run had a wrong status or a socket error */
+    bool failed; /* a run had a wrong status or a socket error */
 };
 
 /* The median of v's RUNS values, min and max into lo and hi. */
@@ -384,23 +386,27 @@ median(double *v, double *lo, double *hi)
     return v[RUNS / 2];
 }
 
-/* One run of m: wrk, then the checks of its statuses. */
+/* One run of m (i: its index; -1 for the warm-up): wrk, then the checks
+ * of its statuses and sockets. */
 static void
 measure(struct measured *m, int i, const char *base, const char *token,
         unsigned secs, unsigned conns)
 {
-    char url[1024];
+    char url[1024], which[32];
     snprintf(url, sizeof(url), "%s%s", base, m->e ? m->e->path : "/healthz");
     struct result r = wrk(url, m->e ? token : NULL, secs, conns);
     unsigned expect = m->e ? m->e->expect : 200;
-    long long want_bad = expect >= 400 ? r.requests : 0;
-    if (r.bad_status != want_bad || r.socket_errors) {
+    /* wrk counts the statuses above 399 */
+    long long wrong = expect >= 400 ? r.requests - r.bad_status : r.bad_status;
+    if (wrong || r.socket_errors) {
         m->failed = true;
-        snprintf(m->why, sizeof(m->why),
-                 "%s%d: %lld of %lld requests not %u, %lld socket errors",
-                 i < 0 ? "warm-up" : "run ", i + 1, expect >= 400 ? r.requests - r.bad_status
-                                      : r.bad_status,
-                 r.requests, expect, r.socket_errors);
+        if (i < 0)
+            snprintf(which, sizeof(which), "warm-up");
+        else
+            snprintf(which, sizeof(which), "run %d", i + 1);
+        snprintf(m->why, sizeof(m->why), "%s: %lld of %lld requests not %u; %s",
+                 which, wrong, r.requests, expect,
+                 r.socket_errors ? r.socket_line : "no socket errors");
     }
     if (i >= 0)
         m->r[i] = r;
@@ -433,8 +439,8 @@ main(int argc, char **argv)
     /* The fleet-day: kept if whole, else stored. */
     struct bench_db bdb;
     char name[64];
-    snprintf(name, sizeof(name), "report_bench_%zu_%u_%zu", sandboxes,
-             seconds, accounts);
+    snprintf(name, sizeof(name), "report_bench_%zu_%u_%zu", sandboxes, seconds,
+             accounts);
     bench_db_attach(&bdb, name);
     PGconn *db = NULL;
     if (bench_db_exists(&bdb) && !(rebuild && *rebuild && *rebuild != '0')) {
@@ -497,8 +503,8 @@ main(int argc, char **argv)
             snprintf(m->why, sizeof(m->why), "missing (404)");
         } else {
             m->failed = true;
-            snprintf(m->why, sizeof(m->why), "answered %ld, not %u: %.100s",
-                     st, endpoints[i].expect, body.p ? body.p : "");
+            snprintf(m->why, sizeof(m->why), "answered %ld, not %u: %.100s", st,
+                     endpoints[i].expect, body.p ? body.p : "");
             m->why[strcspn(m->why, "\n")] = '\0';
         }
         meter_buf_release(&body);
@@ -550,7 +556,7 @@ main(int argc, char **argv)
         double rps = median(rv, &rlo, &rhi);
         double p50 = median(mv, &lo, &hi);
         double p99 = median(pv, &plo, &phi);
-        char a[64], b[64], verdict[200] = "-";
+        char a[64], b[64], verdict[300] = "-";
         snprintf(a, sizeof(a), "%.0f (%.0f-%.0f)", rps, rlo, rhi);
         snprintf(b, sizeof(b), "%.2f (%.2f-%.2f)", p99, plo, phi);
         if (m->failed) {
