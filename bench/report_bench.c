@@ -31,6 +31,9 @@
  * (only endpoints whose name contains TEXT, /healthz always). The
  * database: $METER_DATABASE_URL, else the embedded one of the current
  * directory. wrk must be on the PATH (scripts/install-deps.sh).
+ * Exit status 1 if a request got another status than its endpoint's or
+ * wrk saw a socket error; a missed target is printed FAIL and is not an
+ * error (as in the other benches).
  */
 #include <curl/curl.h>
 #include <signal.h>
