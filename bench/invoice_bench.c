@@ -16,7 +16,7 @@
  * The fleet is full (a sample of every slot every second: sandboxes x
  * seconds samples) and stored through the ingest transaction
  * (meter_ingest), so the blocks, sandboxes and rollups are exactly what
- * meterd stores.
+ * meterd stores (fleet_load.c, shared with report_bench).
  *
  * usage: invoice_bench [SANDBOXES] [SECONDS] [ACCOUNTS]
  * (default 1000 x 86400 = 86.4 million samples, 100 accounts). The
@@ -33,13 +33,11 @@
 
 #include "bench.h"
 #include "bench_db.h"
-#include "sim.h"
+#include "fleet_load.h"
 
 #ifndef METERCTL_PATH
 #define METERCTL_PATH "meterctl"
 #endif
-
-#define START 1768003200LL /* 2026-01-10T00:00:00Z */
 
 static void
 die(const char *what, const char *detail)
@@ -56,32 +54,6 @@ sql(PGconn *db, const char *q)
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
         die(q, PQerrorMessage(db));
     PQclear(r);
-}
-
-/* One window of the fleet as samples for meter_ingest. */
-struct window {
-    struct meter_sample *s;
-    size_t n, cap;
-};
-
-static void
-add(const char *account, const char *sandbox, const struct pricing_second *s,
-    size_t n, void *arg)
-{
-    struct window *w = arg;
-    if (w->n + n > w->cap) {
-        w->cap = (w->n + n) * 2;
-        w->s = realloc(w->s, w->cap * sizeof(*w->s));
-        if (!w->s)
-            die("memory", "out of memory");
-    }
-    for (size_t i = 0; i < n; i++) {
-        struct meter_sample *m = &w->s[w->n++];
-        memset(m, 0, sizeof(*m));
-        m->s = s[i];
-        snprintf(m->account_id, sizeof(m->account_id), "%s", account);
-        snprintf(m->sandbox_id, sizeof(m->sandbox_id), "%s", sandbox);
-    }
 }
 
 /* Runs cmd through the shell; its wall time. */
@@ -105,63 +77,15 @@ main(int argc, char **argv)
     if (!sandboxes || seconds < 60 || seconds > 86400 * 21 || !accounts)
         die("usage", "invoice_bench [SANDBOXES] [SECONDS<=1814400] [ACCOUNTS]");
 
-    struct meter_err e = {{0}};
     struct bench_db bdb;
     PGconn *db = bench_db_create(&bdb, "invoice_bench");
     const char *conninfo = bdb.conninfo;
 
-    /* E2B's rates, with storage and egress priced too. */
-    static const char book_text[] =
-        "{\"id\": \"bench\", \"currency\": \"USD\", \"effective_from\": "
-        "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": "
-        "\"0.000014\", \"per\": \"second\"}, \"memory\": {\"basis\": "
-        "\"allocated\", \"unit\": \"GiB\", \"rate\": \"0.0000045\", \"per\": "
-        "\"second\"}, \"storage\": {\"rate\": \"0.000108\", \"per\": "
-        "\"hour\", \"included_gib\": \"10\"}, \"egress\": {\"rate\": "
-        "\"0.05\"}, \"per_run\": \"0\"}";
-    struct pricing_err pe = {{0}};
-    struct pricing_book *book =
-        pricing_book_parse(book_text, strlen(book_text), "bench", &pe);
-    int bv;
-    if (!book || meter_db_book_add(db, book, book_text, &bv, &e) < 0)
-        die("book", book ? e.msg : pe.msg);
-    pricing_book_free(book);
-
-    /* The fleet, a minute of every sandbox per ingest transaction. */
     printf("invoice_bench: %zu sandboxes x %u s, %zu accounts\n", sandboxes,
            seconds, accounts);
     fflush(stdout);
-    struct sim_fleet *fleet = sim_fleet_new(42, sandboxes, accounts, START);
-    if (!fleet)
-        die("memory", "out of memory");
-    sim_fleet_fill(fleet); /* a sample of every slot every second */
-    struct meter_registry *reg = meter_registry_new();
-    struct window w = {0};
-    size_t stored = 0;
-    double t0 = bench_now();
-    for (unsigned done = 0; done < seconds; done += 60) {
-        w.n = 0;
-        sim_fleet_next(fleet, 60, add, &w);
-        struct meter_ingest_result res;
-        struct meter_problems probs = {0};
-        struct meter_ingest_origin o = {.now_us =
-                                            (START + 86400 * 30) * 1000000LL};
-        if (meter_ingest(db, reg, w.s, w.n, &o, &res, &probs, &e) !=
-            METER_INGEST_OK)
-            die("ingest", probs.total ? "invalid samples" : e.msg);
-        stored += res.accepted;
-    }
-    printf("  stored %zu samples in %.1f s (setup, not measured)\n", stored,
-           bench_now() - t0);
-    free(w.s);
-    sim_fleet_free(fleet);
-    meter_registry_free(reg);
-    for (size_t a = 0; a < accounts; a++) {
-        char id[32];
-        snprintf(id, sizeof(id), "acct-%zu", a);
-        if (meter_db_account_add(db, id, NULL, "bench", "2026-01-01", &e) < 0)
-            die("account", e.msg);
-    }
+    size_t stored =
+        fleet_load(db, sandboxes, seconds, accounts, "invoice_bench");
     /* Measured from a quiet server: no checkpoint left to write. */
     sql(db, "VACUUM ANALYZE");
     sql(db, "CHECKPOINT");
@@ -176,13 +100,13 @@ main(int argc, char **argv)
              " TO STDOUT (FORMAT binary)\" >/dev/null",
              conninfo, 1767225600LL / 60, 1769904000LL / 60);
     snprintf(run, sizeof(run),
-             "%s --db '%s' invoice run --period 2026-01 >/dev/null",
-             METERCTL_PATH, conninfo);
+             "%s --db '%s' invoice run --period %s >/dev/null",
+             METERCTL_PATH, conninfo, FLEET_PERIOD);
     /* As stored, then after closing the month (meterctl usage compact). */
     char compact[8192];
     snprintf(compact, sizeof(compact),
-             "%s --db '%s' usage compact --period 2026-01 >/dev/null",
-             METERCTL_PATH, conninfo);
+             "%s --db '%s' usage compact --period %s >/dev/null",
+             METERCTL_PATH, conninfo, FLEET_PERIOD);
     for (int phase = 0; phase < 2; phase++) {
         if (phase == 1) {
             printf("  month closed (usage compact) in %.1f s\n",
