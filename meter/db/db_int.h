@@ -108,6 +108,19 @@ struct db_parts {
 void db_parts_of(const struct db_account *acct, int year, int month,
                  struct db_parts *out);
 
+/*
+ * meter_db_exec for a statement run on every request (the key and
+ * session lookups): prepared once per connection under name, so the
+ * server neither parses nor plans it again. Outside a transaction only:
+ * the first run on a connection fails (not prepared yet) before it
+ * prepares, which would abort a transaction.
+ */
+enum meter_db_status db_exec_prepared(PGconn *db, const char *what,
+                                      const char *name, const char *sql, int n,
+                                      const char *const *values,
+                                      const int *lengths, const int *formats,
+                                      PGresult **res, struct meter_err *e);
+
 /* Writes the revenue by day of document inv (a draft of acct, its id
  * and lines set): its total spread over the days it bills (revenue.c). */
 enum meter_db_status db_revenue_store(PGconn *db, const struct db_account *acct,

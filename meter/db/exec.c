@@ -112,6 +112,41 @@ meter_db_exec(PGconn *db, const char *what, const char *sql, int n,
 }
 
 enum meter_db_status
+db_exec_prepared(PGconn *db, const char *what, const char *name,
+                 const char *sql, int n, const char *const *values,
+                 const int *lengths, const int *formats, PGresult **res,
+                 struct meter_err *e)
+{
+    if (res)
+        *res = NULL;
+    PGresult *r = PQexecPrepared(db, name, n, values, lengths, formats, 0);
+    const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    if (state && strcmp(state, "26000") == 0) {
+        /* Not prepared on this connection yet (a new one, or one the
+         * server restarted): prepare it, then run it. */
+        PQclear(r);
+        r = PQprepare(db, name, sql, n, NULL);
+        db_answered(db);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK)
+            return db_failed(db, r, what, e);
+        PQclear(r);
+        r = PQexecPrepared(db, name, n, values, lengths, formats, 0);
+    }
+    db_answered(db);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        return db_failed(db, r, what, e);
+    enum meter_db_status rc = st == PGRES_TUPLES_OK && PQntuples(r) > 0
+                                  ? METER_DB_ROWS
+                                  : METER_DB_NONE;
+    if (res)
+        *res = r;
+    else
+        PQclear(r);
+    return rc;
+}
+
+enum meter_db_status
 db_strings(PGconn *db, const char *what, const char *sql, int n,
            const char *const *values, struct meter_strtab *out,
            struct meter_err *e)

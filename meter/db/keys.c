@@ -88,8 +88,8 @@ meter_db_key_lookup(PGconn *db, const char *token, struct meter_principal *who,
     const char *values[] = {(const char *)hash};
     int lengths[] = {32}, formats[] = {1};
     PGresult *r;
-    enum meter_db_status st = meter_db_exec(
-        db, "cannot look the key up",
+    enum meter_db_status st = db_exec_prepared(
+        db, "cannot look the key up", "meter_key_lookup",
         "SELECT key_id, role, coalesce(account_id, ''), EXISTS (SELECT 1"
         "  FROM host_key_accounts h WHERE h.key_id = api_keys.key_id)"
         " FROM api_keys WHERE token_hash = $1 AND revoked_at IS NULL",

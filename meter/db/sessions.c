@@ -72,8 +72,8 @@ meter_db_session_lookup(PGconn *db, const char *token,
     int lengths[] = {32}, formats[] = {1};
     PGresult *r;
     /* The columns of meter_db_key_lookup first (db_principal_of). */
-    enum meter_db_status st = meter_db_exec(
-        db, "cannot look the session up",
+    enum meter_db_status st = db_exec_prepared(
+        db, "cannot look the session up", "meter_session_lookup",
         "SELECT k.key_id, k.role, coalesce(k.account_id, ''), EXISTS"
         "  (SELECT 1 FROM host_key_accounts h WHERE h.key_id = k.key_id),"
         " s.csrf"

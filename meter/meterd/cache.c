@@ -9,7 +9,10 @@
  * nothing is shared between replicas, and a document is at most ttl
  * seconds old in any of them (each report carries when it was built).
  * A fixed table of slots, one entry a slot (a newer key replaces an
- * older one in its slot), under one mutex held only to copy.
+ * older one in its slot), under one mutex held only to copy. When an
+ * entry expires, the first request rebuilds it while the others are
+ * served the entry they had (for as long as the rebuild takes): one
+ * statement, not one per waiting request, and no wait.
  */
 #include "meterd_int.h"
 
@@ -26,7 +29,11 @@ struct entry {
     char *text;
     size_t len;
     int64_t expires; /* monotonic milliseconds */
+    int64_t rebuilding; /* since when a request rebuilds it; 0: none */
 };
+
+/* A rebuild that has not ended in this long is given up for lost. */
+#define REBUILD_MAX_MS 60000
 
 static struct entry slots[SLOTS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -61,12 +68,19 @@ meterd_cache_get(const char *key, size_t *len)
     if (!ttl_ms)
         return NULL;
     char *copy = NULL;
+    int64_t now = now_ms();
     pthread_mutex_lock(&lock);
     struct entry *e = slot_of(key);
-    if (e->key && strcmp(e->key, key) == 0 && e->expires > now_ms() &&
-        (copy = malloc(e->len + 1))) {
-        memcpy(copy, e->text, e->len + 1);
-        *len = e->len;
+    if (e->key && strcmp(e->key, key) == 0) {
+        bool fresh = e->expires > now;
+        bool others_rebuild =
+            e->rebuilding && now - e->rebuilding < REBUILD_MAX_MS;
+        if (!fresh && !others_rebuild)
+            e->rebuilding = now; /* this caller rebuilds: a miss */
+        else if ((copy = malloc(e->len + 1))) {
+            memcpy(copy, e->text, e->len + 1);
+            *len = e->len;
+        }
     }
     pthread_mutex_unlock(&lock);
     return copy;
@@ -88,10 +102,20 @@ meterd_cache_put(const char *key, const char *text, size_t len)
     pthread_mutex_lock(&lock);
     struct entry *e = slot_of(key);
     char *old_key = e->key, *old_text = e->text;
-    *e = (struct entry){k, t, len, now_ms() + ttl_ms};
+    *e = (struct entry){k, t, len, now_ms() + ttl_ms, 0};
     pthread_mutex_unlock(&lock);
     free(old_key);
     free(old_text);
+}
+
+void
+meterd_cache_abandon(const char *key)
+{
+    pthread_mutex_lock(&lock);
+    struct entry *e = slot_of(key);
+    if (e->key && strcmp(e->key, key) == 0)
+        e->rebuilding = 0;
+    pthread_mutex_unlock(&lock);
 }
 
 void

@@ -61,6 +61,8 @@ report_text(struct meter_http_request *rq, const char *key, report_fn *fn,
     struct meter_err e = {{0}};
     json_t *doc = NULL;
     enum meter_db_status st = db ? fn(db, arg, &doc, &e) : METER_DB_HARD;
+    if (st <= METER_DB_NONE)
+        meterd_cache_abandon(key);
     if (st < 0) {
         unavailable(rq, &e);
         return NULL;
@@ -75,6 +77,7 @@ report_text(struct meter_http_request *rq, const char *key, report_fn *fn,
     size_t n = text ? strlen(text) : 0;
     char *line = text ? realloc(text, n + 2) : NULL;
     if (!line) {
+        meterd_cache_abandon(key);
         free(text);
         meter_http_reply_problem(rq, 500, "internal", "Out of memory", NULL,
                                  "the report could not be written");
