@@ -187,7 +187,7 @@ static enum meter_db_status
 spread_line(PGconn *db, const struct db_account *acct,
             const struct report_line *l, struct spread *s, struct meter_err *e)
 {
-    struct period_days *p;
+    struct period_days *p = NULL;
     enum meter_db_status st = load_period(db, acct, l->year, l->month, s, &p, e);
     if (st < 0)
         return st;

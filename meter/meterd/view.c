@@ -151,10 +151,22 @@ meterd_table_csv(struct meter_buf *out, const struct meterd_table *t,
     json_t *row;
     json_array_foreach(rows, i, row) {
         for (size_t k = 0; k < t->ncols; k++) {
+            const struct meterd_col *c = &t->cols[k];
             char buf[32];
+            const char *v = meterd_cell(row, c->key, buf);
             if (k)
                 meter_buf_str(out, ",");
-            csv_field(out, meterd_cell(row, t->cols[k].key, buf));
+            if (!c->text || !*v) {
+                csv_field(out, v);
+                continue;
+            }
+            /* A link shown by its text ("PDF"): its address. */
+            struct meter_buf url = {0};
+            meter_buf_str(&url, c->link);
+            meter_buf_urlencode(&url, v);
+            meter_buf_str(&url, c->link_query ? c->link_query : "");
+            csv_field(out, url.failed ? "" : url.p);
+            meter_buf_release(&url);
         }
         meter_buf_str(out, "\r\n");
     }
