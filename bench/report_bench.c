@@ -93,8 +93,7 @@ static const struct endpoint endpoints[] = {
      "/v1/reports/usage?from=2026-01-01T00:00:00Z&to=2026-02-01T00:00:00Z"
      "&granularity=hour",
      200, true, 0},
-    /* The invoices page's JSON is the invoice list's route. */
-    {"invoices (all accounts)", "/v1/invoices?period=2026-01", 200, true, 0},
+    {"reports/invoices", "/v1/reports/invoices?period=2026-01", 200, true, 0},
     /* A page, rendered from the overview's report. */
     {"page /overview", "/overview?period=2026-01", 200, true, 0},
 };

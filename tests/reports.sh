@@ -192,6 +192,25 @@ checks=$((checks + 1))
 echo "$body" | jq -e '[.items[].vcpu_hours | tonumber] as $r | $r == ($r | sort)' >/dev/null ||
     fail "not by vCPU-hours, ascending: $body"
 
+# The invoices table: every document, void ones as void, refs as named.
+body=$(get "/v1/reports/invoices")
+checks=$((checks + 1))
+[ "$(echo "$body" | jq .total)" = "$(q "SELECT count(*) FROM invoices")" ] ||
+    fail "invoices total: $(echo "$body" | jq .total)"
+body=$(get "/v1/reports/invoices?status=void")
+checks=$((checks + 1))
+[ "$(echo "$body" | jq -r '[.items[].ref] | join(",")')" = "$number" ] ||
+    fail "the void invoice: $body"
+body=$(get "/v1/reports/invoices?period=2026-01&status=&account=")
+checks=$((checks + 1))
+[ "$(echo "$body" | jq .total)" = "$(q "SELECT count(*) FROM invoices WHERE period = '2026-01-01'")" ] ||
+    fail "empty filters are none: $body"
+body=$(get "/v1/reports/invoices?status=draft&per_page=1&page=2")
+checks=$((checks + 1))
+[ "$(echo "$body" | jq '.items | length')" = 1 ] &&
+    [ "$(echo "$body" | jq -r '.items[0].ref')" = "$(echo "$body" | jq -r '.items[0].invoice_id')" ] ||
+    fail "a draft's ref is its id: $body"
+
 # The fleet's usage by hour adds up to the rollups.
 body=$(get "/v1/reports/usage?from=2026-01-31T22:00:00Z&to=2026-02-01T02:00:00Z&granularity=hour")
 checks=$((checks + 1))
@@ -211,7 +230,9 @@ for bad in "overview?period=2026-13 period" "accounts?sort=bogus sort" \
     "accounts?order=up order" "accounts?per_page=501 per_page" \
     "accounts?page=0 page" "usage?granularity=week granularity" \
     "usage?from=yesterday from" "usage?from=2026-02-02&to=2026-02-01 to" \
-    "usage?from=2026-01-01&to=2026-03-01&granularity=hour to"; do
+    "usage?from=2026-01-01&to=2026-03-01&granularity=hour to" \
+    "invoices?status=paid status" "invoices?period=2026 period" \
+    "invoices?account=a/b account"; do
     set -- $bad
     body=$(get "/v1/reports/$1")
     checks=$((checks + 1))
@@ -241,6 +262,9 @@ checks=$((checks + 1))
 [ "$(status /v1/reports/accounts/acct-1 "$ACC")" = 200 ] || fail "own account"
 checks=$((checks + 1))
 [ "$(status /v1/reports/accounts/acct-2 "$ACC")" = 404 ] || fail "another account"
+checks=$((checks + 1))
+[ "$(curl -s -H "Authorization: Bearer $ACC" "$url_a/v1/reports/invoices?account=acct-2" | jq -r '[.items[].account_id] | unique | join(",")')" = acct-1 ] ||
+    fail "an account key lists its own documents only"
 for r in overview accounts usage; do
     checks=$((checks + 1))
     [ "$(status /v1/reports/$r "$ACC")" = 403 ] || fail "account key on $r"

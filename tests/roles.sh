@@ -89,6 +89,7 @@ GET  /v1/reports/overview         401 401 403 403 403 200 200
 GET  /v1/reports/accounts         401 401 403 403 403 200 200
 GET  /v1/reports/accounts/acct-a  401 401 403 200 404 200 200
 GET  /v1/reports/usage            401 401 403 403 403 200 200
+GET  /v1/reports/invoices         401 401 403 200 200 200 200
 TABLE
 
 # What a 200 holds: A lists its invoice, B's list does not have it.

@@ -491,6 +491,22 @@ enum meter_db_status meter_db_report_usage(PGconn *db, int64_t from, int64_t to,
                                            bool daily, json_t **out,
                                            struct meter_err *e);
 
+/* Which documents. */
+struct meter_report_invoices {
+    int year, month;    /* the period; 0: any */
+    const char *account; /* NULL: any */
+    const char *status;  /* draft, final or void (voided by a final credit
+                            note); NULL: any */
+    int page, per_page;  /* page from 1 */
+};
+/* A page of documents, newest period first, each with its status and
+ * its ref (the number once final, else the id: how GET
+ * /v1/invoices/{ref} names it), and how many match. */
+enum meter_db_status meter_db_report_invoices(PGconn *db,
+                                              const struct meter_report_invoices *q,
+                                              json_t **out,
+                                              struct meter_err *e);
+
 /* ---- watching the database's answers ------------------------------------ */
 
 /* Called with the connection each time the server has answered a

@@ -262,6 +262,7 @@ meter_db_report_account(PGconn *db, const char *account, int year, int month,
         "   AND i.status = 'draft' AND i.kind = 'invoice'),"
         "  'invoices', coalesce((SELECT json_agg(json_build_object("
         "   'invoice_id', i.invoice_id, 'number', i.number, 'kind', i.kind,"
+        "   'ref', coalesce(i.number, i.invoice_id::text),"
         "   'status', CASE WHEN EXISTS (SELECT 1 FROM invoices c"
         "    WHERE c.account_id = i.account_id AND c.voids = i.invoice_id"
         "    AND c.status = 'final') THEN 'void' ELSE i.status END,"
@@ -312,4 +313,42 @@ meter_db_report_usage(PGconn *db, int64_t from, int64_t to, bool daily,
         "  FROM usage_hourly h WHERE h.hour >= $1::bigint"
         "  AND h.hour < $2::bigint GROUP BY 1) u",
         3, v, out, e);
+}
+
+enum meter_db_status
+meter_db_report_invoices(PGconn *db, const struct meter_report_invoices *q,
+                         json_t **out, struct meter_err *e)
+{
+    char period[32] = "", limit[16], offset[16];
+    if (q->year)
+        db_period_text(q->year, q->month, period);
+    snprintf(limit, sizeof(limit), "%d", q->per_page);
+    snprintf(offset, sizeof(offset), "%d", (q->page - 1) * q->per_page);
+    const char *v[] = {q->account, period[0] ? period : NULL, q->status, limit,
+                       offset};
+    return report(
+        db, "cannot read the invoices",
+        "WITH d AS (SELECT i.*, CASE WHEN EXISTS (SELECT 1 FROM invoices c"
+        "  WHERE c.account_id = i.account_id AND c.voids = i.invoice_id"
+        "  AND c.status = 'final') THEN 'void' ELSE i.status END AS shown"
+        "  FROM invoices i WHERE ($1::text IS NULL OR i.account_id = $1::text)"
+        "  AND ($2::date IS NULL OR i.period = $2::date)),"
+        " rows AS (SELECT * FROM d WHERE $3::text IS NULL OR shown = $3::text)"
+        " SELECT json_build_object("
+        "  'as_of', to_char(now() AT TIME ZONE 'UTC',"
+        "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"
+        "  'total', (SELECT count(*) FROM rows),"
+        "  'items', coalesce((SELECT json_agg(json_build_object("
+        "   'invoice_id', invoice_id,"
+        "   'ref', coalesce(number, invoice_id::text), 'number', number,"
+        "   'account_id', account_id, 'account_name', account_name,"
+        "   'kind', kind, 'status', shown,"
+        "   'period', to_char(period, 'YYYY-MM'), 'currency', currency,"
+        "   'total', total::text,"
+        "   'finalized_at', to_char(finalized_at AT TIME ZONE 'UTC',"
+        "   'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')) ORDER BY period DESC,"
+        "   invoice_id DESC) FROM (SELECT * FROM rows"
+        "   ORDER BY period DESC, invoice_id DESC"
+        "   LIMIT $4::int OFFSET $5::int) x), '[]'))",
+        5, v, out, e);
 }

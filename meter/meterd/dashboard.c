@@ -131,28 +131,6 @@ rows_where(json_t *arr, const char *key, const char *value)
     return out;
 }
 
-/* Each document with "ref", how GET /v1/invoices/{ref} names it: its
- * number once final, else its id (the member id_key). */
-static json_t *
-with_refs(json_t *items, const char *id_key)
-{
-    json_t *out = json_array(), *doc;
-    size_t i;
-    json_array_foreach(items, i, doc) {
-        json_t *row = json_deep_copy(doc);
-        char ref[32];
-        const char *number = json_string_value(json_object_get(doc, "number"));
-        if (number && *number)
-            snprintf(ref, sizeof(ref), "%s", number);
-        else
-            snprintf(ref, sizeof(ref), "%" JSON_INTEGER_FORMAT,
-                     json_integer_value(json_object_get(doc, id_key)));
-        json_object_set_new(row, "ref", json_string(ref));
-        json_array_append_new(out, row);
-    }
-    return out;
-}
-
 /* The period form, and links to the periods before and after. */
 static void
 period_form(struct page *p, int year, int month, const char *extra_label,
@@ -367,6 +345,37 @@ meterd_page_overview(struct meter_http_request *rq)
     page_reply(&p, doc);
 }
 
+/* Links to the pages before and after, of total rows. */
+static void
+pager(struct page *p, int page, int per_page, json_int_t total, const char *what)
+{
+    struct meter_buf *o = &p->html;
+    json_int_t pages = (total + per_page - 1) / per_page;
+    meter_buf_printf(o, "<nav class=\"pages\" aria-label=\"Pages\"><p>"
+                        "Page %d of %" JSON_INTEGER_FORMAT " (%" JSON_INTEGER_FORMAT
+                        " %s)",
+                     page, pages ? pages : 1, total, what);
+    char num[16];
+    struct meter_buf h = {0};
+    if (page > 1) {
+        snprintf(num, sizeof(num), "%d", page - 1);
+        href(p, &h, "page", num, NULL, NULL);
+        meter_buf_str(o, " <a rel=\"prev\" href=\"");
+        meter_buf_html(o, h.failed ? "" : h.p);
+        meter_buf_str(o, "\">Previous page</a>");
+    }
+    if (page < pages) {
+        meter_buf_reset(&h);
+        snprintf(num, sizeof(num), "%d", page + 1);
+        href(p, &h, "page", num, NULL, NULL);
+        meter_buf_str(o, " <a rel=\"next\" href=\"");
+        meter_buf_html(o, h.failed ? "" : h.p);
+        meter_buf_str(o, "\">Next page</a>");
+    }
+    meter_buf_release(&h);
+    meter_buf_str(o, "</p></nav>\n");
+}
+
 /* ---- accounts -------------------------------------------------------------- */
 
 static const char *const accounts_params[] = {"period", "q",    "sort",
@@ -432,32 +441,8 @@ meterd_page_accounts(struct meter_http_request *rq)
     for (size_t i = 0; i < 7; i++)
         meter_buf_release(&hrefs[i]);
 
-    /* Pages. */
-    json_int_t total = json_integer_value(json_object_get(doc, "total"));
-    json_int_t pages = (total + q.per_page - 1) / q.per_page;
-    meter_buf_printf(o, "<nav class=\"pages\" aria-label=\"Pages\"><p>"
-                        "Page %d of %" JSON_INTEGER_FORMAT " (%" JSON_INTEGER_FORMAT
-                        " accounts)",
-                     q.page, pages ? pages : 1, total);
-    char num[16];
-    struct meter_buf h = {0};
-    if (q.page > 1) {
-        snprintf(num, sizeof(num), "%d", q.page - 1);
-        href(&p, &h, "page", num, NULL, NULL);
-        meter_buf_str(o, " <a rel=\"prev\" href=\"");
-        meter_buf_html(o, h.failed ? "" : h.p);
-        meter_buf_str(o, "\">Previous page</a>");
-    }
-    if (q.page < pages) {
-        meter_buf_reset(&h);
-        snprintf(num, sizeof(num), "%d", q.page + 1);
-        href(&p, &h, "page", num, NULL, NULL);
-        meter_buf_str(o, " <a rel=\"next\" href=\"");
-        meter_buf_html(o, h.failed ? "" : h.p);
-        meter_buf_str(o, "\">Next page</a>");
-    }
-    meter_buf_release(&h);
-    meter_buf_str(o, "</p></nav>\n");
+    pager(&p, q.page, q.per_page,
+          json_integer_value(json_object_get(doc, "total")), "accounts");
     page_reply(&p, doc);
 }
 
@@ -557,10 +542,8 @@ meterd_page_account(struct meter_http_request *rq)
         NUM("total", "Total"),
     };
     meter_buf_str(o, "<section aria-labelledby=\"h-inv\"><h2 id=\"h-inv\">Invoices</h2>\n");
-    json_t *docs = with_refs(json_object_get(doc, "invoices"), "invoice_id");
     t = (struct meterd_table){"invoices", "Invoices and credit notes", inv_cols, 7, NULL};
-    table(&p, &t, docs);
-    json_decref(docs);
+    table(&p, &t, json_object_get(doc, "invoices"));
     meter_buf_str(o, "</section>\n");
     page_reply(&p, doc);
     meter_buf_release(&path);
@@ -626,12 +609,15 @@ meterd_page_usage(struct meter_http_request *rq)
 /* ---- invoices ---------------------------------------------------------------- */
 
 static const char *const invoices_params[] = {"period", "status", "account",
-                                              "after",  "limit",  NULL};
+                                              "page",   "per_page", NULL};
 
 void
 meterd_page_invoices(struct meter_http_request *rq)
 {
-    json_t *doc = meterd_invoice_page(rq);
+    struct meter_report_invoices q;
+    if (!meterd_query_invoices(rq, &q))
+        return;
+    json_t *doc = meterd_report_invoices(rq, &q);
     if (!doc)
         return;
     struct page p;
@@ -665,7 +651,6 @@ meterd_page_invoices(struct meter_http_request *rq)
         meter_buf_str(o, "\">\n");
     }
     meter_buf_str(o, "<button type=\"submit\">Show</button>\n</form>\n");
-    json_t *rows = with_refs(json_object_get(doc, "items"), "id");
     static const struct meterd_col cols[] = {
         LINK("ref", "Document", "/v1/invoices/", NULL),
         LINK("account_id", "Account", "/accounts/", NULL),
@@ -680,16 +665,8 @@ meterd_page_invoices(struct meter_http_request *rq)
         {.key = "ref", .label = "JSON", .link = "/v1/invoices/", .link_query = ".json", .text = "JSON"},
     };
     struct meterd_table t = {"invoices", "Invoices and credit notes", cols, 11, NULL};
-    table(&p, &t, rows);
-    const char *next = json_string_value(json_object_get(doc, "next_after"));
-    if (next) {
-        struct meter_buf h = {0};
-        href(&p, &h, "after", next, NULL, NULL);
-        meter_buf_str(o, "<nav class=\"pages\" aria-label=\"Pages\"><p><a rel=\"next\" href=\"");
-        meter_buf_html(o, h.failed ? "" : h.p);
-        meter_buf_str(o, "\">Next page</a></p></nav>\n");
-        meter_buf_release(&h);
-    }
-    json_decref(rows);
+    table(&p, &t, json_object_get(doc, "items"));
+    pager(&p, q.page, q.per_page,
+          json_integer_value(json_object_get(doc, "total")), "documents");
     page_reply(&p, doc);
 }

@@ -44,6 +44,8 @@ static const struct meter_http_route routes[] = {
      meterd_reports_account, NULL, false},
     {"GET", "/v1/reports/usage", FINANCE, false, NULL, meterd_reports_usage,
      NULL, false},
+    {"GET", "/v1/reports/invoices", READERS, false, NULL,
+     meterd_reports_invoices, NULL, false},
     {"GET", "/", READERS, false, NULL, meterd_root, NULL, true},
     {"GET", "/sign-in", 0, false, NULL, meterd_signin_form, NULL, false},
     {"POST", "/sign-in", 0, true, meterd_form_admit, meterd_signin, NULL,

@@ -54,6 +54,11 @@ json_t *meterd_report_accounts(struct meter_http_request *rq,
                                const struct meter_report_query *q);
 json_t *meterd_report_account(struct meter_http_request *rq,
                               const char *account);
+void meterd_reports_invoices(struct meter_http_request *rq);
+bool meterd_query_invoices(struct meter_http_request *rq,
+                           struct meter_report_invoices *q);
+json_t *meterd_report_invoices(struct meter_http_request *rq,
+                               const struct meter_report_invoices *q);
 bool meterd_query_usage(struct meter_http_request *rq, int64_t *from,
                         int64_t *to, bool *daily);
 json_t *meterd_report_usage(struct meter_http_request *rq, int64_t from,

@@ -150,6 +150,32 @@ meterd_report_overview(struct meter_http_request *rq)
     return parsed(rq, text, len);
 }
 
+/* The page number and size of page and per_page: false after replying. */
+static bool
+query_page(struct meter_http_request *rq, int *page, int *per_page)
+{
+    const char *p = meter_http_query(rq, "page");
+    const char *n = meter_http_query(rq, "per_page");
+    uint64_t v;
+    *page = 1;
+    *per_page = PER_PAGE_DEFAULT;
+    if (p && *p) {
+        if (meter_parse_uint(p, 1, 1000000, &v) < 0) {
+            meterd_bad_query(rq, "page", p, "not a number from 1");
+            return false;
+        }
+        *page = (int)v;
+    }
+    if (n && *n) {
+        if (meter_parse_uint(n, 1, PER_PAGE_MAX, &v) < 0) {
+            meterd_bad_query(rq, "per_page", n, "not a number from 1 to 500");
+            return false;
+        }
+        *per_page = (int)v;
+    }
+    return true;
+}
+
 /* The accounts table's query: period, q (search), sort, order, page,
  * per_page; false after replying 400. */
 bool
@@ -190,26 +216,7 @@ meterd_query_accounts(struct meter_http_request *rq,
         }
         q->descending = strcmp(order, "desc") == 0;
     }
-    const char *page = meter_http_query(rq, "page");
-    const char *per = meter_http_query(rq, "per_page");
-    uint64_t v;
-    q->page = 1;
-    q->per_page = PER_PAGE_DEFAULT;
-    if (page && *page) {
-        if (meter_parse_uint(page, 1, 1000000, &v) < 0) {
-            meterd_bad_query(rq, "page", page, "not a number from 1");
-            return false;
-        }
-        q->page = (int)v;
-    }
-    if (per && *per) {
-        if (meter_parse_uint(per, 1, PER_PAGE_MAX, &v) < 0) {
-            meterd_bad_query(rq, "per_page", per, "not a number from 1 to 500");
-            return false;
-        }
-        q->per_page = (int)v;
-    }
-    return true;
+    return query_page(rq, &q->page, &q->per_page);
 }
 
 static enum meter_db_status
@@ -387,6 +394,69 @@ meterd_report_usage(struct meter_http_request *rq, int64_t from, int64_t to,
     return parsed(rq, text, len);
 }
 
+bool
+meterd_query_invoices(struct meter_http_request *rq,
+                      struct meter_report_invoices *q)
+{
+    const struct meter_principal *who = meter_http_principal(rq);
+    memset(q, 0, sizeof(*q));
+    const char *period = meter_http_query(rq, "period");
+    const char *status = meter_http_query(rq, "status");
+    const char *account = meter_http_query(rq, "account");
+    /* An empty field of the page's form is no filter. */
+    if (period && *period && meter_period_parse(period, &q->year, &q->month) < 0) {
+        meterd_bad_query(rq, "period", period, "not a month YYYY-MM");
+        return false;
+    }
+    if (status && *status && strcmp(status, "draft") != 0 &&
+        strcmp(status, "final") != 0 && strcmp(status, "void") != 0) {
+        meterd_bad_query(rq, "status", status, "draft, final or void");
+        return false;
+    }
+    q->status = status && *status ? status : NULL;
+    if (account && *account && !pricing_id_valid(account)) {
+        meterd_bad_query(rq, "account", account, "not an account id");
+        return false;
+    }
+    q->account = account && *account ? account : NULL;
+    /* An account key sees its own documents, whatever it asks. */
+    if (who->role == METER_ROLE_ACCOUNT)
+        q->account = who->account_id;
+    return query_page(rq, &q->page, &q->per_page);
+}
+
+static enum meter_db_status
+invoices_fn(PGconn *db, const void *arg, json_t **out, struct meter_err *e)
+{
+    const struct meter_report_invoices *q = arg;
+    enum meter_db_status st = meter_db_report_invoices(db, q, out, e);
+    if (st >= 0) {
+        json_object_set_new(*out, "page", json_integer(q->page));
+        json_object_set_new(*out, "per_page", json_integer(q->per_page));
+    }
+    return st;
+}
+
+static char *
+invoices_text(struct meter_http_request *rq,
+              const struct meter_report_invoices *q, size_t *len)
+{
+    char key[PRICING_ID_MAX + 96];
+    snprintf(key, sizeof(key), "invoices %d-%d %s %d %d %s", q->year, q->month,
+             q->status ? q->status : "-", q->page, q->per_page,
+             q->account ? q->account : "");
+    return report_text(rq, key, invoices_fn, q, "invoices", len);
+}
+
+json_t *
+meterd_report_invoices(struct meter_http_request *rq,
+                       const struct meter_report_invoices *q)
+{
+    size_t len = 0;
+    char *text = invoices_text(rq, q, &len);
+    return parsed(rq, text, len);
+}
+
 /* ---- the routes ---------------------------------------------------------- */
 
 /* The report's text as it is: no parsing on the way out. */
@@ -423,6 +493,17 @@ meterd_reports_account(struct meter_http_request *rq)
     size_t len = 0;
     char *text = account_text(rq, meter_http_param(rq, "id"), &len);
     reply(rq, text, len);
+}
+
+void
+meterd_reports_invoices(struct meter_http_request *rq)
+{
+    struct meter_report_invoices q;
+    size_t len = 0;
+    if (meterd_query_invoices(rq, &q)) {
+        char *text = invoices_text(rq, &q, &len);
+        reply(rq, text, len);
+    }
 }
 
 void
