@@ -12,7 +12,9 @@
  * older one in its slot), under one mutex held only to copy. When an
  * entry expires, the first request rebuilds it while the others are
  * served the entry they had (for as long as the rebuild takes): one
- * statement, not one per waiting request, and no wait.
+ * statement, not one per waiting request, and no wait. A report not
+ * kept yet is built by its first request; the others asking for it
+ * meanwhile wait for that one rather than each running the statement.
  */
 #include "meterd_int.h"
 
@@ -37,6 +39,7 @@ struct entry {
 
 static struct entry slots[SLOTS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t built; /* signalled by a put, an abandon */
 static unsigned ttl_ms;
 
 static int64_t
@@ -60,6 +63,13 @@ void
 meterd_cache_init(unsigned ttl_s)
 {
     ttl_ms = ttl_s * 1000;
+    /* Waits count on the monotonic clock: a change of the wall clock
+     * must not stretch or cut them. */
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&built, &attr);
+    pthread_condattr_destroy(&attr);
 }
 
 char *
@@ -68,19 +78,38 @@ meterd_cache_get(const char *key, size_t *len)
     if (!ttl_ms)
         return NULL;
     char *copy = NULL;
-    int64_t now = now_ms();
     pthread_mutex_lock(&lock);
-    struct entry *e = slot_of(key);
-    if (e->key && strcmp(e->key, key) == 0) {
-        bool fresh = e->expires > now;
+    for (;;) {
+        int64_t now = now_ms();
+        struct entry *e = slot_of(key);
+        if (!e->key || strcmp(e->key, key) != 0) {
+            /* Not kept: this caller builds it, the others wait. */
+            char *k = strdup(key);
+            if (k) {
+                free(e->key);
+                free(e->text);
+                *e = (struct entry){k, NULL, 0, 0, now};
+            }
+            break;
+        }
         bool others_rebuild =
             e->rebuilding && now - e->rebuilding < REBUILD_MAX_MS;
-        if (!fresh && !others_rebuild)
-            e->rebuilding = now; /* this caller rebuilds: a miss */
-        else if ((copy = malloc(e->len + 1))) {
-            memcpy(copy, e->text, e->len + 1);
-            *len = e->len;
+        if (e->text && (e->expires > now || others_rebuild)) {
+            if ((copy = malloc(e->len + 1))) {
+                memcpy(copy, e->text, e->len + 1);
+                *len = e->len;
+            }
+            break;
         }
+        if (!others_rebuild) {
+            e->rebuilding = now; /* this caller rebuilds: a miss */
+            break;
+        }
+        /* Being built, nothing to serve yet: wait for it. */
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += 1;
+        pthread_cond_timedwait(&built, &lock, &until);
     }
     pthread_mutex_unlock(&lock);
     return copy;
@@ -103,6 +132,7 @@ meterd_cache_put(const char *key, const char *text, size_t len)
     struct entry *e = slot_of(key);
     char *old_key = e->key, *old_text = e->text;
     *e = (struct entry){k, t, len, now_ms() + ttl_ms, 0};
+    pthread_cond_broadcast(&built);
     pthread_mutex_unlock(&lock);
     free(old_key);
     free(old_text);
@@ -115,6 +145,7 @@ meterd_cache_abandon(const char *key)
     struct entry *e = slot_of(key);
     if (e->key && strcmp(e->key, key) == 0)
         e->rebuilding = 0;
+    pthread_cond_broadcast(&built);
     pthread_mutex_unlock(&lock);
 }
 
