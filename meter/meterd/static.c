@@ -2,7 +2,8 @@
  * static.c - GET /static/dash.css: the one stylesheet of the pages,
  * served from these strings (no file to install, no request outside the
  * machine: the pages' Content-Security-Policy allows stylesheets from
- * this server only). Its classes: the header and navigation of
+ * this server only); and GET /favicon.ico, which says there is no icon.
+ * The stylesheet's classes: the header and navigation of
  * meterd_page_begin; table.data with td.num for numbers; form.filters;
  * .cards and .card; .chart svg with .axis, .grid, .line and .series-1
  * to .series-6, and .legend; .error and .notice; .pager; .sr-only.
@@ -388,4 +389,15 @@ meterd_static_css(struct meter_http_request *rq)
     meter_http_reply_header(rq, "X-Content-Type-Options", "nosniff");
     meter_http_reply_text(rq, 200, "text/css; charset=utf-8", out.p, out.len);
     meter_buf_release(&out);
+}
+
+/* A browser asks for /favicon.ico of every site it shows a document of
+ * (a page, or a JSON, CSV or PDF reply opened from one): without an
+ * answer it gets a 404 and writes an error in its console. There is no
+ * icon: 204, for a day. */
+void
+meterd_favicon(struct meter_http_request *rq)
+{
+    meter_http_reply_header(rq, "Cache-Control", "public, max-age=86400");
+    meter_http_reply_text(rq, 204, "image/x-icon", "", 0);
 }
