@@ -5,8 +5,9 @@
  * this server only); and GET /favicon.ico, which says there is no icon.
  * The stylesheet's classes: the header and navigation of
  * meterd_page_begin; table.data with td.num for numbers; form.filters;
- * .cards and .card; .chart svg with .axis, .grid, .line and .series-1
- * to .series-6, and .legend; .error and .notice; .pager; .sr-only.
+ * .cards and .card; .chart svg with .axis, .grid, .line, .series-1 to
+ * .series-6 and the bars' .pos and .neg, and .legend; .error and
+ * .notice; .pager; .sr-only.
  */
 #include "meterd_int.h"
 
@@ -94,10 +95,13 @@ static const char *const css[] = {
 
     "/* Focus: a thick outline of its own color on every control, never\n"
     "   removed, shown for the keyboard (and for any focus where\n"
-    "   :focus-visible is unknown). */\n"
+    "   :focus-visible is unknown). A month field's picker button lives\n"
+    "   inside the field, which is then not :focus-visible itself: the\n"
+    "   field keeps its outline by :focus-within. */\n"
     ":focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }\n"
     "a:focus-visible, button:focus-visible, input:focus-visible,\n"
-    "select:focus-visible, textarea:focus-visible, summary:focus-visible {\n"
+    "select:focus-visible, textarea:focus-visible, summary:focus-visible,\n"
+    "input:focus-within {\n"
     "  outline: 3px solid var(--focus);\n"
     "  outline-offset: 2px;\n"
     "}\n"
@@ -308,6 +312,9 @@ static const char *const css[] = {
     ".chart svg .axis line, .chart svg .axis path { stroke: var(--muted); }\n"
     ".chart svg .grid line { stroke: var(--line); stroke-dasharray: 2 3; }\n"
     ".chart svg .line { fill: none; stroke-width: 2; }\n"
+    "/* The bar charts' bars (meterd_bar_chart): above zero and below. */\n"
+    ".chart svg .bars .pos { fill: var(--series-1); }\n"
+    ".chart svg .bars .neg { fill: var(--series-2); }\n"
     ".chart svg .series-1 { fill: var(--series-1); stroke: var(--series-1); }\n"
     ".chart svg .series-2 { fill: var(--series-2); stroke: var(--series-2); }\n"
     ".chart svg .series-3 { fill: var(--series-3); stroke: var(--series-3); }\n"
