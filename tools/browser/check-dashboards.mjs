@@ -5,7 +5,8 @@
 // - signs in through the form with a finance key (typed, then Enter),
 //   and lands on /overview;
 // - visits the overview (and the previous period by its link), the
-//   accounts, one account, usage and invoices; on each: a full-page
+//   accounts, one account, usage and invoices (three of them again in
+//   the dark color scheme); on each: a full-page
 //   screenshot; the Content-Security-Policy header and no <script>;
 //   every chart an svg[role=img] with a <title> and <desc>, a size, and
 //   as many bars as its data-points (the overview's revenue by day and
@@ -814,6 +815,16 @@ try {
     const st = fin.tables[0] ? col(fin.tables[0], "status") : [];
     check(st.length > 0 && st.every((s) => s === "final"), `invoices, final only: ${st}`);
   } else settle("invoices, final");
+
+  // The dark scheme has colors of its own: the contrast of those too.
+  await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
+  for (const [path, kind, charts] of [
+    ["/overview", "overview", ["chart-days"]],
+    ["/accounts", "accounts", []],
+    ["/invoices", "invoices", []],
+  ])
+    await examine(`${path.slice(1)}, dark`, await visit(path), kind, { charts });
+  await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "light" }]);
 
   // Every link the pages showed answers (a redirect to a page that does).
   for (const l of [...linksSeen].sort()) {
