@@ -6,8 +6,8 @@
 //   and lands on /overview;
 // - visits the overview (and the previous period by its link), the
 //   accounts, one account, usage and invoices (three of them again in
-//   the dark color scheme); on each: a full-page
-//   screenshot; the Content-Security-Policy header and no <script>;
+//   the dark color scheme); on each: a full-page screenshot; the
+//   Content-Security-Policy header and no <script>;
 //   every chart an svg[role=img] with a <title> and <desc>, a size, and
 //   as many bars as its data-points (the overview's revenue by day and
 //   the usage chart may not be empty); every table.data with column
@@ -24,7 +24,8 @@
 // - follows every link of the pages (each answers 200);
 // - signs out (then /overview sends to the sign-in page), signs in with
 //   an account key (clicking the button): it lands on its account, the
-//   overview is 403 and another account's page 404.
+//   overview is 403 and another account's page 404, each a page that
+//   says so (as is a 400 for a wrong period).
 //
 // Throughout, a console message of error or warning level, an uncaught
 // page error, a failed request, an HTTP error that was not the point of
@@ -816,6 +817,16 @@ try {
     check(st.length > 0 && st.every((s) => s === "final"), `invoices, final only: ${st}`);
   } else settle("invoices, final");
 
+  // A wrong query typed into the address bar: a page saying what is
+  // wrong, not JSON.
+  r = await visit("/overview?period=2026-13", { status: 400 });
+  check(
+    r.headers()["content-type"]?.startsWith("text/html") &&
+      (await page.evaluate(() => document.body.innerText)).includes("2026-13"),
+    "a wrong period is a page naming it",
+  );
+  await examine("a wrong period", r, null);
+
   // The dark scheme has colors of its own: the contrast of those too.
   await page.emulateMediaFeatures([{ name: "prefers-color-scheme", value: "dark" }]);
   for (const [path, kind, charts] of [
@@ -864,9 +875,15 @@ try {
     "the overview is refused to an account key, saying why",
   );
   await examine("overview refused to an account", r, null);
-  if (check(other, "another account to try"))
-    await visit(`/accounts/${other}`, { status: 404 });
-  settle("another account's page");
+  if (check(other, "another account to try")) {
+    r = await visit(`/accounts/${other}`, { status: 404 });
+    check(
+      r.headers()["content-type"]?.startsWith("text/html") &&
+        (await page.evaluate(() => document.body.innerText)).includes("Not found"),
+      "another account's page is a page saying it is not found",
+    );
+    await examine("another account's page", r, null);
+  }
   await visit(`/accounts/${opts.account}`);
   await signOut("sign-out of the account key");
   await visit(`/accounts/${opts.account}`);
