@@ -80,6 +80,7 @@ GET  /sign-in                     200 200 200 200 200 200 200
 POST /sign-in                     403 403 403 403 403 403 403
 POST /sign-out                    303 303 403 303 303 303 303
 GET  /static/dash.css             200 200 200 200 200 200 200
+GET  /favicon.ico                 204 204 204 204 204 204 204
 GET  /overview                    303 303 403 403 403 200 200
 GET  /accounts                    303 303 403 403 403 200 200
 GET  /accounts/acct-a             303 303 403 200 404 200 200

@@ -51,8 +51,8 @@ role_list(unsigned mask, char *out, size_t n)
     }
 }
 
-/* Refuses rq with status: a problem, or on a page a small HTML page
- * saying the same to a person. False. */
+/* Refuses rq with status: a problem (on a page, a small HTML page
+ * saying the same to a person: meter_http_reply_problem). False. */
 static bool refuse(struct meter_http_request *rq, unsigned status,
                    const char *code, const char *title, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -67,31 +67,7 @@ refuse(struct meter_http_request *rq, unsigned status, const char *code,
     vsnprintf(detail, sizeof(detail), fmt, ap);
     va_end(ap);
     meter_utf8_cut(detail, sizeof(detail) - 1);
-    if (!rq->route->page) {
-        meter_http_reply_problem(rq, status, code, title, NULL, "%s", detail);
-        return false;
-    }
-    /* No stylesheet: the layer knows none of the service's files. */
-    struct meter_buf b = {0};
-    meter_buf_str(&b, "<!doctype html>\n<html lang=\"en\"><head>"
-                      "<meta charset=\"utf-8\"><meta name=\"viewport\" "
-                      "content=\"width=device-width, initial-scale=1\">"
-                      "<title>");
-    meter_buf_html(&b, title);
-    meter_buf_str(&b, "</title></head>\n<body><main><h1>");
-    meter_buf_html(&b, title);
-    meter_buf_str(&b, "</h1>\n<p>");
-    meter_buf_html(&b, detail);
-    meter_buf_str(&b, "</p>\n<p><a href=\"/\">Home</a> &middot; <a "
-                      "href=\"/sign-in\">Sign in with another key</a></p>"
-                      "</main></body></html>\n");
-    if (b.failed)
-        meter_http_reply_problem(rq, 503, "saturated", "Out of memory", NULL,
-                                 "retry later");
-    else
-        meter_http_reply_html(rq, status, b.p, b.len);
-    meter_buf_release(&b);
-    snprintf(rq->note, sizeof(rq->note), "%s", code);
+    meter_http_reply_problem(rq, status, code, title, NULL, "%s", detail);
     return false;
 }
 

@@ -66,8 +66,9 @@ struct meter_http_route {
     meter_http_handler *handle;
     meter_http_metrics_fn *metrics; /* may be NULL */
     bool page; /* an HTML page for people: without credentials (or with a
-                  session that ended) 303 to /sign-in?next=PATH, with a
-                  key of a wrong role a small HTML 403 (not problem+json) */
+                  session that ended) 303 to /sign-in?next=PATH; a
+                  problem (a wrong role's 403, a 400, a 404) is a small
+                  HTML page, not problem+json */
 };
 
 /* The cookie of a browser session, and of the CSRF token a sign-in form
@@ -231,7 +232,8 @@ void meter_http_reply_text(struct meter_http_request *rq, unsigned status,
 /* A problem: code is the stable part of its type, title a short
  * summary, detail a printf format. errors (taken, may be NULL) lists
  * the offending items. A 503 and a 429 carry Retry-After, a 401
- * WWW-Authenticate. */
+ * WWW-Authenticate. On a page route, title and detail as a small HTML
+ * page for a person instead. */
 void meter_http_reply_problem(struct meter_http_request *rq, unsigned status,
                               const char *code, const char *title,
                               json_t *errors, const char *detail, ...)

@@ -209,6 +209,35 @@ meter_http_reply_json(struct meter_http_request *rq, unsigned status,
     reply_json_typed(rq, status, body, "application/json");
 }
 
+/* A problem answered on a page for people (a route whose page is set):
+ * its title and detail as a small HTML page with the way home and to
+ * the sign-in page, rather than JSON a person would read raw. No
+ * stylesheet: the layer knows none of the service's files. False if
+ * it could not be built (the caller answers JSON instead). */
+static bool
+reply_problem_page(struct meter_http_request *rq, unsigned status,
+                   const char *title, const char *detail)
+{
+    struct meter_buf b = {0};
+    meter_buf_str(&b, "<!doctype html>\n<html lang=\"en\"><head>"
+                      "<meta charset=\"utf-8\"><meta name=\"viewport\" "
+                      "content=\"width=device-width, initial-scale=1\">"
+                      "<title>");
+    meter_buf_html(&b, title);
+    meter_buf_str(&b, "</title></head>\n<body><main><h1>");
+    meter_buf_html(&b, title);
+    meter_buf_str(&b, "</h1>\n<p>");
+    meter_buf_html(&b, detail);
+    meter_buf_str(&b, "</p>\n<p><a href=\"/\">Home</a> &middot; <a "
+                      "href=\"/sign-in\">Sign in with another key</a></p>"
+                      "</main></body></html>\n");
+    bool ok = !b.failed;
+    if (ok)
+        meter_http_reply_html(rq, status, b.p, b.len);
+    meter_buf_release(&b);
+    return ok;
+}
+
 void
 meter_http_reply_problem(struct meter_http_request *rq, unsigned status,
                          const char *code, const char *title, json_t *errors,
@@ -220,6 +249,12 @@ meter_http_reply_problem(struct meter_http_request *rq, unsigned status,
     vsnprintf(text, sizeof(text), detail, ap);
     va_end(ap);
     meter_utf8_cut(text, 511); /* at a character: vsnprintf cuts at a byte */
+    snprintf(rq->note, sizeof(rq->note), "%s", code);
+    if (rq->route && rq->route->page &&
+        reply_problem_page(rq, status, title, text)) {
+        json_decref(errors);
+        return;
+    }
     snprintf(type, sizeof(type), "urn:meter:problem:%s", code);
     json_t *p = json_object();
     json_object_set_new(p, "type", json_string(type));
@@ -228,6 +263,5 @@ meter_http_reply_problem(struct meter_http_request *rq, unsigned status,
     json_object_set_new(p, "detail", json_string(text));
     if (errors)
         json_object_set_new(p, "errors", errors);
-    snprintf(rq->note, sizeof(rq->note), "%s", code);
     reply_json_typed(rq, status, p, "application/problem+json");
 }

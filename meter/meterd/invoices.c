@@ -75,14 +75,24 @@ add_item(const struct report_invoice *inv, void *arg)
     p->last = inv->id;
 }
 
+/* A filter's query parameter, NULL when absent or empty: the invoices
+ * page's form sends every field, and a field left empty asks for no
+ * filter, as the reports' parameters read it. */
+static const char *
+filter_query(struct meter_http_request *rq, const char *name)
+{
+    const char *v = meter_http_query(rq, name);
+    return v && *v ? v : NULL;
+}
+
 json_t *
 meterd_invoice_page(struct meter_http_request *rq)
 {
     struct meter_invoice_filter f = {0};
     const char *own = own_account(rq);
-    const char *account = meter_http_query(rq, "account");
-    const char *period = meter_http_query(rq, "period");
-    const char *status = meter_http_query(rq, "status");
+    const char *account = filter_query(rq, "account");
+    const char *period = filter_query(rq, "period");
+    const char *status = filter_query(rq, "status");
     if (account && !pricing_id_valid(account)) {
         bad_query(rq, "account", account, "not an account id");
         return NULL;

@@ -53,6 +53,7 @@ static const struct meter_http_route routes[] = {
     {"POST", "/sign-out", READERS, true, meterd_form_admit, meterd_signout,
      NULL, true},
     {"GET", "/static/dash.css", 0, false, NULL, meterd_static_css, NULL, false},
+    {"GET", "/favicon.ico", 0, false, NULL, meterd_favicon, NULL, false},
     {"GET", "/overview", FINANCE, false, NULL, meterd_page_overview, NULL, true},
     {"GET", "/accounts", FINANCE, false, NULL, meterd_page_accounts, NULL, true},
     {"GET", "/accounts/{id}", READERS, false, NULL, meterd_page_account, NULL,

@@ -158,8 +158,9 @@ void meterd_page_reply(struct meter_http_request *rq, unsigned status,
  * and admin, /accounts/ID for an account key. */
 void meterd_home(const struct meter_principal *who, struct meter_buf *out);
 
-/* GET /static/dash.css (static.c) */
+/* GET /static/dash.css, GET /favicon.ico (static.c) */
 void meterd_static_css(struct meter_http_request *rq);
+void meterd_favicon(struct meter_http_request *rq);
 
 /* GET /overview (overview.c): a placeholder until the dashboard lands */
 

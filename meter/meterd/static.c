@@ -2,10 +2,12 @@
  * static.c - GET /static/dash.css: the one stylesheet of the pages,
  * served from these strings (no file to install, no request outside the
  * machine: the pages' Content-Security-Policy allows stylesheets from
- * this server only). Its classes: the header and navigation of
+ * this server only); and GET /favicon.ico, which says there is no icon.
+ * The stylesheet's classes: the header and navigation of
  * meterd_page_begin; table.data with td.num for numbers; form.filters;
- * .cards and .card; .chart svg with .axis, .grid, .line and .series-1
- * to .series-6, and .legend; .error and .notice; .pager; .sr-only.
+ * .cards and .card; .chart svg with .axis, .grid, .line, .series-1 to
+ * .series-6 and the bars' .pos and .neg, and .legend; .error and
+ * .notice; .pager; .sr-only.
  */
 #include "meterd_int.h"
 
@@ -93,10 +95,13 @@ static const char *const css[] = {
 
     "/* Focus: a thick outline of its own color on every control, never\n"
     "   removed, shown for the keyboard (and for any focus where\n"
-    "   :focus-visible is unknown). */\n"
+    "   :focus-visible is unknown). A month field's picker button lives\n"
+    "   inside the field, which is then not :focus-visible itself: the\n"
+    "   field keeps its outline by :focus-within. */\n"
     ":focus-visible { outline: 3px solid var(--focus); outline-offset: 2px; }\n"
     "a:focus-visible, button:focus-visible, input:focus-visible,\n"
-    "select:focus-visible, textarea:focus-visible, summary:focus-visible {\n"
+    "select:focus-visible, textarea:focus-visible, summary:focus-visible,\n"
+    "input:focus-within {\n"
     "  outline: 3px solid var(--focus);\n"
     "  outline-offset: 2px;\n"
     "}\n"
@@ -307,6 +312,9 @@ static const char *const css[] = {
     ".chart svg .axis line, .chart svg .axis path { stroke: var(--muted); }\n"
     ".chart svg .grid line { stroke: var(--line); stroke-dasharray: 2 3; }\n"
     ".chart svg .line { fill: none; stroke-width: 2; }\n"
+    "/* The bar charts' bars (meterd_bar_chart): above zero and below. */\n"
+    ".chart svg .bars .pos { fill: var(--series-1); }\n"
+    ".chart svg .bars .neg { fill: var(--series-2); }\n"
     ".chart svg .series-1 { fill: var(--series-1); stroke: var(--series-1); }\n"
     ".chart svg .series-2 { fill: var(--series-2); stroke: var(--series-2); }\n"
     ".chart svg .series-3 { fill: var(--series-3); stroke: var(--series-3); }\n"
@@ -388,4 +396,15 @@ meterd_static_css(struct meter_http_request *rq)
     meter_http_reply_header(rq, "X-Content-Type-Options", "nosniff");
     meter_http_reply_text(rq, 200, "text/css; charset=utf-8", out.p, out.len);
     meter_buf_release(&out);
+}
+
+/* A browser asks for /favicon.ico of every site it shows a document of
+ * (a page, or a JSON, CSV or PDF reply opened from one): without an
+ * answer it gets a 404 and writes an error in its console. There is no
+ * icon: 204, for a day. */
+void
+meterd_favicon(struct meter_http_request *rq)
+{
+    meter_http_reply_header(rq, "Cache-Control", "public, max-age=86400");
+    meter_http_reply_text(rq, 204, "image/x-icon", "", 0);
 }
