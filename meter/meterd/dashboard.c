@@ -212,11 +212,13 @@ key_figures(struct meter_buf *o, json_t *doc)
         const char *cur = meterd_cell(r, "currency", buf);
         snprintf(note, sizeof(note), "previous period, same days: %s",
                  json_string_value(json_object_get(r, "previous_to_date")));
-        card(o, "Revenue so far", "period_to_date",
+        char key[48];
+        snprintf(key, sizeof(key), "revenue.%s.period_to_date", cur);
+        card(o, "Revenue so far", key,
              json_string_value(json_object_get(r, "period_to_date")), cur, note);
     }
     json_t *idle = json_object_get(doc, "idle");
-    card(o, "Idle share of running time", "idle_share",
+    card(o, "Idle share of running time", "idle.idle_share",
          json_string_value(json_object_get(idle, "idle_share")),
          "credited by autopause", NULL);
     meter_buf_str(o, "</ul>\n");

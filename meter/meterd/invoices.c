@@ -75,9 +75,9 @@ add_item(const struct report_invoice *inv, void *arg)
     p->last = inv->id;
 }
 
-/* A filter's query parameter, NULL when absent or empty: the invoices
- * page's form sends every field, and a field left empty asks for no
- * filter, as the reports' parameters read it. */
+/* A filter's query parameter, NULL when absent or empty: a form sends
+ * every field, and one left empty asks for no filter, as the reports
+ * read their parameters. */
 static const char *
 filter_query(struct meter_http_request *rq, const char *name)
 {
@@ -85,8 +85,8 @@ filter_query(struct meter_http_request *rq, const char *name)
     return v && *v ? v : NULL;
 }
 
-json_t *
-meterd_invoice_page(struct meter_http_request *rq)
+void
+meterd_invoices_list(struct meter_http_request *rq)
 {
     struct meter_invoice_filter f = {0};
     const char *own = own_account(rq);
@@ -95,19 +95,19 @@ meterd_invoice_page(struct meter_http_request *rq)
     const char *status = filter_query(rq, "status");
     if (account && !pricing_id_valid(account)) {
         bad_query(rq, "account", account, "not an account id");
-        return NULL;
+        return;
     }
     if (period && meter_period_parse(period, &f.year, &f.month) < 0) {
         bad_query(rq, "period", period, "not YYYY-MM");
-        return NULL;
+        return;
     }
     if (status && strcmp(status, "draft") && strcmp(status, "final") &&
         strcmp(status, "void")) {
         bad_query(rq, "status", status, "not draft, final or void");
-        return NULL;
+        return;
     }
     if (!meterd_page(rq, &f.after, &f.limit))
-        return NULL;
+        return;
     struct page p = {json_array(), 0};
     /* An account key asking for another account sees nothing. */
     if (own && account && strcmp(own, account) != 0)
@@ -121,7 +121,7 @@ meterd_invoice_page(struct meter_http_request *rq)
         meter_http_count_db_error(rq);
         meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
                                  NULL, "invoices cannot be read now");
-        return NULL;
+        return;
     }
 reply:;
     json_t *body = json_pack("{s:o}", "items", p.items);
@@ -131,15 +131,7 @@ reply:;
                         (int)json_array_size(p.items) == f.limit && p.last
                             ? json_string(next)
                             : json_null());
-    return body;
-}
-
-void
-meterd_invoices_list(struct meter_http_request *rq)
-{
-    json_t *body = meterd_invoice_page(rq);
-    if (body)
-        meter_http_reply_json(rq, 200, body);
+    meter_http_reply_json(rq, 200, body);
 }
 
 /* The format a request asks for: a suffix, else Accept, else JSON. */

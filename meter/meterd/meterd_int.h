@@ -28,9 +28,6 @@ void meterd_samples_metrics(struct meter_buf *out);
 /* GET /v1/invoices, GET /v1/invoices/{ref}, POST /v1/invoices/run
  * (invoices.c) */
 void meterd_invoices_list(struct meter_http_request *rq);
-/* The page of documents GET /v1/invoices answers (the invoices page
- * renders it); NULL after answering an error. */
-json_t *meterd_invoice_page(struct meter_http_request *rq);
 void meterd_invoices_get(struct meter_http_request *rq);
 void meterd_invoices_run(struct meter_http_request *rq);
 

@@ -179,11 +179,6 @@ function showsValue(cell, value) {
   return last === `${value}.${cell.text.toLowerCase()}`;
 }
 
-// The documents as the pages list them: each with "ref", how
-// /v1/invoices/{ref} names it (its number once final, else its id).
-const withRefs = (items, idKey) =>
-  items.map((d) => ({ ...d, ref: d.number ? d.number : String(d[idKey]) }));
-
 // The JSON behind each kind of page, with the page's own query: the rows
 // of each of its tables by table id, and other values by data-key.
 async function behind(kind, url) {
@@ -203,7 +198,11 @@ async function behind(kind, url) {
           idle: [d.idle],
           ingested_per_minute: d.ingested_per_minute,
         },
-        values: {},
+        // The key figures above the tables.
+        values: Object.fromEntries([
+          ...d.revenue.map((r) => [`revenue.${r.currency}.period_to_date`, r.period_to_date]),
+          ["idle.idle_share", shown(d.idle.idle_share)],
+        ]),
       }
     );
   }
@@ -219,7 +218,7 @@ async function behind(kind, url) {
           usage_by_day: d.usage_by_day,
           revenue_by_day: d.revenue_by_day,
           price_books: d.price_books,
-          invoices: withRefs(d.invoices, "invoice_id"),
+          invoices: d.invoices,
         },
         values: d.estimate ? { estimate: d.estimate.total } : {},
       }
@@ -230,8 +229,8 @@ async function behind(kind, url) {
     return d && { tables: { usage: d.items }, values: {} };
   }
   if (kind === "invoices") {
-    const d = await getJSON(`/v1/invoices${q}`);
-    return d && { tables: { invoices: withRefs(d.items, "id") }, values: {} };
+    const d = await getJSON(`/v1/reports/invoices${q}`);
+    return d && { tables: { invoices: d.items }, values: {} };
   }
   return null;
 }
@@ -472,9 +471,12 @@ function compareCSV(what, t, text) {
   for (const [i, r] of t.rows.entries()) {
     const fields = rows[i + 1] || [];
     check(fields.length === r.length, `${what} row ${i}: ${fields.length} fields for ${r.length} cells`);
+    // A link shown by its text (PDF, ...) is its address in the CSV.
     for (const [k, c] of r.entries())
       check(
-        showsValue(c, fields[k]),
+        c.link && c.link.text !== fields[k] && c.text === c.link.text
+          ? c.link.href === fields[k]
+          : showsValue(c, fields[k]),
         `${what} row ${i} column ${label(t.heads[k] || { text: "?" })}: CSV '${fields[k]}', page '${c.text}'`,
       );
   }
