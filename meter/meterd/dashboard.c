@@ -92,6 +92,36 @@ table(struct page *p, struct meterd_table *t, json_t *rows)
     meter_buf_release(&csv);
 }
 
+/* A section of a page: a heading, a bar chart of value_key over
+ * label_key (none if chart is NULL), then the table of the rows. */
+struct section {
+    const char *id, *heading;
+    const char *chart, *unit, *label_key, *value_key;
+    struct meterd_table table;
+    json_t *rows;
+};
+#define TABLE(id, caption, cols)                                               \
+    {(id), (caption), (cols), sizeof(cols) / sizeof((cols)[0]), NULL}
+
+static void
+section(struct page *p, const struct section *s)
+{
+    struct meter_buf *o = &p->html;
+    meter_buf_printf(o, "<section aria-labelledby=\"h-%s\"><h2 id=\"h-%s\">",
+                     s->id, s->id);
+    meter_buf_html(o, s->heading);
+    meter_buf_str(o, "</h2>\n");
+    if (s->chart) {
+        char id[48];
+        snprintf(id, sizeof(id), "chart-%s", s->id);
+        meterd_bar_chart(o, id, s->chart, s->unit, s->rows, s->label_key,
+                         s->value_key);
+    }
+    struct meterd_table t = s->table;
+    table(p, &t, s->rows);
+    meter_buf_str(o, "</section>\n");
+}
+
 /* Answers the page (or the CSV asked for); consumes doc. */
 static void
 page_reply(struct page *p, json_t *doc)
@@ -256,63 +286,30 @@ meterd_page_overview(struct meter_http_request *rq)
         NUM("previous_to_date", "Previous period, same days"),
         NUM("previous_period", "Previous period, whole"),
     };
-    struct meterd_table t = {"revenue", "Revenue", rev_cols, 4, NULL};
-    meter_buf_str(o, "<section aria-labelledby=\"h-revenue\"><h2 id=\"h-revenue\">Revenue</h2>\n");
-    table(&p, &t, json_object_get(doc, "revenue"));
-    meter_buf_str(o, "</section>\n");
-
-    json_t *days = rows_where(json_object_get(doc, "revenue_by_day"), "period",
-                              "current");
     static const struct meterd_col day_cols[] = {
         COL("day", "Day"),
         COL("currency", "Currency"),
         NUM("amount", "Revenue"),
     };
-    meter_buf_str(o, "<section aria-labelledby=\"h-days\"><h2 id=\"h-days\">Revenue by day</h2>\n");
-    meterd_bar_chart(o, "chart-days", "Revenue by day", "", days, "day", "amount");
-    t = (struct meterd_table){"revenue_by_day", "Revenue by day", day_cols, 3, NULL};
-    table(&p, &t, days);
-    meter_buf_str(o, "</section>\n");
-
     static const struct meterd_col book_cols[] = {
         COL("price_book_id", "Price book"),
         NUM("version", "Version"),
         COL("currency", "Currency"),
         NUM("amount", "Revenue"),
     };
-    meter_buf_str(o, "<section aria-labelledby=\"h-books\"><h2 id=\"h-books\">By price book</h2>\n");
-    meterd_bar_chart(o, "chart-books", "Revenue by price book", "",
-                     json_object_get(doc, "revenue_by_book"), "price_book_id",
-                     "amount");
-    t = (struct meterd_table){"revenue_by_book", "Revenue by price book", book_cols, 4, NULL};
-    table(&p, &t, json_object_get(doc, "revenue_by_book"));
-    meter_buf_str(o, "</section>\n");
-
     static const struct meterd_col model_cols[] = {
         COL("model", "Pricing model"),
         COL("currency", "Currency"),
         NUM("amount", "Revenue"),
     };
-    meter_buf_str(o, "<section aria-labelledby=\"h-models\"><h2 id=\"h-models\">By pricing model</h2>\n");
-    meterd_bar_chart(o, "chart-models", "Revenue by pricing model", "",
-                     json_object_get(doc, "revenue_by_model"), "model", "amount");
-    t = (struct meterd_table){"revenue_by_model", "Revenue by pricing model", model_cols, 3, NULL};
-    table(&p, &t, json_object_get(doc, "revenue_by_model"));
-    meter_buf_str(o, "</section>\n");
-
     char q[32];
     snprintf(q, sizeof(q), "?period=%04d-%02d", year % 10000, month % 100);
-    struct meterd_col top_cols[] = {
+    const struct meterd_col top_cols[] = {
         LINK("account_id", "Account", "/accounts/", q),
         COL("name", "Name"),
         COL("currency", "Currency"),
         NUM("amount", "Revenue"),
     };
-    meter_buf_str(o, "<section aria-labelledby=\"h-top\"><h2 id=\"h-top\">Top accounts</h2>\n");
-    t = (struct meterd_table){"top_accounts", "Top accounts by revenue", top_cols, 4, NULL};
-    table(&p, &t, json_object_get(doc, "top_accounts"));
-    meter_buf_str(o, "</section>\n");
-
     static const struct meterd_col credit_cols[] = {
         COL("currency", "Currency"),
         NUM("amount", "Autopause credit"),
@@ -322,26 +319,44 @@ meterd_page_overview(struct meter_http_request *rq)
         NUM("idle_s", "Idle seconds credited"),
         NUM("idle_share", "Idle share"),
     };
-    meter_buf_str(o, "<section aria-labelledby=\"h-idle\"><h2 id=\"h-idle\">Autopause and idle time</h2>\n");
-    t = (struct meterd_table){"autopause_credit", "Autopause credit given back", credit_cols, 2, NULL};
-    table(&p, &t, json_object_get(doc, "autopause_credit"));
-    json_t *idle = json_array();
-    json_array_append(idle, json_object_get(doc, "idle"));
-    t = (struct meterd_table){"idle", "Idle share of running time", idle_cols, 3, NULL};
-    table(&p, &t, idle);
-    meter_buf_str(o, "</section>\n");
-
     static const struct meterd_col ingest_cols[] = {
         COL("minute", "Minute"),
         NUM("samples", "Samples"),
     };
-    meter_buf_str(o, "<section aria-labelledby=\"h-ingest\"><h2 id=\"h-ingest\">Samples ingested per minute, last hour</h2>\n");
-    meterd_bar_chart(o, "chart-ingest", "Samples ingested per minute", "samples",
-                     json_object_get(doc, "ingested_per_minute"), "minute",
-                     "samples");
-    t = (struct meterd_table){"ingested_per_minute", "Samples ingested per minute", ingest_cols, 2, NULL};
-    table(&p, &t, json_object_get(doc, "ingested_per_minute"));
-    meter_buf_str(o, "</section>\n");
+    /* The current period's days; the idle figures as a one-row table. */
+    json_t *days = rows_where(json_object_get(doc, "revenue_by_day"), "period",
+                              "current");
+    json_t *idle = json_array();
+    json_array_append(idle, json_object_get(doc, "idle"));
+    const struct section sections[] = {
+        {"revenue", "Revenue", NULL, NULL, NULL, NULL,
+         TABLE("revenue", "Revenue", rev_cols), json_object_get(doc, "revenue")},
+        {"days", "Revenue by day", "Revenue by day", "", "day", "amount",
+         TABLE("revenue_by_day", "Revenue by day", day_cols), days},
+        {"books", "By price book", "Revenue by price book", "",
+         "price_book_id", "amount",
+         TABLE("revenue_by_book", "Revenue by price book", book_cols),
+         json_object_get(doc, "revenue_by_book")},
+        {"models", "By pricing model", "Revenue by pricing model", "", "model",
+         "amount",
+         TABLE("revenue_by_model", "Revenue by pricing model", model_cols),
+         json_object_get(doc, "revenue_by_model")},
+        {"top", "Top accounts", NULL, NULL, NULL, NULL,
+         TABLE("top_accounts", "Top accounts by revenue", top_cols),
+         json_object_get(doc, "top_accounts")},
+        {"credit", "Autopause credit given back", NULL, NULL, NULL, NULL,
+         TABLE("autopause_credit", "Autopause credit given back", credit_cols),
+         json_object_get(doc, "autopause_credit")},
+        {"idle", "Idle share of running time", NULL, NULL, NULL, NULL,
+         TABLE("idle", "Idle share of running time", idle_cols), idle},
+        {"ingest", "Samples ingested per minute, last hour",
+         "Samples ingested per minute", "samples", "minute", "samples",
+         TABLE("ingested_per_minute", "Samples ingested per minute",
+               ingest_cols),
+         json_object_get(doc, "ingested_per_minute")},
+    };
+    for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
+        section(&p, &sections[i]);
     json_decref(days);
     json_decref(idle);
     page_reply(&p, doc);
@@ -506,34 +521,16 @@ meterd_page_account(struct meter_http_request *rq)
         NUM("storage_gib_hours", "Storage GiB-hours"),
         NUM("egress_gb", "Egress GB"),
     };
-    json_t *use = json_object_get(doc, "usage_by_day");
-    meter_buf_str(o, "<section aria-labelledby=\"h-use\"><h2 id=\"h-use\">Usage by day</h2>\n");
-    meterd_bar_chart(o, "chart-vcpu", "vCPU-hours by day", "vCPU-hours", use,
-                     "day", "vcpu_hours");
-    struct meterd_table t = {"usage_by_day", "Usage by day", use_cols, 6, NULL};
-    table(&p, &t, use);
-    meter_buf_str(o, "</section>\n");
-
     static const struct meterd_col rev_cols[] = {
         COL("day", "Day"),
         COL("currency", "Currency"),
         NUM("amount", "Revenue"),
     };
-    meter_buf_str(o, "<section aria-labelledby=\"h-rev\"><h2 id=\"h-rev\">Revenue by day</h2>\n");
-    t = (struct meterd_table){"revenue_by_day", "Revenue by day", rev_cols, 3, NULL};
-    table(&p, &t, json_object_get(doc, "revenue_by_day"));
-    meter_buf_str(o, "</section>\n");
-
     static const struct meterd_col book_cols[] = {
         COL("valid_from", "From"),
         COL("price_book_id", "Price book"),
         NUM("version", "Version"),
     };
-    meter_buf_str(o, "<section aria-labelledby=\"h-books\"><h2 id=\"h-books\">Price books</h2>\n");
-    t = (struct meterd_table){"price_books", "Price books", book_cols, 3, NULL};
-    table(&p, &t, json_object_get(doc, "price_books"));
-    meter_buf_str(o, "</section>\n");
-
     static const struct meterd_col inv_cols[] = {
         LINK("ref", "Document", "/v1/invoices/", NULL),
         COL("number", "Number"),
@@ -543,10 +540,22 @@ meterd_page_account(struct meter_http_request *rq)
         COL("currency", "Currency"),
         NUM("total", "Total"),
     };
-    meter_buf_str(o, "<section aria-labelledby=\"h-inv\"><h2 id=\"h-inv\">Invoices</h2>\n");
-    t = (struct meterd_table){"invoices", "Invoices and credit notes", inv_cols, 7, NULL};
-    table(&p, &t, json_object_get(doc, "invoices"));
-    meter_buf_str(o, "</section>\n");
+    const struct section sections[] = {
+        {"vcpu", "Usage by day", "vCPU-hours by day", "vCPU-hours", "day",
+         "vcpu_hours", TABLE("usage_by_day", "Usage by day", use_cols),
+         json_object_get(doc, "usage_by_day")},
+        {"rev", "Revenue by day", NULL, NULL, NULL, NULL,
+         TABLE("revenue_by_day", "Revenue by day", rev_cols),
+         json_object_get(doc, "revenue_by_day")},
+        {"books", "Price books", NULL, NULL, NULL, NULL,
+         TABLE("price_books", "Price books", book_cols),
+         json_object_get(doc, "price_books")},
+        {"inv", "Invoices", NULL, NULL, NULL, NULL,
+         TABLE("invoices", "Invoices and credit notes", inv_cols),
+         json_object_get(doc, "invoices")},
+    };
+    for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
+        section(&p, &sections[i]);
     page_reply(&p, doc);
     meter_buf_release(&path);
 }
@@ -590,9 +599,6 @@ meterd_page_usage(struct meter_http_request *rq)
     meter_buf_str(o, " to ");
     meter_buf_html(o, json_string_value(json_object_get(doc, "to")));
     meter_buf_str(o, " (excluded).</p>\n");
-    json_t *items = json_object_get(doc, "items");
-    meterd_bar_chart(o, "chart-vcpu", "vCPU-hours", "vCPU-hours", items, "start",
-                     "vcpu_hours");
     static const struct meterd_col cols[] = {
         COL("start", "Start"),
         NUM("accounts", "Accounts"),
@@ -603,8 +609,11 @@ meterd_page_usage(struct meter_http_request *rq)
         NUM("storage_gib_hours", "Storage GiB-hours"),
         NUM("egress_gb", "Egress GB"),
     };
-    struct meterd_table t = {"usage", "Fleet usage", cols, 8, NULL};
-    table(&p, &t, items);
+    const struct section use = {
+        "vcpu", daily ? "By day" : "By hour", "vCPU-hours", "vCPU-hours",
+        "start", "vcpu_hours", TABLE("usage", "Fleet usage", cols),
+        json_object_get(doc, "items")};
+    section(&p, &use);
     page_reply(&p, doc);
 }
 
