@@ -162,6 +162,13 @@ bool http_rate_take(struct meter_http *h, int64_t key, unsigned *retry_after);
 /* Whether key's bucket holds a request, taking none (as above). */
 bool http_rate_left(struct meter_http *h, int64_t key, unsigned *retry_after);
 
+/* The per-thread database connections (db.c): their progress calls
+ * reach h from http_db_start to http_db_stop; the calling thread's slot
+ * in h->conns (-1 before its first connection). */
+void http_db_start(struct meter_http *h);
+void http_db_stop(void);
+int http_db_slot(void);
+
 /* The watchdog thread, started with the server and stopped with it. */
 int http_watch_start(struct meter_http *h);
 void http_watch_stop(struct meter_http *h);

@@ -1,7 +1,6 @@
 /*
  * server.c - the HTTP server: libmicrohttpd's thread pool (epoll), the
- * route table, each request's life from headers to answer, and the
- * per-thread database connections.
+ * route table, and each request's life from headers to answer.
  *
  * A request goes: framing (400), route (404/405), key or session
  * (401/403/503, a page's 303 to the sign-in page, and 429 past the
@@ -12,7 +11,8 @@
  * buffered up to max_body (413 past it) and inflated if gzip; a
  * session's form then shows its CSRF token (403); then the handler,
  * under the database watchdog (guard.c). The request's memory is freed
- * in one place, when libmicrohttpd says it is complete.
+ * in one place, when libmicrohttpd says it is complete. What a handler
+ * reads of its request is request.c; its database connection, db.c.
  */
 #include "http_int.h"
 
@@ -105,65 +105,6 @@ route(struct meter_http_request *rq)
         meter_http_reply_problem(rq, 404, "not-found", "Not found", NULL,
                                  "no such route");
     return false;
-}
-
-/* ---- database connections: one per thread ------------------------------ */
-
-/* Each pool thread keeps its connection in slot tl_slot of h->conns, so
- * that the stopping thread can close them all. One server a process:
- * the_server is it, for the database layer's progress calls. */
-static _Thread_local int tl_slot = -1;
-static struct meter_http *the_server;
-
-/* The database answered a statement of this thread's request: its wait
- * starts again (meter_db_set_progress). */
-static void
-db_progress(PGconn *db)
-{
-    struct meter_http *h = the_server;
-    if (h && tl_slot >= 0 && h->conns[tl_slot] == db)
-        http_watch_progress(h, tl_slot);
-}
-
-PGconn *
-meter_http_db(struct meter_http_request *rq)
-{
-    struct meter_http *h = rq->h;
-    if (tl_slot < 0) {
-        tl_slot = atomic_fetch_add(&h->nconns, 1);
-        if (tl_slot >= HTTP_MAX_THREADS)
-            abort(); /* more threads than meter_http_start allows */
-    }
-    PGconn **db = &h->conns[tl_slot];
-    /* Broken by the watchdog: libpq may not know it yet. */
-    bool broken = http_watch_broken(h, tl_slot);
-    if (!*db || broken || PQstatus(*db) != CONNECTION_OK) {
-        PQfinish(*db);
-        struct meter_err e = {{0}};
-        *db = meter_db_connect(h->conninfo, &e);
-        /* A statement the server runs on past the deadline (a lock wait
-         * whose client is gone) ends itself a second later, rather than
-         * hold its locks and its connection until it next writes. */
-        if (*db && meter_db_set_statement_timeout(
-                       *db, (h->cfg.db_timeout_s + 1) * 1000, &e) < 0) {
-            PQfinish(*db);
-            *db = NULL;
-        }
-        if (!*db) {
-            atomic_fetch_add(&h->db_errors, 1);
-            meter_log(METER_LOG_WARN, "database unreachable: %s", e.msg);
-            return NULL;
-        }
-    }
-    /* From here the request waits on it, under the watchdog. */
-    http_watch_arm(h, tl_slot, PQsocket(*db));
-    return *db;
-}
-
-void
-meter_http_count_db_error(struct meter_http_request *rq)
-{
-    atomic_fetch_add(&rq->h->db_errors, 1);
 }
 
 /* ---- admission ----------------------------------------------------------- */
@@ -430,7 +371,7 @@ dispatch(void *cls, struct MHD_Connection *c, const char *url,
          * reply queued with the headers alone makes MHD close the
          * connection, dropping requests pipelined after it. */
         admit(rq);
-        http_watch_disarm(h, tl_slot);
+        http_watch_disarm(h, http_db_slot());
         return rq->status ? rq->result : MHD_YES;
     } else if (*upload_size) {
         /* Refused already: drop the body, within the same deadline. */
@@ -447,7 +388,7 @@ dispatch(void *cls, struct MHD_Connection *c, const char *url,
         return rq->result;
     atomic_fetch_add(&h->in_flight, 1);
     rq->route->handle(rq);
-    http_watch_disarm(h, tl_slot);
+    http_watch_disarm(h, http_db_slot());
     atomic_fetch_sub(&h->in_flight, 1);
     if (!rq->status) {
         meter_log(METER_LOG_ERROR, "%s %s: the handler did not answer",
@@ -499,92 +440,6 @@ completed(void *cls, struct MHD_Connection *c, void **con_cls,
     explicit_bzero(rq->csrf, sizeof(rq->csrf));
     free(rq);
     *con_cls = NULL;
-}
-
-/* ---- the request's accessors ----------------------------------------------
- */
-
-const char *
-meter_http_header(struct meter_http_request *rq, const char *name)
-{
-    return MHD_lookup_connection_value(rq->c, MHD_HEADER_KIND, name);
-}
-
-bool
-meter_http_header_is(struct meter_http_request *rq, const char *name,
-                     const char *want)
-{
-    const char *v = meter_http_header(rq, name);
-    if (!v)
-        return false;
-    size_t n = strlen(want);
-    return strncasecmp(v, want, n) == 0 &&
-           (v[n] == '\0' || v[n] == ';' || v[n] == ' ');
-}
-
-const char *
-meter_http_param(struct meter_http_request *rq, const char *name)
-{
-    size_t n = strlen(name);
-    for (size_t i = 0; i < rq->nparams; i++)
-        if (strncmp(rq->param_name[i], name, n) == 0 &&
-            rq->param_name[i][n] == '}')
-            return rq->param_value[i];
-    return NULL;
-}
-
-const char *
-meter_http_query(struct meter_http_request *rq, const char *name)
-{
-    return MHD_lookup_connection_value(rq->c, MHD_GET_ARGUMENT_KIND, name);
-}
-
-const char *
-meter_http_body(struct meter_http_request *rq, size_t *len)
-{
-    *len = rq->body.len;
-    if (!rq->route || !rq->route->body)
-        return NULL;
-    return rq->body.p ? rq->body.p : "";
-}
-
-const char *
-meter_http_cookie(struct meter_http_request *rq, const char *name)
-{
-    return MHD_lookup_connection_value(rq->c, MHD_COOKIE_KIND, name);
-}
-
-const struct meter_principal *
-meter_http_principal(struct meter_http_request *rq)
-{
-    return rq->route && rq->route->roles ? &rq->who : NULL;
-}
-
-const char *
-meter_http_csrf(struct meter_http_request *rq)
-{
-    return rq->by_cookie ? rq->csrf : NULL;
-}
-
-bool
-meter_http_tls(struct meter_http_request *rq)
-{
-    return rq->h->cfg.tls != NULL;
-}
-
-struct meter_http *
-meter_http_server(struct meter_http_request *rq)
-{
-    return rq->h;
-}
-
-void
-meter_http_note(struct meter_http_request *rq, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(rq->note, sizeof(rq->note), fmt, ap);
-    va_end(ap);
 }
 
 /* ---- start and stop ---------------------------------------------------- */
@@ -652,8 +507,7 @@ meter_http_start(const struct meter_http_config *cfg, struct meter_err *e)
         goto fail;
     }
     h->watching = true;
-    the_server = h;
-    meter_db_set_progress(db_progress);
+    http_db_start(h);
     h->cfg.max_connections = connection_limit(&h->cfg);
     /* HTTPS changes nothing above the connection: the same limits,
      * timeouts (the handshake counts as activity, silence as idle) and
@@ -719,8 +573,7 @@ meter_http_stop(struct meter_http *h)
     if (listener != MHD_INVALID_SOCKET)
         close(listener);
     http_watch_stop(h);
-    meter_db_set_progress(NULL);
-    the_server = NULL;
+    http_db_stop();
     /* The pool's threads are gone: no one uses the connections. */
     int n = atomic_load(&h->nconns);
     for (int i = 0; i < n && i < HTTP_MAX_THREADS; i++)

@@ -1,0 +1,87 @@
+/*
+ * db.c - the database connection of each request thread: opened on the
+ * thread's first request, opened again when the watchdog broke it or
+ * the server went away, and armed under the watchdog (guard.c) each
+ * time a request takes it.
+ */
+#include "http_int.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+/* Each pool thread keeps its connection in slot tl_slot of h->conns, so
+ * that the stopping thread can close them all. One server a process:
+ * the_server is it, for the database layer's progress calls. */
+static _Thread_local int tl_slot = -1;
+static struct meter_http *the_server;
+
+int
+http_db_slot(void)
+{
+    return tl_slot;
+}
+
+/* The database answered a statement of this thread's request: its wait
+ * starts again (meter_db_set_progress). */
+static void
+db_progress(PGconn *db)
+{
+    struct meter_http *h = the_server;
+    if (h && tl_slot >= 0 && h->conns[tl_slot] == db)
+        http_watch_progress(h, tl_slot);
+}
+
+PGconn *
+meter_http_db(struct meter_http_request *rq)
+{
+    struct meter_http *h = rq->h;
+    if (tl_slot < 0) {
+        tl_slot = atomic_fetch_add(&h->nconns, 1);
+        if (tl_slot >= HTTP_MAX_THREADS)
+            abort(); /* more threads than meter_http_start allows */
+    }
+    PGconn **db = &h->conns[tl_slot];
+    /* Broken by the watchdog: libpq may not know it yet. */
+    bool broken = http_watch_broken(h, tl_slot);
+    if (!*db || broken || PQstatus(*db) != CONNECTION_OK) {
+        PQfinish(*db);
+        struct meter_err e = {{0}};
+        *db = meter_db_connect(h->conninfo, &e);
+        /* A statement the server runs on past the deadline (a lock wait
+         * whose client is gone) ends itself a second later, rather than
+         * hold its locks and its connection until it next writes. */
+        if (*db && meter_db_set_statement_timeout(
+                       *db, (h->cfg.db_timeout_s + 1) * 1000, &e) < 0) {
+            PQfinish(*db);
+            *db = NULL;
+        }
+        if (!*db) {
+            atomic_fetch_add(&h->db_errors, 1);
+            meter_log(METER_LOG_WARN, "database unreachable: %s", e.msg);
+            return NULL;
+        }
+    }
+    /* From here the request waits on it, under the watchdog. */
+    http_watch_arm(h, tl_slot, PQsocket(*db));
+    return *db;
+}
+
+void
+meter_http_count_db_error(struct meter_http_request *rq)
+{
+    atomic_fetch_add(&rq->h->db_errors, 1);
+}
+
+void
+http_db_start(struct meter_http *h)
+{
+    the_server = h;
+    meter_db_set_progress(db_progress);
+}
+
+void
+http_db_stop(void)
+{
+    meter_db_set_progress(NULL);
+    the_server = NULL;
+}
