@@ -110,6 +110,7 @@ sum=0
 for p in 2026-01 2026-02 "$period"; do
     body=$(get "/v1/reports/overview?period=$p")
     v=$(echo "$body" | jq -r '[.revenue[] | select(.currency == "USD") | .period_to_date][0] // "0"')
+    whole=$(echo "$body" | jq -r '[.revenue[] | select(.currency == "USD") | .period_total][0] // "0"')
     byday=$(echo "$body" | jq -r '[.revenue_by_day[] | select(.period == "current") | .amount] | join("+")')
     checks=$((checks + 1))
     [ "$(q "SELECT ($v)::numeric = (0${byday:++$byday})::numeric")" = t ] ||
@@ -119,7 +120,19 @@ for p in 2026-01 2026-02 "$period"; do
     checks=$((checks + 1))
     [ "$(q "SELECT (0${bybook:++$bybook})::numeric = ($v)::numeric AND (0${bymodel:++$bymodel})::numeric = ($v)::numeric")" = t ] ||
         fail "$p: by book ($bybook) or by model ($bymodel) is not $v"
-    sum="$sum+$v"
+    # A period over is whole; the current one so far is not, by its
+    # fees spread over the days to come.
+    checks=$((checks + 1))
+    last=$(date -u -d "$(date -u +%Y-%m-01) +1 month -1 day" +%d)
+    if [ "$p" = "$period" ] && [ "$(date -u +%d)" != "$last" ]; then
+        [ "$(q "SELECT ($v)::numeric < ($whole)::numeric")" = t ] ||
+            fail "$p: so far $v, not under the whole $whole (plan fees to come)"
+        days=$(echo "$body" | jq -r '[.revenue_by_day[] | select(.period == "current") | .day] | max')
+        [ "$days" = "$(date -u +%Y-%m-%d)" ] || fail "$p: days up to $days, not today"
+    else
+        [ "$v" = "$whole" ] || fail "$p: so far $v, whole $whole"
+    fi
+    sum="$sum+$whole"
 done
 checks=$((checks + 1))
 [ "$(q "SELECT ($sum)::numeric = ($all)::numeric")" = t ] ||
@@ -225,6 +238,12 @@ checks=$((checks + 1))
 [ "$(echo "$body" | jq -c '[.items[].start]')" = '["2026-01-31T00:00:00Z","2026-02-01T00:00:00Z"]' ] ||
     fail "days 31st and 1st: $body"
 
+# A past end alone: the 30 days before it.
+body=$(get "/v1/reports/usage?to=2026-01-31")
+checks=$((checks + 1))
+[ "$(echo "$body" | jq -r '.from + " " + .to')" = "2026-01-02T00:00:00Z 2026-02-01T00:00:00Z" ] ||
+    fail "to alone: $(echo "$body" | jq -c '{from, to}')"
+
 # Refusals name the parameter and its value.
 for bad in "overview?period=2026-13 period" "accounts?sort=bogus sort" \
     "accounts?order=up order" "accounts?per_page=501 per_page" \
@@ -242,6 +261,17 @@ checks=$((checks + 1))
 st=$(status /v1/reports/accounts/nobody)
 [ "$st" = 404 ] || fail "unknown account: $st $(get /v1/reports/accounts/nobody)"
 
+# A table's CSV: a name a spreadsheet would run is quoted and defused;
+# a negative amount is a number.
+q "UPDATE accounts SET name = '-1+1+cmd|'' /C calc''!A0' WHERE account_id = 'acct-3'" >/dev/null
+q "UPDATE accounts SET name = '=HYPERLINK(\"x\")' WHERE account_id = 'acct-2'" >/dev/null
+csv=$(get "/accounts?period=2026-01&sort=account&format=csv&table=accounts")
+contains "$csv" "acct-3,\"'-1+1+cmd|' /C calc'!A0\"," "a formula starting with - in a CSV"
+contains "$csv" "acct-2,\"'=HYPERLINK(\"\"x\"\")\"," "a formula starting with = in a CSV"
+csv=$(get "/invoices?status=final&format=csv&table=invoices")
+checks=$((checks + 1))
+echo "$csv" | grep -Eq ',credit_note,final,USD,-[0-9]+\.[0-9]{2},' || fail "a negative amount in a CSV: $csv"
+
 # Kept --report-ttl seconds: the same document until then, then anew.
 start_meterd c "$db" --report-ttl 2 || { finish; exit; }
 one=$(curl -s -H "Authorization: Bearer $FIN" "$url_c/v1/reports/overview" | jq -r .as_of)
@@ -255,6 +285,24 @@ checks=$((checks + 1))
 other=$(curl -s -H "Authorization: Bearer $FIN" "$url_c/v1/reports/overview?period=2026-01" | jq -r .period)
 checks=$((checks + 1))
 [ "$other" = 2026-01 ] || fail "another period is another entry: $other"
+
+# A report not kept whose build fails: the requests waiting for it fail
+# with it, not each after the other's timeout.
+start_meterd d "$db" --db-timeout 2 --threads 8 || { finish; exit; }
+psql "$db" -qc "BEGIN; LOCK TABLE invoice_revenue; SELECT pg_sleep(8); COMMIT" >/dev/null 2>&1 &
+locker=$!
+sleep 0.5
+waiters=()
+for i in 1 2 3 4 5 6; do
+    curl -s -o /dev/null -w '%{http_code} %{time_total}\n' -H "Authorization: Bearer $FIN" \
+        "$url_d/v1/reports/overview?period=2025-06" >"wait.$i" &
+    waiters+=($!)
+done
+wait "${waiters[@]}"
+checks=$((checks + 1))
+slow=$(cat wait.* | awk '$1 != 503 || $2 > 4.5' | wc -l)
+[ "$slow" = 0 ] || fail "waiters of a failed build: $(cat wait.* | tr '\n' ' ')"
+wait $locker
 
 # An account key reads its own account only.
 ACC=$(ctl keys create --role account --account acct-1 --name a1)

@@ -60,6 +60,10 @@ sign_in() {
         --data-urlencode "csrf=$fcsrf" --data-urlencode "key=$k" \
         --data-urlencode "next=$next" "$@" "$U/sign-in")
     location=$(hdr si.hdr Location)
+    # A form shown again carries a new token, with its cookie.
+    local again
+    again=$(sed -n 's/.*name="csrf" value="\([0-9a-f]*\)".*/\1/p' si.html)
+    [ -z "$again" ] || fcsrf=$again
 }
 # session_of JAR: the session token the jar holds.
 session_of() { awk '$6 == "meter_session" { print $7 }' "$1"; }
@@ -96,11 +100,16 @@ contains "$cookie" "meter_csrf=$fcsrf; Path=/sign-in; HttpOnly; SameSite=Strict"
 lacks "$cookie" "Secure" "no Secure without TLS"
 contains "$(hdr form.hdr Content-Security-Policy)" "default-src 'none'" "the page's CSP"
 contains "$(hdr form.hdr Cache-Control)" "no-store" "the page is not cached"
-# A second form in the same browser keeps the token (two tabs work).
+# Each form has a new token, never the one the browser brought (which
+# another site could have planted): the first one's is then refused.
 first=$fcsrf
 form jar
 checks=$((checks + 1))
-[ "$fcsrf" = "$first" ] || fail "a second form changed the browser's CSRF token"
+[ "$fcsrf" != "$first" ] || fail "a second form kept the browser's CSRF token"
+status=$(curl -s -o /dev/null -w '%{http_code}' -c jar -b jar \
+    --data-urlencode "csrf=$first" --data-urlencode "key=$FIN" "$U/sign-in")
+want 403 "$status" "the first form's token, once a second form was shown"
+form jar
 # next that is not a path here is not carried; nothing of it reaches
 # the page unescaped.
 form jar.x '?next=%2F%22%3E%3Cscript%3Ealert(1)%3C%2Fscript%3E'
@@ -366,9 +375,16 @@ status=$(curl -s --cacert server.pem -c jar.t -b jar.t -D si.hdr -o si.html -w '
 want 303 "$status" "a sign-in over TLS (from its own https origin)"
 contains "$(hdr si.hdr Set-Cookie)" "HttpOnly; SameSite=Strict; Max-Age=43200; Secure" "the session cookie is Secure under TLS"
 TS=$(session_of jar.t)
+TCSRF=$(psql "$db" -XAtqc "SELECT csrf FROM web_sessions WHERE session_hash = sha256('$TS'::bytea)")
 got=$(curl -s --cacert server.pem -o body.out -w '%{http_code}' -b "meter_session=$TS" \
-    -X POST -H "X-CSRF-Token: x" -H "Origin: ${url_tls/https/http}" "$url_tls/sign-out")
-want 403 "$got" "an http:// Origin to the https server"
+    -X POST -H "X-CSRF-Token: $TCSRF" -H "Origin: ${url_tls/https/http}" "$url_tls/sign-out")
+want 403 "$got" "an http:// Origin to the https server, with the right token"
+contains "$(cat body.out)" "comes from another site" "refused for its origin"
+port=${url_tls##*:}
+got=$(curl -s --cacert server.pem -o /dev/null -w '%{http_code}' -b "meter_session=$TS" \
+    -X POST -H "X-CSRF-Token: $TCSRF" -H "Origin: $url_tls" -H "Host: 127.0.0.1:$port" \
+    "$url_tls/v1/invoices/run" --data '{}' -H 'Content-Type: application/json')
+[ "$got" != 403 ] || fail "its own origin refused: $got"
 
 # --- no token in any log ------------------------------------------------------------------
 for t in "$FS" "$AS" "$RS" "$ES" "$ES2" "$LS" "$TS" "$FCSRF" "$FIN" "$A" "$ADMIN" "$HOST" "$REV"; do

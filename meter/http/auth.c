@@ -347,8 +347,17 @@ meter_http_same_origin(struct meter_http_request *rq)
     if (!origin)
         return true;
     const char *host = meter_http_header(rq, "Host");
-    const char *scheme = meter_http_tls(rq) ? "https://" : "http://";
+    bool tls = meter_http_tls(rq);
+    const char *scheme = tls ? "https://" : "http://";
     size_t n = strlen(scheme);
-    return host && *host && strncasecmp(origin, scheme, n) == 0 &&
-           strcasecmp(origin + n, host) == 0;
+    if (!host || !*host || strncasecmp(origin, scheme, n) != 0)
+        return false;
+    if (strcasecmp(origin + n, host) == 0)
+        return true;
+    /* A browser leaves the scheme's default port out of Origin; a Host
+     * header may carry it. */
+    const char *port = tls ? ":443" : ":80";
+    size_t h = strlen(host), o = strlen(origin + n), p = strlen(port);
+    return h == o + p && strncasecmp(origin + n, host, o) == 0 &&
+           strcmp(host + o, port) == 0;
 }

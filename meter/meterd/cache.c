@@ -6,15 +6,19 @@
  * The key names the report and its canonical parameters, made after the
  * request was checked and its caller authorized, so an entry is only
  * ever served to a caller who may read it. Each meterd keeps its own:
- * nothing is shared between replicas, and a document is at most ttl
- * seconds old in any of them (each report carries when it was built).
- * A fixed table of slots, one entry a slot (a newer key replaces an
- * older one in its slot), under one mutex held only to copy. When an
- * entry expires, the first request rebuilds it while the others are
- * served the entry they had (for as long as the rebuild takes): one
- * statement, not one per waiting request, and no wait. A report not
- * kept yet is built by its first request; the others asking for it
- * meanwhile wait for that one rather than each running the statement.
+ * nothing is shared between replicas. A fixed table of slots, one entry
+ * a slot (a newer key replaces an older one in its slot), under one
+ * mutex held only to copy.
+ *
+ * A document is served ttl seconds. Then the first request rebuilds it
+ * while the others are served the one there was, for as long as that
+ * takes: one statement, not one per request, and no wait; a rebuild
+ * that fails leaves it served until one succeeds (a dashboard shows its
+ * last numbers, with the time they were built, rather than an error).
+ * A report not kept yet is built by its first request; the others
+ * asking for it meanwhile wait for that one rather than each running
+ * the statement, and fail with it if it fails (a database down costs
+ * one timeout, not one per waiting request in turn).
  */
 #include "meterd_int.h"
 
@@ -32,7 +36,12 @@ struct entry {
     size_t len;
     int64_t expires; /* monotonic milliseconds */
     int64_t rebuilding; /* since when a request rebuilds it; 0: none */
+    int64_t failed;     /* when its last build failed; 0: none */
 };
+
+/* After a failed build of a report not kept, the requests waiting for it
+ * and those in this long fail too, rather than each try in turn. */
+#define FAILED_MS 1000
 
 /* A rebuild that has not ended in this long is given up for lost. */
 #define REBUILD_MAX_MS 60000
@@ -73,8 +82,9 @@ meterd_cache_init(unsigned ttl_s)
 }
 
 char *
-meterd_cache_get(const char *key, size_t *len)
+meterd_cache_get(const char *key, size_t *len, bool *failed)
 {
+    *failed = false;
     if (!ttl_ms)
         return NULL;
     char *copy = NULL;
@@ -88,12 +98,17 @@ meterd_cache_get(const char *key, size_t *len)
             if (k) {
                 free(e->key);
                 free(e->text);
-                *e = (struct entry){k, NULL, 0, 0, now};
+                *e = (struct entry){k, NULL, 0, 0, now, 0};
             }
             break;
         }
         bool others_rebuild =
             e->rebuilding && now - e->rebuilding < REBUILD_MAX_MS;
+        if (!e->text && !others_rebuild && e->failed &&
+            now - e->failed < FAILED_MS) {
+            *failed = true;
+            break;
+        }
         if (e->text && (e->expires > now || others_rebuild)) {
             if ((copy = malloc(e->len + 1))) {
                 memcpy(copy, e->text, e->len + 1);
@@ -131,7 +146,7 @@ meterd_cache_put(const char *key, const char *text, size_t len)
     pthread_mutex_lock(&lock);
     struct entry *e = slot_of(key);
     char *old_key = e->key, *old_text = e->text;
-    *e = (struct entry){k, t, len, now_ms() + ttl_ms, 0};
+    *e = (struct entry){k, t, len, now_ms() + ttl_ms, 0, 0};
     pthread_cond_broadcast(&built);
     pthread_mutex_unlock(&lock);
     free(old_key);
@@ -143,8 +158,10 @@ meterd_cache_abandon(const char *key)
 {
     pthread_mutex_lock(&lock);
     struct entry *e = slot_of(key);
-    if (e->key && strcmp(e->key, key) == 0)
+    if (e->key && strcmp(e->key, key) == 0) {
         e->rebuilding = 0;
+        e->failed = now_ms();
+    }
     pthread_cond_broadcast(&built);
     pthread_mutex_unlock(&lock);
 }

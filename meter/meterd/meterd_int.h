@@ -69,10 +69,10 @@ void meterd_bad_query(struct meter_http_request *rq, const char *name,
 /* Report texts kept ttl seconds (cache.c): set before the server
  * starts; 0 keeps nothing. get returns a copy (free it), or NULL: the
  * caller builds the text and puts it, or abandons the key if it could
- * not (an expired entry is served to others while one caller
- * rebuilds it). */
+ * not; but with *failed set, the build this caller waited for has just
+ * failed, and so does this request. */
 void meterd_cache_init(unsigned ttl_s);
-char *meterd_cache_get(const char *key, size_t *len);
+char *meterd_cache_get(const char *key, size_t *len, bool *failed);
 void meterd_cache_put(const char *key, const char *text, size_t len);
 void meterd_cache_abandon(const char *key);
 void meterd_cache_clear(void);

@@ -1,7 +1,7 @@
 /*
  * reports.c - GET /v1/reports/...: the JSON behind every chart and table
  * of the dashboards (docs/dashboards.md). Each report is built once by
- * a function the pages call too (dash_*.c), so a page shows exactly its
+ * a function the pages call too (dashboard.c), so a page shows exactly its
  * JSON's numbers. A key of role account reads only its own account's
  * report; the fleet's reports are for finance and admin. Reports are
  * kept --report-ttl seconds (cache.c), keyed by their checked
@@ -54,9 +54,15 @@ static char *
 report_text(struct meter_http_request *rq, const char *key, report_fn *fn,
             const void *arg, const char *what, size_t *len)
 {
-    char *text = meterd_cache_get(key, len);
+    bool failed;
+    char *text = meterd_cache_get(key, len, &failed);
     if (text)
         return text;
+    if (failed) {
+        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
+                                 NULL, "the report cannot be read now");
+        return NULL;
+    }
     PGconn *db = meter_http_db(rq);
     struct meter_err e = {{0}};
     json_t *doc = NULL;
@@ -326,16 +332,9 @@ meterd_query_usage(struct meter_http_request *rq, int64_t *from, int64_t *to,
         }
         *daily = strcmp(g, "day") == 0;
     }
-    int64_t len = *daily ? 86400 : 3600, now = (int64_t)time(NULL);
-    /* Default: the last 30 days by day, the last 24 hours by hour. */
-    *to = (now / len + 1) * len;
-    *from = *to - (*daily ? 30 : 24) * len;
-    if (f && *f && meter_day_parse(f, from) < 0 &&
-        meter_time_parse(f, from) < 0) {
-        meterd_bad_query(rq, "from", f,
-                         "a day YYYY-MM-DD, YYYY-MM-DDTHH:MM:SSZ or Unix seconds");
-        return false;
-    }
+    int64_t len = *daily ? 86400 : 3600, span = (*daily ? 30 : 24) * len;
+    /* Default: the 30 days (24 hours by hour) up to now, or before to. */
+    *to = ((int64_t)time(NULL) / len + 1) * len;
     if (t && *t) {
         /* A day as the end names the last day included. */
         if (meter_day_parse(t, to) == 0)
@@ -346,6 +345,13 @@ meterd_query_usage(struct meter_http_request *rq, int64_t *from, int64_t *to,
                              "seconds");
             return false;
         }
+    }
+    *from = *to - span;
+    if (f && *f && meter_day_parse(f, from) < 0 &&
+        meter_time_parse(f, from) < 0) {
+        meterd_bad_query(rq, "from", f,
+                         "a day YYYY-MM-DD, YYYY-MM-DDTHH:MM:SSZ or Unix seconds");
+        return false;
     }
     *from -= ((*from % len) + len) % len;
     *to = (*to + len - 1) / len * len;

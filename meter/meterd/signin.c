@@ -110,23 +110,20 @@ local_path(const char *next)
 /* ---- the form ------------------------------------------------------------ */
 
 /* Answers the sign-in page with status: error (NULL: none) above the
- * form, next carried through it. The form's CSRF token is the
- * browser's own if it has a well-formed one (a second tab's form stays
- * valid), else a new one, set again either way. */
+ * form, next carried through it, with a new CSRF token in the form and
+ * its cookie (a form of another tab is then stale: signing in from it
+ * shows the form again). */
 static void
 show_form(struct meter_http_request *rq, unsigned status, const char *error,
           const char *next)
 {
-    char fresh[METER_CSRF_LEN + 1];
-    const char *csrf = meter_http_cookie(rq, METER_HTTP_SIGNIN_CSRF_COOKIE);
-    if (!csrf_shaped(csrf)) {
-        if (meter_random_hex(fresh, METER_CSRF_LEN / 2) < 0) {
-            meter_http_reply_problem(rq, 503, "unavailable", "No random bytes",
-                                     NULL,
-                                     "the sign-in form cannot be made now");
-            return;
-        }
-        csrf = fresh;
+    /* Always a new token: one that a cookie set by someone else
+     * planted would let them sign this browser in with their key. */
+    char csrf[METER_CSRF_LEN + 1];
+    if (meter_random_hex(csrf, METER_CSRF_LEN / 2) < 0) {
+        meter_http_reply_problem(rq, 503, "unavailable", "No random bytes",
+                                 NULL, "the sign-in form cannot be made now");
+        return;
     }
     set_cookie(rq, METER_HTTP_SIGNIN_CSRF_COOKIE, csrf, "/sign-in", -1);
     struct meter_buf out = {0};

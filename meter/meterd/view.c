@@ -114,13 +114,31 @@ meterd_table(struct meter_buf *out, const struct meterd_table *t, json_t *rows)
     }
 }
 
+/* Whether v is a plain decimal number, "-?[0-9]+(.[0-9]+)?". */
+static bool
+is_number(const char *v)
+{
+    const char *p = v + (*v == '-');
+    size_t whole = strspn(p, "0123456789");
+    if (!whole)
+        return false;
+    p += whole;
+    if (*p == '.') {
+        size_t frac = strspn(p + 1, "0123456789");
+        if (!frac)
+            return false;
+        p += 1 + frac;
+    }
+    return *p == '\0';
+}
+
 /* A CSV field (RFC 4180); one that a spreadsheet would run as a formula
- * is prefixed with a quote. */
+ * (starting = + - @, a tab or a carriage return, a negative number
+ * aside) is quoted and prefixed with an apostrophe. */
 static void
 csv_field(struct meter_buf *out, const char *v)
 {
-    bool formula = (*v == '=' || *v == '+' || *v == '@' || *v == '\t' ||
-                    *v == '\r' || (*v == '-' && !(v[1] >= '0' && v[1] <= '9')));
+    bool formula = strchr("=+-@\t\r", *v) && *v && !is_number(v);
     if (!formula && !strpbrk(v, ",\"\r\n")) {
         meter_buf_str(out, v);
         return;
