@@ -89,15 +89,12 @@ db_hard(struct meter_err *e, const char *fmt, ...)
     return METER_DB_HARD;
 }
 
-enum meter_db_status
-meter_db_exec(PGconn *db, const char *what, const char *sql, int n,
-              const char *const *values, const int *lengths, const int *formats,
-              PGresult **res, struct meter_err *e)
+/* The layer's status of result r: ROWS (r to *res, or cleared), NONE,
+ * or the failure. */
+static enum meter_db_status
+outcome(PGconn *db, PGresult *r, const char *what, PGresult **res,
+        struct meter_err *e)
 {
-    if (res)
-        *res = NULL;
-    PGresult *r = PQexecParams(db, sql, n, NULL, values, lengths, formats, 0);
-    db_answered(db);
     ExecStatusType st = PQresultStatus(r);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
         return db_failed(db, r, what, e);
@@ -109,6 +106,18 @@ meter_db_exec(PGconn *db, const char *what, const char *sql, int n,
     else
         PQclear(r);
     return rc;
+}
+
+enum meter_db_status
+meter_db_exec(PGconn *db, const char *what, const char *sql, int n,
+              const char *const *values, const int *lengths, const int *formats,
+              PGresult **res, struct meter_err *e)
+{
+    if (res)
+        *res = NULL;
+    PGresult *r = PQexecParams(db, sql, n, NULL, values, lengths, formats, 0);
+    db_answered(db);
+    return outcome(db, r, what, res, e);
 }
 
 enum meter_db_status
@@ -133,17 +142,7 @@ db_exec_prepared(PGconn *db, const char *what, const char *name,
         r = PQexecPrepared(db, name, n, values, lengths, formats, 0);
     }
     db_answered(db);
-    ExecStatusType st = PQresultStatus(r);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        return db_failed(db, r, what, e);
-    enum meter_db_status rc = st == PGRES_TUPLES_OK && PQntuples(r) > 0
-                                  ? METER_DB_ROWS
-                                  : METER_DB_NONE;
-    if (res)
-        *res = r;
-    else
-        PQclear(r);
-    return rc;
+    return outcome(db, r, what, res, e);
 }
 
 enum meter_db_status
