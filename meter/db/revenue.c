@@ -9,7 +9,8 @@
  * compute, instances and the autopause credit, byte-seconds of memory,
  * of disk, bytes sent, running seconds for runs. Fees and credits with
  * no usage behind them (subscription, minimum commit, credits) go evenly
- * over the days; so does a line whose days saw none of its driver. The
+ * over the days; so does a line whose days saw none of its driver; a
+ * grant goes where the charges it pays went (spread_grant). The
  * split is exact (12 decimals); what rounding the total to the currency
  * took or added is spread evenly; then each (day, kind, book) cell is
  * rounded to the minor unit by largest remainder, so the cells of a
@@ -231,6 +232,50 @@ spread_line(PGconn *db, const struct db_account *acct,
     return METER_DB_ROWS;
 }
 
+/*
+ * A credit grant pays the document: it goes where the charges it pays
+ * went, in proportion to each cell's positive amount (so late usage it
+ * pays is paid on the days of that usage, and a day's revenue does not
+ * turn negative because a grant paid another day's). With nothing
+ * positive to pay, it goes to the first cell (or, with no cell, is
+ * left to the rounding step, which spreads it).
+ */
+static int
+spread_grant(const struct report_line *l, struct spread *s)
+{
+    size_t n = s->nc;
+    pricing_i128 total = 0, given = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s->c[i].v > 0)
+            total += s->c[i].v;
+    if (n == 0)
+        return 0;
+    pricing_i128 a = l->amount.v;
+    /* |a| <= total (a grant pays at most the charges): a * weight fits
+     * while total does in 63 bits (9.2 million in the currency); past
+     * that, positive cells weigh alike. */
+    bool alike = total > INT64_MAX;
+    if (alike) {
+        total = 0;
+        for (size_t i = 0; i < n; i++)
+            total += s->c[i].v > 0;
+    }
+    size_t heaviest = 0;
+    for (size_t i = 0; i < n && total > 0; i++) {
+        const struct cell c = s->c[i];
+        if (c.v <= 0)
+            continue;
+        if (c.v > s->c[heaviest].v)
+            heaviest = i;
+        pricing_i128 part = floor_div(a * (alike ? 1 : c.v), total);
+        given += part;
+        if (add_to_cell(s, c.day, "credit_grant", c.book, c.version, part) < 0)
+            return -1;
+    }
+    const struct cell h = s->c[heaviest];
+    return add_to_cell(s, h.day, "credit_grant", h.book, h.version, a - given);
+}
+
 static int
 by_remainder(const void *a, const void *b)
 {
@@ -324,8 +369,14 @@ db_revenue_store(PGconn *db, const struct db_account *acct,
         minor = 6;
     struct spread s = {0};
     enum meter_db_status st = METER_DB_ROWS;
+    /* The charges first, then the grants that pay them. */
     for (size_t i = 0; i < inv->nlines && st >= 0; i++)
-        st = spread_line(db, acct, &inv->lines[i], &s, e);
+        if (strcmp(inv->lines[i].kind, "credit_grant") != 0)
+            st = spread_line(db, acct, &inv->lines[i], &s, e);
+    for (size_t i = 0; i < inv->nlines && st >= 0; i++)
+        if (strcmp(inv->lines[i].kind, "credit_grant") == 0 &&
+            spread_grant(&inv->lines[i], &s) < 0)
+            st = db_hard(e, "out of memory");
     char *rows = NULL;
     if (st >= 0 && (round_cells(&s, inv->total.v, minor) < 0 ||
                     !(rows = cells_json(&s, minor))))
