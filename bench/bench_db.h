@@ -31,6 +31,17 @@ bench_db_die(const char *what, const char *detail)
     exit(1);
 }
 
+/* Runs q, dying with the server's message if it fails. */
+static inline PGresult *
+bench_sql(PGconn *db, const char *q)
+{
+    PGresult *r = PQexec(db, q);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+        bench_db_die(q, PQerrorMessage(db));
+    return r;
+}
+
 /* Connects to the cluster and names database NAME (b->conninfo); creates
  * nothing. */
 static inline void

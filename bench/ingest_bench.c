@@ -41,20 +41,11 @@ die(const char *what, const char *detail)
     exit(1);
 }
 
-static PGresult *
-sql(PGconn *db, const char *q)
-{
-    PGresult *r = PQexec(db, q);
-    ExecStatusType st = PQresultStatus(r);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        die(q, PQerrorMessage(db));
-    return r;
-}
 
 static long long
 sql_int(PGconn *db, const char *q)
 {
-    PGresult *r = sql(db, q);
+    PGresult *r = bench_sql(db, q);
     long long v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
     PQclear(r);
     return v;
@@ -257,7 +248,7 @@ main(int argc, char **argv)
            total, nb, (double)body_bytes / (double)total, bench_now() - t);
 
     /* (a) psql \copy into a naive table. */
-    PQclear(sql(db, "CREATE TABLE naive (sandbox_id text, ts bigint,"
+    PQclear(bench_sql(db, "CREATE TABLE naive (sandbox_id text, ts bigint,"
                     " account_id text, state text, vcpu numeric,"
                     " cpu_used numeric, mem_bytes bigint,"
                     " mem_used_bytes bigint, disk_bytes bigint,"
@@ -271,11 +262,11 @@ main(int argc, char **argv)
         die("psql \\copy", q);
     double copy_rate = (double)total / (bench_now() - t);
     unlink(csv_path);
-    PQclear(sql(db, "CHECKPOINT"));
+    PQclear(bench_sql(db, "CHECKPOINT"));
     double naive_bytes =
         (double)sql_int(db, "SELECT pg_total_relation_size('naive')") /
         (double)total;
-    PQclear(sql(db, "DROP TABLE naive"));
+    PQclear(bench_sql(db, "DROP TABLE naive"));
 
     /* (b) meterd. */
     char token[METER_TOKEN_LEN + 1];
@@ -321,7 +312,7 @@ main(int argc, char **argv)
     double p50, p99;
     double col_rate = push_all(url, token, "Content-Type: application/json",
                                batches, nb, conns, &p50, &p99);
-    PQclear(sql(db, "CHECKPOINT"));
+    PQclear(bench_sql(db, "CHECKPOINT"));
     long long stored = sql_int(db, "SELECT sum(samples) FROM usage_hourly");
     double blocks_bytes =
         (double)sql_int(db, "SELECT sum(pg_total_relation_size(inhrelid))"

@@ -46,15 +46,6 @@ die(const char *what, const char *detail)
     exit(1);
 }
 
-static void
-sql(PGconn *db, const char *q)
-{
-    PGresult *r = PQexec(db, q);
-    ExecStatusType st = PQresultStatus(r);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        die(q, PQerrorMessage(db));
-    PQclear(r);
-}
 
 /* Runs cmd through the shell; its wall time. */
 static double
@@ -87,8 +78,8 @@ main(int argc, char **argv)
     size_t stored =
         fleet_load(db, sandboxes, seconds, accounts, "invoice_bench");
     /* Measured from a quiet server: no checkpoint left to write. */
-    sql(db, "VACUUM ANALYZE");
-    sql(db, "CHECKPOINT");
+    PQclear(bench_sql(db, "VACUUM ANALYZE"));
+    PQclear(bench_sql(db, "CHECKPOINT"));
 
     char copy[8192], run[8192];
     snprintf(copy, sizeof(copy),
@@ -111,7 +102,7 @@ main(int argc, char **argv)
         if (phase == 1) {
             printf("  month closed (usage compact) in %.1f s\n",
                    timed(compact));
-            sql(db, "CHECKPOINT");
+            PQclear(bench_sql(db, "CHECKPOINT"));
         }
         double a[3], b[3];
         for (int i = 0; i < 3; i++) {

@@ -123,20 +123,11 @@ on_signal(int sig)
     raise(sig);
 }
 
-static PGresult *
-sql(PGconn *db, const char *q)
-{
-    PGresult *r = PQexec(db, q);
-    ExecStatusType st = PQresultStatus(r);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-        die(q, PQerrorMessage(db));
-    return r;
-}
 
 static void
 sql_do(PGconn *db, const char *q)
 {
-    PQclear(sql(db, q));
+    PQclear(bench_sql(db, q));
 }
 
 static void
@@ -160,7 +151,7 @@ static bool
 fleet_complete(PGconn *db, size_t sandboxes, unsigned seconds, size_t accounts)
 {
     char q[512];
-    PGresult *r = sql(db, "SELECT to_regclass('report_bench_marker')");
+    PGresult *r = bench_sql(db, "SELECT to_regclass('report_bench_marker')");
     bool has = !PQgetisnull(r, 0, 0);
     PQclear(r);
     if (!has)
@@ -171,7 +162,7 @@ fleet_complete(PGconn *db, size_t sandboxes, unsigned seconds, size_t accounts)
              " FROM usage_hourly) FROM report_bench_marker m"
              " WHERE m.sandboxes = %zu AND m.seconds = %u AND m.accounts = %zu",
              sandboxes, seconds, accounts);
-    r = sql(db, q);
+    r = bench_sql(db, q);
     bool ok = PQntuples(r) == 1 &&
               strcmp(PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 3)) == 0;
     if (ok)
