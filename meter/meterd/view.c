@@ -283,7 +283,7 @@ meterd_bar_chart(struct meter_buf *out, const char *id, const char *title,
                               "height=\"%.1f\" class=\"%s\"><title>",
                          PAD_L + slot * (double)i + (slot - bw) / 2, y, bw,
                          h < 0.5 && v != 0 ? 0.5 : h,
-                         v < 0 ? "series-2" : "series-1");
+                         v < 0 ? "neg" : "pos");
         meter_buf_html(out, meterd_cell(row, label_key, lbuf));
         meter_buf_str(out, ": ");
         meter_buf_html(out, s);
