@@ -283,7 +283,7 @@ meterd_page_overview(struct meter_http_request *rq)
     static const struct meterd_col rev_cols[] = {
         COL("currency", "Currency"),
         NUM("period_to_date", "Period to date"),
-        NUM("period_total", "Period, drafts whole"),
+        NUM("period_total", "Whole period, fees to come included"),
         NUM("previous_to_date", "Previous period, same days"),
         NUM("previous_period", "Previous period, whole"),
     };
