@@ -83,7 +83,8 @@ quarantine_attempt(PGconn *db, void *arg, struct meter_err *e)
                           "quarantine up to now)",
                        q->v[2]);
     /* One statement: the blocks and the hourly rows of the same batches
-     * (same key, account, hour and arrival) move together, and the
+     * (same key, account, hour and arrival) move together, merged rows
+     * leave their sums (usage_merge.c, which this lock keeps out), and the
      * quarantine's row (audited) says how many. Blocks of a detached
      * (archived) month are not reached, nor are their rows. The key must
      * exist (the foreign key); a key with nothing stored in the window
@@ -113,7 +114,24 @@ quarantine_attempt(PGconn *db, void *arg, struct meter_err *e)
         "  quarantine_id) SELECT h.account_pk, h.hour, h.samples,"
         "  h.running_s, h.vcpu_s, h.cpu_used_s, h.mem_byte_s,"
         "  h.mem_used_byte_s, h.disk_byte_s, h.egress_bytes, h.added_at,"
-        "  h.key_id, q.quarantine_id FROM rolls h, q)"
+        "  h.key_id, q.quarantine_id FROM rolls h, q),"
+        /* Rows already merged leave their merged row too (0010). */
+        " unmerged AS (UPDATE usage_hourly_merged t SET"
+        "  samples = t.samples - d.samples,"
+        "  running_s = t.running_s - d.running_s,"
+        "  vcpu_s = t.vcpu_s - d.vcpu_s,"
+        "  cpu_used_s = t.cpu_used_s - d.cpu_used_s,"
+        "  mem_byte_s = t.mem_byte_s - d.mem_byte_s,"
+        "  mem_used_byte_s = t.mem_used_byte_s - d.mem_used_byte_s,"
+        "  disk_byte_s = t.disk_byte_s - d.disk_byte_s,"
+        "  egress_bytes = t.egress_bytes - d.egress_bytes"
+        "  FROM (SELECT account_pk, hour, sum(samples) AS samples,"
+        "  sum(running_s) AS running_s, sum(vcpu_s) AS vcpu_s,"
+        "  sum(cpu_used_s) AS cpu_used_s, sum(mem_byte_s) AS mem_byte_s,"
+        "  sum(mem_used_byte_s) AS mem_used_byte_s,"
+        "  sum(disk_byte_s) AS disk_byte_s, sum(egress_bytes) AS egress_bytes"
+        "  FROM rolls WHERE merged GROUP BY 1, 2) d"
+        "  WHERE t.account_pk = d.account_pk AND t.hour = d.hour)"
         " SELECT quarantine_id, blocks, seconds FROM q",
         4, q->v, NULL, NULL, &r, e);
     if (st == METER_DB_ROWS) {

@@ -2,10 +2,10 @@
  * reports.c - what finance's dashboards show, each report one statement
  * that PostgreSQL answers as one JSON document: the body of GET
  * /v1/reports/..., and what the pages render (so a page cannot show
- * another number than its JSON). They read the rollups (usage_hourly)
- * and the documents' revenue by day (invoice_revenue), never a block
- * of samples. Amounts are decimal strings in the minor unit of their
- * currency, per currency.
+ * another number than its JSON). They read the rollups, merged first
+ * (usage_hourly_totals, usage_merge.c), and the documents' revenue by
+ * day (invoice_revenue), never a block of samples. Amounts are decimal
+ * strings in the minor unit of their currency, per currency.
  */
 #include "db_int.h"
 
@@ -54,6 +54,15 @@ report(PGconn *db, const char *what, const char *sql, int n,
         return db_hard(e, "%s: the database's JSON does not parse: %s", what,
                        je.text);
     return METER_DB_ROWS;
+}
+
+/* The rollups merged before a report sums them: one row per account
+ * and hour rather than one per batch (60 an hour on a fleet-day). */
+static enum meter_db_status
+merge(PGconn *db, struct meter_err *e)
+{
+    uint64_t rows;
+    return meter_db_usage_merge(db, &rows, e);
 }
 
 /* A document's amounts as revenue: every document counts, so a void
@@ -168,6 +177,9 @@ meter_db_report_accounts(PGconn *db, const struct meter_report_query *q,
                        b.hour_hi, q->search ? q->search : "",
                        q->sort,   q->descending ? "t" : "f",
                        limit,     offset};
+    enum meter_db_status st = merge(db, e);
+    if (st < 0)
+        return st;
     /* The sort column is a parameter: one CASE per column and direction,
      * so the statement's text never changes (scripts/check-sql.sh). */
     return report(
@@ -180,7 +192,7 @@ meter_db_report_accounts(PGconn *db, const struct meter_report_query *q,
         "  FROM" REVENUE " WHERE r.day >= $1::date AND r.day < $2::date"
         "  GROUP BY 1, 2),"
         " use AS (SELECT h.account_pk, sum(h.vcpu_s) AS v,"
-        "  sum(h.mem_byte_s) AS m FROM usage_hourly h"
+        "  sum(h.mem_byte_s) AS m FROM usage_hourly_totals h"
         "  WHERE h.hour >= $3::bigint AND h.hour < $4::bigint GROUP BY 1),"
         " book AS (SELECT DISTINCT ON (p.account_id) p.account_id,"
         "  p.price_book_id, p.version FROM account_price_books p"
@@ -227,7 +239,10 @@ meter_db_report_account(PGconn *db, const char *account, int year, int month,
     struct bounds b;
     bounds_of(year, month, &b);
     const char *v[] = {account, b.first, b.next, b.hour_lo, b.hour_hi};
-    enum meter_db_status st = report(
+    enum meter_db_status st = merge(db, e);
+    if (st < 0)
+        return st;
+    st = report(
         db, "cannot read the account",
         "WITH a AS (SELECT * FROM accounts WHERE account_id = $1)"
         " SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM a) THEN 'null'::json"
@@ -253,7 +268,7 @@ meter_db_report_account(PGconn *db, const char *account, int year, int month,
         "   FROM (SELECT h.hour / 24 AS d, sum(h.samples) AS s,"
         "   sum(h.running_s) AS r, sum(h.vcpu_s) AS v, sum(h.mem_byte_s) AS m,"
         "   sum(h.disk_byte_s) AS k, sum(h.egress_bytes) AS x"
-        "   FROM usage_hourly h WHERE h.account_pk ="
+        "   FROM usage_hourly_totals h WHERE h.account_pk ="
         "   (SELECT account_pk FROM a) AND h.hour >= $4::bigint"
         "   AND h.hour < $5::bigint GROUP BY 1) u), '[]'),"
         "  'revenue_by_day', coalesce((SELECT json_agg(json_build_object("
@@ -296,6 +311,9 @@ meter_db_report_usage(PGconn *db, int64_t from, int64_t to, bool daily,
     snprintf(t, sizeof(t), "%" PRId64, to / 3600);
     snprintf(step, sizeof(step), "%d", daily ? 24 : 1);
     const char *v[] = {f, t, step};
+    enum meter_db_status st = merge(db, e);
+    if (st < 0)
+        return st;
     return report(
         db, "cannot read the fleet's usage",
         "SELECT json_build_object('granularity', CASE WHEN $3::int = 24"
@@ -322,7 +340,7 @@ meter_db_report_usage(PGconn *db, int64_t from, int64_t to, bool daily,
         "  (SELECT h.hour / $3::int * $3::int AS b, h.account_pk,"
         "  sum(h.samples) AS s, sum(h.running_s) AS r, sum(h.vcpu_s) AS v,"
         "  sum(h.mem_byte_s) AS m, sum(h.disk_byte_s) AS k,"
-        "  sum(h.egress_bytes) AS x FROM usage_hourly h"
+        "  sum(h.egress_bytes) AS x FROM usage_hourly_totals h"
         "  WHERE h.hour >= $1::bigint AND h.hour < $2::bigint GROUP BY 1, 2)"
         "  per GROUP BY 1) u",
         3, v, out, e);

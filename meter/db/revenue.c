@@ -114,7 +114,7 @@ load_period(PGconn *db, const struct db_account *acct, int year, int month,
         "WITH d AS (SELECT h.hour / 24 AS day, sum(h.running_s) AS r,"
         "  sum(h.vcpu_s) AS v, sum(h.mem_byte_s) AS m,"
         "  sum(h.disk_byte_s) AS k, sum(h.egress_bytes) AS x"
-        "  FROM usage_hourly h WHERE h.account_pk = $1::int"
+        "  FROM usage_hourly_totals h WHERE h.account_pk = $1::int"
         "  AND h.hour >= $2::bigint AND h.hour < $3::bigint GROUP BY 1)"
         " SELECT day,"
         "  coalesce(floor(r * 1e9 / nullif(sum(r) OVER (), 0)), 0),"

@@ -1,6 +1,6 @@
 /*
  * usage_series.c - an account's usage by hour or day, from the rollups
- * (usage_hourly): what dashboards and the usage endpoint read, without
+ * (usage_hourly_totals): what dashboards and the usage endpoint read, without
  * decoding a block.
  */
 #include "db_int.h"
@@ -32,7 +32,7 @@ meter_db_usage_series(PGconn *db, const char *account, int64_t from, int64_t to,
         " sum(h.running_s), sum(h.vcpu_s), sum(h.cpu_used_s),"
         " sum(h.mem_byte_s), sum(h.mem_used_byte_s), sum(h.disk_byte_s),"
         " sum(h.egress_bytes)"
-        " FROM usage_hourly h JOIN accounts a USING (account_pk)"
+        " FROM usage_hourly_totals h JOIN accounts a USING (account_pk)"
         " WHERE a.account_id = $1 AND h.hour >= $2::bigint"
         " AND h.hour < $3::bigint"
         " AND h.hour / $4::int * $4::int * 3600 > $5::bigint"

@@ -1,0 +1,71 @@
+/*
+ * usage_merge.c - the hourly rollups merged to one row per account and
+ * hour (migration 0010): what a report over the fleet's month reads
+ * instead of one row per batch.
+ *
+ * One statement marks the rows not merged yet and adds their sums to
+ * usage_hourly_merged, so a reader of usage_hourly_totals counts every
+ * row once, merged or not, whenever it reads. Rows that arrive during a
+ * merge are merged by the next. One merge at a time, and none under a
+ * quarantine (audit.c), which takes merged rows back out: a merge that
+ * finds either running skips, which costs a reader nothing but speed.
+ */
+#include "db_int.h"
+
+#include <stdlib.h>
+
+/* The second key of the merge's lock, in DB_LOCK_QUARANTINE's class. */
+#define MERGE_LOCK "1"
+
+struct merge {
+    uint64_t *rows;
+};
+
+static enum meter_db_status
+merge_attempt(PGconn *db, void *arg, struct meter_err *e)
+{
+    struct merge *m = arg;
+    PGresult *r;
+    *m->rows = 0;
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot merge the hourly usage",
+        "SELECT pg_try_advisory_xact_lock(" DB_LOCK_QUARANTINE ", " MERGE_LOCK
+        ") AND pg_try_advisory_xact_lock_shared(" DB_LOCK_QUARANTINE ", 0)",
+        0, NULL, NULL, NULL, &r, e);
+    bool mine = st == METER_DB_ROWS && PQgetvalue(r, 0, 0)[0] == 't';
+    PQclear(r);
+    if (st < 0 || !mine)
+        return st < 0 ? st : METER_DB_NONE;
+    st = meter_db_exec(
+        db, "cannot merge the hourly usage",
+        "WITH m AS (UPDATE usage_hourly SET merged = true WHERE NOT merged"
+        "  RETURNING account_pk, hour, samples, running_s, vcpu_s,"
+        "  cpu_used_s, mem_byte_s, mem_used_byte_s, disk_byte_s,"
+        "  egress_bytes),"
+        " s AS (INSERT INTO usage_hourly_merged AS t SELECT account_pk, hour,"
+        "  sum(samples), sum(running_s), sum(vcpu_s), sum(cpu_used_s),"
+        "  sum(mem_byte_s), sum(mem_used_byte_s), sum(disk_byte_s),"
+        "  sum(egress_bytes) FROM m GROUP BY 1, 2"
+        "  ON CONFLICT (account_pk, hour) DO UPDATE SET"
+        "  samples = t.samples + excluded.samples,"
+        "  running_s = t.running_s + excluded.running_s,"
+        "  vcpu_s = t.vcpu_s + excluded.vcpu_s,"
+        "  cpu_used_s = t.cpu_used_s + excluded.cpu_used_s,"
+        "  mem_byte_s = t.mem_byte_s + excluded.mem_byte_s,"
+        "  mem_used_byte_s = t.mem_used_byte_s + excluded.mem_used_byte_s,"
+        "  disk_byte_s = t.disk_byte_s + excluded.disk_byte_s,"
+        "  egress_bytes = t.egress_bytes + excluded.egress_bytes)"
+        " SELECT count(*) FROM m",
+        0, NULL, NULL, NULL, &r, e);
+    if (st == METER_DB_ROWS)
+        *m->rows = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return st;
+}
+
+enum meter_db_status
+meter_db_usage_merge(PGconn *db, uint64_t *rows, struct meter_err *e)
+{
+    struct merge m = {rows};
+    return meter_db_transaction(db, "BEGIN", 3, merge_attempt, &m, e);
+}
