@@ -339,6 +339,10 @@ contains "$(cat "$tmp/nodb/err")" "no database" "meterd without a database says 
 
 expect_status 2 "$METERD" --listen nonsense
 expect_status 2 "$METERD" --threads 0
+expect_status 2 "$METERD" --merge-every 3601
+contains "$err" "--merge-every '3601'" "a bad --merge-every is named with its value"
+expect_status 2 "$METERD" --report-ttl -1
+contains "$err" "--report-ttl '-1'" "a bad --report-ttl is named with its value"
 expect_status 0 "$METERD" --help
 contains "$out" "--max-body" "help documents options"
 

@@ -604,13 +604,14 @@ enum meter_db_status meter_db_usage_series(PGconn *db, const char *account,
                                            meter_usage_cb *cb, void *arg,
                                            struct meter_err *e);
 
-/* Merges the hourly rollups not merged yet to one row per account and
- * hour (usage_merge.c, migration 0010), in a transaction of its own;
- * *rows receives how many rows it merged. Skips (NONE, *rows 0) while
- * another merge or a quarantine runs: readers of usage_hourly_totals
- * read the same sums either way, fewer rows once merged. */
-enum meter_db_status meter_db_usage_merge(PGconn *db, uint64_t *rows,
-                                          struct meter_err *e);
+/* Merges at most limit of the hourly rollups not merged yet to one row
+ * per account and hour (usage_merge.c, migration 0010), in a
+ * transaction of its own; *rows receives how many it merged. Skips
+ * (NONE, *rows 0) while another merge or a quarantine runs: readers of
+ * usage_hourly_totals read the same sums either way, fewer rows once
+ * merged. */
+enum meter_db_status meter_db_usage_merge(PGconn *db, uint64_t limit,
+                                          uint64_t *rows, struct meter_err *e);
 
 /* ---- closing a month ------------------------------------------------------
  */

@@ -2,7 +2,7 @@
  * reports.c - what finance's dashboards show, each report one statement
  * that PostgreSQL answers as one JSON document: the body of GET
  * /v1/reports/..., and what the pages render (so a page cannot show
- * another number than its JSON). They read the rollups, merged first
+ * another number than its JSON). They read the rollups, merged
  * (usage_hourly_totals, usage_merge.c), and the documents' revenue by
  * day (invoice_revenue), never a block of samples. Amounts are decimal
  * strings in the minor unit of their currency, per currency.
@@ -54,15 +54,6 @@ report(PGconn *db, const char *what, const char *sql, int n,
         return db_hard(e, "%s: the database's JSON does not parse: %s", what,
                        je.text);
     return METER_DB_ROWS;
-}
-
-/* The rollups merged before a report sums them: one row per account
- * and hour rather than one per batch (60 an hour on a fleet-day). */
-static enum meter_db_status
-merge(PGconn *db, struct meter_err *e)
-{
-    uint64_t rows;
-    return meter_db_usage_merge(db, &rows, e);
 }
 
 /* A document's amounts as revenue: every document counts, so a void
@@ -177,9 +168,6 @@ meter_db_report_accounts(PGconn *db, const struct meter_report_query *q,
                        b.hour_hi, q->search ? q->search : "",
                        q->sort,   q->descending ? "t" : "f",
                        limit,     offset};
-    enum meter_db_status st = merge(db, e);
-    if (st < 0)
-        return st;
     /* The sort column is a parameter: one CASE per column and direction,
      * so the statement's text never changes (scripts/check-sql.sh). */
     return report(
@@ -239,10 +227,7 @@ meter_db_report_account(PGconn *db, const char *account, int year, int month,
     struct bounds b;
     bounds_of(year, month, &b);
     const char *v[] = {account, b.first, b.next, b.hour_lo, b.hour_hi};
-    enum meter_db_status st = merge(db, e);
-    if (st < 0)
-        return st;
-    st = report(
+    enum meter_db_status st = report(
         db, "cannot read the account",
         "WITH a AS (SELECT * FROM accounts WHERE account_id = $1)"
         " SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM a) THEN 'null'::json"
@@ -311,9 +296,6 @@ meter_db_report_usage(PGconn *db, int64_t from, int64_t to, bool daily,
     snprintf(t, sizeof(t), "%" PRId64, to / 3600);
     snprintf(step, sizeof(step), "%d", daily ? 24 : 1);
     const char *v[] = {f, t, step};
-    enum meter_db_status st = merge(db, e);
-    if (st < 0)
-        return st;
     return report(
         db, "cannot read the fleet's usage",
         "SELECT json_build_object('granularity', CASE WHEN $3::int = 24"

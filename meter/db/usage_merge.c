@@ -3,21 +3,26 @@
  * hour (migration 0010): what a report over the fleet's month reads
  * instead of one row per batch.
  *
- * One statement marks the rows not merged yet and adds their sums to
- * usage_hourly_merged, so a reader of usage_hourly_totals counts every
- * row once, merged or not, whenever it reads. Rows that arrive during a
- * merge are merged by the next. One merge at a time, and none under a
- * quarantine (audit.c), which takes merged rows back out: a merge that
- * finds either running skips, which costs a reader nothing but speed.
+ * One statement marks rows not merged yet (at most a given number) and
+ * adds their sums to usage_hourly_merged, so a reader of
+ * usage_hourly_totals counts every row once, merged or not, whenever it
+ * reads. Rows that arrive during a merge are merged by the next. One
+ * merge at a time, and none under a quarantine (audit.c), which takes
+ * merged rows back out: a merge that finds either running skips, which
+ * costs a reader nothing but speed. meterd merges in the background
+ * (meter/meterd/merge.c).
  */
 #include "db_int.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* The second key of the merge's lock, in DB_LOCK_QUARANTINE's class. */
 #define MERGE_LOCK "1"
 
 struct merge {
+    char limit[24];
     uint64_t *rows;
 };
 
@@ -38,8 +43,9 @@ merge_attempt(PGconn *db, void *arg, struct meter_err *e)
         return st < 0 ? st : METER_DB_NONE;
     st = meter_db_exec(
         db, "cannot merge the hourly usage",
-        "WITH m AS (UPDATE usage_hourly SET merged = true WHERE NOT merged"
-        "  RETURNING account_pk, hour, samples, running_s, vcpu_s,"
+        "WITH m AS (UPDATE usage_hourly SET merged = true"
+        "  WHERE ctid = ANY (ARRAY(SELECT ctid FROM usage_hourly"
+        "  WHERE NOT merged LIMIT $1::bigint)) RETURNING account_pk, hour, samples, running_s, vcpu_s,"
         "  cpu_used_s, mem_byte_s, mem_used_byte_s, disk_byte_s,"
         "  egress_bytes),"
         " s AS (INSERT INTO usage_hourly_merged AS t SELECT account_pk, hour,"
@@ -56,7 +62,7 @@ merge_attempt(PGconn *db, void *arg, struct meter_err *e)
         "  disk_byte_s = t.disk_byte_s + excluded.disk_byte_s,"
         "  egress_bytes = t.egress_bytes + excluded.egress_bytes)"
         " SELECT count(*) FROM m",
-        0, NULL, NULL, NULL, &r, e);
+        1, (const char *const[]){m->limit}, NULL, NULL, &r, e);
     if (st == METER_DB_ROWS)
         *m->rows = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
     PQclear(r);
@@ -64,8 +70,10 @@ merge_attempt(PGconn *db, void *arg, struct meter_err *e)
 }
 
 enum meter_db_status
-meter_db_usage_merge(PGconn *db, uint64_t *rows, struct meter_err *e)
+meter_db_usage_merge(PGconn *db, uint64_t limit, uint64_t *rows,
+                     struct meter_err *e)
 {
-    struct merge m = {rows};
+    struct merge m = {.rows = rows};
+    snprintf(m.limit, sizeof(m.limit), "%" PRIu64, limit);
     return meter_db_transaction(db, "BEGIN", 3, merge_attempt, &m, e);
 }

@@ -118,6 +118,10 @@ static const char usage_text[] =
     "  --report-ttl S       a dashboard report is kept S seconds and served\n"
     "                       again within them; 0: computed for every\n"
     "                       request ($METER_REPORT_TTL; default 5)\n"
+    "  --merge-every S      the hourly rollups stored since are merged\n"
+    "                       every S seconds, in the background, so that\n"
+    "                       reports sum one row an account-hour; 0: never\n"
+    "                       ($METER_MERGE_EVERY; default 5)\n"
     "  --tls-cert FILE      serve HTTPS (only) with this PEM certificate,\n"
     "                       or chain, server's first ($METER_TLS_CERT);\n"
     "                       needs --tls-key\n"
@@ -144,6 +148,7 @@ enum {
     OPT_MAX_AGE,
     OPT_SESSION_TTL,
     OPT_REPORT_TTL,
+    OPT_MERGE_EVERY,
     OPT_TLS_CERT,
     OPT_TLS_KEY,
     OPT_LOG_LEVEL,
@@ -167,6 +172,7 @@ static const struct {
     {"max-age", "METER_MAX_AGE"},
     {"session-ttl", "METER_SESSION_TTL"},
     {"report-ttl", "METER_REPORT_TTL"},
+    {"merge-every", "METER_MERGE_EVERY"},
     {"tls-cert", "METER_TLS_CERT"},
     {"tls-key", "METER_TLS_KEY"},
     {"log-level", "METER_LOG_LEVEL"},
@@ -287,7 +293,7 @@ configure(const struct options *o, struct meter_http_config *cfg)
                 rate_s);
         return 2;
     }
-    /* The other count that may be 0 (nothing kept). */
+    /* The other counts that may be 0 (nothing kept, never merged). */
     const char *report_s = o->v[OPT_REPORT_TTL];
     uint64_t report_ttl = 5;
     if (report_s && meter_parse_uint(report_s, 0, 3600, &report_ttl) < 0) {
@@ -298,6 +304,16 @@ configure(const struct options *o, struct meter_http_config *cfg)
         return 2;
     }
     meterd_cache_init((unsigned)report_ttl);
+    const char *merge_s = o->v[OPT_MERGE_EVERY];
+    uint64_t merge_every = 5;
+    if (merge_s && meter_parse_uint(merge_s, 0, 3600, &merge_every) < 0) {
+        fprintf(stderr,
+                "meterd: --merge-every '%s' is not a number of seconds from 0 "
+                "to 3600\n",
+                merge_s);
+        return 2;
+    }
+    meterd.merge_every = (unsigned)merge_every;
     meterd.max_age = (int64_t)age * 86400;
     meterd.session_ttl = (unsigned)ttl;
     cfg->db_timeout_s = (unsigned)db_s;
@@ -387,7 +403,9 @@ main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (!(server = meter_http_start(&cfg, &e)))
+    if (!(server = meter_http_start(&cfg, &e)) ||
+        meterd_merge_start(conninfo, meterd.merge_every, cfg.db_timeout_s,
+                           &e) < 0)
         goto out;
     meter_log(METER_LOG_INFO,
               "meterd listening on %s://%s (%u threads, max body %zu "
@@ -400,10 +418,13 @@ main(int argc, char **argv)
     meter_log(METER_LOG_INFO,
               "signal %d: no new connections; finishing requests in flight",
               sig);
-    meter_http_stop(server);
-    meter_log(METER_LOG_INFO, "meterd stopped");
     rc = 0;
 out:
+    meterd_merge_stop();
+    if (server) {
+        meter_http_stop(server);
+        meter_log(METER_LOG_INFO, "meterd stopped");
+    }
     if (rc)
         fprintf(stderr, "meterd: %s\n", e.msg);
     meter_registry_free(meterd.registry);

@@ -17,6 +17,7 @@ struct meterd {
     struct meter_registry *registry;
     int64_t max_age;      /* seconds: older samples are refused */
     unsigned session_ttl; /* seconds a browser session lasts */
+    unsigned merge_every; /* seconds between merges of the rollups; 0 */
 };
 extern struct meterd meterd;
 
@@ -65,6 +66,12 @@ bool meterd_query_period(struct meter_http_request *rq, int *year, int *month);
 /* Answers 400 naming the query parameter, its value and why. */
 void meterd_bad_query(struct meter_http_request *rq, const char *name,
                       const char *value, const char *why);
+
+/* The merging thread (merge.c): merges the hourly rollups every `every`
+ * seconds on a connection of its own to db (0: never); stop joins it. */
+int meterd_merge_start(const char *db, unsigned every, unsigned db_timeout_s,
+                       struct meter_err *e);
+void meterd_merge_stop(void);
 
 /* Report texts kept ttl seconds (cache.c): set before the server
  * starts; 0 keeps nothing. get returns a copy (free it), or NULL: the

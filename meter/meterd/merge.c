@@ -1,0 +1,124 @@
+/*
+ * merge.c - the hourly rollups merged in the background, every
+ * --merge-every seconds, on a connection of its own: reports then sum
+ * one row per account and hour (usage_merge.c, migration 0010), and no
+ * request waits for a merge.
+ *
+ * Each meterd runs one; a merge that finds another running (a replica's)
+ * skips, so replicas share nothing but the database. A backlog (a first
+ * start over a year of rollups) is merged a bounded number of rows a
+ * transaction, one after the other, until done or stopped. Reports are
+ * right whether or not it runs: they read the rows not merged yet as
+ * they are.
+ */
+#include "meterd_int.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <time.h>
+
+/* Rows a transaction: about a third of a second's work. */
+#define MERGE_ROWS 10000
+
+static pthread_t thread;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake;
+static bool running, stopping;
+static const char *conninfo;
+static unsigned every_s, timeout_s;
+
+static bool
+stopped(void)
+{
+    pthread_mutex_lock(&lock);
+    bool s = stopping;
+    pthread_mutex_unlock(&lock);
+    return s;
+}
+
+/* Merges until nothing is left, another merges, or meterd stops. */
+static void
+merge_all(PGconn **db)
+{
+    struct meter_err e = {{0}};
+    if (*db && PQstatus(*db) != CONNECTION_OK) {
+        PQfinish(*db);
+        *db = NULL;
+    }
+    if (!*db) {
+        *db = meter_db_connect(conninfo, &e);
+        if (*db &&
+            meter_db_set_statement_timeout(*db, timeout_s * 1000, &e) < 0) {
+            PQfinish(*db);
+            *db = NULL;
+        }
+        if (!*db) {
+            meter_log(METER_LOG_WARN, "merge: %s", e.msg);
+            return;
+        }
+    }
+    uint64_t rows;
+    do {
+        if (meter_db_usage_merge(*db, MERGE_ROWS, &rows, &e) < 0) {
+            meter_log(METER_LOG_WARN, "merge: %s", e.msg);
+            return;
+        }
+        if (rows)
+            meter_log(METER_LOG_DEBUG, "merge: %llu hourly rows merged",
+                      (unsigned long long)rows);
+    } while (rows == MERGE_ROWS && !stopped());
+}
+
+static void *
+run(void *arg)
+{
+    (void)arg;
+    PGconn *db = NULL;
+    pthread_mutex_lock(&lock);
+    while (!stopping) {
+        pthread_mutex_unlock(&lock);
+        merge_all(&db);
+        pthread_mutex_lock(&lock);
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += every_s;
+        while (!stopping && pthread_cond_timedwait(&wake, &lock, &until) == 0)
+            ;
+    }
+    pthread_mutex_unlock(&lock);
+    PQfinish(db);
+    return NULL;
+}
+
+int
+meterd_merge_start(const char *db, unsigned every, unsigned db_timeout_s,
+                   struct meter_err *e)
+{
+    if (!every)
+        return 0;
+    conninfo = db;
+    every_s = every;
+    timeout_s = db_timeout_s + 1;
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&wake, &attr);
+    pthread_condattr_destroy(&attr);
+    if (pthread_create(&thread, NULL, run, NULL) != 0)
+        return meter_fail(e, "cannot start the merging thread");
+    running = true;
+    return 0;
+}
+
+void
+meterd_merge_stop(void)
+{
+    if (!running)
+        return;
+    pthread_mutex_lock(&lock);
+    stopping = true;
+    pthread_cond_signal(&wake);
+    pthread_mutex_unlock(&lock);
+    pthread_join(thread, NULL);
+    running = false;
+}
