@@ -8,14 +8,18 @@
  *       HTTP, parsing, validation, exactly-once and rollups; also the
  *       row forms (JSON array, NDJSON) on a slice.
  * It reports samples per second, p50/p99 batch latency, and bytes per
- * sample on disk (indexes included) for both stores.
+ * sample on disk (indexes included) for both stores, for the bench's
+ * fleet and a noisy one (sim_fleet_noisy), three runs of each,
+ * alternating, each figure the median with min and max beside it.
  *
  * usage: ingest_bench [SANDBOXES] [SECONDS] [CONNECTIONS]
+ * (default 2500 3600 4)
  * The database: $METER_DATABASE_URL, else the embedded one of the
  * current directory. The bench makes and drops its own database.
  */
 #include <curl/curl.h>
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -198,37 +202,40 @@ push_all(const char *url, const char *token, const char *type,
     return (double)samples / t;
 }
 
-/* ---- main --------------------------------------------------------------- */
+/* ---- one run ------------------------------------------------------------ */
 
-int
-main(int argc, char **argv)
+#define RUNS 3
+
+/* The figures of one run over one fleet. */
+struct figures {
+    double copy_rate, naive_bytes;
+    double col_rate, p50, p99, blocks_bytes, all_bytes, body_bytes;
+    double nd_rate, n50, n99, js_rate, j50, j99;
+};
+
+/* One run: the workload of `sandboxes` x `seconds` (noisy or not) loaded
+ * by psql \copy, then pushed to a new meterd, in a database of its own. */
+static void
+one_run(size_t sandboxes, unsigned seconds, int conns, bool noisy,
+        struct figures *f)
 {
-    size_t sandboxes = argc > 1 ? strtoul(argv[1], NULL, 10) : 2500;
-    unsigned seconds = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 10800;
-    int conns = argc > 3 ? atoi(argv[3]) : 4;
     const unsigned window = 60;
-    if (!sandboxes || seconds < window || conns < 1 || conns > 64)
-        die("usage", "ingest_bench [SANDBOXES] [SECONDS] [CONNECTIONS]");
-
-    /* A database of its own. */
     struct bench_db bdb;
     PGconn *db = bench_db_create(&bdb, "ingest_bench");
     const char *conninfo = bdb.conninfo;
     char q[8192];
 
     /* The workload: batches of `window` seconds of the whole fleet. */
-    printf("ingest_bench: %zu sandbox slots x %u s, batches of %u s, %d "
-           "connections\n",
-           sandboxes, seconds, window, conns);
     int64_t start = 1790000000; /* 2026-09-21 */
     struct sim_fleet *fleet = sim_fleet_new(42, sandboxes, 100, start);
+    if (noisy)
+        sim_fleet_noisy(fleet);
     size_t nb = seconds / window, total = 0;
     struct batch *batches = calloc(nb, sizeof(*batches));
     char csv_path[] = "/tmp/ingest_bench_XXXXXX";
     int fd = mkstemp(csv_path);
     struct meter_columnar col = {0};
     struct build bld = {&col, fdopen(fd, "w"), ""};
-    double t = bench_now();
     for (size_t i = 0; i < nb; i++) {
         meter_columnar_begin(&col);
         batches[i].samples = sim_fleet_next(fleet, window, add_run, &bld);
@@ -243,9 +250,7 @@ main(int argc, char **argv)
     size_t body_bytes = 0;
     for (size_t i = 0; i < nb; i++)
         body_bytes += batches[i].body.len;
-    printf("workload: %zu samples in %zu batches (%.1f bytes a sample "
-           "columnar), built in %.1f s\n",
-           total, nb, (double)body_bytes / (double)total, bench_now() - t);
+    f->body_bytes = (double)body_bytes / (double)total;
 
     /* (a) psql \copy into a naive table. */
     PQclear(bench_sql(db, "CREATE TABLE naive (sandbox_id text, ts bigint,"
@@ -257,13 +262,13 @@ main(int argc, char **argv)
              "psql -q -v ON_ERROR_STOP=1 \"%s\" -c \"\\copy naive FROM '%s' "
              "WITH (FORMAT csv)\"",
              conninfo, csv_path);
-    t = bench_now();
+    double t = bench_now();
     if (system(q) != 0)
         die("psql \\copy", q);
-    double copy_rate = (double)total / (bench_now() - t);
+    f->copy_rate = (double)total / (bench_now() - t);
     unlink(csv_path);
     PQclear(bench_sql(db, "CHECKPOINT"));
-    double naive_bytes =
+    f->naive_bytes =
         (double)sql_int(db, "SELECT pg_total_relation_size('naive')") /
         (double)total;
     PQclear(bench_sql(db, "DROP TABLE naive"));
@@ -288,13 +293,13 @@ main(int argc, char **argv)
     snprintf(url, sizeof(url), "http://%s/v1/samples", listen);
     pid_t meterd = fork();
     if (meterd == 0) {
-        /* The fleet's fixed start stays within the acceptance window. */
+        /* The fleet's fixed start stays within the acceptance window;
+         * the rollups are not merged while it is measured. */
         execl(METERD_PATH, "meterd", "--listen", listen, "--db", conninfo,
               "--log-level", "warn", "--threads", "4", "--max-age", "36500",
-              (char *)NULL);
+              "--merge-every", "0", (char *)NULL);
         _exit(127);
     }
-    curl_global_init(CURL_GLOBAL_DEFAULT);
     char health[128];
     snprintf(health, sizeof(health), "http://%s/readyz", listen);
     for (int i = 0;; i++) {
@@ -309,21 +314,17 @@ main(int argc, char **argv)
             die("meterd", "did not start");
         usleep(100000);
     }
-    double p50, p99;
-    double col_rate = push_all(url, token, "Content-Type: application/json",
-                               batches, nb, conns, &p50, &p99);
+    f->col_rate = push_all(url, token, "Content-Type: application/json",
+                           batches, nb, conns, &f->p50, &f->p99);
     PQclear(bench_sql(db, "CHECKPOINT"));
     long long stored = sql_int(db, "SELECT sum(samples) FROM usage_hourly");
-    double blocks_bytes =
+    f->blocks_bytes =
         (double)sql_int(db, "SELECT sum(pg_total_relation_size(inhrelid))"
                             " FROM pg_inherits WHERE inhparent ="
                             " 'usage_blocks'::regclass") /
         (double)stored;
-    double all_bytes =
-        (double)sql_int(db, "SELECT sum(pg_total_relation_size(inhrelid))"
-                            " FROM pg_inherits WHERE inhparent ="
-                            " 'usage_blocks'::regclass") /
-            (double)stored +
+    f->all_bytes =
+        f->blocks_bytes +
         (double)sql_int(db, "SELECT pg_total_relation_size('usage_hourly')"
                             " + pg_total_relation_size('sandboxes')") /
             (double)stored;
@@ -332,7 +333,6 @@ main(int argc, char **argv)
 
     /* Row forms, on a slice of the next 10 minutes of the fleet. */
     struct batch rows_json[10], rows_nd[10];
-    size_t slice = 0;
     for (int i = 0; i < 10; i++) {
         struct rows rw = {{0}, {0}, 0, ""};
         size_t n = sim_fleet_next(fleet, window, add_rows, &rw);
@@ -341,37 +341,16 @@ main(int argc, char **argv)
             die("rows", "out of memory");
         rows_json[i] = (struct batch){rw.json, n, 0};
         rows_nd[i] = (struct batch){rw.ndjson, n, 0};
-        slice += n;
     }
     /* The same seconds twice: the JSON array stores them, NDJSON then
      * finds them all duplicates; so NDJSON goes first on fresh seconds
      * of its own. */
-    double j50, j99, n50, n99;
-    double nd_rate = push_all(url, token, "Content-Type: application/x-ndjson",
-                              rows_nd, 5, conns, &n50, &n99);
-    double js_rate = push_all(url, token, "Content-Type: application/json",
-                              rows_json + 5, 5, conns, &j50, &j99);
+    f->nd_rate = push_all(url, token, "Content-Type: application/x-ndjson",
+                          rows_nd, 5, conns, &f->n50, &f->n99);
+    f->js_rate = push_all(url, token, "Content-Type: application/json",
+                          rows_json + 5, 5, conns, &f->j50, &f->j99);
     kill(meterd, SIGTERM);
     waitpid(meterd, NULL, 0);
-
-    printf("\n%-44s %14s %10s %10s %12s\n", "", "samples/s", "p50 ms", "p99 ms",
-           "bytes/sample");
-    printf("%-44s %14.0f %10s %10s %12.1f\n",
-           "(a) psql \\copy CSV, naive table + PK", copy_rate, "-", "-",
-           naive_bytes);
-    printf("%-44s %14.0f %10.1f %10.1f %12.2f\n",
-           "(b) meterd, columnar JSON, end to end", col_rate, p50 * 1e3,
-           p99 * 1e3, blocks_bytes);
-    printf("%-44s %14.0f %10.1f %10.1f %12s\n",
-           "    meterd, NDJSON rows (slice)", nd_rate, n50 * 1e3, n99 * 1e3,
-           "-");
-    printf("%-44s %14.0f %10.1f %10.1f %12s\n",
-           "    meterd, JSON array rows (slice)", js_rate, j50 * 1e3, j99 * 1e3,
-           "-");
-    printf("\n(b)/(a) = %.2f (target 1.5); usage_blocks %.2f bytes a sample, "
-           "%.2f with rollups and the sandbox registry; row-form slice %zu "
-           "samples\n",
-           col_rate / copy_rate, blocks_bytes, all_bytes, slice);
 
     for (size_t i = 0; i < nb; i++)
         meter_buf_release(&batches[i].body);
@@ -383,6 +362,95 @@ main(int argc, char **argv)
     sim_fleet_free(fleet);
     PQfinish(db);
     bench_db_drop(&bdb, false);
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+/* One line of the table: the median of the runs' figure at offset off of
+ * struct figures, min and max beside it. */
+static void
+row(const char *name, struct figures *runs, size_t off, int decimals,
+    double scale)
+{
+    double v[RUNS];
+    char text[96];
+    for (int i = 0; i < RUNS; i++)
+        v[i] = *(const double *)((const char *)&runs[i] + off) * scale;
+    bench_spread(text, v, RUNS, decimals);
+    printf("  %-40s %s\n", name, text);
+}
+
+#define ROW(name, field, decimals, scale)                                      \
+    row(name, runs, offsetof(struct figures, field), decimals, scale)
+
+/* The table of one fleet's runs, and its targets (issue "Ingestion at
+ * three times a bulk load"): columnar at least 3x the naive copy, NDJSON
+ * at least the naive copy, at most max_bytes a stored sample. */
+static int
+report(const char *fleet, struct figures *runs, double max_bytes)
+{
+    printf("\n%s fleet (median of %d runs, min-max):\n", fleet, RUNS);
+    ROW("(a) psql \\copy CSV, naive table + PK /s", copy_rate, 0, 1);
+    ROW("(b) meterd columnar JSON, samples/s", col_rate, 0, 1);
+    ROW("    batch p50 ms", p50, 1, 1e3);
+    ROW("    batch p99 ms", p99, 1, 1e3);
+    ROW("    meterd NDJSON rows (slice) /s", nd_rate, 0, 1);
+    ROW("    meterd JSON array rows (slice) /s", js_rate, 0, 1);
+    ROW("    columnar body, bytes a sample", body_bytes, 1, 1);
+    ROW("naive table, bytes a sample", naive_bytes, 1, 1);
+    ROW("usage_blocks, bytes a sample", blocks_bytes, 2, 1);
+    ROW("    with rollups and sandboxes", all_bytes, 2, 1);
+    double ratio[RUNS], nd[RUNS], bytes[RUNS];
+    for (int i = 0; i < RUNS; i++) {
+        ratio[i] = runs[i].col_rate / runs[i].copy_rate;
+        nd[i] = runs[i].nd_rate / runs[i].copy_rate;
+        bytes[i] = runs[i].blocks_bytes;
+    }
+    char t[96];
+    int missed = 0;
+    bench_spread(t, ratio, RUNS, 2);
+    missed += ratio[RUNS / 2] < 3.0;
+    printf("  columnar / copy: %s, target 3.00: %s\n", t,
+           ratio[RUNS / 2] >= 3.0 ? "PASS" : "FAIL");
+    bench_spread(t, nd, RUNS, 2);
+    missed += nd[RUNS / 2] < 1.0;
+    printf("  NDJSON / copy: %s, target 1.00: %s\n", t,
+           nd[RUNS / 2] >= 1.0 ? "PASS" : "FAIL");
+    bench_spread(t, bytes, RUNS, 2);
+    missed += bytes[RUNS / 2] > max_bytes;
+    printf("  usage_blocks bytes a sample: %s, target <= %.0f: %s\n", t,
+           max_bytes, bytes[RUNS / 2] <= max_bytes ? "PASS" : "FAIL");
+    return missed;
+}
+
+int
+main(int argc, char **argv)
+{
+    size_t sandboxes = argc > 1 ? strtoul(argv[1], NULL, 10) : 2500;
+    unsigned seconds = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 3600;
+    int conns = argc > 3 ? atoi(argv[3]) : 4;
+    if (!sandboxes || seconds < 60 || conns < 1 || conns > 64)
+        die("usage", "ingest_bench [SANDBOXES] [SECONDS] [CONNECTIONS]");
+    printf("ingest_bench: %zu sandbox slots x %u s, batches of 60 s, %d "
+           "connections; %d runs of each fleet, alternating\n",
+           sandboxes, seconds, conns, RUNS);
+    bench_print_loadavg("at start");
+    fflush(stdout);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    struct figures smooth[RUNS], noisy[RUNS];
+    for (int i = 0; i < RUNS; i++) {
+        one_run(sandboxes, seconds, conns, false, &smooth[i]);
+        one_run(sandboxes, seconds, conns, true, &noisy[i]);
+        printf("  run %d: smooth %.0f samples/s (copy %.0f), noisy %.0f "
+               "(copy %.0f)\n",
+               i + 1, smooth[i].col_rate, smooth[i].copy_rate,
+               noisy[i].col_rate, noisy[i].copy_rate);
+        fflush(stdout);
+    }
+    int missed = report("smooth (the bench's)", smooth, 4) +
+                 report("noisy (sim_fleet_noisy)", noisy, 5);
+    printf("\n%d target(s) missed\n", missed);
+    bench_print_loadavg("at end");
     curl_global_cleanup();
     return 0;
 }

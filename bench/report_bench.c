@@ -131,19 +131,6 @@ sql_do(PGconn *db, const char *q)
     PQclear(bench_sql(db, q));
 }
 
-static void
-print_loadavg(const char *when)
-{
-    char buf[128] = "?";
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (f) {
-        if (!fgets(buf, sizeof(buf), f))
-            snprintf(buf, sizeof(buf), "?\n");
-        fclose(f);
-    }
-    printf("  load average %s: %s", when, buf);
-}
-
 /* ---- the fleet-day, stored once and kept --------------------------------- */
 
 /* Whether db holds the whole fleet-day: the marker row, and as many
@@ -430,7 +417,7 @@ main(int argc, char **argv)
     printf("report_bench: %zu sandboxes x %u s, %zu accounts; meterd "
            "--threads %u; wrk %u connections, %u s a run, %d runs each\n",
            sandboxes, seconds, accounts, threads, conns, secs, RUNS);
-    print_loadavg("at start");
+    bench_print_loadavg("at start");
     fflush(stdout);
 
     /* The fleet-day: kept if whole, else stored. */
@@ -597,7 +584,7 @@ main(int argc, char **argv)
            "meterd --threads %u, wrk -c%u; report targets: p99 <= %.0f ms, "
            "overview >= 0.25 x /healthz req/s; %d target(s) missed)\n",
            RUNS, secs, threads, conns, P99_TARGET_MS, misses);
-    print_loadavg("at end");
+    bench_print_loadavg("at end");
 
     /* The run's key goes; the fleet-day stays. */
     char q[8192];

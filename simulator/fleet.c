@@ -14,6 +14,12 @@
  * egress in bursts. cpu_used changes every second (noise), memory in use
  * drifts, egress comes in bursts, disk grows slowly. Accounts are slot %
  * accounts.
+ *
+ * A noisy fleet (sim_fleet_noisy), the shape of a fleet measured by
+ * others: memory in use moves every second (a few pages up or down),
+ * cpu_used every second over the whole of the sandbox's vCPUs (by the
+ * percent, as a host's counters read), and
+ * egress comes in bursts in every shape, not only the browser's.
  */
 #include "sim.h"
 
@@ -42,6 +48,7 @@ struct sim_fleet {
     size_t n;
     int64_t now; /* the next second to generate */
     bool full;   /* no gaps: sim_fleet_fill */
+    bool noisy;  /* sim_fleet_noisy */
 };
 
 static uint64_t
@@ -144,9 +151,16 @@ sim_fleet_fill(struct sim_fleet *f)
             start_life(&f->slots[k], k, f->now);
 }
 
+void
+sim_fleet_noisy(struct sim_fleet *f)
+{
+    f->noisy = true;
+}
+
 /* One second of slot x at ts; false if no sandbox is there. */
 static bool
-step(struct slot *x, size_t k, int64_t ts, bool full, struct pricing_second *s)
+step(struct slot *x, size_t k, int64_t ts, bool full, bool noisy,
+     struct pricing_second *s)
 {
     if (ts >= x->until) {
         if (x->alive && !full) { /* the sandbox goes; a gap follows */
@@ -169,7 +183,7 @@ step(struct slot *x, size_t k, int64_t ts, bool full, struct pricing_second *s)
     if (x->burst_left) {
         s->egress_bytes = between(&x->rng, 1000, 2000000);
         x->burst_left--;
-    } else if (x->shape == BROWSER && (r >> 20) % 30 == 0) {
+    } else if ((noisy || x->shape == BROWSER) && (r >> 20) % 30 == 0) {
         x->burst_left = (uint32_t)between(&x->rng, 1, 10);
     }
     if (x->paused)
@@ -191,7 +205,14 @@ step(struct slot *x, size_t k, int64_t ts, bool full, struct pricing_second *s)
     default:
         used = v / 4 + (uint32_t)(noise * v / 4000);
     }
-    if ((r >> 48) % 16 == 0) { /* memory in use drifts page by page */
+    if (noisy) { /* all of the vCPUs, by the percent; memory moves */
+        used = (uint32_t)((uint64_t)v * between(&x->rng, 0, 100) / 100);
+        uint64_t pages = 4096 * between(&x->rng, 1, 8);
+        if ((r >> 52) & 1 && x->mem_used + pages <= x->mem)
+            x->mem_used += pages;
+        else if (x->mem_used >= pages)
+            x->mem_used -= pages;
+    } else if ((r >> 48) % 16 == 0) { /* memory in use drifts page by page */
         if ((r >> 52) & 1 && x->mem_used + 4096 <= x->mem)
             x->mem_used += 4096;
         else if (x->mem_used >= 4096)
@@ -226,7 +247,7 @@ sim_fleet_next(struct sim_fleet *f, uint32_t seconds, sim_fleet_cb *cb,
         unsigned generation = x->generation;
         for (uint32_t i = 0; i < seconds; i++) {
             struct pricing_second s;
-            bool alive = step(x, k, f->now + i, f->full, &s);
+            bool alive = step(x, k, f->now + i, f->full, f->noisy, &s);
             /* A run ends where the slot has no sandbox or a new one. */
             if (n && (!alive || x->generation != generation)) {
                 cb(x->account, sandbox, run, n, arg);

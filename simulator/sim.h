@@ -30,6 +30,9 @@ void sim_fleet_free(struct sim_fleet *f);
  * one now, and one that goes is followed by the next the same second. */
 void sim_fleet_fill(struct sim_fleet *f);
 size_t sim_fleet_size(const struct sim_fleet *f);
+/* From now on the fleet is noisy (fleet.c): memory in use and cpu_used
+ * move every second, and every shape sends egress in bursts. */
+void sim_fleet_noisy(struct sim_fleet *f);
 /* The next second sim_fleet_next will generate. */
 int64_t sim_fleet_now(const struct sim_fleet *f);
 

@@ -82,6 +82,22 @@ fill(struct pricing_second *s, int kind)
             }
             x->disk_bytes = 1ULL << 30;
             break;
+        case 4: /* a noisy fleet's: every second, CPU by the percent of 8
+                   vCPUs, memory in use a few pages up or down */
+            x->vcpu = 80000;
+            x->cpu_used = (uint32_t)(rnd() % 101 * 800);
+            x->mem_bytes = 8ULL << 30;
+            x->mem_used_bytes =
+                (i ? s[i - 1].mem_used_bytes : 2ULL << 30) +
+                (rnd() % 2 ? 4096 : -4096) * (1 + rnd() % 8);
+            x->disk_bytes = 5ULL << 30;
+            x->egress_bytes = i % 20 < 2 ? 1000 + rnd() % 2000000 : 0;
+            break;
+        case 5: /* CPU anywhere in 4 vCPUs, to the 1/10,000 */
+            x->vcpu = 40000;
+            x->cpu_used = (uint32_t)(rnd() % 40001);
+            x->mem_bytes = x->mem_used_bytes = 1ULL << 30;
+            break;
         default: /* extremes */
             x->vcpu = UINT32_MAX;
             x->cpu_used = i % 2 ? UINT32_MAX : 0;
@@ -100,21 +116,27 @@ main(void)
     const uint64_t all = (1ULL << 60) - 1;
     static const uint64_t masks[] = {1, 1ULL << 59, 0x5555555555ULL,
                                      (1ULL << 60) - 1, 0x0F0F0F0F0F0F0F0ULL};
-    size_t sizes[4];
-    for (int kind = 0; kind < 4; kind++) {
+    size_t sizes[7];
+    for (int kind = 0; kind < 7; kind++) {
         fill(s, kind);
         for (size_t m = 0; m < sizeof(masks) / sizeof(masks[0]); m++)
             round_trip(s, masks[m]);
         sizes[kind] = round_trip(s, all);
     }
     /* A constant minute is a few bytes a column; a noisy one a few bytes
-     * a second (cpu_used). */
+     * a second (cpu_used). The packed modes: a CPU by the percent is 7
+     * bits a second (its scale the step; as deltas in varints, 3 bytes),
+     * memory moving 1-8 pages 5 (zigzag by the page; 2-3 bytes), so with
+     * six seconds of egress, 4 bytes each, 2.8 bytes a second at most; a
+     * CPU to the 1/10,000 of 4 vCPUs is 16 bits a second. */
     CHECK(sizes[0] <= 6 * 12);
-    CHECK(sizes[1] <= 60 * 6);
+    CHECK(sizes[1] <= 60 * 5);
+    CHECK(sizes[4] <= 170);
+    CHECK(sizes[5] <= 60 * 2 + 6 * 8);
     fprintf(stderr,
             "full minutes: constant %zu bytes, noisy %zu, mixed %zu, "
-            "extreme %zu\n",
-            sizes[0], sizes[1], sizes[2], sizes[3]);
+            "extreme %zu, noisy fleet %zu, fine CPU %zu\n",
+            sizes[0], sizes[1], sizes[2], sizes[3], sizes[4], sizes[5]);
 
     /* Malformed: an unknown mode, trailing bytes, a bad mask, a run
      * longer than the seconds, a value past 32 bits for vcpu. */
@@ -133,5 +155,33 @@ main(void)
     CHECK(meter_block_decode(MINUTE, 1, buf, len, out, &n) == -1);
     static const uint8_t wide[] = {0, 1, 0x80, 0x80, 0x80, 0x80, 0x10};
     CHECK(meter_block_decode(MINUTE, 1, wide, sizeof(wide), out, &n) == -1);
+
+    /* Packed: two seconds, vcpu 5 and 7 as offsets from 5 by 2 (width 1,
+     * code 0 then 1: the byte 0x02), the other columns runs of 0. A
+     * width past 64, a width with no scale, or bits left over in the
+     * last byte are refused; the well-formed block decodes. */
+    const uint64_t two = 3;
+    uint8_t packed[] = {3, 5, 2, 1, 0x02, 0, 2, 0, 0, 2, 0,
+                        0, 2, 0, 0, 2, 0, 0, 2, 0};
+    CHECK(meter_block_decode(MINUTE, two, packed, sizeof(packed), out, &n) ==
+          0);
+    CHECK(n == 2 && out[0].vcpu == 5 && out[1].vcpu == 7);
+    packed[4] = 0x06; /* a bit past the two codes */
+    CHECK(meter_block_decode(MINUTE, two, packed, sizeof(packed), out, &n) ==
+          -1);
+    packed[4] = 0x02;
+    packed[3] = 65;
+    CHECK(meter_block_decode(MINUTE, two, packed, sizeof(packed), out, &n) ==
+          -1);
+    packed[3] = 1;
+    packed[2] = 0;
+    CHECK(meter_block_decode(MINUTE, two, packed, sizeof(packed), out, &n) ==
+          -1);
+    /* Packed deltas: 7 then 5, the delta -2 by 2 (zigzag code 1). */
+    uint8_t pdeltas[] = {2, 7, 2, 1, 0x01, 0, 2, 0, 0, 2, 0,
+                         0, 2, 0, 0, 2, 0, 0, 2, 0};
+    CHECK(meter_block_decode(MINUTE, two, pdeltas, sizeof(pdeltas), out,
+                             &n) == 0);
+    CHECK(n == 2 && out[0].vcpu == 7 && out[1].vcpu == 5);
     return test_result();
 }

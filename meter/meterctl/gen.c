@@ -250,6 +250,7 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
         {"batch-seconds", required_argument, NULL, 'b'},
         {"rate", required_argument, NULL, 'r'},
         {"follow", no_argument, NULL, 'f'},
+        {"noisy", no_argument, NULL, 'N'},
         {"retry-for", required_argument, NULL, 'R'},
         {"cacert", required_argument, NULL, 'C'},
         {NULL, 0, NULL, 0},
@@ -259,7 +260,7 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
     long long start = (long long)time(NULL);
     const char *output = NULL, *url = NULL, *token = getenv("METER_TOKEN"),
                *cacert = NULL;
-    bool follow = false;
+    bool follow = false, noisy = false;
     int opt;
     (void)ctl; /* gen needs no database */
     ctl_getopt_reset();
@@ -310,6 +311,9 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
         case 'f':
             follow = true;
             break;
+        case 'N':
+            noisy = true;
+            break;
         default:
             return ctl_bad_option("gen", argv);
         }
@@ -335,6 +339,8 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
         fprintf(stderr, "meterctl: out of memory\n");
         return CTL_FAILED;
     }
+    if (noisy)
+        sim_fleet_noisy(fleet);
     int rc = CTL_FAILED;
     if (!url) {
         struct out_file o = {output ? fopen(output, "w") : stdout, ""};

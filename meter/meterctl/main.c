@@ -44,8 +44,10 @@ static const char *const usage_text[] = {
     "                             NDJSON (T: Unix seconds or RFC 3339)\n"
     ,
     "  gen [--sandboxes N] [--accounts N] [--seconds N] [--start T]\n"
-    "      [--seed N] [--output FILE]\n"
+    "      [--seed N] [--noisy] [--output FILE]\n"
     "                             write a generated fleet as NDJSON\n"
+    "                             (--noisy: memory in use and CPU moving\n"
+    "                             every second, egress in bursts)\n"
     "  gen --push URL --token T [--batch-seconds N] [--rate N] [--follow]\n"
     "      [--retry-for S] [--cacert FILE]\n"
     "                             push it to meterd in columnar batches,\n"
