@@ -4,11 +4,12 @@
 -- batches never update a shared row, and a quarantine can set a batch's
 -- rows aside): a fleet-day held 60 rows per account-hour, and summing
 -- them took the fleet's reports 100 ms. A merge (meter/db/usage_merge.c,
--- run before a report is built) adds the sums of the rows not merged yet
--- to usage_hourly_merged and marks them merged, in one statement: every
--- row is counted either there or as itself, never both, never neither.
--- The rows themselves stay, for the quarantine, which takes a merged
--- row's sums back out of its merged row in the statement that moves it.
+-- which meterd runs in the background every --merge-every seconds) adds
+-- the sums of rows not merged yet to usage_hourly_merged and marks them
+-- merged, in one statement: every row is counted either there or as
+-- itself, never both, never neither. The rows themselves stay, for the
+-- quarantine, which takes a merged row's sums back out of its merged row
+-- in the statement that moves it.
 
 ALTER TABLE usage_hourly ADD COLUMN merged boolean NOT NULL DEFAULT false;
 COMMENT ON COLUMN usage_hourly.merged IS
@@ -30,6 +31,8 @@ CREATE TABLE usage_hourly_merged (
     egress_bytes      numeric NOT NULL CHECK (egress_bytes >= 0),
     PRIMARY KEY (account_pk, hour)
 );
+-- The fleet's reports read a range of hours of every account.
+CREATE INDEX usage_hourly_merged_hour ON usage_hourly_merged (hour);
 COMMENT ON TABLE usage_hourly_merged IS
     'the sums of the rows of usage_hourly marked merged, per account and hour';
 COMMENT ON COLUMN usage_hourly_merged.account_pk IS 'as in usage_hourly';
@@ -49,11 +52,12 @@ COMMENT ON COLUMN usage_hourly_merged.egress_bytes IS
 CREATE VIEW usage_hourly_totals AS
     SELECT account_pk, hour, samples, running_s, vcpu_s, cpu_used_s,
            mem_byte_s, mem_used_byte_s, disk_byte_s, egress_bytes
-      FROM usage_hourly_merged
+      FROM usage_hourly_merged WHERE samples > 0
     UNION ALL
     SELECT account_pk, hour, samples, running_s, vcpu_s, cpu_used_s,
            mem_byte_s, mem_used_byte_s, disk_byte_s, egress_bytes
       FROM usage_hourly WHERE NOT merged;
 COMMENT ON VIEW usage_hourly_totals IS
     'rows whose sums per account and hour are those of usage_hourly, fewer '
-    'of them once merged: what sums over many accounts or hours read';
+    'of them once merged: what sums over many accounts or hours read (a '
+    'merged row that a quarantine emptied is not one)';

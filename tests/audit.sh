@@ -50,13 +50,16 @@ rows forged.json acme a-1
 rows honest.json acme a-2
 rows beta.json beta b-1
 post "$LEAKED" forged.json >/dev/null
+# An account only the leaked key wrote to: its merged row empties.
+rows gamma.json gamma g-1
+post "$LEAKED" gamma.json >/dev/null
 post "$GOOD" honest.json >/dev/null
 post "$GOOD" beta.json >/dev/null
 
 # --- provenance ---------------------------------------------------------------
 checks=$((checks + 1))
 got=$(sql "SELECT string_agg(s.sandbox_id || '=' || coalesce(b.key_id::text, 'null'), ' ' ORDER BY s.sandbox_id) FROM usage_blocks b JOIN sandboxes s USING (sandbox_pk)")
-[ "$got" = "a-1=$leaked a-2=$good b-1=$good" ] || fail "the key of each block: $got"
+[ "$got" = "a-1=$leaked a-2=$good b-1=$good g-1=$leaked" ] || fail "the key of each block: $got"
 checks=$((checks + 1))
 got=$(sql "SELECT string_agg(DISTINCT coalesce(key_id::text, 'null'), ' ') FROM usage_hourly")
 [ "$got" = "$leaked $good" ] || [ "$got" = "$good $leaked" ] || fail "the key of each rollup: $got"
@@ -81,14 +84,36 @@ checks=$((checks + 1))
 merged || fail "rows not merged after 5 s: $(unmerged)"
 checks=$((checks + 1))
 got="$(fleet_usage) $(sql "SELECT sum(samples) FROM usage_hourly_merged")"
-[ "$got" = "9 9" ] || fail "the fleet's usage, samples merged: $got, want 9 9"
+[ "$got" = "12 12" ] || fail "the fleet's usage, samples merged: $got, want 12 12"
+arrived=$(sql "SELECT floor(extract(epoch FROM min(arrived_at)))::bigint FROM usage_blocks WHERE key_id = $leaked")
+# A second batch of the leaked key in the same account and hour, a few
+# seconds later, that no merge takes (their lock held, as a replica's
+# merge would hold it): the quarantine takes merged and unmerged rows of
+# one account-hour.
+lock_held() { [ "$(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7243615 AND objid = 1 AND granted")" = 1 ]; }
+hold_merges() {
+    psql "$db" -XAtc "SELECT pg_advisory_lock(7243615, 1), pg_sleep(120)" >/dev/null 2>&1 &
+    holder=$!
+    for i in $(seq 50); do lock_held && break; sleep 0.1; done
+}
+release_merges() {
+    sql "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7243615 AND objid = 1 AND granted" >/dev/null
+    wait $holder 2>/dev/null
+}
+hold_merges
+while [ "$(date +%s)" -lt $((arrived + 3)) ]; do sleep 0.1; done
+rows forged2.json acme a-4
+post "$LEAKED" forged2.json >/dev/null
+latest=$(sql "SELECT floor(extract(epoch FROM max(arrived_at)))::bigint FROM usage_blocks WHERE key_id = $leaked")
+checks=$((checks + 1))
+got="$(unmerged) $(sql "SELECT sum(samples) FROM usage_hourly_merged") $(sql "SELECT count(DISTINCT hour) FROM usage_hourly")"
+[ "$got" = "1 12 1" ] || fail "rows not merged, samples merged, hours: $got, want 1 12 1"
 exported() { ctl export --account acme --from $((T - 60)) --to $((T + 60)) 2>/dev/null | wc -l; }
 checks=$((checks + 1))
-[ "$(exported)" = 6 ] || fail "acme's samples before the quarantine: $(exported)"
-arrived=$(sql "SELECT floor(extract(epoch FROM min(arrived_at)))::bigint FROM usage_blocks WHERE key_id = $leaked")
+[ "$(exported)" = 9 ] || fail "acme's samples before the quarantine: $(exported)"
 # A window must have ended: wait until the arrival's second and the next
 # have passed.
-while [ "$(date +%s)" -lt $((arrived + 2)) ]; do sleep 0.1; done
+while [ "$(date +%s)" -lt $((latest + 2)) ]; do sleep 0.1; done
 expect_status 2 ctl usage quarantine --key "$leaked" --from $((arrived + 1)) --to "$arrived" --reason x
 contains "$err" "--to" "a window that ends before it starts"
 expect_status 2 ctl usage quarantine --key "$leaked" --from "$arrived" --to $((arrived + 1))
@@ -104,28 +129,33 @@ expect_status 0 ctl usage quarantine --key "$leaked" --from $((arrived - 100)) -
 contains "$out" "0 blocks" "a window that ends at the arrival's second"
 expect_status 0 ctl usage quarantine --key "$fin" --from "$arrived" --to $((arrived + 1)) --reason "another key"
 contains "$out" "0 blocks" "another key's window"
-expect_status 0 ctl usage quarantine --key "$leaked" --from "$arrived" --to $((arrived + 1)) --reason "leaked in a log"
-contains "$out" "1 blocks, 3 seconds set aside" "the leaked key's batch"
+expect_status 0 ctl usage quarantine --key "$leaked" --from "$arrived" --to $((latest + 1)) --reason "leaked in a log"
+contains "$out" "3 blocks, 9 seconds set aside" "the leaked key's batches"
 checks=$((checks + 1))
 [ "$(exported)" = 3 ] || fail "acme's samples after the quarantine: $(exported), want 3"
 checks=$((checks + 1))
-[ "$(sql "SELECT count(*) FROM usage_blocks_quarantined WHERE key_id = $leaked")" = 1 ] || fail "the block is kept aside"
+[ "$(sql "SELECT count(*) FROM usage_blocks_quarantined WHERE key_id = $leaked")" = 3 ] || fail "the blocks are kept aside"
 # Each quarantine moved the hourly rows of exactly the blocks it moved.
 checks=$((checks + 1))
 got=$(sql "SELECT string_agg(q.seconds || '=' || coalesce((SELECT sum(h.samples) FROM usage_hourly_quarantined h WHERE h.quarantine_id = q.quarantine_id), 0), ' ' ORDER BY q.quarantine_id) FROM usage_quarantines q")
-[ "$got" = "0=0 0=0 0=0 3=3" ] || fail "seconds moved = rollup samples moved, per quarantine: $got"
-expect_status 0 ctl usage quarantine --key "$leaked" --from "$arrived" --to $((arrived + 1)) --reason "again"
+[ "$got" = "0=0 0=0 0=0 9=9" ] || fail "seconds moved = rollup samples moved, per quarantine: $got"
+expect_status 0 ctl usage quarantine --key "$leaked" --from "$arrived" --to $((latest + 1)) --reason "again"
 contains "$out" "0 blocks" "the same window again moves nothing more"
 checks=$((checks + 1))
 [ "$(sql "SELECT coalesce(sum(samples), 0) FROM usage_hourly WHERE account_pk = (SELECT account_pk FROM accounts WHERE account_id = 'acme')")" = 3 ] ||
     fail "acme's rollups after the quarantine"
 checks=$((checks + 1))
-got=$(sql "SELECT string_agg(account_pk || ':' || hour || '=' || samples, ' ' ORDER BY account_pk, hour) FROM usage_hourly_merged")
+got=$(sql "SELECT string_agg(account_pk || ':' || hour || '=' || samples, ' ' ORDER BY account_pk, hour) FROM usage_hourly_merged WHERE samples > 0")
 want=$(sql "SELECT string_agg(account_pk || ':' || hour || '=' || s, ' ' ORDER BY account_pk, hour) FROM (SELECT account_pk, hour, sum(samples) AS s FROM usage_hourly GROUP BY 1, 2) h")
 [ "$got" = "$want" ] && [ -n "$got" ] || fail "merged rows after the quarantine: $got, want $want"
 checks=$((checks + 1))
 got=$(fleet_usage)
 [ "$got" = 6 ] || fail "the fleet's usage after the quarantine: $got, want 6"
+# gamma's merged row is empty now, and no longer an account with usage.
+checks=$((checks + 1))
+got="$(sql "SELECT count(*) FROM usage_hourly_merged WHERE samples = 0") $(curl -s -H "Authorization: Bearer $FIN" "$url_main/v1/reports/usage?from=$(date -u -d "@$T" +%Y-%m-%d)&granularity=day" | jq -r '[.items[].accounts] | max')"
+[ "$got" = "1 2" ] || fail "empty merged rows, accounts with usage: $got, want 1 2"
+release_merges
 usage=$(curl -s -H "Authorization: Bearer $FIN" "$url_main/v1/usage?account=acme&from=$((T - 3600))&to=$((T + 3600))")
 contains "$usage" '"samples":"3"' "the usage route without the quarantined seconds"
 # The invoice rates the honest sandbox's seconds alone; the forged
@@ -138,19 +168,14 @@ contains "$reply" '"accepted":3' "the quarantined seconds stored again by anothe
 # reports count the rows not merged as they are: the same sums.
 checks=$((checks + 1))
 merged || fail "rows not merged after 5 s: $(unmerged)"
-psql "$db" -XAtc "SELECT pg_advisory_lock(7243615, 1), pg_sleep(3)" >/dev/null &
-holder=$!
-for i in $(seq 50); do
-    [ "$(sql "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7243615 AND objid = 1 AND granted")" = 1 ] && break
-    sleep 0.1
-done
+hold_merges
 rows again.json acme a-3
 post "$GOOD" again.json >/dev/null
 sleep 1.5 # a merge or more would have run
 checks=$((checks + 1))
 got="$(fleet_usage) $(unmerged)"
 [ "$got" = "12 1" ] || fail "the fleet's usage and rows not merged under another merge: $got, want 12 1"
-wait $holder
+release_merges
 checks=$((checks + 1))
 merged || fail "rows not merged after the lock: $(unmerged)"
 checks=$((checks + 1))

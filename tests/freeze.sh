@@ -14,7 +14,8 @@ with_meterd
 ctl() { "$METERCTL" --db "$db" "$@"; }
 ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
 HOST=$(ctl keys create --role host --name h 2>/dev/null)
-start_meterd main "$db" --db-timeout 2 --threads 1 || { finish; exit; }
+# One backend: the request thread's (no merging thread).
+start_meterd main "$db" --db-timeout 2 --threads 1 --merge-every 0 || { finish; exit; }
 T=$(($(date +%s) - 600))
 rows() { # FILE SANDBOX: three seconds of one sandbox
     printf '[' >"$1"
@@ -109,4 +110,32 @@ checks=$((checks + 1))
 contains "$(cat body.out)" '"accepted":3' "the batch stored by its second attempt"
 checks=$((checks + 1))
 [ "$(stored)" = 9 ] || fail "seconds stored after the held locks: $(stored), want 9"
+
+# --- stopping while the merging thread's backend does not answer ------------
+# SIGTERM cuts the merge's connection off: meterd exits at once, not when
+# the database answers again.
+kill "$pid_main"
+wait "$pid_main" 2>/dev/null
+start_meterd merger "$db" --merge-every 1 || { finish; exit; }
+for i in $(seq 50); do
+    frozen=$(psql "$db" -XAtc "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
+    [ -n "$frozen" ] && break
+    sleep 0.1
+done
+checks=$((checks + 1))
+[ -n "$frozen" ] || fail "no merging backend of meterd found"
+kill -STOP $frozen
+sleep 1.5 # the next merge waits on it
+t_term=$(date +%s%N)
+kill -TERM "$pid_merger"
+for i in $(seq 100); do
+    kill -0 "$pid_merger" 2>/dev/null || break
+    sleep 0.1
+done
+ms=$((($(date +%s%N) - t_term) / 1000000))
+checks=$((checks + 1))
+kill -0 "$pid_merger" 2>/dev/null && fail "meterd still runs $ms ms after SIGTERM, its merge's backend stopped"
+[ "$ms" -lt 3000 ] || fail "meterd took $ms ms to stop, its merge's backend stopped"
+kill -CONT $frozen
+frozen=
 finish

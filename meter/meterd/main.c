@@ -420,11 +420,11 @@ main(int argc, char **argv)
               sig);
     rc = 0;
 out:
-    meterd_merge_stop();
-    if (server) {
+    if (server)
         meter_http_stop(server);
+    meterd_merge_stop();
+    if (server)
         meter_log(METER_LOG_INFO, "meterd stopped");
-    }
     if (rc)
         fprintf(stderr, "meterd: %s\n", e.msg);
     meter_registry_free(meterd.registry);

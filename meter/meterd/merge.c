@@ -9,12 +9,15 @@
  * start over a year of rollups) is merged a bounded number of rows a
  * transaction, one after the other, until done or stopped. Reports are
  * right whether or not it runs: they read the rows not merged yet as
- * they are.
+ * they are. Stopping cuts the connection off (shutdown of its socket),
+ * so a database that no longer answers cannot hold meterd's exit; the
+ * merge under way is rolled back, which loses nothing.
  */
 #include "meterd_int.h"
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/socket.h>
 #include <time.h>
 
 /* Rows a transaction: about a third of a second's work. */
@@ -24,6 +27,7 @@ static pthread_t thread;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake;
 static bool running, stopping;
+static int sock = -1; /* the connection's, while it is open */
 static const char *conninfo;
 static unsigned every_s, timeout_s;
 
@@ -36,31 +40,44 @@ stopped(void)
     return s;
 }
 
+/* Closes db, which stop() may no longer cut off. */
+static void
+disconnect(PGconn **db)
+{
+    pthread_mutex_lock(&lock);
+    sock = -1;
+    pthread_mutex_unlock(&lock);
+    PQfinish(*db);
+    *db = NULL;
+}
+
 /* Merges until nothing is left, another merges, or meterd stops. */
 static void
 merge_all(PGconn **db)
 {
     struct meter_err e = {{0}};
-    if (*db && PQstatus(*db) != CONNECTION_OK) {
-        PQfinish(*db);
-        *db = NULL;
-    }
+    if (*db && PQstatus(*db) != CONNECTION_OK)
+        disconnect(db);
     if (!*db) {
         *db = meter_db_connect(conninfo, &e);
         if (*db &&
-            meter_db_set_statement_timeout(*db, timeout_s * 1000, &e) < 0) {
-            PQfinish(*db);
-            *db = NULL;
-        }
+            meter_db_set_statement_timeout(*db, timeout_s * 1000, &e) < 0)
+            disconnect(db);
         if (!*db) {
             meter_log(METER_LOG_WARN, "merge: %s", e.msg);
             return;
         }
+        pthread_mutex_lock(&lock);
+        sock = PQsocket(*db);
+        if (stopping)
+            shutdown(sock, SHUT_RDWR);
+        pthread_mutex_unlock(&lock);
     }
     uint64_t rows;
     do {
         if (meter_db_usage_merge(*db, MERGE_ROWS, &rows, &e) < 0) {
-            meter_log(METER_LOG_WARN, "merge: %s", e.msg);
+            if (!stopped()) /* else cut off by meterd_merge_stop */
+                meter_log(METER_LOG_WARN, "merge: %s", e.msg);
             return;
         }
         if (rows)
@@ -86,7 +103,8 @@ run(void *arg)
             ;
     }
     pthread_mutex_unlock(&lock);
-    PQfinish(db);
+    if (db)
+        disconnect(&db);
     return NULL;
 }
 
@@ -117,6 +135,8 @@ meterd_merge_stop(void)
         return;
     pthread_mutex_lock(&lock);
     stopping = true;
+    if (sock >= 0)
+        shutdown(sock, SHUT_RDWR);
     pthread_cond_signal(&wake);
     pthread_mutex_unlock(&lock);
     pthread_join(thread, NULL);
