@@ -13,7 +13,8 @@
  * alternating, each figure the median with min and max beside it.
  *
  * usage: ingest_bench [SANDBOXES] [SECONDS] [CONNECTIONS]
- * (default 2500 3600 4)
+ * (default 2500 3600 4); INGEST_BENCH_METERD=PATH runs another meterd
+ * (an older build, to compare).
  * The database: $METER_DATABASE_URL, else the embedded one of the
  * current directory. The bench makes and drops its own database.
  */
@@ -295,7 +296,9 @@ one_run(size_t sandboxes, unsigned seconds, int conns, bool noisy,
     if (meterd == 0) {
         /* The fleet's fixed start stays within the acceptance window;
          * the rollups are not merged while it is measured. */
-        execl(METERD_PATH, "meterd", "--listen", listen, "--db", conninfo,
+        const char *path = getenv("INGEST_BENCH_METERD");
+        execl(path && *path ? path : METERD_PATH, "meterd", "--listen", listen,
+              "--db", conninfo,
               "--log-level", "warn", "--threads", "4", "--max-age", "36500",
               "--merge-every", "0", (char *)NULL);
         _exit(127);

@@ -2,7 +2,9 @@
  * test_body.c - the body forms of POST /v1/samples without HTTP: a JSON
  * array, NDJSON and the columnar object, each accepted and refused with
  * the index, field and value of the problem; the batch cap at its
- * boundary; the problems cap; and the columnar writer read back.
+ * boundary; the problems cap; and the columnar writer read back. All of
+ * it with the fast path on and off; then bodies mutated at random, read
+ * both ways, must give the same samples and the same problems.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -402,16 +404,121 @@ test_columnar_writer(void)
     meter_buf_release(&c.body);
 }
 
+/* ---- the fast path against the other ------------------------------------ */
+
+static uint64_t rng = 88172645463325252ULL;
+
+static uint64_t
+rnd(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* Reads body both ways; false (and a line saying how) if they differ. */
+static bool
+same_both_ways(const char *body, size_t len, bool ndjson)
+{
+    struct parsed x[2];
+    for (int fast = 0; fast < 2; fast++) {
+        meter_body_set_fast(fast);
+        memset(&x[fast].p, 0, sizeof(x[fast].p));
+        CHECK(meter_body_parse(body, len, ndjson, 1000, &x[fast].s, &x[fast].n,
+                               &x[fast].p) == 0);
+    }
+    meter_body_set_fast(true);
+    bool same = x[0].n == x[1].n && x[0].p.total == x[1].p.total &&
+                x[0].p.n == x[1].p.n;
+    /* The samples of a body without problems, and every problem. */
+    if (same && x[0].p.total == 0 && x[0].n)
+        same = memcmp(x[0].s, x[1].s, x[0].n * sizeof(*x[0].s)) == 0;
+    for (size_t i = 0; same && i < x[0].p.n; i++) {
+        const struct meter_problem *a = &x[0].p.items[i], *b = &x[1].p.items[i];
+        same = a->index == b->index && strcmp(a->err.field, b->err.field) == 0 &&
+               strcmp(a->err.value, b->err.value) == 0 &&
+               strcmp(a->err.reason, b->err.reason) == 0;
+    }
+    if (!same)
+        fprintf(stderr, "the paths differ on: %.*s\n(n %zu/%zu, problems %zu/%zu)\n",
+                (int)len, body, x[0].n, x[1].n, x[0].p.total, x[1].p.total);
+    free(x[0].s);
+    free(x[1].s);
+    return same;
+}
+
+static void
+test_fast_path(void)
+{
+    static const char *const bases[] = {
+        "{\"sandboxes\": [{\"account_id\": \"a-1\", \"sandbox_id\": \"s:1\","
+        " \"start\": 1767225600, \"seconds\": 3, \"state\": \"running\","
+        " \"vcpu\": 2, \"cpu_used\": [0.5, 1.25, 0.0001],"
+        " \"mem_bytes\": 1073741824, \"mem_used_bytes\": [1, 2, 1073741824],"
+        " \"disk_bytes\": 5, \"egress_bytes\": [0, 10, 9007199254740993]},"
+        " {\"account_id\": \"b\", \"sandbox_id\": \"t\", \"start\": 5,"
+        " \"seconds\": 2, \"state\": \"paused\", \"disk_bytes\": [7, 8]}]}",
+        "[{\"ts\": 1767225600, \"account_id\": \"a\", \"sandbox_id\": \"s\","
+        " \"state\": \"running\", \"vcpu\": 4.0000, \"cpu_used\": 3.99990,"
+        " \"mem_bytes\": 10, \"disk_bytes\": 0},"
+        " {\"ts\": 1767225601, \"account_id\": \"a\", \"sandbox_id\": \"s\","
+        " \"state\": \"paused\", \"disk_bytes\": 3, \"egress_bytes\": 2}]",
+        "{\"ts\":7,\"account_id\":\"a\",\"sandbox_id\":\"s\",\"state\":"
+        "\"running\",\"vcpu\":429496,\"cpu_used\":0,\"mem_bytes\":2,"
+        "\"mem_used_bytes\":2,\"disk_bytes\":1}\n"
+        "{\"ts\":8,\"account_id\":\"a\",\"sandbox_id\":\"s\",\"state\":"
+        "\"paused\",\"disk_bytes\":1,\"vcpu\":1.5}\n",
+    };
+    static const char bytes[] = "0123456789.-eE\"\\,:[]{} \nax";
+    size_t tries = 0, differ = 0;
+    for (size_t b = 0; b < sizeof(bases) / sizeof(bases[0]); b++) {
+        size_t len = strlen(bases[b]);
+        bool ndjson = b == 2;
+        char *buf = malloc(len + 8);
+        if (!same_both_ways(bases[b], len, ndjson))
+            differ++;
+        for (int k = 0; k < 20000; k++, tries++) {
+            memcpy(buf, bases[b], len);
+            size_t n = len, at = rnd() % len;
+            switch (rnd() % 3) {
+            case 0: /* a byte replaced */
+                buf[at] = bytes[rnd() % (sizeof(bytes) - 1)];
+                break;
+            case 1: /* a byte deleted */
+                memmove(buf + at, buf + at + 1, n - at - 1);
+                n--;
+                break;
+            default: /* a byte inserted */
+                memmove(buf + at + 1, buf + at, n - at);
+                buf[at] = bytes[rnd() % (sizeof(bytes) - 1)];
+                n++;
+            }
+            if (!same_both_ways(buf, n, ndjson) && ++differ > 5)
+                break;
+        }
+        free(buf);
+    }
+    CHECK(differ == 0);
+    fprintf(stderr, "fast path: %zu mutated bodies read the same both ways\n",
+            tries);
+}
+
 int
 main(void)
 {
-    test_array();
-    test_ndjson();
-    test_columnar();
-    test_columnar_bounds();
-    test_decimals();
-    test_problem_cut();
-    test_caps();
-    test_columnar_writer();
+    for (int fast = 1; fast >= 0; fast--) {
+        meter_body_set_fast(fast);
+        test_array();
+        test_ndjson();
+        test_columnar();
+        test_columnar_bounds();
+        test_decimals();
+        test_problem_cut();
+        test_caps();
+        test_columnar_writer();
+    }
+    meter_body_set_fast(true);
+    test_fast_path();
     return test_result();
 }

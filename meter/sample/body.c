@@ -386,15 +386,380 @@ next_value(const char *body, struct cursor *c, size_t max, size_t values,
     return x;
 }
 
+/* ---- the fast path ---------------------------------------------------------
+ *
+ * Most bodies are what hosts' agents write: objects of known keys, ids as
+ * plain strings, numbers in plain decimal. Such an element (a sandbox of
+ * the columnar form, or a sample of the row forms) is read here without
+ * a tree, each value converted as meter_sample_from_fields converts it.
+ * On anything else (an escape, an exponent, a negative number, null, a
+ * duplicate or unknown key, a value any check would refuse, an element
+ * past its size) it gives up, and the element is read again by the path
+ * above, which names the problem: an element's samples are the same
+ * either way (tests/test_body.c compares both paths), and so are the
+ * messages, which only the path above writes.
+ */
+
+static bool fast_on = true;
+
+void
+meter_body_set_fast(bool on)
+{
+    fast_on = on;
+}
+
+/* A number of the fast path: ip and, when not is_int, frac 1/10,000s. */
+struct fnum {
+    uint64_t ip;
+    uint32_t frac;
+    bool is_int;
+};
+
+/* One key's value: a string, a number, or an array of count numbers from
+ * nums[off]. */
+struct fval {
+    bool seen, array, is_str;
+    const char *s;
+    size_t slen;
+    struct fnum num;
+    size_t off, count;
+};
+
+/* The keys of the two fast forms: the fields' numbers, then those of the
+ * columnar form's own keys. */
+enum { K_START = METER_NFIELDS, K_SECONDS, NKEYS };
+
+struct fast {
+    const char *p, *end;
+    struct fval val[NKEYS];
+    struct fnum *nums;
+    size_t nnums, cap;
+};
+
+static void
+fskip(struct fast *f)
+{
+    while (f->p < f->end &&
+           (*f->p == ' ' || *f->p == '\t' || *f->p == '\n' || *f->p == '\r'))
+        f->p++;
+}
+
+static bool
+fchar(struct fast *f, char ch)
+{
+    fskip(f);
+    if (f->p < f->end && *f->p == ch) {
+        f->p++;
+        return true;
+    }
+    return false;
+}
+
+/* A string of printable ASCII without escapes: its text and length. */
+static bool
+fstring(struct fast *f, const char **s, size_t *len)
+{
+    if (!fchar(f, '"'))
+        return false;
+    const char *q = f->p;
+    while (q < f->end && *q != '"') {
+        if (*q == '\\' || (unsigned char)*q < 0x20 || (unsigned char)*q > 0x7e)
+            return false;
+        q++;
+    }
+    if (q >= f->end)
+        return false;
+    *s = f->p;
+    *len = (size_t)(q - f->p);
+    f->p = q + 1;
+    return true;
+}
+
+/* A number without sign or exponent; more than 4 decimals only if the
+ * rest are zeros (meter_sample_decimals_ok's rule). */
+static bool
+fnumber(struct fast *f, struct fnum *x)
+{
+    fskip(f);
+    const char *p = f->p, *end = f->end;
+    if (p >= end || *p < '0' || *p > '9')
+        return false;
+    uint64_t ip = 0;
+    if (*p == '0') {
+        if (++p < end && *p >= '0' && *p <= '9')
+            return false;
+    } else {
+        for (; p < end && *p >= '0' && *p <= '9'; p++) {
+            if (ip > UINT64_MAX / 10 - 1)
+                return false;
+            ip = ip * 10 + (uint64_t)(*p - '0');
+        }
+    }
+    x->ip = ip;
+    x->frac = 0;
+    x->is_int = true;
+    if (p < end && *p == '.') {
+        x->is_int = false;
+        if (++p >= end || *p < '0' || *p > '9')
+            return false;
+        int d = 0;
+        for (; p < end && *p >= '0' && *p <= '9'; p++, d++) {
+            if (d < 4)
+                x->frac = x->frac * 10 + (uint32_t)(*p - '0');
+            else if (*p != '0')
+                return false;
+        }
+        for (; d < 4; d++)
+            x->frac *= 10;
+    }
+    if (p < end && (*p == 'e' || *p == 'E'))
+        return false;
+    f->p = p;
+    return true;
+}
+
+static bool
+fpush(struct fast *f, const struct fnum *x)
+{
+    if (f->nnums == f->cap) {
+        size_t nc = f->cap ? 2 * f->cap : 4096;
+        struct fnum *n = realloc(f->nums, nc * sizeof(*n));
+        if (!n)
+            return false;
+        f->nums = n;
+        f->cap = nc;
+    }
+    f->nums[f->nnums++] = *x;
+    return true;
+}
+
+/* The object at f->p: each key one of the form's (first: the first key
+ * number it may use; columnar: its own keys too, and arrays), once. */
+static bool
+fobject(struct fast *f, bool columnar)
+{
+    memset(f->val, 0, sizeof(f->val));
+    f->nnums = 0;
+    if (!fchar(f, '{'))
+        return false;
+    if (fchar(f, '}'))
+        return true;
+    do {
+        const char *k;
+        size_t klen;
+        if (!fstring(f, &k, &klen) || !fchar(f, ':'))
+            return false;
+        int key = -1;
+        for (int i = columnar ? 1 : 0; i < (columnar ? NKEYS : METER_NFIELDS);
+             i++) {
+            const char *name = i == K_START     ? "start"
+                               : i == K_SECONDS ? "seconds"
+                                                : meter_sample_fields[i];
+            if (strlen(name) == klen && memcmp(name, k, klen) == 0) {
+                key = i;
+                break;
+            }
+        }
+        if (key < 0 || f->val[key].seen)
+            return false;
+        struct fval *x = &f->val[key];
+        x->seen = true;
+        fskip(f);
+        if (f->p < f->end && *f->p == '"') {
+            x->is_str = true;
+            if (!fstring(f, &x->s, &x->slen))
+                return false;
+        } else if (f->p < f->end && *f->p == '[') {
+            if (!columnar)
+                return false;
+            f->p++;
+            x->array = true;
+            x->off = f->nnums;
+            if (!fchar(f, ']')) {
+                do {
+                    struct fnum n;
+                    if (!fnumber(f, &n) || !fpush(f, &n) ||
+                        f->nnums - x->off > 86400)
+                        return false;
+                } while (fchar(f, ','));
+                if (!fchar(f, ']'))
+                    return false;
+            }
+            x->count = f->nnums - x->off;
+        } else if (!fnumber(f, &x->num)) {
+            return false;
+        }
+    } while (fchar(f, ','));
+    return fchar(f, '}');
+}
+
+/* As get_bytes and get_cpu accept a value. */
+static bool
+fbytes(const struct fnum *x, uint64_t *out)
+{
+    if (!x->is_int || x->ip > INT64_MAX)
+        return false;
+    *out = x->ip;
+    return true;
+}
+
+static bool
+fcpu(const struct fnum *x, uint32_t *out)
+{
+    if (x->ip > UINT32_MAX / PRICING_CPU_UNIT)
+        return false;
+    uint64_t k = x->ip * PRICING_CPU_UNIT + x->frac;
+    if (k > UINT32_MAX)
+        return false;
+    *out = (uint32_t)k;
+    return true;
+}
+
+/* Key k's value at second i (a scalar's at every second), or NULL. */
+static const struct fnum *
+fat(const struct fast *f, int k, size_t i)
+{
+    const struct fval *x = &f->val[k];
+    if (!x->seen || x->is_str)
+        return NULL;
+    return x->array ? &f->nums[x->off + i] : &x->num;
+}
+
+/* An id of the sample: false unless it is a valid one. */
+static bool
+fid(const struct fval *x, char out[PRICING_ID_MAX + 1])
+{
+    if (!x->seen || !x->is_str || x->slen > PRICING_ID_MAX)
+        return false;
+    memcpy(out, x->s, x->slen);
+    out[x->slen] = '\0';
+    return pricing_id_valid(out);
+}
+
+/* Second i's sample at ts into out, as meter_sample_from_fields would
+ * make it; false where it would refuse it. */
+static bool
+fsample(const struct fast *f, size_t i, int64_t ts, bool running,
+        struct pricing_second *out)
+{
+    const struct fnum *disk = fat(f, METER_F_DISK, i),
+                      *egress = fat(f, METER_F_EGRESS, i);
+    out->ts = ts;
+    if (!disk || !fbytes(disk, &out->disk_bytes) ||
+        (f->val[METER_F_EGRESS].seen &&
+         (!egress || !fbytes(egress, &out->egress_bytes))))
+        return false;
+    if (!running)
+        return true;
+    const struct fnum *vcpu = fat(f, METER_F_VCPU, i),
+                      *used = fat(f, METER_F_CPU_USED, i),
+                      *mem = fat(f, METER_F_MEM, i),
+                      *mem_used = fat(f, METER_F_MEM_USED, i);
+    if (!vcpu || !fcpu(vcpu, &out->vcpu) || out->vcpu == 0 || !used ||
+        !fcpu(used, &out->cpu_used) || out->cpu_used > out->vcpu || !mem ||
+        !fbytes(mem, &out->mem_bytes))
+        return false;
+    out->mem_used_bytes = out->mem_bytes;
+    if (f->val[METER_F_MEM_USED].seen &&
+        (!mem_used || !fbytes(mem_used, &out->mem_used_bytes) ||
+         out->mem_used_bytes > out->mem_bytes))
+        return false;
+    return true;
+}
+
+/* The state of the sample: false unless "running" or "paused". */
+static bool
+fstate(const struct fval *x, bool *running)
+{
+    if (!x->seen || !x->is_str)
+        return false;
+    *running = x->slen == 7 && memcmp(x->s, "running", 7) == 0;
+    return *running || (x->slen == 6 && memcmp(x->s, "paused", 6) == 0);
+}
+
+/* Room for n more samples within the batch's bound. */
+static bool
+freserve(struct samples *v, size_t n)
+{
+    if (n > v->max - v->n)
+        return false; /* the path above says "more samples than..." */
+    if (v->n + n > v->cap) {
+        size_t nc = v->cap ? v->cap : 1024;
+        while (nc < v->n + n)
+            nc *= 2;
+        struct meter_sample *p = realloc(v->s, nc * sizeof(*p));
+        if (!p)
+            return false;
+        v->s = p;
+        v->cap = nc;
+    }
+    return true;
+}
+
+/* One element at c, at most max bytes: a sandbox of the columnar form
+ * (columnar) or a sample; its samples added and c moved past it, or
+ * false with nothing added. */
+static bool
+fast_element(struct fast *f, struct cursor *c, size_t max, bool columnar,
+             struct samples *v)
+{
+    if (!fast_on)
+        return false;
+    skip_ws(c);
+    f->p = c->p;
+    f->end = (size_t)(c->end - c->p) > max ? c->p + max : c->end;
+    if (!fobject(f, columnar))
+        return false;
+    char account[PRICING_ID_MAX + 1] = "", sandbox[PRICING_ID_MAX + 1] = "";
+    bool running;
+    int64_t t0;
+    uint64_t n = 1;
+    const struct fval *ts = &f->val[columnar ? K_START : METER_F_TS];
+    if (!ts->seen || ts->is_str || ts->array || !ts->num.is_int ||
+        ts->num.ip > METER_TS_MAX ||
+        !fid(&f->val[METER_F_ACCOUNT], account) ||
+        !fid(&f->val[METER_F_SANDBOX], sandbox) ||
+        !fstate(&f->val[METER_F_STATE], &running))
+        return false;
+    t0 = (int64_t)ts->num.ip;
+    if (columnar) {
+        const struct fval *s = &f->val[K_SECONDS];
+        if (!s->seen || s->is_str || s->array || !s->num.is_int ||
+            s->num.ip < 1 || s->num.ip > 86400 ||
+            (uint64_t)t0 + s->num.ip - 1 > (uint64_t)METER_TS_MAX)
+            return false;
+        n = s->num.ip;
+        for (int k = 0; k < METER_NFIELDS; k++)
+            if (f->val[k].array && f->val[k].count != n)
+                return false;
+    }
+    if (!freserve(v, n))
+        return false;
+    for (uint64_t i = 0; i < n; i++) {
+        struct meter_sample *m = &v->s[v->n + i];
+        memset(m, 0, sizeof(*m)); /* as meter_sample_from_fields does */
+        if (!fsample(f, i, t0 + (int64_t)i, running, &m->s))
+            return false;
+        memcpy(m->account_id, account, sizeof(account));
+        memcpy(m->sandbox_id, sandbox, sizeof(sandbox));
+    }
+    v->n += n;
+    v->refused = false;
+    c->p = f->p;
+    return true;
+}
+
 /*
  * The elements of the array at c, one at a time: each (at most max
- * bytes, values commas) goes to add, which returns 0 to go on, -1 (a
- * problem added) or -2 (out of memory) to stop. Syntax errors are
+ * bytes, values commas) read by the fast path f (of the columnar form's
+ * sandboxes or not), else it goes to add, which returns 0 to go on, -1
+ * (a problem added) or -2 (out of memory) to stop. Syntax errors are
  * problems; returns add's stop, else 0.
  */
 static int
 each_element(const char *body, struct cursor *c, size_t max, size_t values,
-             struct samples *v, struct meter_problems *p,
+             struct fast *f, bool columnar, struct samples *v,
+             struct meter_problems *p,
              int (*add)(struct samples *, const json_t *, size_t,
                         struct meter_problems *))
 {
@@ -407,13 +772,15 @@ each_element(const char *body, struct cursor *c, size_t max, size_t values,
     if (take(c, ']'))
         return 0;
     for (size_t i = 0;; i++) {
-        json_t *x = next_value(body, c, max, values, v, p);
-        if (!x)
-            return -1;
-        int rc = add(v, x, i, p);
-        json_decref(x);
-        if (rc != 0)
-            return rc;
+        if (!fast_element(f, c, max, columnar, v)) {
+            json_t *x = next_value(body, c, max, values, v, p);
+            if (!x)
+                return -1;
+            int rc = add(v, x, i, p);
+            json_decref(x);
+            if (rc != 0)
+                return rc;
+        }
         if (take(c, ']'))
             return 0;
         if (!take(c, ',')) {
@@ -435,8 +802,8 @@ add_element(struct samples *v, const json_t *obj, size_t i,
 
 /* The columnar body at c: {"sandboxes": [...]}, nothing else. */
 static int
-add_columnar(const char *body, struct cursor *c, struct samples *v,
-             struct meter_problems *p)
+add_columnar(const char *body, struct cursor *c, struct fast *f,
+             struct samples *v, struct meter_problems *p)
 {
     char at[48];
     take(c, '{');
@@ -464,8 +831,8 @@ add_columnar(const char *body, struct cursor *c, struct samples *v,
                            "must be an array of per-sandbox objects");
         return -1;
     }
-    int rc =
-        each_element(body, c, SANDBOX_MAX, SANDBOX_VALUES, v, p, add_sandbox);
+    int rc = each_element(body, c, SANDBOX_MAX, SANDBOX_VALUES, f, true, v, p,
+                          add_sandbox);
     if (rc == 0 && take(c, ',')) {
         /* Another key: only "sandboxes" is known. */
         json_t *k = next_value(body, c, 256, 0, v, p);
@@ -489,6 +856,7 @@ meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
                  struct meter_sample **out, size_t *n, struct meter_problems *p)
 {
     struct samples v = {.max = max};
+    struct fast f = {0};
     int rc = 0;
     *out = NULL;
     *n = 0;
@@ -499,6 +867,15 @@ meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
             const char *stop = nl ? nl : end;
             struct cursor c = {line, stop};
             skip_ws(&c);
+            struct cursor fc = c;
+            if (c.p < stop && fast_element(&f, &fc, SAMPLE_MAX, false, &v)) {
+                skip_ws(&fc);
+                if (fc.p == stop) { /* else read again, for the message */
+                    line = stop + 1;
+                    continue;
+                }
+                v.n--;
+            }
             if (c.p < stop) {
                 json_t *obj = next_value(body, &c, SAMPLE_MAX, 0, &v, p);
                 if (obj && (skip_ws(&c), c.p < stop)) {
@@ -520,9 +897,10 @@ meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
         struct cursor c = {body, body + len};
         skip_ws(&c);
         if (c.p < c.end && *c.p == '[') {
-            rc = each_element(body, &c, SAMPLE_MAX, 0, &v, p, add_element);
+            rc = each_element(body, &c, SAMPLE_MAX, 0, &f, false, &v, p,
+                              add_element);
         } else if (c.p < c.end && *c.p == '{') {
-            rc = add_columnar(body, &c, &v, p);
+            rc = add_columnar(body, &c, &f, &v, p);
         } else {
             meter_problems_add(p, 0, "(body)", "",
                                "must be an array of samples or a columnar "
@@ -536,6 +914,7 @@ meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
                                "nothing may follow the body's value");
         }
     }
+    free(f.nums);
     if (rc == -2) {
         free(v.s);
         return -1; /* out of memory */

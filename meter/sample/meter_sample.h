@@ -121,6 +121,12 @@ int meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
                      struct meter_sample **out, size_t *n,
                      struct meter_problems *p);
 
+/* Whether meter_body_parse reads canonical elements without building a
+ * tree (body.c's fast path; default on). Off, every element takes the
+ * path that names problems: tests compare the two. Not thread-safe: set
+ * it before parsing. */
+void meter_body_set_fast(bool on);
+
 /* A columnar body being built: begin (which empties it), one add per run
  * of consecutive seconds of one sandbox (n >= 1), end; the text is in
  * body, and out of memory shows as body.failed. Zero-initialize; release
