@@ -255,6 +255,17 @@ for base in "$B" "$B/"; do
     contains "$err" ": 0 accepted, $(wc -l <gen.ndjson) duplicates, 0 conflicts" \
         "--push $base reaches /v1/samples"
 done
+# Over several connections, batches of 10 s: every batch arrives once,
+# whatever the order (another window, exported whole).
+"$METERCTL" gen --sandboxes 12 --accounts 2 --seconds 300 --start $((T - 30000)) --seed 5 | sort >gen5.ndjson
+expect_status 0 "$METERCTL" gen --sandboxes 12 --accounts 2 --seconds 300 --start $((T - 30000)) --seed 5 \
+    --push "$B" --token "$HOST" --batch-seconds 10 --connections 3
+contains "$err" "3 connections): $(wc -l <gen5.ndjson) accepted, 0 duplicates" "gen --push over 3 connections"
+"$METERCTL" --db "$db" export --from $((T - 30000)) --to $((T - 30000 + 300)) | sort >exported5.ndjson
+checks=$((checks + 1))
+cmp -s exported5.ndjson gen5.ndjson || fail "samples pushed over 3 connections differ from the generated ones"
+expect_status 2 "$METERCTL" gen --push "$B" --token "$HOST" --connections 0
+contains "$err" "--connections 1-64" "gen --connections 0 refused"
 
 # Export to the last second there is.
 expect_status 0 "$METERCTL" --db "$db" export --from 0 --to 9999-12-31T23:59:59Z

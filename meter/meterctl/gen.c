@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -221,6 +222,83 @@ post(struct push *p, const struct meter_buf *body)
     }
 }
 
+/* ---- pushing over several connections -------------------------------------
+ *
+ * The main thread makes the batches; each connection's thread takes the
+ * next one made and posts it until it is acknowledged. A few batches
+ * wait at most, so memory stays a few batches'. The first batch that
+ * cannot be delivered stops every connection (its message said why). */
+
+#define QUEUE_MAX 64
+
+struct queue {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    struct meter_buf body[QUEUE_MAX];
+    size_t samples[QUEUE_MAX];
+    size_t head, count, cap;
+    bool closed, failed;
+};
+
+struct connection {
+    struct push p;
+    struct queue *q;
+    pthread_t thread;
+    unsigned long long sent; /* samples acknowledged */
+};
+
+static void *
+connection_run(void *arg)
+{
+    struct connection *c = arg;
+    struct queue *q = c->q;
+    for (;;) {
+        pthread_mutex_lock(&q->lock);
+        while (!q->count && !q->closed && !q->failed)
+            pthread_cond_wait(&q->changed, &q->lock);
+        if (q->failed || !q->count) {
+            pthread_mutex_unlock(&q->lock);
+            return NULL;
+        }
+        struct meter_buf body = q->body[q->head];
+        size_t n = q->samples[q->head];
+        q->head = (q->head + 1) % QUEUE_MAX;
+        q->count--;
+        pthread_cond_broadcast(&q->changed);
+        pthread_mutex_unlock(&q->lock);
+        int rc = post(&c->p, &body);
+        meter_buf_release(&body);
+        if (rc < 0) {
+            pthread_mutex_lock(&q->lock);
+            q->failed = true;
+            pthread_cond_broadcast(&q->changed);
+            pthread_mutex_unlock(&q->lock);
+            return NULL;
+        }
+        c->sent += n;
+    }
+}
+
+/* Hands body (n samples) to the connections; false once one failed. */
+static bool
+enqueue(struct queue *q, struct meter_buf *body, size_t n)
+{
+    pthread_mutex_lock(&q->lock);
+    while (q->count == q->cap && !q->failed)
+        pthread_cond_wait(&q->changed, &q->lock);
+    bool ok = !q->failed;
+    if (ok) {
+        size_t at = (q->head + q->count) % QUEUE_MAX;
+        q->body[at] = *body;
+        q->samples[at] = n;
+        q->count++;
+        *body = (struct meter_buf){0}; /* the queue has it now */
+        pthread_cond_broadcast(&q->changed);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return ok;
+}
+
 /* The samples route of the service at url: url itself if it names it,
  * else url (without a trailing slash) + "/v1/samples". -1 if too long. */
 static int
@@ -251,12 +329,13 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
         {"rate", required_argument, NULL, 'r'},
         {"follow", no_argument, NULL, 'f'},
         {"noisy", no_argument, NULL, 'N'},
+        {"connections", required_argument, NULL, 'c'},
         {"retry-for", required_argument, NULL, 'R'},
         {"cacert", required_argument, NULL, 'C'},
         {NULL, 0, NULL, 0},
     };
     uint64_t sandboxes = 100, accounts = 10, seconds = 60, seed = 1, batch = 10,
-             rate = 0, retry_for = 60;
+             rate = 0, retry_for = 60, conns = 4;
     long long start = (long long)time(NULL);
     const char *output = NULL, *url = NULL, *token = getenv("METER_TOKEN"),
                *cacert = NULL;
@@ -288,6 +367,9 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
             break;
         case 'R':
             target = &retry_for;
+            break;
+        case 'c':
+            target = &conns;
             break;
         case 't': {
             int64_t ts;
@@ -324,9 +406,10 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
     if (optind < argc)
         return ctl_usage_error("gen: unexpected argument '%s'", argv[optind]);
     if (sandboxes < 1 || sandboxes > 1000000 || accounts < 1 || batch < 1 ||
-        batch > 3600 || retry_for > 86400)
+        batch > 3600 || retry_for > 86400 || conns < 1 || conns > 64)
         return ctl_usage_error("gen: --sandboxes 1-1000000, --accounts >= 1, "
-                               "--batch-seconds 1-3600, --retry-for 0-86400");
+                               "--batch-seconds 1-3600, --retry-for 0-86400, "
+                               "--connections 1-64");
     if (url && !token)
         return ctl_usage_error("gen: --push needs --token (or METER_TOKEN), "
                                "a key of role host");
@@ -380,17 +463,36 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     char auth[128];
     snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-    struct push p = {.curl = curl_easy_init(),
-                     .url = url,
-                     .cacert = cacert,
-                     .retry_for = retry_for,
-                     .rng = seed ^ (uint64_t)getpid() << 32};
-    p.headers = curl_slist_append(p.headers, auth);
-    p.headers = curl_slist_append(p.headers, "Content-Type: application/json");
+    struct curl_slist *headers = curl_slist_append(NULL, auth);
+    headers = curl_slist_append(headers, "Content-Type: application/json");
+    struct queue q = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                      .changed = PTHREAD_COND_INITIALIZER,
+                      .cap = conns * 2 < QUEUE_MAX ? conns * 2 : QUEUE_MAX};
+    struct connection *cs = calloc(conns, sizeof(*cs));
+    size_t started = 0;
+    for (; cs && started < conns; started++) {
+        struct connection *c = &cs[started];
+        c->q = &q;
+        c->p = (struct push){.curl = curl_easy_init(),
+                             .url = url,
+                             .cacert = cacert,
+                             .headers = headers,
+                             .retry_for = retry_for,
+                             .rng = seed ^ (uint64_t)getpid() << 32 ^ started};
+        if (!c->p.curl ||
+            pthread_create(&c->thread, NULL, connection_run, c) != 0) {
+            curl_easy_cleanup(c->p.curl);
+            break;
+        }
+    }
     struct meter_columnar body = {0};
-    unsigned long long sent = 0;
+    unsigned long long made = 0;
     double t0 = ctl_now();
-    for (uint64_t done = 0; follow || done < seconds;) {
+    bool ok = cs && started == conns;
+    if (!ok)
+        fprintf(stderr, "meterctl: cannot start %llu connections\n",
+                (unsigned long long)conns);
+    for (uint64_t done = 0; ok && (follow || done < seconds);) {
         uint32_t step =
             (uint32_t)(!follow && seconds - done < batch ? seconds - done
                                                          : batch);
@@ -405,32 +507,54 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
         done += step;
         if (body.body.failed) {
             fprintf(stderr, "meterctl: out of memory\n");
+            ok = false;
             break;
         }
-        if (n && post(&p, &body.body) < 0)
+        if (n && !enqueue(&q, &body.body, n))
             break;
-        sent += n;
+        made += n;
         if (rate) { /* keep to the rate */
-            double due = (double)sent / (double)rate - (ctl_now() - t0);
+            double due = (double)made / (double)rate - (ctl_now() - t0);
             if (due > 0)
                 usleep((useconds_t)(due * 1e6));
         }
-        if (!follow && done >= seconds)
-            rc = 0;
     }
+    pthread_mutex_lock(&q.lock);
+    q.closed = true;
+    pthread_cond_broadcast(&q.changed);
+    pthread_mutex_unlock(&q.lock);
+    unsigned long long sent = 0, accepted = 0, duplicates = 0, conflicts = 0,
+                       cut = 0, unreachable = 0, busy = 0;
+    for (size_t k = 0; k < started; k++) {
+        struct connection *c = &cs[k];
+        pthread_join(c->thread, NULL);
+        curl_easy_cleanup(c->p.curl);
+        sent += c->sent;
+        accepted += c->p.accepted;
+        duplicates += c->p.duplicates;
+        conflicts += c->p.conflicts;
+        cut += c->p.cut;
+        unreachable += c->p.unreachable;
+        busy += c->p.busy;
+    }
+    if (ok && !q.failed)
+        rc = 0;
+    for (; q.count; q.count--, q.head = (q.head + 1) % QUEUE_MAX)
+        meter_buf_release(&q.body[q.head]);
     double secs = ctl_now() - t0;
     /* What the service said of the copies it got: accepted once in all,
      * whatever the retries; the copies of batches whose reply was lost
      * come back as duplicates. */
     fprintf(stderr,
-            "meterctl: pushed %llu samples in %.1f s (%.0f samples/s): %llu "
-            "accepted, %llu duplicates, %llu conflicts; retried %llu cut "
-            "off, %llu unreachable, %llu busy\n",
-            sent, secs, secs > 0 ? (double)sent / secs : 0.0, p.accepted,
-            p.duplicates, p.conflicts, p.cut, p.unreachable, p.busy);
+            "meterctl: pushed %llu samples in %.1f s (%.0f samples/s, %llu "
+            "connections): %llu accepted, %llu duplicates, %llu conflicts; "
+            "retried %llu cut off, %llu unreachable, %llu busy\n",
+            sent, secs, secs > 0 ? (double)sent / secs : 0.0,
+            (unsigned long long)conns, accepted, duplicates, conflicts, cut,
+            unreachable, busy);
+    free(cs);
     meter_buf_release(&body.body);
-    curl_slist_free_all(p.headers);
-    curl_easy_cleanup(p.curl);
+    curl_slist_free_all(headers);
     curl_global_cleanup();
 out:
     sim_fleet_free(fleet);
