@@ -128,6 +128,24 @@ test_exactly_once(PGconn *db, struct meter_registry *reg)
     /* An empty batch stores nothing and succeeds. */
     o = ingest(db, reg, NULL, 0, JAN);
     CHECK(result_is(&o, 0, 0, 0));
+
+    /* Order: a sandbox's seconds in two runs apart, in order (the runs
+     * are the order); then runs that meet on one second (every sample
+     * sorted): the first in batch order stands. */
+    struct meter_sample apart[] = {
+        paused("ord", "sb-5", JAN, 1), paused("ord", "sb-5", JAN + 1, 2),
+        paused("ord", "sb-6", JAN, 4), paused("ord", "sb-5", JAN + 2, 8),
+        paused("ord", "sb-5", JAN + 3, 16)};
+    o = ingest(db, reg, apart, 5, JAN);
+    CHECK(result_is(&o, 5, 0, 0));
+    CHECK(stored(db, "ord", JAN, JAN + 4, &disk) == 5 && disk == 31);
+    struct meter_sample meet[] = {
+        paused("ord", "sb-7", JAN + 2, 100), paused("ord", "sb-8", JAN, 1),
+        paused("ord", "sb-7", JAN, 200),     paused("ord", "sb-7", JAN + 1, 400),
+        paused("ord", "sb-7", JAN + 2, 800), paused("ord", "sb-7", JAN + 2, 100)};
+    o = ingest(db, reg, meet, 6, JAN);
+    CHECK(result_is(&o, 4, 1, 1));
+    CHECK(stored(db, "ord", JAN + 2, JAN + 3, &disk) == 2 && disk == 8 + 100);
 }
 
 static void

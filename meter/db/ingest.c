@@ -129,6 +129,60 @@ by_sandbox_ts_index(const void *x, const void *y, void *base)
     return (i > j) - (i < j);
 }
 
+/* A run of samples in batch order: one sandbox, seconds ascending. */
+struct run {
+    size_t first, n;
+};
+
+static int
+by_run_start(const void *x, const void *y, void *base)
+{
+    const struct run *r = x, *q = y;
+    return by_sandbox_ts_index(&r->first, &q->first, base);
+}
+
+/* Whether sample i comes strictly before sample j in the batch's order. */
+static bool
+before(const struct batch *b, size_t i, size_t j)
+{
+    return by_sandbox_ts_index(&i, &j, (void *)b->s) < 0;
+}
+
+/* b->ord: the samples by (sandbox, ts, index). A body lists a sandbox's
+ * seconds together and in order (the columnar form always does): its
+ * runs, sorted by their first sample, are then the order already, which
+ * a check of each seam confirms; else every sample is sorted. */
+static int
+order(struct batch *b)
+{
+    struct run *runs = malloc((b->n ? b->n : 1) * sizeof(*runs));
+    if (!runs)
+        return -1;
+    size_t nruns = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        struct run *r = nruns ? &runs[nruns - 1] : NULL;
+        if (r && b->s[i].s.ts > b->s[i - 1].s.ts &&
+            strcmp(b->s[i].sandbox_id, b->s[i - 1].sandbox_id) == 0)
+            r->n++;
+        else
+            runs[nruns++] = (struct run){i, 1};
+    }
+    qsort_r(runs, nruns, sizeof(*runs), by_run_start, (void *)b->s);
+    size_t k = 0;
+    bool sorted = true;
+    for (size_t r = 0; r < nruns; r++) {
+        if (k && !before(b, b->ord[k - 1], runs[r].first))
+            sorted = false;
+        for (size_t i = 0; i < runs[r].n; i++)
+            b->ord[k++] = runs[r].first + i;
+    }
+    free(runs);
+    if (!sorted)
+        qsort_r(b->ord, b->n, sizeof(*b->ord), by_sandbox_ts_index,
+                (void *)b->s);
+    return 0;
+}
+
 /* Lists the samples of group g whose account is not account. */
 static void
 check_account(const struct batch *b, const struct group *g, const char *account,
@@ -160,20 +214,23 @@ prepare(struct batch *b, int64_t now, int64_t max_age,
     if (!b->ord || !b->groups)
         return -1;
     for (size_t i = 0; i < b->n; i++) {
-        b->ord[i] = i;
+        int64_t ts = b->s[i].s.ts;
+        if (ts <= now + FUTURE_S && (!max_age || ts >= now - max_age))
+            continue;
         char v[32], why[96];
-        snprintf(v, sizeof(v), "%lld", (long long)b->s[i].s.ts);
-        if (b->s[i].s.ts > now + FUTURE_S)
+        snprintf(v, sizeof(v), "%lld", (long long)ts);
+        if (ts > now + FUTURE_S)
             meter_problems_add(probs, i, "ts", v,
                                "more than 5 minutes in the future");
-        if (max_age && b->s[i].s.ts < now - max_age) {
+        if (max_age && ts < now - max_age) {
             snprintf(why, sizeof(why),
                      "older than the %lld days that samples are accepted for",
                      (long long)(max_age / 86400));
             meter_problems_add(probs, i, "ts", v, why);
         }
     }
-    qsort_r(b->ord, b->n, sizeof(*b->ord), by_sandbox_ts_index, (void *)b->s);
+    if (order(b) < 0)
+        return -1;
     for (size_t i = 0; i < b->n;) {
         struct group *g = &b->groups[b->ngroups++];
         const struct meter_sample *first = &b->s[b->ord[i]];

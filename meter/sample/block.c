@@ -217,14 +217,20 @@ meter_block_encode(const struct pricing_second *s, size_t n, uint8_t *buf)
             runs += varint_len(j - i) + varint_len(v[i]);
             i = j;
         }
-        for (size_t i = 1; i < n; i++)
-            deltas += varint_len(zigzag(v[i], v[i - 1]));
-        pack(v, n, true, &pd);
-        pack(v, n, false, &po);
-        size_t lpd = packed_len(&pd), lpo = packed_len(&po);
-        size_t best = runs < deltas ? runs : deltas;
-        best = lpd < best ? lpd : best;
-        best = lpo < best ? lpo : best;
+        /* A packed mode takes 4 bytes at least: a column of a run or two
+         * (most are) is runs. */
+        size_t best = runs, lpd = SIZE_MAX, lpo = SIZE_MAX;
+        if (runs > 4) {
+            for (size_t i = 1; i < n; i++)
+                deltas += varint_len(zigzag(v[i], v[i - 1]));
+            pack(v, n, true, &pd);
+            pack(v, n, false, &po);
+            lpd = packed_len(&pd);
+            lpo = packed_len(&po);
+            best = runs < deltas ? runs : deltas;
+            best = lpd < best ? lpd : best;
+            best = lpo < best ? lpo : best;
+        }
         if (best == runs) {
             *p++ = MODE_RUNS;
             for (size_t i = 0; i < n;) {
