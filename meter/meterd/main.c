@@ -239,11 +239,11 @@ parse_listen(const char *s, struct sockaddr_in *sa)
 /* The count of option name, value (unset or empty: def): 0, or -1 with
  * a message saying it is not `what`. */
 static int
-count_option(const char *name, const char *value, uint64_t max,
+count_option(const char *name, const char *value, uint64_t min, uint64_t max,
              const char *what, uint64_t def, uint64_t *out)
 {
     *out = def;
-    if (!value || !*value || meter_parse_uint(value, 1, max, out) == 0)
+    if (!value || !*value || meter_parse_uint(value, min, max, out) == 0)
         return 0;
     fprintf(stderr, "meterd: --%s '%s' is not %s\n", name, value, what);
     return -1;
@@ -260,59 +260,40 @@ configure(const struct options *o, struct meter_http_config *cfg)
         fprintf(stderr, "meterd: --listen '%s' is not IPV4:PORT\n", listen);
         return 2;
     }
-    if (count_option("max-body", o->v[OPT_MAX_BODY], SIZE_MAX,
+    if (count_option("max-body", o->v[OPT_MAX_BODY], 1, SIZE_MAX,
                      "a number of bytes", 64 << 20, &body) < 0 ||
-        count_option("threads", o->v[OPT_THREADS], 250,
+        count_option("threads", o->v[OPT_THREADS], 1, 250,
                      "a number from 1 to 250", 4, &threads) < 0 ||
-        count_option("max-buffered", o->v[OPT_MAX_BUFFERED], SIZE_MAX,
+        count_option("max-buffered", o->v[OPT_MAX_BUFFERED], 1, SIZE_MAX,
                      "a number of bytes", body * threads, &buffered) < 0 ||
-        count_option("max-connections", o->v[OPT_MAX_CONNECTIONS], 1000000,
+        count_option("max-connections", o->v[OPT_MAX_CONNECTIONS], 1, 1000000,
                      "a number from 1 to 1000000", 4096, &conns) < 0 ||
-        count_option("max-per-ip", o->v[OPT_MAX_PER_IP], 1000000,
+        count_option("max-per-ip", o->v[OPT_MAX_PER_IP], 1, 1000000,
                      "a number from 1 to 1000000", 256, &per_ip) < 0 ||
-        count_option("idle-timeout", o->v[OPT_IDLE_TIMEOUT], 3600,
+        count_option("idle-timeout", o->v[OPT_IDLE_TIMEOUT], 1, 3600,
                      "a number of seconds from 1 to 3600", 30, &idle) < 0 ||
-        count_option("header-timeout", o->v[OPT_HEADER_TIMEOUT], 3600,
+        count_option("header-timeout", o->v[OPT_HEADER_TIMEOUT], 1, 3600,
                      "a number of seconds from 1 to 3600", 30, &header_s) < 0 ||
-        count_option("body-timeout", o->v[OPT_BODY_TIMEOUT], 3600,
+        count_option("body-timeout", o->v[OPT_BODY_TIMEOUT], 1, 3600,
                      "a number of seconds from 1 to 3600", 120, &body_s) < 0 ||
-        count_option("db-timeout", o->v[OPT_DB_TIMEOUT], 3600,
+        count_option("db-timeout", o->v[OPT_DB_TIMEOUT], 1, 3600,
                      "a number of seconds from 1 to 3600", 30, &db_s) < 0 ||
-        count_option("max-age", o->v[OPT_MAX_AGE], 36500,
+        count_option("max-age", o->v[OPT_MAX_AGE], 1, 36500,
                      "a number of days from 1 to 36500", 400, &age) < 0 ||
-        count_option("session-ttl", o->v[OPT_SESSION_TTL], 31536000,
+        count_option("session-ttl", o->v[OPT_SESSION_TTL], 1, 31536000,
                      "a number of seconds from 1 to 31536000", 43200, &ttl) < 0)
         return 2;
-    /* The one count that may be 0 (no limit). */
-    const char *rate_s = o->v[OPT_RATE_LIMIT];
-    rate = 1000;
-    if (rate_s && meter_parse_uint(rate_s, 0, 1000000, &rate) < 0) {
-        fprintf(stderr,
-                "meterd: --rate-limit '%s' is not a number from 0 to "
-                "1000000\n",
-                rate_s);
+    /* The counts that may be 0: no limit, nothing kept, never merged. */
+    uint64_t report_ttl, merge_every;
+    if (count_option("rate-limit", o->v[OPT_RATE_LIMIT], 0, 1000000,
+                     "a number from 0 to 1000000", 1000, &rate) < 0 ||
+        count_option("report-ttl", o->v[OPT_REPORT_TTL], 0, 3600,
+                     "a number of seconds from 0 to 3600", 5,
+                     &report_ttl) < 0 ||
+        count_option("merge-every", o->v[OPT_MERGE_EVERY], 0, 3600,
+                     "a number of seconds from 0 to 3600", 5, &merge_every) < 0)
         return 2;
-    }
-    /* The other counts that may be 0 (nothing kept, never merged). */
-    const char *report_s = o->v[OPT_REPORT_TTL];
-    uint64_t report_ttl = 5;
-    if (report_s && meter_parse_uint(report_s, 0, 3600, &report_ttl) < 0) {
-        fprintf(stderr,
-                "meterd: --report-ttl '%s' is not a number of seconds from 0 "
-                "to 3600\n",
-                report_s);
-        return 2;
-    }
     meterd_cache_init((unsigned)report_ttl);
-    const char *merge_s = o->v[OPT_MERGE_EVERY];
-    uint64_t merge_every = 5;
-    if (merge_s && meter_parse_uint(merge_s, 0, 3600, &merge_every) < 0) {
-        fprintf(stderr,
-                "meterd: --merge-every '%s' is not a number of seconds from 0 "
-                "to 3600\n",
-                merge_s);
-        return 2;
-    }
     meterd.merge_every = (unsigned)merge_every;
     meterd.max_age = (int64_t)age * 86400;
     meterd.session_ttl = (unsigned)ttl;
