@@ -266,6 +266,39 @@ checks=$((checks + 1))
 cmp -s exported5.ndjson gen5.ndjson || fail "samples pushed over 3 connections differ from the generated ones"
 expect_status 2 "$METERCTL" gen --push "$B" --token "$HOST" --connections 0
 contains "$err" "--connections 1-64" "gen --connections 0 refused"
+# A batch refused (400) stops the other connections at once, though they
+# are retrying busy answers (503) and --retry-for would allow 30 s more.
+cat >stub.py <<'PY'
+import http.server, sys, threading
+n = 0
+lock = threading.Lock()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        global n
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        with lock:
+            n += 1
+            code = 400 if n == 3 else 503
+        self.send_response(code)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+PY
+python3 stub.py >stub.port &
+stub=$!
+for i in $(seq 50); do [ -s stub.port ] && break; sleep 0.1; done
+t_gen=$(date +%s%N)
+expect_status 1 "$METERCTL" gen --sandboxes 4 --seconds 600 --batch-seconds 10 \
+    --push "http://127.0.0.1:$(cat stub.port)" --token x --connections 4 --retry-for 30
+ms=$((($(date +%s%N) - t_gen) / 1000000))
+kill $stub 2>/dev/null
+checks=$((checks + 1))
+[ "$ms" -lt 5000 ] || fail "gen stopped $ms ms after a batch was refused, want under 5 s"
+contains "$err" "HTTP 400" "the refused batch is named"
 
 # Export to the last second there is.
 expect_status 0 "$METERCTL" --db "$db" export --from 0 --to 9999-12-31T23:59:59Z

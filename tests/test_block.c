@@ -98,6 +98,10 @@ fill(struct pricing_second *s, int kind)
             x->cpu_used = (uint32_t)(rnd() % 40001);
             x->mem_bytes = x->mem_used_bytes = 1ULL << 30;
             break;
+        case 6: /* offsets from the least value past 2^63 (packed) */
+            x->mem_bytes = i % 2 ? 0xc000000000000000ULL : 1;
+            x->disk_bytes = i % 3 ? UINT64_MAX : 0;
+            break;
         default: /* extremes */
             x->vcpu = UINT32_MAX;
             x->cpu_used = i % 2 ? UINT32_MAX : 0;
@@ -109,15 +113,62 @@ fill(struct pricing_second *s, int kind)
     }
 }
 
+/* Blocks of values drawn from the edges of the range, each column its
+ * own few values: every one round-trips. */
+static void
+test_edges(void)
+{
+    static const uint64_t pool[] = {0,
+                                    1,
+                                    2,
+                                    4096,
+                                    UINT32_MAX,
+                                    (uint64_t)INT64_MAX,
+                                    (uint64_t)INT64_MAX + 1,
+                                    (uint64_t)INT64_MAX + 2,
+                                    0xc000000000000000ULL,
+                                    UINT64_MAX - 1,
+                                    UINT64_MAX};
+    const size_t npool = sizeof(pool) / sizeof(pool[0]);
+    size_t bad = 0;
+    for (int k = 0; k < 50000; k++) {
+        struct pricing_second in[60], out[60];
+        uint8_t buf[METER_BLOCK_MAX];
+        size_t n = 1 + rnd() % 60, got;
+        uint64_t picks[6][3];
+        for (int c = 0; c < 6; c++)
+            for (int j = 0; j < 3; j++)
+                picks[c][j] = pool[rnd() % npool];
+        memset(in, 0, sizeof(in));
+        for (size_t i = 0; i < n; i++) {
+            in[i].ts = MINUTE * 60 + (int64_t)i;
+            in[i].vcpu = (uint32_t)picks[0][rnd() % 3];
+            in[i].cpu_used = (uint32_t)picks[1][rnd() % 3];
+            in[i].mem_bytes = picks[2][rnd() % 3];
+            in[i].mem_used_bytes = picks[3][rnd() % 3];
+            in[i].disk_bytes = picks[4][rnd() % 3];
+            in[i].egress_bytes = picks[5][rnd() % 3];
+        }
+        size_t len = meter_block_encode(in, n, buf);
+        uint64_t mask = n == 64 ? UINT64_MAX : ((uint64_t)1 << n) - 1;
+        if (len > METER_BLOCK_MAX ||
+            meter_block_decode(MINUTE, mask, buf, len, out, &got) != 0 ||
+            got != n || memcmp(in, out, n * sizeof(*in)) != 0)
+            bad++;
+    }
+    CHECK(bad == 0);
+}
+
 int
 main(void)
 {
+    test_edges();
     struct pricing_second s[60];
     const uint64_t all = (1ULL << 60) - 1;
     static const uint64_t masks[] = {1, 1ULL << 59, 0x5555555555ULL,
                                      (1ULL << 60) - 1, 0x0F0F0F0F0F0F0F0ULL};
-    size_t sizes[7];
-    for (int kind = 0; kind < 7; kind++) {
+    size_t sizes[8];
+    for (int kind = 0; kind < 8; kind++) {
         fill(s, kind);
         for (size_t m = 0; m < sizeof(masks) / sizeof(masks[0]); m++)
             round_trip(s, masks[m]);
@@ -133,6 +184,20 @@ main(void)
     CHECK(sizes[1] <= 60 * 5);
     CHECK(sizes[4] <= 170);
     CHECK(sizes[5] <= 60 * 2 + 6 * 8);
+    /* Two values far apart, packed at a scale of their distance: a bit
+     * a second each. */
+    CHECK(sizes[6] <= 2 * (4 + 9 + 9 + 8) + 4 * 3);
+    /* One second: each column a mode byte and its value (deltas, one
+     * byte shorter than a run of 1): 80000 and 40000 take 3 bytes, the
+     * GiBs 5, 1500 2. */
+    memset(s, 0, sizeof(s));
+    s[0] = (struct pricing_second){.ts = MINUTE * 60, .vcpu = 80000,
+                                   .cpu_used = 40000, .mem_bytes = 8ULL << 30,
+                                   .mem_used_bytes = 2ULL << 30,
+                                   .disk_bytes = 5ULL << 30,
+                                   .egress_bytes = 1500};
+    uint8_t one[METER_BLOCK_MAX];
+    CHECK(meter_block_encode(s, 1, one) == 6 + 3 + 3 + 5 + 5 + 5 + 2);
     fprintf(stderr,
             "full minutes: constant %zu bytes, noisy %zu, mixed %zu, "
             "extreme %zu, noisy fleet %zu, fine CPU %zu\n",

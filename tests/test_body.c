@@ -417,15 +417,16 @@ rnd(void)
     return rng;
 }
 
-/* Reads body both ways; false (and a line saying how) if they differ. */
+/* Reads body both ways, at most max samples; false (and a line saying
+ * how) if they differ. */
 static bool
-same_both_ways(const char *body, size_t len, bool ndjson)
+same_both_ways(const char *body, size_t len, bool ndjson, size_t max)
 {
     struct parsed x[2];
     for (int fast = 0; fast < 2; fast++) {
         meter_body_set_fast(fast);
         memset(&x[fast].p, 0, sizeof(x[fast].p));
-        CHECK(meter_body_parse(body, len, ndjson, 1000, &x[fast].s, &x[fast].n,
+        CHECK(meter_body_parse(body, len, ndjson, max, &x[fast].s, &x[fast].n,
                                &x[fast].p) == 0);
     }
     meter_body_set_fast(true);
@@ -471,17 +472,25 @@ test_fast_path(void)
         "\"paused\",\"disk_bytes\":1,\"vcpu\":1.5}\n",
     };
     static const char bytes[] = "0123456789.-eE\"\\,:[]{} \nax";
+    /* Numbers at the edges of what either path reads. */
+    static const char *const numbers[] = {
+        "9223372036854775807", "9223372036854775808", "18446744073709551615",
+        "18446744073709551616", "429496", "429497", "429496.7295",
+        "429496.7296", "0.00001", "0.00010", "1.", "-0", "01", "1e2", "0",
+        "2.5", "99999999999999999999.5", "253402300799", "253402300800"};
     size_t tries = 0, differ = 0;
     for (size_t b = 0; b < sizeof(bases) / sizeof(bases[0]); b++) {
         size_t len = strlen(bases[b]);
         bool ndjson = b == 2;
-        char *buf = malloc(len + 8);
-        if (!same_both_ways(bases[b], len, ndjson))
+        char *buf = malloc(len * 4 + 64);
+        if (!same_both_ways(bases[b], len, ndjson, 1000))
             differ++;
         for (int k = 0; k < 20000; k++, tries++) {
             memcpy(buf, bases[b], len);
             size_t n = len, at = rnd() % len;
-            switch (rnd() % 3) {
+            /* Up to three changes; then a cap of 0-7 samples or 1000. */
+            for (int m = 1 + (int)(rnd() % 3); m > 0; m--, at = rnd() % n)
+            switch (rnd() % 4) {
             case 0: /* a byte replaced */
                 buf[at] = bytes[rnd() % (sizeof(bytes) - 1)];
                 break;
@@ -489,12 +498,30 @@ test_fast_path(void)
                 memmove(buf + at, buf + at + 1, n - at - 1);
                 n--;
                 break;
-            default: /* a byte inserted */
+            case 2: /* a byte inserted */
                 memmove(buf + at + 1, buf + at, n - at);
                 buf[at] = bytes[rnd() % (sizeof(bytes) - 1)];
                 n++;
+                break;
+            default: { /* the number at or after at replaced by an edge */
+                while (at < n && (buf[at] < '0' || buf[at] > '9'))
+                    at++;
+                size_t end = at;
+                while (end < n && ((buf[end] >= '0' && buf[end] <= '9') ||
+                                   buf[end] == '.'))
+                    end++;
+                const char *x = numbers[rnd() % (sizeof(numbers) /
+                                                 sizeof(numbers[0]))];
+                size_t xl = strlen(x);
+                if (n - (end - at) + xl > len * 4 + 32)
+                    break;
+                memmove(buf + at + xl, buf + end, n - end);
+                memcpy(buf + at, x, xl);
+                n = n - (end - at) + xl;
             }
-            if (!same_both_ways(buf, n, ndjson) && ++differ > 5)
+            }
+            size_t max = rnd() % 2 ? 1000 : rnd() % 8;
+            if (!same_both_ways(buf, n, ndjson, max) && ++differ > 5)
                 break;
         }
         free(buf);

@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -91,6 +92,7 @@ struct push {
     const char *cacert; /* NULL: the system's CAs */
     struct curl_slist *headers;
     uint64_t retry_for; /* seconds */
+    atomic_bool *stop;  /* set: give up at once, silently (or NULL) */
     uint64_t rng;
     unsigned long long accepted, duplicates, conflicts;
     unsigned long long cut, unreachable, busy; /* retries, by cause */
@@ -154,6 +156,8 @@ post(struct push *p, const struct meter_buf *body)
         curl_easy_setopt(p->curl, CURLOPT_LOW_SPEED_TIME, STALL_S);
         if (p->cacert)
             curl_easy_setopt(p->curl, CURLOPT_CAINFO, p->cacert);
+        /* Threads (--connections): no signals for timeouts. */
+        curl_easy_setopt(p->curl, CURLOPT_NOSIGNAL, 1L);
         CURLcode rc = curl_easy_perform(p->curl);
         long status = 0;
         curl_off_t retry_after = 0;
@@ -183,6 +187,11 @@ post(struct push *p, const struct meter_buf *body)
             curl_easy_getinfo(p->curl, CURLINFO_RETRY_AFTER, &retry_after);
         }
         double left = (double)p->retry_for - (ctl_now() - first);
+        if (retry && p->stop && atomic_load(p->stop)) {
+            /* Another connection's batch failed: its message said why. */
+            meter_buf_release(&reply);
+            return -1;
+        }
         if (!retry || left <= 0) {
             char what[160];
             if (rc == CURLE_OPERATION_TIMEDOUT)
@@ -215,9 +224,17 @@ post(struct push *p, const struct meter_buf *body)
         if (next_ms > (long)(left * 1000) + 1) /* a last try at the end */
             next_ms = (long)(left * 1000) + 1;
         meter_buf_release(&reply);
-        struct timespec nap = {next_ms / 1000, next_ms % 1000 * 1000000};
-        while (nanosleep(&nap, &nap) != 0 && errno == EINTR)
-            ;
+        /* In steps of 0.1 s at most, to stop soon after another
+         * connection's batch fails. */
+        for (long slept = 0; slept < next_ms;) {
+            long step = next_ms - slept < 100 ? next_ms - slept : 100;
+            struct timespec nap = {0, step * 1000000};
+            while (nanosleep(&nap, &nap) != 0 && errno == EINTR)
+                ;
+            slept += step;
+            if (p->stop && atomic_load(p->stop))
+                return -1;
+        }
         wait_ms = wait_ms * 2 < RETRY_MAX_MS ? wait_ms * 2 : RETRY_MAX_MS;
     }
 }
@@ -234,6 +251,7 @@ post(struct push *p, const struct meter_buf *body)
 struct queue {
     pthread_mutex_t lock;
     pthread_cond_t changed;
+    atomic_bool stop; /* failed, for the connections retrying */
     struct meter_buf body[QUEUE_MAX];
     size_t samples[QUEUE_MAX];
     size_t head, count, cap;
@@ -269,6 +287,7 @@ connection_run(void *arg)
         int rc = post(&c->p, &body);
         meter_buf_release(&body);
         if (rc < 0) {
+            atomic_store(&q->stop, true);
             pthread_mutex_lock(&q->lock);
             q->failed = true;
             pthread_cond_broadcast(&q->changed);
@@ -478,6 +497,7 @@ ctl_gen(struct ctl *ctl, int argc, char **argv)
                              .cacert = cacert,
                              .headers = headers,
                              .retry_for = retry_for,
+                             .stop = &q.stop,
                              .rng = seed ^ (uint64_t)getpid() << 32 ^ started};
         if (!c->p.curl ||
             pthread_create(&c->thread, NULL, connection_run, c) != 0) {

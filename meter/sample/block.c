@@ -179,7 +179,7 @@ pack(const uint64_t *v, size_t n, bool deltas, struct packed *k)
             base = v[i] < base ? v[i] : base;
     size_t from = deltas ? 1 : 0;
     for (size_t i = from; i < n; i++)
-        scale = gcd(scale, magnitude(v[i] - (deltas ? v[i - 1] : base)));
+        scale = gcd(scale, deltas ? magnitude(v[i] - v[i - 1]) : v[i] - base);
     k->ncodes = 0;
     for (size_t i = from; i < n; i++) {
         uint64_t d = v[i] - (deltas ? v[i - 1] : base), c;
@@ -217,17 +217,17 @@ meter_block_encode(const struct pricing_second *s, size_t n, uint8_t *buf)
             runs += varint_len(j - i) + varint_len(v[i]);
             i = j;
         }
-        /* A packed mode takes 4 bytes at least: a column of a run or two
-         * (most are) is runs. */
-        size_t best = runs, lpd = SIZE_MAX, lpo = SIZE_MAX;
-        if (runs > 4) {
-            for (size_t i = 1; i < n; i++)
-                deltas += varint_len(zigzag(v[i], v[i - 1]));
+        for (size_t i = 1; i < n; i++)
+            deltas += varint_len(zigzag(v[i], v[i - 1]));
+        /* A packed mode takes 4 bytes at least: a column of one short run
+         * (most are) is not tried in them. */
+        size_t best = runs < deltas ? runs : deltas, lpd = SIZE_MAX,
+               lpo = SIZE_MAX;
+        if (best > 4) {
             pack(v, n, true, &pd);
             pack(v, n, false, &po);
             lpd = packed_len(&pd);
             lpo = packed_len(&po);
-            best = runs < deltas ? runs : deltas;
             best = lpd < best ? lpd : best;
             best = lpo < best ? lpo : best;
         }

@@ -514,6 +514,8 @@ fnumber(struct fast *f, struct fnum *x)
     }
     if (p < end && (*p == 'e' || *p == 'E'))
         return false;
+    if (x->is_int && x->ip > INT64_MAX)
+        return false; /* jansson refuses it, even where it is ignored */
     f->p = p;
     return true;
 }
