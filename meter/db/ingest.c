@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Advisory locks of sandboxes: class 7243613 (0002_usage.sql's partition
  * lock is 7243612), LOCK_BUCKETS keys, so that a batch of any size takes
@@ -864,6 +865,27 @@ ensure_partitions(PGconn *db, struct meter_registry *reg, struct batch *b,
     return METER_DB_NONE;
 }
 
+/* ensure_partitions, again while it deadlocks: creating a partition
+ * locks usage_blocks, then sandboxes for its foreign key, where a
+ * concurrent batch may hold sandboxes and wait for usage_blocks.
+ * PostgreSQL ends one of the two; the batch's transaction is retried by
+ * meter_db_transaction, the creation here. SOFT if it never succeeds. */
+static enum meter_db_status
+ensure_partitions_retried(PGconn *db, struct meter_registry *reg,
+                          struct batch *b, struct meter_problems *probs,
+                          struct meter_err *e)
+{
+    enum meter_db_status st = METER_DB_SOFT;
+    for (int i = 0; i < 5 && st == METER_DB_SOFT; i++) {
+        if (i) {
+            struct timespec nap = {0, (long)(10 + rand() % 40) * 1000000};
+            nanosleep(&nap, NULL);
+        }
+        st = ensure_partitions(db, reg, b, probs, e);
+    }
+    return st;
+}
+
 /* Locks the batch's sandboxes by bucket (sandbox_pk % LOCK_BUCKETS), in
  * bucket order: a bounded number of locks per transaction, and no
  * deadlock between writers. */
@@ -970,13 +992,17 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
         meter_fail(e, "out of memory");
         goto out;
     }
-    enum meter_db_status made = ensure_partitions(db, reg, &b, probs, e);
+    enum meter_db_status made =
+        ensure_partitions_retried(db, reg, &b, probs, e);
     if (made == METER_DB_ABORT) {
         st = METER_INGEST_INVALID;
         goto out;
     }
     if (made < 0) {
-        st = meter_db_lost(db) ? METER_INGEST_UNAVAILABLE : METER_INGEST_ERROR;
+        /* Still deadlocking: busy, not broken (the host sends again). */
+        st = made == METER_DB_SOFT || meter_db_lost(db)
+                 ? METER_INGEST_UNAVAILABLE
+                 : METER_INGEST_ERROR;
         goto out;
     }
     struct attempt a = {reg, &b, o, probs, 0};
@@ -1004,7 +1030,7 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
          * forget what is known and look again. */
         db_registry_months_clear(reg);
         if (st == METER_INGEST_ERROR &&
-            ensure_partitions(db, reg, &b, probs, e) == METER_DB_ABORT)
+            ensure_partitions_retried(db, reg, &b, probs, e) == METER_DB_ABORT)
             st = METER_INGEST_INVALID;
         break;
     }

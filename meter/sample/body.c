@@ -535,8 +535,9 @@ fpush(struct fast *f, const struct fnum *x)
     return true;
 }
 
-/* The object at f->p: each key one of the form's (first: the first key
- * number it may use; columnar: its own keys too, and arrays), once. */
+/* The object at f->p into f->val: each key once, one of a sample's
+ * fields (columnar: but ts, and start and seconds too), each value a
+ * string, a number or (columnar) an array of numbers. */
 static bool
 fobject(struct fast *f, bool columnar)
 {
