@@ -49,10 +49,12 @@ post() { # TOKEN FILE: the reply's body; status in $status
 rows forged.json acme a-1
 rows honest.json acme a-2
 rows beta.json beta b-1
-post "$LEAKED" forged.json >/dev/null
-# An account only the leaked key wrote to: its merged row empties.
+# With an account only the leaked key wrote to (its merged row empties),
+# in the same batch: one arrival, whose windows the quarantines below
+# name to the second.
 rows gamma.json gamma g-1
-post "$LEAKED" gamma.json >/dev/null
+jq -s 'add' forged.json gamma.json >forged_gamma.json
+post "$LEAKED" forged_gamma.json >/dev/null
 post "$GOOD" honest.json >/dev/null
 post "$GOOD" beta.json >/dev/null
 
