@@ -430,48 +430,29 @@ struct fval {
 enum { K_START = METER_NFIELDS, K_SECONDS, NKEYS };
 
 struct fast {
-    const char *p, *end;
+    struct cursor c;
     struct fval val[NKEYS];
     struct fnum *nums;
     size_t nnums, cap;
 };
 
-static void
-fskip(struct fast *f)
-{
-    while (f->p < f->end &&
-           (*f->p == ' ' || *f->p == '\t' || *f->p == '\n' || *f->p == '\r'))
-        f->p++;
-}
-
-static bool
-fchar(struct fast *f, char ch)
-{
-    fskip(f);
-    if (f->p < f->end && *f->p == ch) {
-        f->p++;
-        return true;
-    }
-    return false;
-}
-
 /* A string of printable ASCII without escapes: its text and length. */
 static bool
 fstring(struct fast *f, const char **s, size_t *len)
 {
-    if (!fchar(f, '"'))
+    if (!take(&f->c, '"'))
         return false;
-    const char *q = f->p;
-    while (q < f->end && *q != '"') {
+    const char *q = f->c.p;
+    while (q < f->c.end && *q != '"') {
         if (*q == '\\' || (unsigned char)*q < 0x20 || (unsigned char)*q > 0x7e)
             return false;
         q++;
     }
-    if (q >= f->end)
+    if (q >= f->c.end)
         return false;
-    *s = f->p;
-    *len = (size_t)(q - f->p);
-    f->p = q + 1;
+    *s = f->c.p;
+    *len = (size_t)(q - f->c.p);
+    f->c.p = q + 1;
     return true;
 }
 
@@ -480,8 +461,8 @@ fstring(struct fast *f, const char **s, size_t *len)
 static bool
 fnumber(struct fast *f, struct fnum *x)
 {
-    fskip(f);
-    const char *p = f->p, *end = f->end;
+    skip_ws(&f->c);
+    const char *p = f->c.p, *end = f->c.end;
     if (p >= end || *p < '0' || *p > '9')
         return false;
     uint64_t ip = 0;
@@ -516,7 +497,7 @@ fnumber(struct fast *f, struct fnum *x)
         return false;
     if (x->is_int && x->ip > INT64_MAX)
         return false; /* jansson refuses it, even where it is ignored */
-    f->p = p;
+    f->c.p = p;
     return true;
 }
 
@@ -535,7 +516,7 @@ fpush(struct fast *f, const struct fnum *x)
     return true;
 }
 
-/* The object at f->p into f->val: each key once, one of a sample's
+/* The object at f->c into f->val: each key once, one of a sample's
  * fields (columnar: but ts, and start and seconds too), each value a
  * string, a number or (columnar) an array of numbers. */
 static bool
@@ -543,14 +524,14 @@ fobject(struct fast *f, bool columnar)
 {
     memset(f->val, 0, sizeof(f->val));
     f->nnums = 0;
-    if (!fchar(f, '{'))
+    if (!take(&f->c, '{'))
         return false;
-    if (fchar(f, '}'))
+    if (take(&f->c, '}'))
         return true;
     do {
         const char *k;
         size_t klen;
-        if (!fstring(f, &k, &klen) || !fchar(f, ':'))
+        if (!fstring(f, &k, &klen) || !take(&f->c, ':'))
             return false;
         int key = -1;
         for (int i = columnar ? 1 : 0; i < (columnar ? NKEYS : METER_NFIELDS);
@@ -567,33 +548,33 @@ fobject(struct fast *f, bool columnar)
             return false;
         struct fval *x = &f->val[key];
         x->seen = true;
-        fskip(f);
-        if (f->p < f->end && *f->p == '"') {
+        skip_ws(&f->c);
+        if (f->c.p < f->c.end && *f->c.p == '"') {
             x->is_str = true;
             if (!fstring(f, &x->s, &x->slen))
                 return false;
-        } else if (f->p < f->end && *f->p == '[') {
+        } else if (f->c.p < f->c.end && *f->c.p == '[') {
             if (!columnar)
                 return false;
-            f->p++;
+            f->c.p++;
             x->array = true;
             x->off = f->nnums;
-            if (!fchar(f, ']')) {
+            if (!take(&f->c, ']')) {
                 do {
                     struct fnum n;
                     if (!fnumber(f, &n) || !fpush(f, &n) ||
                         f->nnums - x->off > 86400)
                         return false;
-                } while (fchar(f, ','));
-                if (!fchar(f, ']'))
+                } while (take(&f->c, ','));
+                if (!take(&f->c, ']'))
                     return false;
             }
             x->count = f->nnums - x->off;
         } else if (!fnumber(f, &x->num)) {
             return false;
         }
-    } while (fchar(f, ','));
-    return fchar(f, '}');
+    } while (take(&f->c, ','));
+    return take(&f->c, '}');
 }
 
 /* As get_bytes and get_cpu accept a value. */
@@ -709,8 +690,8 @@ fast_element(struct fast *f, struct cursor *c, size_t max, bool columnar,
     if (!fast_on)
         return false;
     skip_ws(c);
-    f->p = c->p;
-    f->end = (size_t)(c->end - c->p) > max ? c->p + max : c->end;
+    f->c.p = c->p;
+    f->c.end = (size_t)(c->end - c->p) > max ? c->p + max : c->end;
     if (!fobject(f, columnar))
         return false;
     char account[PRICING_ID_MAX + 1] = "", sandbox[PRICING_ID_MAX + 1] = "";
@@ -719,8 +700,7 @@ fast_element(struct fast *f, struct cursor *c, size_t max, bool columnar,
     uint64_t n = 1;
     const struct fval *ts = &f->val[columnar ? K_START : METER_F_TS];
     if (!ts->seen || ts->is_str || ts->array || !ts->num.is_int ||
-        ts->num.ip > METER_TS_MAX ||
-        !fid(&f->val[METER_F_ACCOUNT], account) ||
+        ts->num.ip > METER_TS_MAX || !fid(&f->val[METER_F_ACCOUNT], account) ||
         !fid(&f->val[METER_F_SANDBOX], sandbox) ||
         !fstate(&f->val[METER_F_STATE], &running))
         return false;
@@ -748,7 +728,7 @@ fast_element(struct fast *f, struct cursor *c, size_t max, bool columnar,
     }
     v->n += n;
     v->refused = false;
-    c->p = f->p;
+    c->p = f->c.p;
     return true;
 }
 
