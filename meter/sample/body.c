@@ -55,18 +55,27 @@ struct samples {
     bool refused; /* the element just read is refused already */
 };
 
+/* Room for n more samples in v->s; false when out of memory. */
+static bool
+reserve(struct samples *v, size_t n)
+{
+    if (v->n + n <= v->cap)
+        return true;
+    size_t nc = v->cap ? v->cap : 1024;
+    while (nc < v->n + n)
+        nc *= 2;
+    struct meter_sample *p = realloc(v->s, nc * sizeof(*p));
+    if (!p)
+        return false;
+    v->s = p;
+    v->cap = nc;
+    return true;
+}
+
 static struct meter_sample *
 next_slot(struct samples *v)
 {
-    if (v->n == v->cap) {
-        size_t nc = v->cap ? 2 * v->cap : 1024;
-        struct meter_sample *p = realloc(v->s, nc * sizeof(*p));
-        if (!p)
-            return NULL;
-        v->s = p;
-        v->cap = nc;
-    }
-    return &v->s[v->n];
+    return reserve(v, 1) ? &v->s[v->n] : NULL;
 }
 
 static void
@@ -661,25 +670,6 @@ fstate(const struct fval *x, bool *running)
     return *running || (x->slen == 6 && memcmp(x->s, "paused", 6) == 0);
 }
 
-/* Room for n more samples within the batch's bound. */
-static bool
-freserve(struct samples *v, size_t n)
-{
-    if (n > v->max - v->n)
-        return false; /* the path above says "more samples than..." */
-    if (v->n + n > v->cap) {
-        size_t nc = v->cap ? v->cap : 1024;
-        while (nc < v->n + n)
-            nc *= 2;
-        struct meter_sample *p = realloc(v->s, nc * sizeof(*p));
-        if (!p)
-            return false;
-        v->s = p;
-        v->cap = nc;
-    }
-    return true;
-}
-
 /* One element at c, at most max bytes: a sandbox of the columnar form
  * (columnar) or a sample; its samples added and c moved past it, or
  * false with nothing added. */
@@ -716,7 +706,8 @@ fast_element(struct fast *f, struct cursor *c, size_t max, bool columnar,
             if (f->val[k].array && f->val[k].count != n)
                 return false;
     }
-    if (!freserve(v, n))
+    /* Past the batch's bound, the path above says "more samples than". */
+    if (n > v->max - v->n || !reserve(v, n))
         return false;
     for (uint64_t i = 0; i < n; i++) {
         struct meter_sample *m = &v->s[v->n + i];
