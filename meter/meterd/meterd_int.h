@@ -17,7 +17,8 @@ struct meterd {
     struct meter_registry *registry;
     int64_t max_age;      /* seconds: older samples are refused */
     unsigned session_ttl; /* seconds a browser session lasts */
-    unsigned merge_every; /* seconds between merges of the rollups; 0 */
+    unsigned merge_every; /* --merge-every: seconds between merges of
+                             the rollups; 0: never */
 };
 extern struct meterd meterd;
 

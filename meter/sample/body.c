@@ -438,6 +438,8 @@ struct fval {
  * columnar form's own keys. */
 enum { K_START = METER_NFIELDS, K_SECONDS, NKEYS };
 
+/* The fast path's reading of one element: where it reads, each key's
+ * value, and the numbers of its arrays. */
 struct fast {
     struct cursor c;
     struct fval val[NKEYS];
