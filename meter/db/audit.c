@@ -57,6 +57,7 @@ meter_db_audit_list(PGconn *db, int64_t after, int limit, meter_audit_cb *cb,
 
 struct quarantine {
     const char *v[4]; /* key, from, to, reason */
+    int64_t key_id, from, to;
     struct meter_quarantine *out;
 };
 
@@ -82,6 +83,11 @@ quarantine_attempt(PGconn *db, void *arg, struct meter_err *e)
                           "would not be set aside (revoke the key, then "
                           "quarantine up to now)",
                        q->v[2]);
+    /* Blocks of the key already packed (usage_pack.c) are blocks again,
+     * as their batches stored them, for the statement below. */
+    st = db_usage_unpack(db, q->key_id, q->from, q->to, e);
+    if (st < 0)
+        return st;
     /* One statement: the blocks and the hourly rows of the same batches
      * (same key, account, hour and arrival) move together, merged rows
      * leave their sums (usage_merge.c, which this lock keeps out), and the
@@ -152,6 +158,6 @@ meter_db_usage_quarantine(PGconn *db, int64_t key_id, int64_t from,
     snprintf(k, sizeof(k), "%" PRId64, key_id);
     snprintf(f, sizeof(f), "%" PRId64, from);
     snprintf(t, sizeof(t), "%" PRId64, to);
-    struct quarantine q = {{k, f, t, reason}, out};
+    struct quarantine q = {{k, f, t, reason}, key_id, from, to, out};
     return meter_db_transaction(db, "BEGIN", 5, quarantine_attempt, &q, e);
 }

@@ -32,6 +32,21 @@ enum meter_db_status db_copy_in(PGconn *db, const char *sql, const char *data,
                                 size_t len, const char *what,
                                 struct meter_err *e);
 
+/* Binary COPY data (FORMAT binary) built in a buffer: the header, then
+ * for each row its field count and its fields (int4, int8, bytes or
+ * NULL, each with its length), then the end. */
+void db_copy_header(struct meter_buf *b);
+void db_copy_row(struct meter_buf *b, uint16_t fields);
+void db_copy_int4(struct meter_buf *b, int32_t v);
+void db_copy_int8(struct meter_buf *b, int64_t v);
+void db_copy_bytes(struct meter_buf *b, const void *p, size_t len);
+void db_copy_null(struct meter_buf *b);
+void db_copy_end(struct meter_buf *b);
+
+/* Unix microseconds and PostgreSQL's binary timestamptz (microseconds
+ * since 2000-01-01), both ways. */
+#define DB_PG_EPOCH_US (946684800LL * 1000000)
+
 /* HARD, with a message: for failures that are not the server's. */
 enum meter_db_status db_hard(struct meter_err *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -177,6 +192,12 @@ void db_registry_months_clear(struct meter_registry *r);
 struct meter_usage_reader *db_usage_open(PGconn *db, const char *account,
                                          int64_t from, int64_t to, bool own_tx,
                                          struct meter_err *e);
+/* Takes the blocks of key_id that arrived in [from, to) (Unix seconds)
+ * out of their packs, back into usage_blocks as their batches stored
+ * them; the caller holds the quarantine's lock (usage_pack.c). */
+enum meter_db_status db_usage_unpack(PGconn *db, int64_t key_id, int64_t from,
+                                     int64_t to, struct meter_err *e);
+
 /* Seconds the reader has returned so far. */
 uint64_t db_usage_seconds(const struct meter_usage_reader *r);
 

@@ -5,6 +5,7 @@
  */
 #include "db_int.h"
 
+#include <arpa/inet.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -162,6 +163,63 @@ db_strings(PGconn *db, const char *what, const char *sql, int n,
         }
     PQclear(r);
     return st;
+}
+
+static void
+put_be32(struct meter_buf *b, uint32_t v)
+{
+    v = htonl(v);
+    meter_buf_add(b, &v, 4);
+}
+
+void
+db_copy_header(struct meter_buf *b)
+{
+    static const char sig[] = "PGCOPY\n\377\r\n";
+    meter_buf_add(b, sig, 11);
+    put_be32(b, 0); /* flags */
+    put_be32(b, 0); /* header extension */
+}
+
+void
+db_copy_row(struct meter_buf *b, uint16_t fields)
+{
+    uint16_t v = htons(fields);
+    meter_buf_add(b, &v, 2);
+}
+
+void
+db_copy_int4(struct meter_buf *b, int32_t v)
+{
+    put_be32(b, 4);
+    put_be32(b, (uint32_t)v);
+}
+
+void
+db_copy_int8(struct meter_buf *b, int64_t v)
+{
+    put_be32(b, 8);
+    put_be32(b, (uint32_t)((uint64_t)v >> 32));
+    put_be32(b, (uint32_t)v);
+}
+
+void
+db_copy_bytes(struct meter_buf *b, const void *p, size_t len)
+{
+    put_be32(b, (uint32_t)len);
+    meter_buf_add(b, p, len);
+}
+
+void
+db_copy_null(struct meter_buf *b)
+{
+    put_be32(b, UINT32_MAX);
+}
+
+void
+db_copy_end(struct meter_buf *b)
+{
+    db_copy_row(b, 0xffff);
 }
 
 enum meter_db_status

@@ -14,7 +14,6 @@
 #define _GNU_SOURCE /* qsort_r */
 #include "db_int.h"
 
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,20 +38,6 @@ struct group {
 };
 
 /* ---- small helpers ---------------------------------------------------- */
-
-static void
-buf_be32(struct meter_buf *b, uint32_t v)
-{
-    v = htonl(v);
-    meter_buf_add(b, &v, 4);
-}
-
-static void
-buf_be64(struct meter_buf *b, uint64_t v)
-{
-    buf_be32(b, (uint32_t)(v >> 32));
-    buf_be32(b, (uint32_t)v);
-}
 
 /* Appends a u128 as decimal digits. */
 static void
@@ -441,16 +426,76 @@ count_extras(struct batch *b)
     }
 }
 
-/* Drops from the blocks the seconds already stored, counting them. */
+/* Drops from block k the seconds of a stored block (minute, mask, data),
+ * counting the batch's copies of them as repeats. */
+static enum meter_db_status
+drop_stored(struct batch *b, struct block *k, uint64_t stored,
+            const uint8_t *data, size_t len, struct meter_err *e)
+{
+    struct pricing_second old[60];
+    size_t n;
+    if (meter_block_decode(k->minute, stored, data, len, old, &n) < 0)
+        return db_hard(e, "stored block of minute %lld is corrupt",
+                       (long long)k->minute);
+    for (size_t i = 0; i < n; i++) {
+        int sec = (int)(old[i].ts % 60);
+        uint64_t bit = (uint64_t)1 << sec;
+        if (!(k->mask & bit))
+            continue;
+        /* The stored value stands: the batch's copies repeat it. */
+        count_repeat(b, &old[i], second_of(b, k->at[sec]));
+        for (size_t x = k->extra_first; x < k->extra_first + k->nextra; x++) {
+            struct extra *ex = &b->extras[x];
+            if (ex->sec == sec) {
+                count_repeat(b, &old[i], second_of(b, ex->sample));
+                ex->counted = true;
+            }
+        }
+        k->mask &= ~bit;
+    }
+    return METER_DB_NONE;
+}
+
+/* Drops from the blocks of the hour starting at block `first` the
+ * seconds a pack of that sandbox and hour holds (usage_pack.c). */
+static enum meter_db_status
+drop_packed(struct batch *b, size_t first, const uint8_t *data, size_t len,
+            struct meter_err *e)
+{
+    int64_t hour = b->blocks[first].minute / 60;
+    size_t group = b->blocks[first].group;
+    struct meter_pack_part *v;
+    size_t n;
+    if (meter_pack_decode(hour, data, len, &v, &n) < 0)
+        return db_hard(e, "stored pack of hour %lld is corrupt",
+                       (long long)hour);
+    enum meter_db_status st = METER_DB_NONE;
+    /* The sandbox's blocks are in minute order: the hour's come first. */
+    for (size_t i = first; st == METER_DB_NONE && i < b->nblocks &&
+                           b->blocks[i].group == group &&
+                           b->blocks[i].minute / 60 == hour;
+         i++)
+        for (size_t x = 0; st == METER_DB_NONE && x < n; x++)
+            if (v[x].minute == b->blocks[i].minute &&
+                (v[x].mask & b->blocks[i].mask))
+                st = drop_stored(b, &b->blocks[i], v[x].mask, v[x].data,
+                                 v[x].len, e);
+    free(v);
+    return st;
+}
+
+/* Drops from the blocks the seconds already stored, in blocks or in
+ * packs, counting them. */
 static enum meter_db_status
 check_stored(PGconn *db, struct batch *b, struct meter_err *e)
 {
-    struct meter_buf acct = {0}, sb = {0}, min = {0}, mask = {0};
+    struct meter_buf acct = {0}, sb = {0}, min = {0}, mask = {0}, first = {0};
     int64_t lo = INT64_MAX, hi = INT64_MIN;
     meter_buf_str(&acct, "{");
     meter_buf_str(&sb, "{");
     meter_buf_str(&min, "{");
     meter_buf_str(&mask, "{");
+    meter_buf_str(&first, "{");
     for (size_t i = 0; i < b->nblocks; i++) {
         const struct block *k = &b->blocks[i];
         const struct group *g = &b->groups[k->group];
@@ -459,6 +504,10 @@ check_stored(PGconn *db, struct batch *b, struct meter_err *e)
         meter_buf_printf(&sb, "%s%d", sep, g->sb.sandbox_pk);
         meter_buf_printf(&min, "%s%lld", sep, (long long)k->minute);
         meter_buf_printf(&mask, "%s%lld", sep, (long long)k->mask);
+        /* The first block of each sandbox and hour looks for a pack. */
+        bool opens = i == 0 || k->group != k[-1].group ||
+                     k->minute / 60 != k[-1].minute / 60;
+        meter_buf_printf(&first, "%s%s", sep, opens ? "t" : "f");
         lo = k->minute < lo ? k->minute : lo;
         hi = k->minute > hi ? k->minute : hi;
     }
@@ -466,63 +515,51 @@ check_stored(PGconn *db, struct batch *b, struct meter_err *e)
     meter_buf_str(&sb, "}");
     meter_buf_str(&min, "}");
     meter_buf_str(&mask, "}");
+    meter_buf_str(&first, "}");
     char los[32], his[32];
     snprintf(los, sizeof(los), "%lld", (long long)lo);
     snprintf(his, sizeof(his), "%lld", (long long)hi);
-    const char *p[] = {acct.p, sb.p, min.p, mask.p, los, his};
+    const char *p[] = {acct.p, sb.p, min.p, mask.p, los, his, first.p};
     int rc = METER_DB_NONE;
     PGresult *r = NULL;
-    if (acct.failed || sb.failed || min.failed || mask.failed) {
+    if (acct.failed || sb.failed || min.failed || mask.failed ||
+        first.failed) {
         rc = db_hard(e, "out of memory");
         goto out;
     }
-    /* Binary results: ordinality and seconds as int8, data as bytes. */
+    /* Binary results: ordinality and seconds as int8 (0 for a pack),
+     * data as bytes. One statement, one snapshot: a pack written
+     * meanwhile is seen with its blocks gone, or not at all. */
     r = PQexecParams(
         db,
         /* LATERAL: one index probe per block, whatever the planner
          * guesses of the unnest; a join could scan the partition. */
-        "SELECT k.i, u.seconds, u.data"
-        " FROM unnest($1::int[], $2::int[], $3::int[], $4::bigint[])"
-        "  WITH ORDINALITY AS k (account_pk, sandbox_pk, minute, mask, i)"
+        "WITH k AS MATERIALIZED (SELECT * FROM unnest($1::int[], $2::int[],"
+        "  $3::int[], $4::bigint[], $7::bool[]) WITH ORDINALITY"
+        "  AS k (account_pk, sandbox_pk, minute, mask, opens, i))"
+        " SELECT k.i, u.seconds, u.data FROM k"
         " CROSS JOIN LATERAL (SELECT seconds, data FROM usage_blocks b"
         "  WHERE b.account_pk = k.account_pk AND b.sandbox_pk = k.sandbox_pk"
         "  AND b.minute = k.minute AND b.seconds & k.mask <> 0"
-        "  AND b.minute BETWEEN $5::int AND $6::int) u",
-        6, NULL, p, NULL, NULL, 1);
+        "  AND b.minute BETWEEN $5::int AND $6::int) u"
+        " UNION ALL SELECT k.i, 0, u.data FROM k"
+        " CROSS JOIN LATERAL (SELECT data FROM usage_packs p"
+        "  WHERE p.account_pk = k.account_pk AND p.sandbox_pk = k.sandbox_pk"
+        "  AND p.minute = k.minute - k.minute % 60"
+        "  AND p.minute BETWEEN $5::int - 59 AND $6::int) u WHERE k.opens",
+        7, NULL, p, NULL, NULL, 1);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         rc = db_failed(db, r, "cannot read stored usage", e);
         r = NULL;
         goto out;
     }
-    for (int row = 0; row < PQntuples(r); row++) {
-        struct block *k = &b->blocks[meter_be64(PQgetvalue(r, row, 0)) - 1];
+    for (int row = 0; rc == METER_DB_NONE && row < PQntuples(r); row++) {
+        size_t i = meter_be64(PQgetvalue(r, row, 0)) - 1;
         uint64_t stored = meter_be64(PQgetvalue(r, row, 1));
-        struct pricing_second old[60];
-        size_t n;
-        if (meter_block_decode(k->minute, stored,
-                               (const uint8_t *)PQgetvalue(r, row, 2),
-                               (size_t)PQgetlength(r, row, 2), old, &n) < 0) {
-            rc = db_hard(e, "stored block of minute %lld is corrupt",
-                         (long long)k->minute);
-            goto out;
-        }
-        for (size_t i = 0; i < n; i++) {
-            int sec = (int)(old[i].ts % 60);
-            uint64_t bit = (uint64_t)1 << sec;
-            if (!(k->mask & bit))
-                continue;
-            /* The stored value stands: the batch's copies repeat it. */
-            count_repeat(b, &old[i], second_of(b, k->at[sec]));
-            for (size_t x = k->extra_first; x < k->extra_first + k->nextra;
-                 x++) {
-                struct extra *ex = &b->extras[x];
-                if (ex->sec == sec) {
-                    count_repeat(b, &old[i], second_of(b, ex->sample));
-                    ex->counted = true;
-                }
-            }
-            k->mask &= ~bit;
-        }
+        const uint8_t *data = (const uint8_t *)PQgetvalue(r, row, 2);
+        size_t len = (size_t)PQgetlength(r, row, 2);
+        rc = stored ? drop_stored(b, &b->blocks[i], stored, data, len, e)
+                    : drop_packed(b, i, data, len, e);
     }
 out:
     PQclear(r);
@@ -530,14 +567,8 @@ out:
     meter_buf_release(&sb);
     meter_buf_release(&min);
     meter_buf_release(&mask);
+    meter_buf_release(&first);
     return rc;
-}
-
-/* Microseconds since 2000-01-01, PostgreSQL's binary timestamptz. */
-static int64_t
-pg_time(int64_t unix_us)
-{
-    return unix_us - 946684800LL * 1000000;
 }
 
 /* Writes the blocks (binary COPY) and the rollups of their seconds. */
@@ -545,7 +576,6 @@ static enum meter_db_status
 write_blocks(PGconn *db, struct batch *b,
              const struct meter_ingest_origin *o, struct meter_err *e)
 {
-    static const char sig[] = "PGCOPY\n\377\r\n";
     /* The rollups' columns, each an array parameter ("{1,2}"): the
      * statement stays a constant, whatever the batch. */
     struct meter_buf copy = {0}, roll[10] = {{0}};
@@ -553,9 +583,7 @@ write_blocks(PGconn *db, struct batch *b,
     struct pricing_second tmp[60];
     int rc = METER_DB_NONE;
 
-    meter_buf_add(&copy, sig, 11);
-    buf_be32(&copy, 0);
-    buf_be32(&copy, 0);
+    db_copy_header(&copy);
     /* Rollups: an accumulator per run of blocks of one (account, hour);
      * the INSERT below sums those of equal key. */
     struct roll {
@@ -580,26 +608,17 @@ write_blocks(PGconn *db, struct batch *b,
         size_t len = meter_block_encode(tmp, n, data);
         b->res.accepted += n;
 
-        uint16_t nf = htons(7);
-        meter_buf_add(&copy, &nf, 2);
-        buf_be32(&copy, 4);
-        buf_be32(&copy, (uint32_t)g->sb.account_pk);
-        buf_be32(&copy, 4);
-        buf_be32(&copy, (uint32_t)g->sb.sandbox_pk);
-        buf_be32(&copy, 4);
-        buf_be32(&copy, (uint32_t)k->minute);
-        buf_be32(&copy, 8);
-        buf_be64(&copy, k->mask);
-        buf_be32(&copy, 8);
-        buf_be64(&copy, (uint64_t)pg_time(o->now_us));
-        buf_be32(&copy, (uint32_t)len);
-        meter_buf_add(&copy, data, len);
-        if (o->key_id) {
-            buf_be32(&copy, 8);
-            buf_be64(&copy, (uint64_t)o->key_id);
-        } else {
-            buf_be32(&copy, UINT32_MAX); /* NULL */
-        }
+        db_copy_row(&copy, 7);
+        db_copy_int4(&copy, g->sb.account_pk);
+        db_copy_int4(&copy, g->sb.sandbox_pk);
+        db_copy_int4(&copy, (int32_t)k->minute);
+        db_copy_int8(&copy, (int64_t)k->mask);
+        db_copy_int8(&copy, o->now_us - DB_PG_EPOCH_US);
+        db_copy_bytes(&copy, data, len);
+        if (o->key_id)
+            db_copy_int8(&copy, o->key_id);
+        else
+            db_copy_null(&copy);
 
         int64_t hour = k->minute / 60;
         struct roll *x = nrolls ? &rolls[nrolls - 1] : NULL;
@@ -621,8 +640,7 @@ write_blocks(PGconn *db, struct batch *b,
             x->egress += tmp[j].egress_bytes;
         }
     }
-    uint16_t end = htons(0xffff);
-    meter_buf_add(&copy, &end, 2);
+    db_copy_end(&copy);
     if (copy.failed) {
         rc = db_hard(e, "out of memory");
         goto out;

@@ -613,6 +613,23 @@ enum meter_db_status meter_db_usage_series(PGconn *db, const char *account,
 enum meter_db_status meter_db_usage_merge(PGconn *db, uint64_t limit,
                                           uint64_t *rows, struct meter_err *e);
 
+/* What one pack transaction did (meter_db_usage_pack). */
+struct meter_pack_result {
+    uint64_t blocks; /* usage_blocks rows packed */
+    uint64_t packs;  /* usage_packs rows written */
+    bool more;       /* it took an account-hour: call again */
+    bool busy;       /* skipped: another merge or pack, or a quarantine */
+};
+
+/* Packs the blocks of the oldest account-hour queued that ended at
+ * least settle_s seconds ago (usage_pack.c, migration 0011), up to 500
+ * of its sandboxes, in a transaction of its own. Skips (NONE, more
+ * false) when nothing is due, or while another merge or pack, or a
+ * quarantine, runs. Readers read the same seconds either way. */
+enum meter_db_status meter_db_usage_pack(PGconn *db, int64_t settle_s,
+                                         struct meter_pack_result *out,
+                                         struct meter_err *e);
+
 /* ---- closing a month ------------------------------------------------------
  */
 

@@ -51,10 +51,12 @@ compact_attempt(PGconn *db, void *arg, struct meter_err *e)
     const char *v[] = {c->account, c->lo, c->hi};
     PGresult *r;
     /* A quarantine (audit.c) waits for compactions and they for it: a
-     * row it moves must not be rewritten under it. */
+     * row it moves must not be rewritten under it. Packing (usage_pack.c)
+     * too: the pack it writes would not be in the rewrite. */
     enum meter_db_status st = meter_db_exec(
         db, "cannot compact usage",
-        "SELECT pg_advisory_xact_lock_shared(" DB_LOCK_QUARANTINE ", 0)", 0,
+        "SELECT pg_advisory_xact_lock_shared(" DB_LOCK_QUARANTINE ", 0),"
+        " pg_advisory_xact_lock(" DB_LOCK_QUARANTINE ", 1)", 0,
         NULL, NULL, NULL, NULL, e);
     if (st < 0)
         return st;
@@ -64,8 +66,13 @@ compact_attempt(PGconn *db, void *arg, struct meter_err *e)
         "  (SELECT account_pk FROM accounts WHERE account_id = $1)"
         "  AND minute >= $2::int AND minute < $3::int RETURNING *),"
         " kept AS (INSERT INTO usage_blocks SELECT * FROM moved"
+        "  ORDER BY sandbox_pk, minute RETURNING 1),"
+        " packs AS (DELETE FROM usage_packs WHERE account_pk ="
+        "  (SELECT account_pk FROM accounts WHERE account_id = $1)"
+        "  AND minute >= $2::int AND minute < $3::int RETURNING *),"
+        " packs_kept AS (INSERT INTO usage_packs SELECT * FROM packs"
         "  ORDER BY sandbox_pk, minute RETURNING 1)"
-        " SELECT count(*) FROM kept",
+        " SELECT (SELECT count(*) FROM kept) + (SELECT count(*) FROM packs_kept)",
         3, v, NULL, NULL, &r, e);
     if (st >= 0)
         c->rows = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
@@ -99,7 +106,9 @@ meter_db_usage_vacuum(PGconn *db, int year, int month, struct meter_err *e)
     PQclear(r);
     if (st != METER_DB_ROWS)
         return st; /* no partition: nothing stored that month */
-    snprintf(sql, sizeof(sql), "VACUUM (ANALYZE) %s", name);
+    /* Its packs' partition is made with it (0011_usage_packs.sql). */
+    snprintf(sql, sizeof(sql), "VACUUM (ANALYZE) %s, usage_packs_%04d%02d",
+             name, year, month);
     return meter_db_exec(db, "cannot vacuum the month's usage", sql, 0, NULL,
                          NULL, NULL, NULL, e);
 }

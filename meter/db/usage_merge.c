@@ -10,7 +10,8 @@
  * merge at a time, and none under a quarantine (audit.c), which takes
  * merged rows back out: a merge that finds either running skips, which
  * costs a reader nothing but speed. meterd merges in the background
- * (meter/meterd/merge.c).
+ * (meter/meterd/merge.c). The merge also queues the account-hours it saw
+ * for packing (usage_pack.c): each batch's hours come through here once.
  */
 #include "db_int.h"
 
@@ -60,7 +61,10 @@ merge_attempt(PGconn *db, void *arg, struct meter_err *e)
         "  mem_byte_s = t.mem_byte_s + excluded.mem_byte_s,"
         "  mem_used_byte_s = t.mem_used_byte_s + excluded.mem_used_byte_s,"
         "  disk_byte_s = t.disk_byte_s + excluded.disk_byte_s,"
-        "  egress_bytes = t.egress_bytes + excluded.egress_bytes)"
+        "  egress_bytes = t.egress_bytes + excluded.egress_bytes),"
+        /* Their hours' blocks are to be packed (usage_pack.c). */
+        " q AS (INSERT INTO usage_pack_queue SELECT DISTINCT account_pk, hour"
+        "  FROM m ON CONFLICT DO NOTHING)"
         " SELECT count(*) FROM m",
         1, (const char *const[]){m->limit}, NULL, NULL, &r, e);
     if (st == METER_DB_ROWS)

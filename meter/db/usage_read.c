@@ -5,9 +5,14 @@
  *
  * Rows stream through a server-side cursor in (account, sandbox, minute)
  * order, so each sandbox's seconds come together and in order, and
- * memory does not grow with the range.
+ * memory does not grow with the range. The rows are blocks and packs
+ * (an hour of a sandbox's blocks in one row, usage_pack.c), read in one
+ * statement: a pack is opened when reached, and its blocks taken in
+ * minute order with the blocks around it.
  */
 #include "db_int.h"
+
+#include "meter_sample.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +31,14 @@ struct meter_usage_reader {
     char account[PRICING_ID_MAX + 1];
     char sandbox[PRICING_ID_MAX + 1];
     struct pricing_second out[60];
+    /* The pack opened: its blocks, those taken, its sandbox. */
+    struct meter_pack_part *pack;
+    size_t npack, taken;
+    uint8_t *pack_data;
+    size_t pack_cap;
+    char pack_account[PRICING_ID_MAX + 1];
+    char pack_sandbox[PRICING_ID_MAX + 1];
+    int32_t pack_first_run;
 };
 
 struct meter_usage_reader *
@@ -41,14 +54,16 @@ db_usage_open(PGconn *db, const char *account, int64_t from, int64_t to,
     r->own_tx = own_tx;
     r->from = from;
     r->to = to;
-    char lo[32], hi[32];
+    char lo[32], hi[32], lo_h[32];
     /* Minutes are int4: clamp a range reaching past their end. */
     int64_t lo_m = from / 60, hi_m = (to + 59) / 60;
-    snprintf(lo, sizeof(lo), "%lld",
-             (long long)(lo_m < INT32_MAX ? lo_m : INT32_MAX));
+    lo_m = lo_m < INT32_MAX ? lo_m : INT32_MAX;
+    snprintf(lo, sizeof(lo), "%lld", (long long)lo_m);
     snprintf(hi, sizeof(hi), "%lld",
              (long long)(hi_m < INT32_MAX ? hi_m : INT32_MAX));
-    const char *values[] = {lo, hi, account};
+    /* The pack holding lo_m starts at its hour. */
+    snprintf(lo_h, sizeof(lo_h), "%lld", (long long)(lo_m - lo_m % 60));
+    const char *values[] = {lo, hi, lo_h, account};
     bool ok = true;
     PGresult *res;
     if (own_tx) {
@@ -57,29 +72,37 @@ db_usage_open(PGconn *db, const char *account, int64_t from, int64_t to,
         PQclear(res);
     }
     if (ok) {
-        /* One account: its key first, so the scan is an index range of
-         * (account_pk, sandbox_pk, minute). */
+        /* One account: its key first, so the scans are index ranges of
+         * (account_pk, sandbox_pk, minute). Seconds 0: a pack. */
         res = PQexecParams(
             db,
             account ? "DECLARE usage_cursor BINARY NO SCROLL CURSOR FOR"
-                      " SELECT $3::text, s.sandbox_id, b.minute, b.seconds,"
+                      " WITH a AS (SELECT account_pk FROM accounts"
+                      "  WHERE account_id = $4::text)"
+                      " SELECT $4::text, s.sandbox_id, b.minute, b.seconds,"
                       "  b.data, coalesce(s.first_running_minute, 2147483647)"
-                      " FROM usage_blocks b JOIN sandboxes s"
-                      "  ON s.account_pk = b.account_pk"
+                      " FROM (SELECT sandbox_pk, minute, seconds, data"
+                      "  FROM usage_blocks WHERE account_pk = (TABLE a)"
+                      "  AND minute >= $1::int AND minute < $2::int"
+                      "  UNION ALL SELECT sandbox_pk, minute, 0, data"
+                      "  FROM usage_packs WHERE account_pk = (TABLE a)"
+                      "  AND minute >= $3::int AND minute < $2::int) b"
+                      " JOIN sandboxes s ON s.account_pk = (TABLE a)"
                       "  AND s.sandbox_pk = b.sandbox_pk"
-                      " WHERE b.account_pk = (SELECT account_pk FROM accounts"
-                      "   WHERE account_id = $3::text)"
-                      "  AND b.minute >= $1::int AND b.minute < $2::int"
                       " ORDER BY b.sandbox_pk, b.minute"
                     : "DECLARE usage_cursor BINARY NO SCROLL CURSOR FOR"
                       " SELECT a.account_id, s.sandbox_id, b.minute, b.seconds,"
                       "  b.data, coalesce(s.first_running_minute, 2147483647)"
-                      " FROM usage_blocks b"
+                      " FROM (SELECT account_pk, sandbox_pk, minute, seconds,"
+                      "  data FROM usage_blocks"
+                      "  WHERE minute >= $1::int AND minute < $2::int"
+                      "  UNION ALL SELECT account_pk, sandbox_pk, minute, 0,"
+                      "  data FROM usage_packs"
+                      "  WHERE minute >= $3::int AND minute < $2::int) b"
                       " JOIN sandboxes s ON s.sandbox_pk = b.sandbox_pk"
                       " JOIN accounts a ON a.account_pk = b.account_pk"
-                      " WHERE b.minute >= $1::int AND b.minute < $2::int"
                       " ORDER BY b.account_pk, b.sandbox_pk, b.minute",
-            account ? 3 : 2, NULL, values, NULL, NULL, 0);
+            account ? 4 : 3, NULL, values, NULL, NULL, 0);
         ok = PQresultStatus(res) == PGRES_COMMAND_OK;
         PQclear(res);
     }
@@ -113,6 +136,8 @@ meter_usage_reader_free(struct meter_usage_reader *r)
         return;
     PQclear(r->rows);
     PQclear(PQexec(r->db, r->own_tx ? "ROLLBACK" : "CLOSE usage_cursor"));
+    free(r->pack);
+    free(r->pack_data);
     free(r);
 }
 
@@ -140,64 +165,160 @@ have_row(struct meter_usage_reader *r, struct meter_err *e)
     return 1;
 }
 
-/* The next (sandbox, minute): every row of it merged, seconds outside
- * [from, to) dropped. A minute stored in one row (the common case) is
+/* A stored block: a row's, or one of the opened pack's. */
+struct part {
+    const char *account, *sandbox;
+    int32_t first_run;
+    int64_t minute;
+    uint64_t mask;
+    const uint8_t *data;
+    size_t len;
+    bool packed;
+};
+
+/* Opens the pack of row r->row (its data copied: the row goes with the
+ * next fetch) and moves past the row. */
+static int
+open_pack(struct meter_usage_reader *r, struct pricing_err *pe)
+{
+    PGresult *x = r->rows;
+    int i = r->row;
+    size_t len = (size_t)PQgetlength(x, i, 4);
+    int64_t minute = (int32_t)meter_be32(PQgetvalue(x, i, 2));
+    if (len > r->pack_cap) {
+        uint8_t *grown = realloc(r->pack_data, len);
+        if (!grown) {
+            snprintf(pe->msg, sizeof(pe->msg), "out of memory");
+            return -1;
+        }
+        r->pack_data = grown;
+        r->pack_cap = len;
+    }
+    memcpy(r->pack_data, PQgetvalue(x, i, 4), len);
+    free(r->pack);
+    r->pack = NULL;
+    r->npack = r->taken = 0;
+    if (meter_pack_decode(minute / 60, r->pack_data, len, &r->pack,
+                          &r->npack) < 0) {
+        snprintf(pe->msg, sizeof(pe->msg),
+                 "stored pack of sandbox '%s' hour %lld is corrupt",
+                 PQgetvalue(x, i, 1), (long long)(minute / 60));
+        return -1;
+    }
+    snprintf(r->pack_account, sizeof(r->pack_account), "%s",
+             PQgetvalue(x, i, 0));
+    snprintf(r->pack_sandbox, sizeof(r->pack_sandbox), "%s",
+             PQgetvalue(x, i, 1));
+    r->pack_first_run = (int32_t)meter_be32(PQgetvalue(x, i, 5));
+    r->row++;
+    return 0;
+}
+
+/* The next stored block in (account, sandbox, minute) order, not taken
+ * yet: 1, 0 at the end, -1 on failure. */
+static int
+peek(struct meter_usage_reader *r, struct part *p, struct pricing_err *pe)
+{
+    for (;;) {
+        struct meter_err e = {{0}};
+        int got = have_row(r, &e);
+        if (got < 0) {
+            snprintf(pe->msg, sizeof(pe->msg), "%.*s",
+                     (int)sizeof(pe->msg) - 1, e.msg);
+            return -1;
+        }
+        PGresult *x = r->rows;
+        int i = r->row;
+        bool row_packed = got && meter_be64(PQgetvalue(x, i, 3)) == 0;
+        if (r->taken < r->npack) {
+            /* The pack's next block goes first unless the row is of the
+             * same sandbox and an earlier minute (or the same: both). */
+            const struct meter_pack_part *q = &r->pack[r->taken];
+            if (!got || strcmp(PQgetvalue(x, i, 1), r->pack_sandbox) != 0 ||
+                q->minute <= (int32_t)meter_be32(PQgetvalue(x, i, 2))) {
+                *p = (struct part){r->pack_account, r->pack_sandbox,
+                                   r->pack_first_run, q->minute, q->mask,
+                                   q->data, q->len, true};
+                return 1;
+            }
+        } else if (row_packed) {
+            if (open_pack(r, pe) < 0)
+                return -1;
+            continue;
+        }
+        if (!got)
+            return 0;
+        *p = (struct part){
+            PQgetvalue(x, i, 0),
+            PQgetvalue(x, i, 1),
+            (int32_t)meter_be32(PQgetvalue(x, i, 5)),
+            (int32_t)meter_be32(PQgetvalue(x, i, 2)),
+            meter_be64(PQgetvalue(x, i, 3)),
+            (const uint8_t *)PQgetvalue(x, i, 4),
+            (size_t)PQgetlength(x, i, 4),
+            false,
+        };
+        return 1;
+    }
+}
+
+static void
+take(struct meter_usage_reader *r, const struct part *p)
+{
+    if (p->packed)
+        r->taken++;
+    else
+        r->row++;
+}
+
+/* The next (sandbox, minute): every block of it merged, seconds outside
+ * [from, to) dropped. A minute stored in one block (the common case) is
  * decoded straight into the output. */
 static int
 next_block(void *ctx, struct pricing_block *b, struct pricing_err *pe)
 {
     struct meter_usage_reader *r = ctx;
-    struct meter_err e = {{0}};
     struct pricing_second slots[60], dec[60];
+    struct part p;
     int got;
     for (;;) {
         uint64_t have = 0;
         int64_t minute = 0;
         size_t n = 0;
         bool merged = false;
-        while ((got = have_row(r, &e)) > 0) {
-            PGresult *x = r->rows;
-            int i = r->row;
-            const char *sandbox = PQgetvalue(x, i, 1);
-            int64_t m = (int32_t)meter_be32(PQgetvalue(x, i, 2));
-            if (have && (m != minute || strcmp(sandbox, r->sandbox) != 0))
+        while ((got = peek(r, &p, pe)) > 0) {
+            if (have &&
+                (p.minute != minute || strcmp(p.sandbox, r->sandbox) != 0))
                 break; /* the next block starts here */
             if (!have) {
-                snprintf(r->account, sizeof(r->account), "%s",
-                         PQgetvalue(x, i, 0));
-                snprintf(r->sandbox, sizeof(r->sandbox), "%s", sandbox);
-                r->first_run = (int32_t)meter_be32(PQgetvalue(x, i, 5));
-                minute = m;
+                snprintf(r->account, sizeof(r->account), "%s", p.account);
+                snprintf(r->sandbox, sizeof(r->sandbox), "%s", p.sandbox);
+                r->first_run = p.first_run;
+                minute = p.minute;
             } else if (!merged) {
-                /* A second row of the minute: merge by second. */
+                /* A second block of the minute: merge by second. */
                 for (size_t k = 0; k < n; k++)
-                    slots[r->out[k].ts - m * 60] = r->out[k];
+                    slots[r->out[k].ts - minute * 60] = r->out[k];
                 merged = true;
             }
-            uint64_t mask = meter_be64(PQgetvalue(x, i, 3));
             size_t got_n;
-            if (meter_block_decode(m, mask,
-                                   (const uint8_t *)PQgetvalue(x, i, 4),
-                                   (size_t)PQgetlength(x, i, 4),
+            if (meter_block_decode(minute, p.mask, p.data, p.len,
                                    have ? dec : r->out, &got_n) < 0) {
                 snprintf(pe->msg, sizeof(pe->msg),
                          "stored block of sandbox '%s' minute %lld is corrupt",
-                         sandbox, (long long)m);
+                         p.sandbox, (long long)minute);
                 return -1;
             }
             if (have)
                 for (size_t k = 0; k < got_n; k++)
-                    slots[dec[k].ts - m * 60] = dec[k];
+                    slots[dec[k].ts - minute * 60] = dec[k];
             else
                 n = got_n;
-            have |= mask;
-            r->row++;
+            have |= p.mask;
+            take(r, &p);
         }
-        if (got < 0) {
-            snprintf(pe->msg, sizeof(pe->msg), "%.*s", (int)sizeof(pe->msg) - 1,
-                     e.msg);
+        if (got < 0)
             return -1;
-        }
         if (!have)
             return 0;
         if (merged) {

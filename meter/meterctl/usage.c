@@ -4,12 +4,17 @@
  * VACUUM of its partition. Online; run once a month has ended, before
  * its invoice run (docs/invoicing.md). And `meterctl usage quarantine
  * --key ID --from T --to T --reason TEXT`: the usage a (leaked) key
- * stored set aside (docs/reliability.md).
+ * stored set aside (docs/reliability.md). And `meterctl usage pack
+ * [--after S]`: what meterd does in the background, at once: each hour
+ * that ended S seconds ago packed (meter_db_usage_pack).
  */
 #include "ctl_int.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int
@@ -79,6 +84,73 @@ usage_compact(struct ctl *ctl, int argc, char **argv)
     rc = 0;
 out:
     meter_strtab_release(&accounts);
+    PQfinish(db);
+    return rc;
+}
+
+static int
+usage_pack(struct ctl *ctl, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"after", required_argument, NULL, 'a'},
+        {NULL, 0, NULL, 0},
+    };
+    int64_t after = 600;
+    int opt;
+    ctl_getopt_reset();
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'a': {
+            char *end;
+            errno = 0;
+            long long v = strtoll(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < 0 || v > 2678400 ||
+                !isdigit((unsigned char)optarg[0]))
+                return ctl_usage_error("usage pack: --after '%s' is not a "
+                                       "number of seconds from 0 to 2678400",
+                                       optarg);
+            after = v;
+            break;
+        }
+        default:
+            return ctl_bad_option("usage pack", argv);
+        }
+    }
+    if (optind < argc)
+        return ctl_usage_error("usage pack: unexpected argument '%s'",
+                               argv[optind]);
+    PGconn *db = ctl_connect(ctl);
+    if (!db)
+        return CTL_FAILED;
+    struct meter_err e = {{0}};
+    double t0 = ctl_now();
+    uint64_t merged, blocks = 0, packs = 0;
+    struct meter_pack_result res = {0};
+    int rc = CTL_FAILED;
+    /* The merge queues the hours of the rollups it merges. */
+    do {
+        if (meter_db_usage_merge(db, 10000, &merged, &e) < 0) {
+            ctl_failed(&e);
+            goto out;
+        }
+    } while (merged == 10000);
+    do {
+        if (meter_db_usage_pack(db, after, &res, &e) < 0) {
+            ctl_failed(&e);
+            goto out;
+        }
+        blocks += res.blocks;
+        packs += res.packs;
+    } while (res.more);
+    if (res.busy) {
+        fprintf(stderr, "meterctl: usage pack: another merge or pack, or a "
+                        "quarantine, is running; try again\n");
+        goto out;
+    }
+    printf("usage pack: %" PRIu64 " blocks into %" PRIu64 " packs in %.1f s\n",
+           blocks, packs, ctl_now() - t0);
+    rc = 0;
+out:
     PQfinish(db);
     return rc;
 }
@@ -158,9 +230,12 @@ int
 ctl_usage(struct ctl *ctl, int argc, char **argv)
 {
     if (argc < 2)
-        return ctl_usage_error("usage needs a subcommand: compact, quarantine");
+        return ctl_usage_error(
+            "usage needs a subcommand: compact, pack, quarantine");
     if (strcmp(argv[1], "compact") == 0)
         return usage_compact(ctl, argc - 1, argv + 1);
+    if (strcmp(argv[1], "pack") == 0)
+        return usage_pack(ctl, argc - 1, argv + 1);
     if (strcmp(argv[1], "quarantine") == 0)
         return usage_quarantine(ctl, argc - 1, argv + 1);
     return ctl_usage_error("unknown usage subcommand '%s'", argv[1]);

@@ -122,6 +122,10 @@ static const char usage_text[] =
     "                       every S seconds, in the background, so that\n"
     "                       reports sum one row an account-hour; 0: never\n"
     "                       ($METER_MERGE_EVERY; default 5)\n"
+    "  --pack-after S       an hour's blocks of each sandbox are packed\n"
+    "                       into one row S seconds after the hour ends,\n"
+    "                       by the merging thread; 0: never\n"
+    "                       ($METER_PACK_AFTER; default 600)\n"
     "  --tls-cert FILE      serve HTTPS (only) with this PEM certificate,\n"
     "                       or chain, server's first ($METER_TLS_CERT);\n"
     "                       needs --tls-key\n"
@@ -149,6 +153,7 @@ enum {
     OPT_SESSION_TTL,
     OPT_REPORT_TTL,
     OPT_MERGE_EVERY,
+    OPT_PACK_AFTER,
     OPT_TLS_CERT,
     OPT_TLS_KEY,
     OPT_LOG_LEVEL,
@@ -173,6 +178,7 @@ static const struct {
     {"session-ttl", "METER_SESSION_TTL"},
     {"report-ttl", "METER_REPORT_TTL"},
     {"merge-every", "METER_MERGE_EVERY"},
+    {"pack-after", "METER_PACK_AFTER"},
     {"tls-cert", "METER_TLS_CERT"},
     {"tls-key", "METER_TLS_KEY"},
     {"log-level", "METER_LOG_LEVEL"},
@@ -283,18 +289,23 @@ configure(const struct options *o, struct meter_http_config *cfg)
         count_option("session-ttl", o->v[OPT_SESSION_TTL], 1, 31536000,
                      "a number of seconds from 1 to 31536000", 43200, &ttl) < 0)
         return 2;
-    /* The counts that may be 0: no limit, nothing kept, never merged. */
-    uint64_t report_ttl, merge_every;
+    /* The counts that may be 0: no limit, nothing kept, never merged,
+     * never packed. */
+    uint64_t report_ttl, merge_every, pack_after;
     if (count_option("rate-limit", o->v[OPT_RATE_LIMIT], 0, 1000000,
                      "a number from 0 to 1000000", 1000, &rate) < 0 ||
         count_option("report-ttl", o->v[OPT_REPORT_TTL], 0, 3600,
                      "a number of seconds from 0 to 3600", 5,
                      &report_ttl) < 0 ||
         count_option("merge-every", o->v[OPT_MERGE_EVERY], 0, 3600,
-                     "a number of seconds from 0 to 3600", 5, &merge_every) < 0)
+                     "a number of seconds from 0 to 3600", 5, &merge_every) < 0 ||
+        count_option("pack-after", o->v[OPT_PACK_AFTER], 0, 2678400,
+                     "a number of seconds from 0 to 2678400", 600,
+                     &pack_after) < 0)
         return 2;
     meterd_cache_init((unsigned)report_ttl);
     meterd.merge_every = (unsigned)merge_every;
+    meterd.pack_after = (unsigned)pack_after;
     meterd.max_age = (int64_t)age * 86400;
     meterd.session_ttl = (unsigned)ttl;
     cfg->db_timeout_s = (unsigned)db_s;
@@ -385,8 +396,8 @@ main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     if (!(server = meter_http_start(&cfg, &e)) ||
-        meterd_merge_start(conninfo, meterd.merge_every, cfg.db_timeout_s,
-                           &e) < 0)
+        meterd_merge_start(conninfo, meterd.merge_every, meterd.pack_after,
+                           cfg.db_timeout_s, &e) < 0)
         goto out;
     meter_log(METER_LOG_INFO,
               "meterd listening on %s://%s (%u threads, max body %zu "

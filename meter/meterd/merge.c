@@ -12,6 +12,10 @@
  * they are. Stopping cuts the connection off (shutdown of its socket),
  * so a database that no longer answers cannot hold meterd's exit; the
  * merge under way is rolled back, which loses nothing.
+ *
+ * After merging, it packs the account-hours that ended --pack-after
+ * seconds ago (usage_pack.c), one transaction after the other, until
+ * none is due, another packs, or meterd stops: the same way.
  */
 #include "meterd_int.h"
 
@@ -29,7 +33,7 @@ static pthread_cond_t wake;
 static bool running, stopping;
 static int sock = -1; /* the connection's, while it is open */
 static const char *conninfo;
-static unsigned every_s, timeout_s;
+static unsigned every_s, pack_after_s, timeout_s;
 
 static bool
 stopped(void)
@@ -86,6 +90,25 @@ merge_all(PGconn **db)
     } while (rows == MERGE_ROWS && !stopped());
 }
 
+/* Packs until nothing is due, another packs, or meterd stops. */
+static void
+pack_all(PGconn *db)
+{
+    struct meter_err e = {{0}};
+    struct meter_pack_result res;
+    do {
+        if (meter_db_usage_pack(db, pack_after_s, &res, &e) < 0) {
+            if (!stopped())
+                meter_log(METER_LOG_WARN, "pack: %s", e.msg);
+            return;
+        }
+        if (res.blocks)
+            meter_log(METER_LOG_DEBUG, "pack: %llu blocks into %llu packs",
+                      (unsigned long long)res.blocks,
+                      (unsigned long long)res.packs);
+    } while (res.more && !stopped());
+}
+
 static void *
 run(void *arg)
 {
@@ -95,6 +118,8 @@ run(void *arg)
     while (!stopping) {
         pthread_mutex_unlock(&lock);
         merge_all(&db);
+        if (db && pack_after_s && !stopped())
+            pack_all(db);
         pthread_mutex_lock(&lock);
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
@@ -109,13 +134,14 @@ run(void *arg)
 }
 
 int
-meterd_merge_start(const char *db, unsigned every, unsigned db_timeout_s,
-                   struct meter_err *e)
+meterd_merge_start(const char *db, unsigned every, unsigned pack_after,
+                   unsigned db_timeout_s, struct meter_err *e)
 {
     if (!every)
         return 0;
     conninfo = db;
     every_s = every;
+    pack_after_s = pack_after;
     timeout_s = db_timeout_s + 1;
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);

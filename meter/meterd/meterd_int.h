@@ -19,6 +19,8 @@ struct meterd {
     unsigned session_ttl; /* seconds a browser session lasts */
     unsigned merge_every; /* --merge-every: seconds between merges of
                              the rollups; 0: never */
+    unsigned pack_after;  /* --pack-after: seconds after an hour ends
+                             that its blocks are packed; 0: never */
 };
 extern struct meterd meterd;
 
@@ -69,9 +71,10 @@ void meterd_bad_query(struct meter_http_request *rq, const char *name,
                       const char *value, const char *why);
 
 /* The merging thread (merge.c): merges the hourly rollups every `every`
- * seconds on a connection of its own to db (0: never); stop joins it. */
-int meterd_merge_start(const char *db, unsigned every, unsigned db_timeout_s,
-                       struct meter_err *e);
+ * seconds on a connection of its own to db (0: never), then packs the
+ * hours that ended pack_after seconds ago (0: never); stop joins it. */
+int meterd_merge_start(const char *db, unsigned every, unsigned pack_after,
+                       unsigned db_timeout_s, struct meter_err *e);
 void meterd_merge_stop(void);
 
 /* Report texts kept ttl seconds (cache.c): set before the server
