@@ -28,8 +28,9 @@ leaked=$(id_of leaked)
 good=$(id_of good)
 fin=$(id_of fin)
 # Reports not kept: each shows what is stored when asked; rollups merged
-# every second.
-start_meterd main "$db" --report-ttl 0 --merge-every 1 || { finish; exit; }
+# every second; blocks packed only when this test says (meterctl usage
+# pack below).
+start_meterd main "$db" --report-ttl 0 --merge-every 1 --pack-after 0 || { finish; exit; }
 
 rows() { # FILE ACCOUNT SANDBOX: three seconds
     printf '[' >"$1"
@@ -88,6 +89,13 @@ checks=$((checks + 1))
 got="$(fleet_usage) $(sql "SELECT sum(samples) FROM usage_hourly_merged")"
 [ "$got" = "12 12" ] || fail "the fleet's usage, samples merged: $got, want 12 12"
 arrived=$(sql "SELECT floor(extract(epoch FROM min(arrived_at)))::bigint FROM usage_blocks WHERE key_id = $leaked")
+# The batches so far packed (usage_pack.c): a pack per sandbox, no block
+# left; the quarantine below takes the leaked key's out of their packs.
+expect_status 0 ctl usage pack --after 0
+contains "$out" "usage pack: 4 blocks into 4 packs" "the blocks packed"
+checks=$((checks + 1))
+got="$(sql "SELECT count(*) FROM usage_blocks") $(sql "SELECT count(*) FROM usage_packs")"
+[ "$got" = "0 4" ] || fail "blocks and packs after packing: $got, want 0 4"
 # A second batch of the leaked key in the same account and hour, a few
 # seconds later, that no merge takes (their lock held, as a replica's
 # merge would hold it): the quarantine takes merged and unmerged rows of
@@ -137,6 +145,10 @@ checks=$((checks + 1))
 [ "$(exported)" = 3 ] || fail "acme's samples after the quarantine: $(exported), want 3"
 checks=$((checks + 1))
 [ "$(sql "SELECT count(*) FROM usage_blocks_quarantined WHERE key_id = $leaked")" = 3 ] || fail "the blocks are kept aside"
+# The packs of a-1 and g-1 held only the leaked key's blocks: gone.
+checks=$((checks + 1))
+got=$(sql "SELECT string_agg(s.sandbox_id, ' ' ORDER BY s.sandbox_id) FROM usage_packs p JOIN sandboxes s USING (sandbox_pk)")
+[ "$got" = "a-2 b-1" ] || fail "packs after the quarantine: $got, want a-2 b-1"
 # Each quarantine moved the hourly rows of exactly the blocks it moved.
 checks=$((checks + 1))
 got=$(sql "SELECT string_agg(q.seconds || '=' || coalesce((SELECT sum(h.samples) FROM usage_hourly_quarantined h WHERE h.quarantine_id = q.quarantine_id), 0), ' ' ORDER BY q.quarantine_id) FROM usage_quarantines q")

@@ -58,6 +58,14 @@ expect_status 2 "$METERCTL" usage compact
 contains "$err" "--period" "usage compact without a period"
 expect_status 2 "$METERCTL" usage compact --period 26-01
 contains "$err" "--period '26-01' is not YYYY-MM" "usage compact: a bad period"
+expect_status 2 "$METERCTL" usage pack --after 2678401
+contains "$err" "--after '2678401' is not a number of seconds from 0 to 2678400" "usage pack: --after too long"
+expect_status 2 "$METERCTL" usage pack --after -1
+contains "$err" "--after '-1'" "usage pack: a negative --after"
+expect_status 2 "$METERCTL" usage pack --after 10s
+contains "$err" "--after '10s'" "usage pack: --after with a unit"
+expect_status 2 "$METERCTL" usage pack now
+contains "$err" "unexpected argument 'now'" "usage pack: an argument"
 
 # Malformed --db: says which and why, touches nothing.
 expect_status 1 "$METERCTL" --db "host=x port" migrate
@@ -81,7 +89,7 @@ contains "$err" "/nonexistent" "missing migrations directory"
 empty=$(mktemp -d)
 for cmd in "migrate" "keys list" "export --from 0 --to 1" \
     "accounts add acme" "invoice run --period 2026-01" "invoice list" \
-    "invoice show 1" "usage compact --period 2026-01" "rate --price-book $(dirname "$0")/../pricing/books/e2b-pro.json --from 0 --to 1"; do
+    "invoice show 1" "usage compact --period 2026-01" "usage pack" "rate --price-book $(dirname "$0")/../pricing/books/e2b-pro.json --from 0 --to 1"; do
     # shellcheck disable=SC2086
     expect_status 1 sh -c "cd '$empty' && METER_DATABASE_URL= '$METERCTL' $cmd"
     contains "$err" "no database" "'$cmd' with no database"

@@ -207,7 +207,8 @@ wait $slow 2>/dev/null
 # --- accounts appear on first sight; late samples keep their arrival -------
 n=$(psql "$db" -qAtc "SELECT count(*) FROM accounts WHERE account_id = 'acme' AND auto_created")
 [ "$n" = 1 ] || fail "account acme was not created on its first sample"
-late=$(psql "$db" -qAtc "SELECT count(*) FROM usage_blocks WHERE arrived_at > to_timestamp((minute + 1) * 60)")
+# (meterd packs an hour's blocks once it has settled: in blocks or packs.)
+late=$(psql "$db" -qAtc "SELECT (SELECT count(*) FROM usage_blocks WHERE arrived_at > to_timestamp((minute + 1) * 60)) + (SELECT count(*) FROM usage_packs WHERE last_arrival > to_timestamp((minute + 60) * 60))")
 [ "$late" -ge 1 ] || fail "late samples carry no arrival time after their minute"
 
 # --- exactly once, two meterd, overlapping batches at once ---------------
@@ -385,6 +386,10 @@ expect_status 2 "$METERD" --listen nonsense
 expect_status 2 "$METERD" --threads 0
 expect_status 2 "$METERD" --merge-every 3601
 contains "$err" "--merge-every '3601'" "a bad --merge-every is named with its value"
+expect_status 2 "$METERD" --pack-after 2678401
+contains "$err" "--pack-after '2678401'" "a bad --pack-after is named with its value"
+expect_status 2 "$METERD" --pack-after -1
+contains "$err" "--pack-after '-1'" "a negative --pack-after is named with its value"
 expect_status 2 "$METERD" --report-ttl -1
 contains "$err" "--report-ttl '-1'" "a bad --report-ttl is named with its value"
 expect_status 0 "$METERD" --help

@@ -159,10 +159,132 @@ test_edges(void)
     CHECK(bad == 0);
 }
 
+/* Packs (pack.c): parts of every shape come back as they went in, in
+ * their order; a pack cut anywhere decodes to a prefix of its parts or
+ * is refused; each malformed field is refused. */
+static void
+test_packs(void)
+{
+    enum { HOUR = MINUTE / 60, N = 40 };
+    static uint8_t blob[N][64];
+    struct meter_pack_part in[N];
+    for (int round = 0; round < 200; round++) {
+        size_t n = 1 + rnd() % N;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t mask = rnd() & ((1ULL << 60) - 1);
+            if (rnd() % 2) { /* a run of seconds */
+                unsigned first = (unsigned)(rnd() % 60);
+                unsigned count = 1 + (unsigned)(rnd() % (60 - first));
+                mask = ((count == 64 ? 0 : (1ULL << count)) - 1) << first;
+            }
+            if (!mask)
+                mask = 1ULL << 59;
+            size_t len = rnd() % 64;
+            for (size_t k = 0; k < len; k++)
+                blob[i][k] = (uint8_t)rnd();
+            in[i] = (struct meter_pack_part){
+                .minute = HOUR * 60 + (int64_t)(rnd() % 60),
+                .mask = mask,
+                /* Few origins, shared; arrivals back and forth. */
+                .key_id = (int64_t)(rnd() % 3) * 1000000007LL,
+                .arrived_us = 1767225600000000LL +
+                              (int64_t)(rnd() % 4) * 60000000LL -
+                              (int64_t)(rnd() % 2) * 999,
+                .data = blob[i],
+                .len = len,
+            };
+        }
+        uint8_t *buf = malloc(meter_pack_bound(in, n));
+        size_t len = meter_pack_encode(HOUR, in, n, buf);
+        CHECK(len > 0 && len <= meter_pack_bound(in, n));
+        struct meter_pack_part *out;
+        size_t got;
+        CHECK(meter_pack_decode(HOUR, buf, len, &out, &got) == 0);
+        CHECK(got == n);
+        for (size_t i = 0; i < n && i < got; i++)
+            CHECK(out[i].minute == in[i].minute && out[i].mask == in[i].mask &&
+                  out[i].key_id == in[i].key_id &&
+                  out[i].arrived_us == in[i].arrived_us &&
+                  out[i].len == in[i].len &&
+                  memcmp(out[i].data, in[i].data, in[i].len) == 0);
+        free(out);
+        for (size_t cut = 0; cut < len; cut++) {
+            uint8_t *copy = malloc(cut ? cut : 1);
+            memcpy(copy, buf, cut);
+            if (meter_pack_decode(HOUR, copy, cut, &out, &got) == 0) {
+                CHECK(got < n);
+                for (size_t i = 0; i < got; i++)
+                    CHECK(out[i].mask == in[i].mask &&
+                          out[i].len == in[i].len);
+                free(out);
+            }
+            free(copy);
+        }
+        free(buf);
+    }
+
+    /* One origin (key 5, arrival 4), then one part; each field broken. */
+    struct meter_pack_part *out;
+    size_t got;
+    const uint8_t good[] = {1, 5, 4, 7, 3, 10, 0, 2, 0xAA, 0xBB};
+    CHECK(meter_pack_decode(HOUR, good, sizeof(good), &out, &got) == 0);
+    CHECK(got == 1 && out[0].minute == HOUR * 60 + 7 &&
+          out[0].mask == 0x3FFULL << 3 && out[0].key_id == 5 &&
+          out[0].arrived_us == 4 && out[0].len == 2);
+    free(out);
+    static const struct {
+        size_t at;
+        uint8_t v;
+    } bad[] = {
+        {0, 2},    /* an origin more than there are */
+        {3, 60},   /* minute 60 */
+        {4, 60},   /* first second 60 */
+        {5, 0},    /* a run of no second */
+        {5, 58},   /* a run past the minute's end */
+        {6, 1},    /* an origin that is not there */
+        {7, 3},    /* data longer than what is left */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        uint8_t b[sizeof(good)];
+        memcpy(b, good, sizeof(b));
+        b[bad[i].at] = bad[i].v;
+        if (meter_pack_decode(HOUR, b, sizeof(b), &out, &got) == 0) {
+            fprintf(stderr, "a pack with byte %zu = %u decoded\n", bad[i].at,
+                    bad[i].v);
+            test_failures++;
+            free(out);
+        }
+    }
+    /* The boundaries they break hold: minute 59, second 59, a run of
+     * 60, a run to the minute's end. */
+    const uint8_t edges[][10] = {
+        {1, 5, 4, 59, 3, 10, 0, 2, 0xAA, 0xBB},
+        {1, 5, 4, 7, 59, 1, 0, 2, 0xAA, 0xBB},
+        {1, 5, 4, 7, 0, 60, 0, 2, 0xAA, 0xBB},
+        {1, 5, 4, 7, 3, 57, 0, 2, 0xAA, 0xBB},
+    };
+    for (size_t i = 0; i < 4; i++) {
+        CHECK(meter_pack_decode(HOUR, edges[i], 10, &out, &got) == 0 &&
+              got == 1);
+        free(out);
+    }
+    /* A mask of scattered seconds: its first second must be its own. */
+    const uint8_t scattered[] = {1, 5, 4, 7, 0x80 | 1, 0x0A, 0, 0};
+    CHECK(meter_pack_decode(HOUR, scattered, sizeof(scattered), &out, &got) ==
+              0 &&
+          got == 1 && out[0].mask == 0x0A);
+    free(out);
+    uint8_t wrong[sizeof(scattered)];
+    memcpy(wrong, scattered, sizeof(wrong));
+    wrong[4] = 0x80 | 2;
+    CHECK(meter_pack_decode(HOUR, wrong, sizeof(wrong), &out, &got) < 0);
+}
+
 int
 main(void)
 {
     test_edges();
+    test_packs();
     struct pricing_second s[60];
     const uint64_t all = (1ULL << 60) - 1;
     static const uint64_t masks[] = {1, 1ULL << 59, 0x5555555555ULL,

@@ -7,9 +7,9 @@
  * costs one row where the blocks cost one row each (meter/README.md).
  *
  * Layout:
- *   varint nprov, then nprov origins, each
- *     varint key_id (0: none), varint zigzag(arrived_us - previous)
- *     (the first against 0);
+ *   varint nprov, then nprov origins, by arrival, each
+ *     varint key_id (0: none), varint arrived_us - the previous one's
+ *     (the first's against 0);
  *   then the parts, until the end, each
  *     byte  minute within the hour (0-59),
  *     byte  first second present (0-59), with 0x80 set when the seconds
@@ -94,9 +94,8 @@ meter_pack_encode(int64_t hour, const struct meter_pack_part *p, size_t n,
     uint8_t *q = put_varint(out, no);
     int64_t prev = 0;
     for (size_t i = 0; i < no; i++) {
-        uint64_t d = (uint64_t)o[i].arrived_us - (uint64_t)prev;
         q = put_varint(q, (uint64_t)o[i].key_id);
-        q = put_varint(q, (d << 1) ^ (uint64_t) - (int64_t)(d >> 63));
+        q = put_varint(q, (uint64_t)o[i].arrived_us - (uint64_t)prev);
         prev = o[i].arrived_us;
     }
     for (size_t i = 0; i < n; i++) {
@@ -141,15 +140,16 @@ meter_pack_decode(int64_t hour, const uint8_t *data, size_t len,
         return -1;
     int64_t prev = 0;
     for (uint64_t i = 0; i < no; i++) {
-        uint64_t key, z;
+        uint64_t key, d;
         if (!get_varint(&p, end, &key) || key > INT64_MAX ||
-            !get_varint(&p, end, &z))
+            !get_varint(&p, end, &d))
             goto bad;
-        prev = (int64_t)((uint64_t)prev + ((z >> 1) ^ (uint64_t) - (int64_t)(z & 1)));
+        prev = (int64_t)((uint64_t)prev + d);
         o[i] = (struct origin){prev, (int64_t)key};
     }
     while (p < end) {
-        if (end - p < 3 || p[0] >= 60 || (p[1] & 0x7f) >= 60)
+        /* A first second past 59 fails the checks of the run or mask. */
+        if (end - p < 3 || p[0] >= 60)
             goto bad;
         int64_t minute = hour * 60 + p[0];
         unsigned first = p[1] & 0x7f;
