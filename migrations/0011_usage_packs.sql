@@ -16,6 +16,7 @@ CREATE TABLE usage_packs (
     minute        integer     NOT NULL CHECK (minute % 60 = 0),
     first_arrival timestamptz NOT NULL,
     last_arrival  timestamptz NOT NULL,
+    key_ids       bigint[]    NOT NULL,
     data          bytea       COMPRESSION lz4 NOT NULL,
     FOREIGN KEY (account_pk, sandbox_pk)
         REFERENCES sandboxes (account_pk, sandbox_pk)
@@ -32,6 +33,9 @@ COMMENT ON COLUMN usage_packs.first_arrival IS
     'the earliest arrival (usage_blocks.arrived_at) of its blocks';
 COMMENT ON COLUMN usage_packs.last_arrival IS
     'the latest arrival of its blocks: a quarantine looks from here';
+COMMENT ON COLUMN usage_packs.key_ids IS
+    'the API keys of its blocks (usage_blocks.key_id), each once: what a '
+    'quarantine looks for';
 COMMENT ON COLUMN usage_packs.data IS
     'the blocks, their minutes, seconds, keys and arrivals, encoded by '
     'meter/sample/pack.c';

@@ -36,8 +36,9 @@ allow='
 # when it was applied; never from a request.
 meter/db/migrate.c|apply_one|m->sql
 # VACUUM takes no parameters, so the partition is named in the text:
-# usage_blocks_YYYYMM printed from two integers (a period meterctl
-# parsed), and vacuumed only once to_regclass($1) found it.
+# usage_blocks_YYYYMM and usage_packs_YYYYMM printed from two integers
+# (a period meterctl parsed), and vacuumed only once to_regclass($1)
+# found the first (the second is made with it).
 meter/db/usage_compact.c|meter_db_usage_vacuum|"VACUUM (ANALYZE) %s"
 meter/db/usage_compact.c|meter_db_usage_vacuum|sql
 '

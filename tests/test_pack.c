@@ -167,6 +167,9 @@ test_pack_and_read(PGconn *db, struct meter_registry *reg)
     CHECK(count(db, "SELECT count(*) FROM usage_pack_queue") == 0);
     CHECK(count(db, "SELECT count(*) FROM usage_packs WHERE minute % 60 <> 0"
                     " OR first_arrival > last_arrival") == 0);
+    /* No key sent these: none recorded. */
+    CHECK(count(db, "SELECT count(*) FROM usage_packs"
+                    " WHERE key_ids <> '{}'") == 0);
     CHECK(same(read_back(db, HOUR0, HOUR0 + 7200, "acme"), all));
     CHECK(same(read_back(db, HOUR0 + 1800, HOUR0 + 3630, "acme"), mid));
     CHECK(same(read_back(db, HOUR0, HOUR0 + 7200, NULL), everyone));
@@ -213,8 +216,13 @@ test_quarantine(PGconn *db, struct meter_registry *reg)
     struct digest third = read_back(db, h + 130, h + 190, "acme");
     CHECK(before.n == 180);
     CHECK(pack(db, 0) == 6);
-    CHECK(count(db, "SELECT count(*) FROM usage_packs WHERE minute = 29453760"
-                    " + 4 * 60") == 1);
+    char q1[256];
+    snprintf(q1, sizeof(q1),
+             "SELECT count(*) FROM usage_packs WHERE minute = 29453760 + 4 * 60"
+             " AND key_ids = '{%lld,%lld}' AND first_arrival ="
+             " to_timestamp(%lld) AND last_arrival = to_timestamp(%lld)",
+             (long long)a, (long long)b, (long long)t1, (long long)t3);
+    CHECK(count(db, q1) == 1);
 
     /* a's first batch only: its window ends before a's second. */
     struct meter_quarantine q;

@@ -41,6 +41,8 @@ void db_copy_int4(struct meter_buf *b, int32_t v);
 void db_copy_int8(struct meter_buf *b, int64_t v);
 void db_copy_bytes(struct meter_buf *b, const void *p, size_t len);
 void db_copy_null(struct meter_buf *b);
+/* A one-dimensional bigint[] of the n values v (none: empty). */
+void db_copy_int8_array(struct meter_buf *b, const int64_t *v, size_t n);
 void db_copy_end(struct meter_buf *b);
 
 /* Unix microseconds and PostgreSQL's binary timestamptz (microseconds

@@ -217,6 +217,23 @@ db_copy_null(struct meter_buf *b)
 }
 
 void
+db_copy_int8_array(struct meter_buf *b, const int64_t *v, size_t n)
+{
+    /* array_recv: dimensions, has-nulls, element type (int8, OID 20),
+     * then each dimension's length and lower bound, then the elements. */
+    put_be32(b, (uint32_t)(n ? 20 + 12 * n : 12));
+    put_be32(b, n ? 1 : 0);
+    put_be32(b, 0);
+    put_be32(b, 20);
+    if (!n)
+        return;
+    put_be32(b, (uint32_t)n);
+    put_be32(b, 1);
+    for (size_t i = 0; i < n; i++)
+        db_copy_int8(b, v[i]);
+}
+
+void
 db_copy_end(struct meter_buf *b)
 {
     db_copy_row(b, 0xffff);

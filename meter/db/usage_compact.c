@@ -95,7 +95,7 @@ meter_db_usage_compact(PGconn *db, const char *account, int year, int month,
 enum meter_db_status
 meter_db_usage_vacuum(PGconn *db, int year, int month, struct meter_err *e)
 {
-    char name[64], sql[128];
+    char name[64], sql[256];
     /* The partition's name is made of digits only. */
     snprintf(name, sizeof(name), "usage_blocks_%04d%02d", year, month);
     const char *v[] = {name};
@@ -107,8 +107,10 @@ meter_db_usage_vacuum(PGconn *db, int year, int month, struct meter_err *e)
     if (st != METER_DB_ROWS)
         return st; /* no partition: nothing stored that month */
     /* Its packs' partition is made with it (0011_usage_packs.sql). */
-    snprintf(sql, sizeof(sql), "VACUUM (ANALYZE) %s, usage_packs_%04d%02d",
-             name, year, month);
+    char both[128];
+    snprintf(both, sizeof(both), "%s, usage_packs_%04d%02d", name, year,
+             month);
+    snprintf(sql, sizeof(sql), "VACUUM (ANALYZE) %s", both);
     return meter_db_exec(db, "cannot vacuum the month's usage", sql, 0, NULL,
                          NULL, NULL, NULL, e);
 }

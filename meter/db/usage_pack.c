@@ -45,6 +45,13 @@ part_cmp(const void *a, const void *b)
     return (x->order > y->order) - (x->order < y->order);
 }
 
+static int
+key_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
 /* Parts to write, and the packs' rows being built. */
 struct parts {
     struct part *v;
@@ -102,23 +109,31 @@ write_packs(PGconn *db, int32_t account_pk, int64_t hour, struct parts *ps,
     qsort(ps->v, ps->n, sizeof(*ps->v), part_cmp);
     struct meter_buf copy = {0};
     struct meter_pack_part *run = malloc(ps->n * sizeof(*run));
+    int64_t *keys = malloc(ps->n * sizeof(*keys));
     uint8_t *data = NULL;
     size_t cap = 0;
     enum meter_db_status st = METER_DB_NONE;
-    if (!run) {
+    if (!run || !keys) {
         st = db_hard(e, "out of memory");
         goto out;
     }
     db_copy_header(&copy);
     for (size_t i = 0; i < ps->n;) {
-        size_t j = i, n = 0;
+        size_t j = i, n = 0, nkeys = 0;
         int64_t first = INT64_MAX, last = INT64_MIN;
         for (; j < ps->n && ps->v[j].sandbox_pk == ps->v[i].sandbox_pk; j++) {
-            run[n++] = ps->v[j].p;
-            first = ps->v[j].p.arrived_us < first ? ps->v[j].p.arrived_us
-                                                  : first;
-            last = ps->v[j].p.arrived_us > last ? ps->v[j].p.arrived_us : last;
+            const struct meter_pack_part *p = &ps->v[j].p;
+            run[n++] = *p;
+            first = p->arrived_us < first ? p->arrived_us : first;
+            last = p->arrived_us > last ? p->arrived_us : last;
+            if (p->key_id)
+                keys[nkeys++] = p->key_id;
         }
+        qsort(keys, nkeys, sizeof(*keys), key_cmp);
+        size_t distinct = 0;
+        for (size_t k = 0; k < nkeys; k++)
+            if (!distinct || keys[distinct - 1] != keys[k])
+                keys[distinct++] = keys[k];
         size_t bound = meter_pack_bound(run, n);
         if (bound > cap) {
             free(data);
@@ -130,12 +145,13 @@ write_packs(PGconn *db, int32_t account_pk, int64_t hour, struct parts *ps,
             st = db_hard(e, "out of memory");
             goto out;
         }
-        db_copy_row(&copy, 6);
+        db_copy_row(&copy, 7);
         db_copy_int4(&copy, account_pk);
         db_copy_int4(&copy, ps->v[i].sandbox_pk);
         db_copy_int4(&copy, (int32_t)(hour * 60));
         db_copy_int8(&copy, first - DB_PG_EPOCH_US);
         db_copy_int8(&copy, last - DB_PG_EPOCH_US);
+        db_copy_int8_array(&copy, keys, distinct);
         db_copy_bytes(&copy, data, len);
         (*packs)++;
         i = j;
@@ -144,11 +160,13 @@ write_packs(PGconn *db, int32_t account_pk, int64_t hour, struct parts *ps,
     st = copy.failed ? db_hard(e, "out of memory")
                      : db_copy_in(db,
                                   "COPY usage_packs (account_pk, sandbox_pk,"
-                                  " minute, first_arrival, last_arrival, data)"
+                                  " minute, first_arrival, last_arrival,"
+                                  " key_ids, data)"
                                   " FROM STDIN (FORMAT binary)",
                                   copy.p, copy.len, "cannot write packs", e);
 out:
     free(run);
+    free(keys);
     free(data);
     meter_buf_release(&copy);
     return st;
@@ -302,18 +320,21 @@ enum meter_db_status
 db_usage_unpack(PGconn *db, int64_t key_id, int64_t from, int64_t to,
                 struct meter_err *e)
 {
-    char f[24], t[24];
+    char k[24], f[24], t[24];
+    snprintf(k, sizeof(k), "%" PRId64, key_id);
     snprintf(f, sizeof(f), "%" PRId64, from);
     snprintf(t, sizeof(t), "%" PRId64, to);
     PGresult *r;
-    /* The packs holding a block that arrived in [from, to); the caller
-     * holds the quarantine's lock, so no pack is written meanwhile. */
+    /* The packs that may hold a block of the key that arrived in [from,
+     * to); the caller holds the quarantine's lock, so no pack is written
+     * meanwhile. */
     enum meter_db_status st = binary(
         db, "cannot unpack usage",
         "SELECT account_pk, sandbox_pk, minute, data FROM usage_packs"
         " WHERE last_arrival >= to_timestamp($1::bigint)"
-        " AND first_arrival < to_timestamp($2::bigint)",
-        2, (const char *const[]){f, t}, &r, e);
+        " AND first_arrival < to_timestamp($2::bigint)"
+        " AND $3::bigint = ANY (key_ids)",
+        3, (const char *const[]){f, t, k}, &r, e);
     if (st < 0)
         return st;
     int64_t lo_us = from * 1000000, hi_us = to * 1000000;
@@ -342,8 +363,8 @@ db_usage_unpack(PGconn *db, int64_t key_id, int64_t from, int64_t to,
             break;
         }
         *x = (struct rest){account_pk, minute / 60, {0}};
-        for (size_t k = 0; k < n && st == METER_DB_NONE; k++) {
-            const struct meter_pack_part *p = &v[k];
+        for (size_t j = 0; j < n && st == METER_DB_NONE; j++) {
+            const struct meter_pack_part *p = &v[j];
             if (p->key_id == key_id && p->arrived_us >= lo_us &&
                 p->arrived_us < hi_us) {
                 /* Back to a block, as its batch stored it. */
