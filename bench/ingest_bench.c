@@ -248,6 +248,7 @@ struct figures {
     double col_rate, p50, p99, blocks_bytes, all_bytes, body_bytes;
     double pack_rate, packs_bytes, at_rest_bytes;
     double nd_rate, n50, n99, js_rate, j50, j99;
+    double deadlocks; /* the server's, while meterd ran */
 };
 
 /* What meterd does once an hour of the fleet has ended (--pack-after):
@@ -418,6 +419,10 @@ one_run(size_t sandboxes, unsigned seconds, int conns, bool noisy,
                           rows_json + 5, 5, conns, &f->j50, &f->j99);
     kill(meterd, SIGTERM);
     waitpid(meterd, NULL, 0);
+    /* Each costs a batch a second or more (deadlock_timeout), then its
+     * retry: the p99 shows them. */
+    f->deadlocks = (double)sql_int(db, "SELECT deadlocks FROM pg_stat_database"
+                                       " WHERE datname = current_database()");
     /* (c) The hours that have ended by the fleet's clock packed: the
      * first hour, the row forms' minutes after it not. */
     pack_settled(db, start + (int64_t)(nb + 10) * window, f);
@@ -462,6 +467,7 @@ report(const char *fleet, struct figures *runs, double max_bytes)
     ROW("(b) meterd columnar JSON, samples/s", col_rate, 0, 1);
     ROW("    batch p50 ms", p50, 1, 1e3);
     ROW("    batch p99 ms", p99, 1, 1e3);
+    ROW("    deadlocks in the database", deadlocks, 0, 1);
     ROW("    meterd NDJSON rows (slice) /s", nd_rate, 0, 1);
     ROW("    meterd JSON array rows (slice) /s", js_rate, 0, 1);
     ROW("    columnar body, bytes a sample", body_bytes, 1, 1);

@@ -309,11 +309,14 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
         if (pass == 1) {
             /* Register what is new: accounts first, then sandboxes. A
              * concurrent registration of the same sandbox waits on the
-             * unique index, then does nothing; the select sees it. */
+             * unique index, then does nothing; the select sees it. Each
+             * in the order of its key, as every batch does: two batches
+             * that both bring new sandboxes wait for each other's in one
+             * order, never in a circle (a deadlock, then retries). */
             rc = exec_cmd(db,
                           "INSERT INTO accounts (account_id, auto_created)"
-                          " SELECT DISTINCT unnest($1::text[]), true"
-                          " ON CONFLICT DO NOTHING",
+                          " SELECT DISTINCT x, true FROM unnest($1::text[]) x"
+                          " ORDER BY x ON CONFLICT DO NOTHING",
                           1, p1 + 1, "cannot create accounts", e);
             if (rc == METER_DB_NONE)
                 rc = exec_cmd(db,
@@ -322,6 +325,7 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
                               " FROM unnest($1::text[], $2::text[])"
                               "  AS x (sid, aid)"
                               " JOIN accounts a ON a.account_id = x.aid"
+                              " ORDER BY x.sid"
                               " ON CONFLICT (sandbox_id) DO NOTHING",
                               2, p1, "cannot register sandboxes", e);
         }
