@@ -9,7 +9,9 @@
  *   (b) meterctl invoice run --period P: reading, block decoding,
  *       rating every account with its book and writing the drafts.
  * Each is run three times, alternating, on the blocks as stored, then
- * again once the month is closed (meterctl usage compact, timed too);
+ * once they are packed (meterctl usage pack, what meterd does an hour
+ * after: (a) then reads blocks and packs), then again once the month is
+ * closed (meterctl usage compact), each step timed too;
  * it prints the best and median stored samples per second of each,
  * their ratio, and the largest resident size of a child.
  *
@@ -84,7 +86,10 @@ main(int argc, char **argv)
     char copy[8192], run[8192];
     snprintf(copy, sizeof(copy),
              "psql '%s' -qAtc \"COPY (SELECT a.account_id, s.sandbox_id,"
-             " b.minute, b.seconds, b.data FROM usage_blocks b JOIN sandboxes"
+             " b.minute, b.seconds, b.data FROM (SELECT account_pk,"
+             " sandbox_pk, minute, seconds, data FROM usage_blocks UNION ALL"
+             " SELECT account_pk, sandbox_pk, minute, 0, data FROM"
+             " usage_packs) b JOIN sandboxes"
              " s ON s.sandbox_pk = b.sandbox_pk JOIN accounts a ON"
              " a.account_pk = b.account_pk WHERE b.minute >= %lld AND"
              " b.minute < %lld ORDER BY b.account_pk, b.sandbox_pk, b.minute)"
@@ -93,13 +98,20 @@ main(int argc, char **argv)
     snprintf(run, sizeof(run),
              "%s --db '%s' invoice run --period %s >/dev/null",
              METERCTL_PATH, conninfo, FLEET_PERIOD);
-    /* As stored, then after closing the month (meterctl usage compact). */
-    char compact[8192];
+    /* As stored, packed, then after closing the month. */
+    char pack[8192], compact[8192];
+    snprintf(pack, sizeof(pack), "%s --db '%s' usage pack --after 0 >/dev/null",
+             METERCTL_PATH, conninfo);
     snprintf(compact, sizeof(compact),
              "%s --db '%s' usage compact --period %s >/dev/null",
              METERCTL_PATH, conninfo, FLEET_PERIOD);
-    for (int phase = 0; phase < 2; phase++) {
+    for (int phase = 0; phase < 3; phase++) {
         if (phase == 1) {
+            printf("  packed (usage pack) in %.1f s\n", timed(pack));
+            PQclear(bench_sql(db, "VACUUM ANALYZE"));
+            PQclear(bench_sql(db, "CHECKPOINT"));
+        }
+        if (phase == 2) {
             printf("  month closed (usage compact) in %.1f s\n",
                    timed(compact));
             PQclear(bench_sql(db, "CHECKPOINT"));
@@ -111,7 +123,7 @@ main(int argc, char **argv)
         }
         double ab = bench_quantile(a, 3, 0), bb = bench_quantile(b, 3, 0);
         double am = bench_quantile(a, 3, 0.5), bm = bench_quantile(b, 3, 0.5);
-        printf("  (a) psql COPY of the blocks:  best %6.2f s  %6.1f M "
+        printf("  (a) psql COPY of the rows:    best %6.2f s  %6.1f M "
                "samples/s  (median %.1f)\n",
                ab, (double)stored / ab / 1e6, (double)stored / am / 1e6);
         printf("  (b) meterctl invoice run:     best %6.2f s  %6.1f M "
