@@ -23,6 +23,7 @@
  * size); a CPU use anywhere between 0 and 8 vCPUs every second, 17 bits.
  */
 #include "meter_sample.h"
+#include "varint.h"
 
 #include <string.h>
 
@@ -52,49 +53,6 @@ column(const struct pricing_second *s, int c)
     default:
         return s->egress_bytes;
     }
-}
-
-static size_t
-varint_len(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
-static uint8_t *
-put_varint(uint8_t *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
-static inline bool
-get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    if (__builtin_expect(*p < end && !(**p & 0x80), 1)) {
-        *v = *(*p)++; /* one byte: most values */
-        return true;
-    }
-    uint64_t x = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (*p >= end)
-            return false;
-        uint8_t b = *(*p)++;
-        x |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *v = x;
-            return true;
-        }
-    }
-    return false;
 }
 
 static uint64_t

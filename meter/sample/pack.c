@@ -19,39 +19,12 @@
  *     varint length, then the block's bytes.
  */
 #include "meter_sample.h"
+#include "varint.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define MASK60 ((UINT64_C(1) << 60) - 1)
-
-static uint8_t *
-put_varint(uint8_t *p, uint64_t v)
-{
-    while (v >= 0x80) {
-        *p++ = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    *p++ = (uint8_t)v;
-    return p;
-}
-
-static bool
-get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    uint64_t x = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (*p >= end)
-            return false;
-        uint8_t b = *(*p)++;
-        x |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *v = x;
-            return true;
-        }
-    }
-    return false;
-}
 
 /* The origins of the parts, each once, ordered by (arrival, key). */
 struct origin {
