@@ -53,6 +53,8 @@ COMMENT ON TABLE usage_pack_queue IS
     'removes an hour once none of its blocks is left';
 COMMENT ON COLUMN usage_pack_queue.account_pk IS 'the account';
 COMMENT ON COLUMN usage_pack_queue.hour IS 'Unix hour: floor(ts / 3600)';
+-- Packing takes the oldest hour due first.
+CREATE INDEX usage_pack_queue_hour ON usage_pack_queue (hour, account_pk);
 INSERT INTO usage_pack_queue SELECT DISTINCT account_pk, hour FROM usage_hourly;
 
 -- The monthly partitions of usage_packs are made with those of

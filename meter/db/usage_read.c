@@ -194,7 +194,8 @@ open_pack(struct meter_usage_reader *r, struct pricing_err *pe)
         r->pack_data = grown;
         r->pack_cap = len;
     }
-    memcpy(r->pack_data, PQgetvalue(x, i, 4), len);
+    if (len)
+        memcpy(r->pack_data, PQgetvalue(x, i, 4), len);
     free(r->pack);
     r->pack = NULL;
     r->npack = r->taken = 0;

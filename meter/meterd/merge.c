@@ -90,13 +90,20 @@ merge_all(PGconn **db)
     } while (rows == MERGE_ROWS && !stopped());
 }
 
-/* Packs until nothing is due, another packs, or meterd stops. */
+/* Packs until nothing is due, another packs, meterd stops, or a merge
+ * is due again: a backlog of hours (the first start after migration
+ * 0011) is packed a period at a time, the rollups merged in between. */
 static void
 pack_all(PGconn *db)
 {
     struct meter_err e = {{0}};
     struct meter_pack_result res;
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
     do {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec - start.tv_sec >= (time_t)every_s)
+            return;
         if (meter_db_usage_pack(db, pack_after_s, &res, &e) < 0) {
             if (!stopped())
                 meter_log(METER_LOG_WARN, "pack: %s", e.msg);
