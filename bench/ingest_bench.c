@@ -260,17 +260,10 @@ static void
 pack_settled(PGconn *db, int64_t now, struct figures *f)
 {
     struct meter_err e = {{0}};
-    uint64_t merged;
     struct meter_pack_result res;
     double t = bench_now();
-    do
-        if (meter_db_usage_merge(db, 10000, &merged, &e) < 0)
-            die("merge", e.msg);
-    while (merged == 10000);
-    do
-        if (meter_db_usage_pack(db, (int64_t)time(NULL) - now, &res, &e) < 0)
-            die("pack", e.msg);
-    while (res.more);
+    if (meter_db_usage_pack_due(db, (int64_t)time(NULL) - now, &res, &e) < 0)
+        die("pack", e.msg);
     if (res.busy)
         die("pack", "another pack is running");
     long long stored = sql_int(db, "SELECT sum(samples) FROM usage_hourly");

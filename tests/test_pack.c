@@ -112,21 +112,14 @@ static uint64_t
 pack(PGconn *db, int64_t settle)
 {
     struct meter_err e = {{0}};
-    uint64_t merged, blocks = 0;
     struct meter_pack_result res;
-    do
-        CHECK(meter_db_usage_merge(db, 10000, &merged, &e) >= 0);
-    while (merged == 10000);
-    do {
-        if (meter_db_usage_pack(db, settle, &res, &e) < 0) {
-            fprintf(stderr, "pack: %s\n", e.msg);
-            test_failures++;
-            break;
-        }
-        CHECK(!res.busy);
-        blocks += res.blocks;
-    } while (res.more);
-    return blocks;
+    if (meter_db_usage_pack_due(db, settle, &res, &e) < 0) {
+        fprintf(stderr, "pack: %s\n", e.msg);
+        test_failures++;
+        return 0;
+    }
+    CHECK(!res.busy);
+    return res.blocks;
 }
 
 static long

@@ -26,6 +26,14 @@ void db_answered(PGconn *db);
 enum meter_db_status db_failed(PGconn *db, PGresult *r, const char *what,
                                struct meter_err *e);
 
+/* Runs sql, a query, with n text parameters and binary results into
+ * *res: NONE (rows or not), or the failure with "what: ..." in e and
+ * *res NULL. */
+enum meter_db_status db_exec_binary(PGconn *db, const char *what,
+                                    const char *sql, int n,
+                                    const char *const *values, PGresult **res,
+                                    struct meter_err *e);
+
 /* Runs sql, a COPY ... FROM STDIN, with len bytes of data: NONE, or
  * the status of the failure with "what: the server's message". */
 enum meter_db_status db_copy_in(PGconn *db, const char *sql, const char *data,

@@ -165,6 +165,20 @@ db_strings(PGconn *db, const char *what, const char *sql, int n,
     return st;
 }
 
+enum meter_db_status
+db_exec_binary(PGconn *db, const char *what, const char *sql, int n,
+               const char *const *values, PGresult **res, struct meter_err *e)
+{
+    *res = PQexecParams(db, sql, n, NULL, values, NULL, NULL, 1);
+    db_answered(db);
+    if (PQresultStatus(*res) != PGRES_TUPLES_OK) {
+        enum meter_db_status st = db_failed(db, *res, what, e);
+        *res = NULL;
+        return st;
+    }
+    return METER_DB_NONE;
+}
+
 static void
 put_be32(struct meter_buf *b, uint32_t v)
 {

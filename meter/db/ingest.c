@@ -534,8 +534,8 @@ check_stored(PGconn *db, struct batch *b, struct meter_err *e)
     /* Binary results: ordinality and seconds as int8 (0 for a pack),
      * data as bytes. One statement, one snapshot: a pack written
      * meanwhile is seen with its blocks gone, or not at all. */
-    r = PQexecParams(
-        db,
+    rc = db_exec_binary(
+        db, "cannot read stored usage",
         /* LATERAL: one index probe per block, whatever the planner
          * guesses of the unnest; a join could scan the partition. */
         "WITH k AS MATERIALIZED (SELECT * FROM unnest($1::int[], $2::int[],"
@@ -551,12 +551,7 @@ check_stored(PGconn *db, struct batch *b, struct meter_err *e)
         "  WHERE p.account_pk = k.account_pk AND p.sandbox_pk = k.sandbox_pk"
         "  AND p.minute = k.minute - k.minute % 60"
         "  AND p.minute BETWEEN $5::int - 59 AND $6::int) u WHERE k.opens",
-        7, NULL, p, NULL, NULL, 1);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        rc = db_failed(db, r, "cannot read stored usage", e);
-        r = NULL;
-        goto out;
-    }
+        7, p, &r, e);
     for (int row = 0; rc == METER_DB_NONE && row < PQntuples(r); row++) {
         size_t i = meter_be64(PQgetvalue(r, row, 0)) - 1;
         uint64_t stored = meter_be64(PQgetvalue(r, row, 1));

@@ -630,6 +630,14 @@ enum meter_db_status meter_db_usage_pack(PGconn *db, int64_t settle_s,
                                          struct meter_pack_result *out,
                                          struct meter_err *e);
 
+/* What meterd's thread does, at once and to the end: merges the rollups
+ * (which queues their hours), then packs every hour due; *out sums the
+ * blocks and packs, and busy says another merge or pack, or a
+ * quarantine, kept it from finishing. */
+enum meter_db_status meter_db_usage_pack_due(PGconn *db, int64_t settle_s,
+                                             struct meter_pack_result *out,
+                                             struct meter_err *e);
+
 /* ---- closing a month ------------------------------------------------------
  */
 

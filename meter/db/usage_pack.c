@@ -172,22 +172,6 @@ out:
     return st;
 }
 
-/* Runs sql with text parameters and binary results into *r (NULL on
- * failure). */
-static enum meter_db_status
-binary(PGconn *db, const char *what, const char *sql, int n,
-       const char *const *v, PGresult **r, struct meter_err *e)
-{
-    *r = PQexecParams(db, sql, n, NULL, v, NULL, NULL, 1);
-    db_answered(db);
-    if (PQresultStatus(*r) != PGRES_TUPLES_OK) {
-        enum meter_db_status st = db_failed(db, *r, what, e);
-        *r = NULL;
-        return st;
-    }
-    return METER_DB_NONE;
-}
-
 struct pack {
     char settle[24];
     struct meter_pack_result *out;
@@ -249,14 +233,14 @@ pack_attempt(PGconn *db, void *arg, struct meter_err *e)
         return db_hard(e, "out of memory");
     const char *v[] = {acct, lo, hi, sandboxes};
     if (nsb) {
-        st = binary(db, "cannot pack usage",
+        st = db_exec_binary(db, "cannot pack usage",
                     "DELETE FROM usage_blocks WHERE account_pk = $1::int"
                     " AND sandbox_pk = ANY ($4::int[]) AND minute >= $2::int"
                     " AND minute < $3::int RETURNING sandbox_pk, minute,"
                     " seconds, arrived_at, coalesce(key_id, 0), data",
                     4, v, &blocks, e);
         if (st == METER_DB_NONE)
-            st = binary(db, "cannot pack usage",
+            st = db_exec_binary(db, "cannot pack usage",
                         "DELETE FROM usage_packs WHERE account_pk = $1::int"
                         " AND sandbox_pk = ANY ($3::int[])"
                         " AND minute = $2::int RETURNING sandbox_pk, data",
@@ -307,6 +291,29 @@ meter_db_usage_pack(PGconn *db, int64_t settle_s,
     return meter_db_transaction(db, "BEGIN", 3, pack_attempt, &pk, e);
 }
 
+enum meter_db_status
+meter_db_usage_pack_due(PGconn *db, int64_t settle_s,
+                        struct meter_pack_result *out, struct meter_err *e)
+{
+    uint64_t merged;
+    struct meter_pack_result res;
+    memset(out, 0, sizeof(*out));
+    do {
+        enum meter_db_status st = meter_db_usage_merge(db, 10000, &merged, e);
+        if (st < 0)
+            return st;
+    } while (merged == 10000);
+    do {
+        enum meter_db_status st = meter_db_usage_pack(db, settle_s, &res, e);
+        if (st < 0)
+            return st;
+        out->blocks += res.blocks;
+        out->packs += res.packs;
+    } while (res.more);
+    out->busy = res.busy;
+    return METER_DB_NONE;
+}
+
 /* ---- a quarantine's blocks out of their packs ------------------------- */
 
 /* What is left of a pack once a quarantine's blocks are out of it. */
@@ -328,7 +335,7 @@ db_usage_unpack(PGconn *db, int64_t key_id, int64_t from, int64_t to,
     /* The packs that may hold a block of the key that arrived in [from,
      * to); the caller holds the quarantine's lock, so no pack is written
      * meanwhile. */
-    enum meter_db_status st = binary(
+    enum meter_db_status st = db_exec_binary(
         db, "cannot unpack usage",
         "SELECT account_pk, sandbox_pk, minute, data FROM usage_packs"
         " WHERE last_arrival >= to_timestamp($1::bigint)"

@@ -10,11 +10,8 @@
  */
 #include "ctl_int.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdlib.h>
 #include <string.h>
 
 static int
@@ -95,23 +92,17 @@ usage_pack(struct ctl *ctl, int argc, char **argv)
         {"after", required_argument, NULL, 'a'},
         {NULL, 0, NULL, 0},
     };
-    int64_t after = 600;
+    uint64_t after = 600;
     int opt;
     ctl_getopt_reset();
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (opt) {
-        case 'a': {
-            char *end;
-            errno = 0;
-            long long v = strtoll(optarg, &end, 10);
-            if (errno || end == optarg || *end || v < 0 || v > 2678400 ||
-                !isdigit((unsigned char)optarg[0]))
+        case 'a':
+            if (meter_parse_uint(optarg, 0, 2678400, &after) < 0)
                 return ctl_usage_error("usage pack: --after '%s' is not a "
                                        "number of seconds from 0 to 2678400",
                                        optarg);
-            after = v;
             break;
-        }
         default:
             return ctl_bad_option("usage pack", argv);
         }
@@ -124,33 +115,19 @@ usage_pack(struct ctl *ctl, int argc, char **argv)
         return CTL_FAILED;
     struct meter_err e = {{0}};
     double t0 = ctl_now();
-    uint64_t merged, blocks = 0, packs = 0;
-    struct meter_pack_result res = {0};
+    struct meter_pack_result res;
     int rc = CTL_FAILED;
-    /* The merge queues the hours of the rollups it merges. */
-    do {
-        if (meter_db_usage_merge(db, 10000, &merged, &e) < 0) {
-            ctl_failed(&e);
-            goto out;
-        }
-    } while (merged == 10000);
-    do {
-        if (meter_db_usage_pack(db, after, &res, &e) < 0) {
-            ctl_failed(&e);
-            goto out;
-        }
-        blocks += res.blocks;
-        packs += res.packs;
-    } while (res.more);
-    if (res.busy) {
+    if (meter_db_usage_pack_due(db, (int64_t)after, &res, &e) < 0) {
+        ctl_failed(&e);
+    } else if (res.busy) {
         fprintf(stderr, "meterctl: usage pack: another merge or pack, or a "
                         "quarantine, is running; try again\n");
-        goto out;
+    } else {
+        printf("usage pack: %" PRIu64 " blocks into %" PRIu64
+               " packs in %.1f s\n",
+               res.blocks, res.packs, ctl_now() - t0);
+        rc = 0;
     }
-    printf("usage pack: %" PRIu64 " blocks into %" PRIu64 " packs in %.1f s\n",
-           blocks, packs, ctl_now() - t0);
-    rc = 0;
-out:
     PQfinish(db);
     return rc;
 }
