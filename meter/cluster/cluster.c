@@ -566,7 +566,14 @@ prepare(struct meter_cluster *c, struct meter_err *e)
              "port = " PG_PORT "\n"
              "unix_socket_directories = %s\n"
              "unix_socket_permissions = 0700\n"
-             "shared_buffers = %lluMB\n",
+             "shared_buffers = %lluMB\n"
+             /* Ingestion writes WAL fast: at the default 1 GB a
+              * checkpoint was forced every 30-40 s, each writing 200 MB
+              * (10-17 s on this machine's disk) and making every page
+              * touched after it log a full image again, which forced the
+              * next; batches waited seconds (docs/performance.md). */
+             "max_wal_size = 4GB\n"
+             "wal_compression = lz4\n",
              sock, (unsigned long long)shared_buffers_mb());
     snprintf(path, sizeof(path), "%s/meter.conf", c->datadir);
     return write_file(c, path, conf, "w", e);
