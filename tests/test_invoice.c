@@ -39,6 +39,14 @@ static const char book_b[] =
     "\"GiB\", \"rate\": \"0\", \"per\": \"second\"}, \"storage\": {\"rate\": "
     "\"0\", \"per\": \"month\"}, \"egress\": {\"rate\": \"0\"}, \"per_run\": "
     "\"0.25\", \"granularity_s\": 60}";
+/* book-a in euros. */
+static const char book_e[] =
+    "{\"id\": \"book-e\", \"currency\": \"EUR\", \"effective_from\": "
+    "\"2025-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": \"0.001\", "
+    "\"per\": \"second\"}, \"memory\": {\"basis\": \"allocated\", \"unit\": "
+    "\"GiB\", \"rate\": \"0\", \"per\": \"second\"}, \"storage\": {\"rate\": "
+    "\"0\", \"per\": \"month\"}, \"egress\": {\"rate\": \"0\"}, \"per_run\": "
+    "\"0.5\", \"granularity_s\": 60}";
 /* A subscription of 31 a month and nothing else. */
 static const char book_s[] =
     "{\"id\": \"book-s\", \"currency\": \"USD\", \"effective_from\": "
@@ -59,7 +67,7 @@ static const char book_g[] =
     "\"0\", \"grants\": [{\"id\": \"welcome\", \"amount\": \"10\", "
     "\"expires_after_periods\": 3}]}";
 
-static struct pricing_book *books[4];
+static struct pricing_book *books[5];
 
 static void
 add_book(PGconn *db, int k, const char *text)
@@ -82,26 +90,38 @@ account(PGconn *db, const char *id, const char *book, const char *from)
     }
 }
 
-/* Stores n running seconds of 1 vCPU of sandbox sb from ts. */
+/* Stores n running seconds of sandbox sb from ts, of vcpu (in 1/10,000)
+ * and egress bytes a second, sent by key (0: none) arriving at
+ * arrival_us (0: NOW_US). */
 static void
-run(PGconn *db, struct meter_registry *reg, const char *acct, const char *sb,
-    int64_t ts, size_t n)
+store(PGconn *db, struct meter_registry *reg, const char *acct, const char *sb,
+      int64_t ts, size_t n, uint32_t vcpu, uint64_t egress, int64_t key,
+      int64_t arrival_us)
 {
     struct meter_sample *s = calloc(n, sizeof(*s));
     for (size_t i = 0; i < n; i++) {
-        s[i].s =
-            (struct pricing_second){ts + (int64_t)i, 10000, 10000, 0, 0, 0, 0};
+        s[i].s = (struct pricing_second){ts + (int64_t)i, vcpu, vcpu, 0, 0, 0,
+                                         egress};
         snprintf(s[i].account_id, sizeof(s[i].account_id), "%s", acct);
         snprintf(s[i].sandbox_id, sizeof(s[i].sandbox_id), "%s", sb);
     }
     struct meter_ingest_result res;
     struct meter_problems probs = {0};
     struct meter_err e = {{0}};
-    struct meter_ingest_origin o = {.now_us = NOW_US};
+    struct meter_ingest_origin o = {
+        .now_us = arrival_us ? arrival_us : NOW_US, .key_id = key};
     CHECK(meter_ingest(db, reg, s, n, &o, &res, &probs, &e) ==
           METER_INGEST_OK);
     CHECK(res.accepted == n);
     free(s);
+}
+
+/* Stores n running seconds of 1 vCPU of sandbox sb from ts. */
+static void
+run(PGconn *db, struct meter_registry *reg, const char *acct, const char *sb,
+    int64_t ts, size_t n)
+{
+    store(db, reg, acct, sb, ts, n, PRICING_CPU_UNIT, 0, 0, 0);
 }
 
 static struct meter_invoice_outcome
@@ -739,6 +759,17 @@ test_grants(PGconn *db, struct meter_registry *reg)
      * usage (1.5) less what May billed of it (0.5), paid by the grant. */
     char credit[16];
     CHECK(meter_db_invoice_void(db, jan.number, "wrong", credit, &e) >= 0);
+    /* The credit note's grant line gives the 1 back; it shows no balance
+     * (the invoice's line showed what was left then). */
+    struct report_invoice note = get(db, credit);
+    const struct report_line *gl = grant_line(&note, "book-g/welcome");
+    CHECK(gl != NULL);
+    if (gl) {
+        CHECK_STR(amount(gl->amount, a), "1.000000");
+        CHECK_STR(gl->description, "credit grant book-g/welcome, "
+                                   "1.000000 returned");
+    }
+    report_invoice_release(&note);
     struct report_invoice jan2 = run_get(db, "gina", 2026, 1, true);
     CHECK(jan2.number[0] && strcmp(jan2.number, jan.number) != 0);
     check_grant(&jan2, "book-g/welcome", "-1.000000", "4.000000");
@@ -879,6 +910,214 @@ test_grants(PGconn *db, struct meter_registry *reg)
     pricing_book_free(g2);
 }
 
+/* Creates a host key named name; its id. */
+static int64_t
+host_key(PGconn *db, const char *name)
+{
+    struct meter_err e = {{0}};
+    char token[METER_TOKEN_LEN + 1];
+    int64_t id = 0;
+    CHECK(meter_db_key_create(db, METER_ROLE_HOST, NULL, name, NULL, token, &id,
+                              &e) == METER_DB_ROWS);
+    return id;
+}
+
+/* Rules section 9: a quarantine, then a resend of genuine samples into
+ * the seconds it freed, leave as many seconds stored as before; the next
+ * invoice rates the closed period again all the same. */
+static void
+test_quarantine_resend(PGconn *db, struct meter_registry *reg)
+{
+    char a[48], b[48];
+    struct meter_err e = {{0}};
+    int64_t leak = host_key(db, "leaked"), host = host_key(db, "genuine");
+    /* A leaked key stores 600 s of 64 vCPUs in January, arriving on
+     * February 1st at 00:00:10. */
+    store(db, reg, "quin", "quin-1", JAN + 1000, 600, 64 * PRICING_CPU_UNIT, 0,
+          leak, (FEB + 10) * 1000000);
+    /* 600 x 64 x 0.001 = 38.4, and a run. */
+    struct report_invoice jan = run_get(db, "quin", 2026, 1, true);
+    CHECK_STR(amount(jan.total, a), "38.900000");
+    struct meter_quarantine q;
+    CHECK(meter_db_usage_quarantine(db, leak, FEB + 10, FEB + 11, "leaked",
+                                    &q, &e) >= 0);
+    CHECK(q.seconds == 600);
+    /* The host resends the same seconds as they were: 2 vCPUs. */
+    store(db, reg, "quin", "quin-1", JAN + 1000, 600, 2 * PRICING_CPU_UNIT, 0,
+          host, (FEB + 20) * 1000000);
+    /* February bills the difference: 600 x 2 x 0.001 = 1.2 less 38.4. */
+    struct report_invoice feb = run_get(db, "quin", 2026, 2, true);
+    CHECK_STR(amount(sum_lines(&feb, "late_usage", 2026, 1), a), "-37.200000");
+    struct pricing_dec x = billed(db, "quin", 2026, 1),
+                       y = fresh(db, "quin", 2026, 1, books[0]);
+    if (pricing_dec_cmp(x, y) != 0) {
+        fprintf(stderr, "quin 2026-01: billed %s, fresh %s\n", amount(x, a),
+                amount(y, b));
+        test_failures++;
+    }
+    CHECK_STR(amount(y, a), "1.700000");
+    /* Billed once: March finds nothing more to bill for January. */
+    struct report_invoice mar = run_get(db, "quin", 2026, 3, true);
+    CHECK(mar.nlines == 0);
+    report_invoice_release(&jan);
+    report_invoice_release(&feb);
+    report_invoice_release(&mar);
+}
+
+/* Checks the other document of o: its currency and total; it as a struct
+ * (released by the caller). */
+static struct report_invoice
+other_doc(PGconn *db, const struct meter_invoice_outcome *o,
+          const char *currency, const char *total)
+{
+    char a[48], ref[24];
+    CHECK(o->nother == 1);
+    CHECK_STR(o->other[0].currency, currency);
+    CHECK_STR(amount(o->other[0].total, a), total);
+    snprintf(ref, sizeof(ref), "%" PRId64, o->other[0].id);
+    return get(db, ref);
+}
+
+/* Rules section 9: late usage of a USD period after the account moved to
+ * a EUR book is billed on an invoice of its own, in USD, for the current
+ * period, paid by the USD grant; the account's other invoices go on. */
+static void
+test_late_currency(PGconn *db, struct meter_registry *reg)
+{
+    char a[48];
+    struct meter_err e = {{0}};
+    /* zed: book-a (USD) from January, book-e (EUR) from March. February:
+     * 100 s billed 120 s (0.12) and a run (0.5), paid by a grant of 1 USD
+     * received in February. */
+    run(db, reg, "zed", "zed-1", FEB + 100, 100);
+    char id[PRICING_ID_MAX + 1];
+    CHECK(meter_db_grant_add(db, "zed", "1", 0, NULL, FEB + DAY, id, &e) ==
+          METER_DB_ROWS);
+    struct report_invoice d = run_get(db, "zed", 2026, 1, true);
+    report_invoice_release(&d);
+    d = run_get(db, "zed", 2026, 2, true);
+    check_grant(&d, id, "-0.620000", "0.380000");
+    report_invoice_release(&d);
+    d = run_get(db, "zed", 2026, 3, true);
+    CHECK_STR(d.currency, "EUR");
+    report_invoice_release(&d);
+
+    /* One late second, 2026-02-28T23:59:02Z, billed a minute: 0.06. */
+    const int64_t late = MAR - 58;
+    int64_t key = host_key(db, "zed-host");
+    store(db, reg, "zed", "zed-1", late, 1, PRICING_CPU_UNIT, 0, key,
+          (MAR + 40 * DAY) * 1000000);
+    struct meter_invoice_outcome o = invoice(db, "zed", 2026, 4, false);
+    CHECK(o.written && !o.number[0]);
+    CHECK_STR(o.currency, "EUR");
+    CHECK_STR(amount(o.total, a), "0.000000");
+    struct report_invoice usd = other_doc(db, &o, "USD", "0.000000");
+    CHECK_STR(usd.currency, "USD");
+    CHECK(usd.year == 2026 && usd.month == 4);
+    CHECK(usd.nlines == 2);
+    if (usd.nlines == 2) {
+        CHECK_STR(usd.lines[0].kind, "late_usage");
+        CHECK_STR(usd.lines[0].corrects, "cpu");
+        CHECK(usd.lines[0].year == 2026 && usd.lines[0].month == 2);
+        CHECK_STR(amount(usd.lines[0].amount, a), "0.060000");
+    }
+    check_grant(&usd, id, "-0.060000", "0.320000");
+    report_invoice_release(&usd);
+    /* The period's own invoice carries none of it. */
+    char ref[24];
+    snprintf(ref, sizeof(ref), "%" PRId64, o.id);
+    d = get(db, ref);
+    CHECK(d.nlines == 0);
+    CHECK_STR(d.currency, "EUR");
+    report_invoice_release(&d);
+    /* Run again, the same drafts, by id. */
+    struct meter_invoice_outcome o2 = invoice(db, "zed", 2026, 4, false);
+    CHECK(o2.id == o.id && o2.nother == 1 && o2.other[0].id == o.other[0].id);
+
+    /* Quarantined, the late second leaves nothing to bill in USD: the
+     * USD draft goes. Sent again, it comes back. */
+    struct meter_quarantine q;
+    CHECK(meter_db_usage_quarantine(db, key, MAR + 40 * DAY, MAR + 41 * DAY,
+                                    "test", &q, &e) >= 0);
+    CHECK(q.seconds == 1);
+    o2 = invoice(db, "zed", 2026, 4, false);
+    CHECK(o2.id == o.id && o2.nother == 0);
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM invoices WHERE account_id = 'zed'"
+             " AND period = '2026-04-01' AND status = 'draft'");
+    PGresult *r = PQexec(db, sql);
+    CHECK(PQresultStatus(r) == PGRES_TUPLES_OK &&
+          strcmp(PQgetvalue(r, 0, 0), "1") == 0);
+    PQclear(r);
+    store(db, reg, "zed", "zed-1", late, 1, PRICING_CPU_UNIT, 0, key,
+          (MAR + 42 * DAY) * 1000000);
+
+    /* Final: both numbered, in order; February is billed what a fresh
+     * rating gives, and May finds nothing late. */
+    o = invoice(db, "zed", 2026, 4, true);
+    CHECK(o.number[0] && o.nother == 1 && o.other[0].number[0]);
+    CHECK(strcmp(o.number, o.other[0].number) < 0);
+    usd = other_doc(db, &o, "USD", "0.000000");
+    CHECK_STR(usd.status, "final");
+    CHECK(usd.nlines == 2);
+    report_invoice_release(&usd);
+    struct pricing_dec x = billed(db, "zed", 2026, 2),
+                       y = fresh(db, "zed", 2026, 2, books[0]);
+    CHECK(pricing_dec_cmp(x, y) == 0);
+    CHECK_STR(amount(x, a), "0.680000");
+    o = invoice(db, "zed", 2026, 5, true);
+    CHECK(o.number[0] && o.nother == 0);
+    /* The April invoice in EUR stands; the period is done. */
+    o = invoice(db, "zed", 2026, 4, true);
+    CHECK(o.already_final && !o.written);
+}
+
+/* Rules section 8: a period cut by a change of book rates each part as a
+ * period of its own, so its monthly quantities (free_gb) start again.
+ * fay: 1 GB free, then 1 a GB; 1 GB of egress in the first part, 1.5 GB
+ * in the second. One allowance for the period would bill 1.5. */
+static void
+test_free_parts(PGconn *db, struct meter_registry *reg)
+{
+    char a[48];
+    static const char v1[] =
+        "{\"id\": \"book-f\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2025-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": \"0\", "
+        "\"per\": \"second\"}, \"memory\": null, \"storage\": null, "
+        "\"egress\": {\"rate\": \"1\", \"free_gb\": \"1\"}, \"per_run\": \"0\"}";
+    static const char v2[] =
+        "{\"id\": \"book-f\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2025-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": "
+        "\"0.000\", \"per\": \"second\"}, \"memory\": null, \"storage\": null, "
+        "\"egress\": {\"rate\": \"1\", \"free_gb\": \"1\"}, \"per_run\": \"0\"}";
+    struct pricing_err pe = {{0}};
+    struct meter_err e = {{0}};
+    int version;
+    struct pricing_book *b1 = pricing_book_parse(v1, strlen(v1), "v1", &pe);
+    struct pricing_book *b2 = pricing_book_parse(v2, strlen(v2), "v2", &pe);
+    CHECK(meter_db_book_add(db, b1, v1, &version, &e) == METER_DB_ROWS);
+    account(db, "fay", "book-f", "2026-01-01");
+    CHECK(meter_db_book_add(db, b2, v2, &version, &e) == METER_DB_ROWS);
+    account(db, "fay", "book-f", "2026-01-16");
+    /* 500 MB a second: 2 s on the 5th, 3 s on the 20th. */
+    store(db, reg, "fay", "fay-1", JAN + 4 * DAY, 2, PRICING_CPU_UNIT,
+          500000000, 0, 0);
+    store(db, reg, "fay", "fay-2", JAN + 19 * DAY, 3, PRICING_CPU_UNIT,
+          500000000, 0, 0);
+    struct report_invoice inv = run_get(db, "fay", 2026, 1, false);
+    CHECK(inv.nlines == 1);
+    if (inv.nlines == 1) {
+        CHECK_STR(inv.lines[0].kind, "egress");
+        CHECK(inv.lines[0].version == 2);
+        CHECK_STR(amount(inv.lines[0].amount, a), "0.500000");
+    }
+    CHECK_STR(amount(inv.total, a), "0.500000");
+    report_invoice_release(&inv);
+    pricing_book_free(b1);
+    pricing_book_free(b2);
+}
+
 int
 main(void)
 {
@@ -888,6 +1127,7 @@ main(void)
     add_book(db, 1, book_b);
     add_book(db, 2, book_s);
     add_book(db, 3, book_g);
+    add_book(db, 4, book_e);
     account(db, "acme", "book-a", "2026-01-01");
     account(db, "beta", "book-s", "2026-01-15");
     account(db, "gamma", "book-a", "2026-01-01");
@@ -900,6 +1140,9 @@ main(void)
     account(db, "mona", "book-a", "2026-01-01");
     account(db, "mona", "book-g", "2026-01-16");
     account(db, "vera", "book-g", "2026-01-01");
+    account(db, "quin", "book-a", "2026-01-01");
+    account(db, "zed", "book-a", "2026-01-01");
+    account(db, "zed", "book-e", "2026-03-01");
     struct meter_registry *reg = meter_registry_new();
 
     test_drafts(db, reg);
@@ -908,9 +1151,12 @@ main(void)
     test_credit_parts(db, reg);
     test_compact(db, reg);
     test_grants(db, reg);
+    test_quarantine_resend(db, reg);
+    test_late_currency(db, reg);
+    test_free_parts(db, reg);
 
     meter_registry_free(reg);
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 5; k++)
         pricing_book_free(books[k]);
     testdb_drop(&t, db);
     return test_result();

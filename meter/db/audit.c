@@ -121,6 +121,14 @@ quarantine_attempt(PGconn *db, void *arg, struct meter_err *e)
         "  h.running_s, h.vcpu_s, h.cpu_used_s, h.mem_byte_s,"
         "  h.mem_used_byte_s, h.disk_byte_s, h.egress_bytes, h.added_at,"
         "  h.key_id, q.quarantine_id FROM rolls h, q),"
+        /* Each account-period it takes seconds from is at a new
+         * revision: the invoice run rates a closed one again, even once
+         * a resend has put back as many seconds (0012). */
+        " revised AS (INSERT INTO usage_revisions (account_pk, period,"
+        "  revision) SELECT DISTINCT m.account_pk, date_trunc('month',"
+        "  to_timestamp(m.minute::bigint * 60) AT TIME ZONE 'UTC')::date, 1"
+        "  FROM moved m ON CONFLICT (account_pk, period)"
+        "  DO UPDATE SET revision = usage_revisions.revision + 1),"
         /* Rows already merged leave their merged row too (0010). */
         " unmerged AS (UPDATE usage_hourly_merged t SET"
         "  samples = t.samples - d.samples,"

@@ -32,36 +32,44 @@
 /* ---- rating -------------------------------------------------------------- */
 
 /* The periods a document rated, with what it saw of each: the stored
- * seconds it read, and the sandboxes whose first run was in the period,
- * counted before reading (a later change is then seen as late). */
+ * seconds it read, and, read before the usage (a later change is then
+ * seen as late), the sandboxes whose first run was in the period and the
+ * period's usage revision (migration 0012). */
 struct rated {
     int year[64], month[64];
-    uint64_t seconds[64], first_runs[64];
+    uint64_t seconds[64], first_runs[64], revision[64];
     uint64_t running_s[64], idle_s[64]; /* of the statements priced */
     size_t n;
 };
 
-/* The account's sandboxes whose first running minute is in the period. */
+/* What the period holds besides its seconds, read before the usage: the
+ * account's sandboxes whose first running minute is in it, and its usage
+ * revision (raised by each quarantine that took seconds from it). */
 static enum meter_db_status
-first_runs(PGconn *db, const struct db_account *acct, int year, int month,
-           uint64_t *out, struct meter_err *e)
+period_state(PGconn *db, const struct db_account *acct, int year, int month,
+             uint64_t *first_runs, uint64_t *revision, struct meter_err *e)
 {
-    char pk[16], lo[24], hi[24];
+    char pk[16], lo[24], hi[24], period[32];
     snprintf(pk, sizeof(pk), "%d", acct->pk);
     snprintf(lo, sizeof(lo), "%lld",
              (long long)(db_period_start(year, month) / 60));
     snprintf(hi, sizeof(hi), "%lld",
              (long long)(db_period_end(year, month) / 60));
-    const char *v[] = {pk, lo, hi};
+    db_period_text(year, month, period);
+    const char *v[] = {pk, lo, hi, period};
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
-        db, "cannot count first runs",
-        "SELECT count(*) FROM sandboxes WHERE account_pk = $1::int"
-        " AND first_running_minute >= $2::int"
-        " AND first_running_minute < $3::int",
-        3, v, NULL, NULL, &r, e);
-    if (st >= 0)
-        *out = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+        db, "cannot read the period's usage state",
+        "SELECT (SELECT count(*) FROM sandboxes WHERE account_pk = $1::int"
+        "  AND first_running_minute >= $2::int"
+        "  AND first_running_minute < $3::int),"
+        " coalesce((SELECT revision FROM usage_revisions"
+        "  WHERE account_pk = $1::int AND period = $4::date), 0)",
+        4, v, NULL, NULL, &r, e);
+    if (st >= 0) {
+        *first_runs = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+        *revision = strtoull(PQgetvalue(r, 0, 1), NULL, 10);
+    }
     PQclear(r);
     return st;
 }
@@ -87,7 +95,8 @@ rate_period(PGconn *db, const struct db_account *acct, int year, int month,
     rated->seconds[slot] = 0;
     rated->running_s[slot] = rated->idle_s[slot] = 0;
     enum meter_db_status fr =
-        first_runs(db, acct, year, month, &rated->first_runs[slot], e);
+        period_state(db, acct, year, month, &rated->first_runs[slot],
+                     &rated->revision[slot], e);
     if (fr < 0)
         return fr;
     rated->n++;
@@ -170,7 +179,8 @@ line_from_row(PGresult *r, int i, struct report_invoice *inv,
 }
 
 /* The lines that final documents of the account bill for a period
- * (credit notes cancel the invoices they void), into billed. */
+ * (credit notes cancel the invoices they void), into billed, with their
+ * currency (a period's documents bill it in its books' one currency). */
 static enum meter_db_status
 billed_lines(PGconn *db, const struct db_account *acct, int year, int month,
              struct report_invoice *billed, struct meter_err *e)
@@ -181,34 +191,110 @@ billed_lines(PGconn *db, const struct db_account *acct, int year, int month,
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
         db, "cannot read billed lines",
-        "SELECT " LINE_COLUMNS " FROM invoice_lines l JOIN invoices i"
-        " USING (account_id, invoice_id)"
+        "SELECT " LINE_COLUMNS ", i.currency FROM invoice_lines l"
+        " JOIN invoices i USING (account_id, invoice_id)"
         " WHERE l.account_id = $1 AND i.status = 'final' AND l.period = $2"
         " ORDER BY i.invoice_id, l.line_no",
         2, v, NULL, NULL, &r, e);
-    for (int i = 0; st >= 0 && i < PQntuples(r); i++)
-        if (line_from_row(r, i, billed, e) < 0)
+    for (int i = 0; st >= 0 && i < PQntuples(r); i++) {
+        if (i == 0)
+            snprintf(billed->currency, sizeof(billed->currency), "%s",
+                     PQgetvalue(r, i, 13));
+        if (strcmp(billed->currency, PQgetvalue(r, i, 13)) != 0)
+            st = db_hard(e,
+                         "account '%s' %04d-%02d: billed in two currencies "
+                         "(%s, %s)",
+                         acct->id, year, month, billed->currency,
+                         PQgetvalue(r, i, 13));
+        else if (line_from_row(r, i, billed, e) < 0)
             st = METER_DB_HARD;
+    }
     PQclear(r);
     return st < 0 ? st : METER_DB_ROWS;
 }
 
+/* The documents of one run: the period's own invoice first, then one per
+ * other currency that late usage is billed in (rules section 9). */
+struct docs {
+    struct report_invoice d[METER_INVOICE_DOCS];
+    size_t n;
+};
+
+static void
+docs_release(struct docs *ds)
+{
+    for (size_t i = 0; i < ds->n; i++)
+        report_invoice_release(&ds->d[i]);
+    ds->n = 0;
+}
+
+/* The run's document in currency, made (as the first one, for another
+ * currency) if there is none yet; NULL past METER_INVOICE_DOCS. The first
+ * document takes the currency of the first lines if its period rated
+ * none. */
+static struct report_invoice *
+doc_in(struct docs *ds, const char *currency, struct meter_err *e)
+{
+    struct report_invoice *main = &ds->d[0];
+    if (!main->currency[0])
+        snprintf(main->currency, sizeof(main->currency), "%s", currency);
+    for (size_t i = 0; i < ds->n; i++)
+        if (strcmp(ds->d[i].currency, currency) == 0)
+            return &ds->d[i];
+    if (ds->n == METER_INVOICE_DOCS) {
+        meter_fail(e,
+                   "account '%s': late usage in more than %d currencies",
+                   main->account_id, METER_INVOICE_DOCS - 1);
+        return NULL;
+    }
+    struct report_invoice *d = &ds->d[ds->n++];
+    *d = *main;
+    d->lines = NULL;
+    d->nlines = d->lines_cap = 0;
+    snprintf(d->currency, sizeof(d->currency), "%s", currency);
+    return d;
+}
+
+/* The difference between a fresh rating of (year, month) and what final
+ * documents billed of it, as late_usage lines of the document in its
+ * currency. Fresh and billed are in one currency unless the period's
+ * books changed currency since it was billed: then the one is billed and
+ * the other taken back, each in its own. */
+static enum meter_db_status
+add_late(struct docs *ds, int year, int month,
+         const struct report_invoice *fresh,
+         const struct report_invoice *billed, struct meter_err *e)
+{
+    bool one = !fresh->nlines || !billed->nlines ||
+               strcmp(fresh->currency, billed->currency) == 0;
+    for (int side = 0; side < (one ? 1 : 2); side++) {
+        bool f = one || side == 0, b = one || side == 1;
+        const struct report_invoice *by = f && fresh->nlines ? fresh : billed;
+        if ((!f || !fresh->nlines) && (!b || !billed->nlines))
+            continue;
+        struct report_invoice *doc = doc_in(ds, by->currency, e);
+        if (!doc || report_invoice_add_late(
+                        doc, year, month, f ? fresh->lines : NULL,
+                        f ? fresh->nlines : 0, b ? billed->lines : NULL,
+                        b ? billed->nlines : 0, e) < 0)
+            return METER_DB_HARD;
+    }
+    return METER_DB_ROWS;
+}
+
 /* Late usage of period (year, month): a fresh rating less what is billed,
- * appended to inv as late_usage lines. */
+ * as late_usage lines of the run's documents. */
 static enum meter_db_status
 late_usage(PGconn *db, const struct db_account *acct, int year, int month,
-           struct report_invoice *inv, struct rated *rated, struct meter_err *e)
+           struct docs *ds, struct rated *rated, struct meter_err *e)
 {
     struct report_invoice fresh = {0}, billed = {0};
-    snprintf(fresh.currency, sizeof(fresh.currency), "%s", inv->currency);
     enum meter_db_status st =
         rate_period(db, acct, year, month, &fresh, rated, e);
     if (st >= 0)
         st = billed_lines(db, acct, year, month, &billed, e);
-    if (st >= 0 &&
-        report_invoice_add_late(inv, year, month, fresh.lines, fresh.nlines,
-                                billed.lines, billed.nlines, e) < 0)
-        st = METER_DB_HARD;
+    if (st >= 0)
+        st = add_late(ds, year, month, &fresh, &billed, e);
     report_invoice_release(&fresh);
     report_invoice_release(&billed);
     return st < 0 ? st : METER_DB_ROWS;
@@ -216,12 +302,12 @@ late_usage(PGconn *db, const struct db_account *acct, int year, int month,
 
 /* Earlier periods with a live final invoice whose billing may be off:
  * their usage changed since the latest rating that stands (more seconds
- * stored, or other first runs), or a credit note took back lines of
- * theirs since. Each gets its late usage. */
+ * stored, other first runs, or a quarantine took seconds: its revision),
+ * or a credit note took back lines of theirs since. Each gets its late
+ * usage. */
 static enum meter_db_status
 late_periods(PGconn *db, const struct db_account *acct, int year, int month,
-             struct report_invoice *inv, struct rated *rated,
-             struct meter_err *e)
+             struct docs *ds, struct rated *rated, struct meter_err *e)
 {
     char period[32], pk[16];
     db_period_text(year, month, period);
@@ -235,35 +321,35 @@ late_periods(PGconn *db, const struct db_account *acct, int year, int month,
         "  WHERE i.account_id = $1 AND i.period < $2::date AND " LIVE_INVOICE
         " ) p"
         /* the latest that stands: a rating, or a credit note's return */
-        " CROSS JOIN LATERAL (SELECT u.samples, u.first_runs"
+        " CROSS JOIN LATERAL (SELECT u.samples, u.first_runs, u.revision"
         "  FROM invoice_usage u JOIN invoices d USING (account_id, invoice_id)"
         "  WHERE u.account_id = $1 AND u.period = p.period"
         "  AND d.status = 'final'"
-        "  AND (d.kind = 'credit_note' OR " NOT_VOIDED(
-            "d") ")"
-                 "  ORDER BY u.seq DESC LIMIT 1) last"
-                 " WHERE last.samples IS NULL"
-                 " OR (SELECT coalesce(sum(h.samples), 0)"
-                 "   FROM usage_hourly_totals h"
-                 "   WHERE h.account_pk = $3::int"
-                 "   AND h.hour >= extract(epoch FROM p.period)::bigint / 3600"
-                 "   AND h.hour < extract(epoch FROM p.period + interval '1 "
-                 "month')"
-                 "    ::bigint / 3600) <> last.samples"
-                 " OR (SELECT count(*) FROM sandboxes s WHERE s.account_pk = "
-                 "$3::int"
-                 "   AND s.first_running_minute >= extract(epoch FROM p.period)"
-                 "    ::bigint / 60"
-                 "   AND s.first_running_minute < extract(epoch FROM p.period"
-                 "    + interval '1 month')::bigint / 60) <> last.first_runs"
-                 " ORDER BY p.period",
+        "  AND (d.kind = 'credit_note' OR " NOT_VOIDED("d") ")"
+        "  ORDER BY u.seq DESC LIMIT 1) last"
+        " WHERE last.samples IS NULL"
+        " OR (SELECT coalesce(sum(h.samples), 0)"
+        "   FROM usage_hourly_totals h"
+        "   WHERE h.account_pk = $3::int"
+        "   AND h.hour >= extract(epoch FROM p.period)::bigint / 3600"
+        "   AND h.hour < extract(epoch FROM p.period + interval '1 month')"
+        "    ::bigint / 3600) <> last.samples"
+        " OR (SELECT count(*) FROM sandboxes s WHERE s.account_pk = $3::int"
+        "   AND s.first_running_minute >= extract(epoch FROM p.period)"
+        "    ::bigint / 60"
+        "   AND s.first_running_minute < extract(epoch FROM p.period"
+        "    + interval '1 month')::bigint / 60) <> last.first_runs"
+        " OR coalesce((SELECT v.revision FROM usage_revisions v"
+        "   WHERE v.account_pk = $3::int AND v.period = p.period), 0)"
+        "   <> coalesce(last.revision, 0)"
+        " ORDER BY p.period",
         3, v, NULL, NULL, &r, e);
     if (st < 0)
         return st;
     for (int i = 0; i < PQntuples(r) && st >= 0; i++) {
         int y, m;
         meter_period_parse(PQgetvalue(r, i, 0), &y, &m);
-        st = late_usage(db, acct, y, m, inv, rated, e);
+        st = late_usage(db, acct, y, m, ds, rated, e);
     }
     PQclear(r);
     return st;
@@ -313,15 +399,20 @@ spend_grants(PGconn *db, const struct db_account *acct,
 }
 
 /*
- * Computes the account's document for the period into inv: its own
- * lines, part by part, then late usage (of its own period, if other
- * documents billed some of it, and of earlier invoiced periods).
+ * Computes the account's documents for the period into ds: the first has
+ * its own lines, part by part, then late usage (of its own period, if
+ * other documents billed some of it, and of earlier invoiced periods);
+ * late usage in another currency goes on a document of its own, with
+ * the grants of that currency (rules section 9). Without with_late, the
+ * first document alone, with its own lines.
  */
 static enum meter_db_status
 compute(PGconn *db, const struct db_account *acct, int year, int month,
-        bool with_late, struct report_invoice *inv, struct rated *rated,
+        bool with_late, struct docs *ds, struct rated *rated,
         struct meter_err *e)
 {
+    struct report_invoice *inv = &ds->d[0];
+    ds->n = 1;
     inv->year = year;
     inv->month = month;
     snprintf(inv->kind, sizeof(inv->kind), "invoice");
@@ -329,23 +420,30 @@ compute(PGconn *db, const struct db_account *acct, int year, int month,
     snprintf(inv->account_name, sizeof(inv->account_name), "%s", acct->name);
     rated->n = 0;
     enum meter_db_status st = rate_period(db, acct, year, month, inv, rated, e);
-    if (st < 0)
-        return st;
-    if (!with_late)
-        return report_invoice_total(inv, e) < 0 ? METER_DB_HARD : METER_DB_ROWS;
-    struct report_invoice billed = {0};
-    st = billed_lines(db, acct, year, month, &billed, e);
-    if (st >= 0 && billed.nlines &&
-        report_invoice_add_late(inv, year, month, NULL, 0, billed.lines,
-                                billed.nlines, e) < 0)
-        st = METER_DB_HARD;
-    report_invoice_release(&billed);
-    if (st >= 0)
-        st = late_periods(db, acct, year, month, inv, rated, e);
-    if (st >= 0)
-        st = spend_grants(db, acct, inv, e);
-    if (st >= 0 && report_invoice_total(inv, e) < 0)
-        st = METER_DB_HARD;
+    if (st >= 0 && with_late) {
+        struct report_invoice none = {0}, billed = {0};
+        st = billed_lines(db, acct, year, month, &billed, e);
+        if (st >= 0)
+            st = add_late(ds, year, month, &none, &billed, e);
+        report_invoice_release(&billed);
+    }
+    if (st >= 0 && with_late)
+        st = late_periods(db, acct, year, month, ds, rated, e);
+    /* A document of another currency whose differences came to nothing
+     * is not issued. */
+    size_t kept = 1;
+    for (size_t i = 1; i < ds->n; i++) {
+        if (ds->d[i].nlines)
+            ds->d[kept++] = ds->d[i];
+        else
+            report_invoice_release(&ds->d[i]);
+    }
+    ds->n = kept;
+    for (size_t i = 0; i < ds->n && st >= 0 && with_late; i++)
+        st = spend_grants(db, acct, &ds->d[i], e);
+    for (size_t i = 0; i < ds->n && st >= 0; i++)
+        if (report_invoice_total(&ds->d[i], e) < 0)
+            st = METER_DB_HARD;
     return st < 0 ? st : METER_DB_ROWS;
 }
 
@@ -396,11 +494,12 @@ rated_json(const struct rated *rated)
         char period[32];
         db_period_text(rated->year[i], rated->month[i], period);
         json_array_append_new(
-            arr, json_pack("{s:s, s:I, s:I, s:I, s:I}", "period", period,
+            arr, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "period", period,
                            "samples", (json_int_t)rated->seconds[i],
                            "first_runs", (json_int_t)rated->first_runs[i],
                            "running_s", (json_int_t)rated->running_s[i],
-                           "idle_s", (json_int_t)rated->idle_s[i]));
+                           "idle_s", (json_int_t)rated->idle_s[i],
+                           "revision", (json_int_t)rated->revision[i]));
     }
     char *s = json_dumps(arr, JSON_COMPACT);
     json_decref(arr);
@@ -437,11 +536,12 @@ store_parts(PGconn *db, const struct report_invoice *inv,
         st = meter_db_exec(
             db, "cannot store invoice usage",
             "INSERT INTO invoice_usage (account_id, invoice_id, period,"
-            " samples, first_runs, running_s, idle_s) SELECT $1, $2::bigint,"
-            " x.period, x.samples, x.first_runs, x.running_s, x.idle_s"
+            " samples, first_runs, running_s, idle_s, revision)"
+            " SELECT $1, $2::bigint, x.period, x.samples, x.first_runs,"
+            " x.running_s, x.idle_s, x.revision"
             " FROM json_to_recordset($3::json) AS x (period date,"
             " samples bigint, first_runs bigint, running_s bigint,"
-            " idle_s bigint)",
+            " idle_s bigint, revision bigint)",
             3, u, NULL, NULL, NULL, e);
     }
     free(lines);
@@ -457,8 +557,9 @@ total_text(const struct report_invoice *inv, char *buf, size_t n)
     pricing_dec_format(inv->total, minor < 0 ? 6 : (unsigned)minor, buf, n);
 }
 
-/* Replaces the account's draft of the period with inv (inv->id set):
- * its lines, what it rated, and its revenue by day. */
+/* Replaces the account's draft of the period in inv's currency with inv
+ * (inv->id set): its lines, what it rated (NULL: nothing), and its
+ * revenue by day. */
 static enum meter_db_status
 store_draft(PGconn *db, const struct db_account *acct,
             struct report_invoice *inv, const struct rated *rated,
@@ -476,7 +577,8 @@ store_draft(PGconn *db, const struct db_account *acct,
     enum meter_db_status st = meter_db_exec(
         db, "cannot store the draft",
         "WITH old AS (SELECT invoice_id FROM invoices WHERE account_id = $1"
-        "  AND period = $2::date AND status = 'draft' AND kind = 'invoice'),"
+        "  AND period = $2::date AND status = 'draft' AND kind = 'invoice'"
+        "  AND currency = $3),"
         " l AS (DELETE FROM invoice_lines WHERE account_id = $1"
         "  AND invoice_id IN (SELECT invoice_id FROM old)),"
         " u AS (DELETE FROM invoice_usage WHERE account_id = $1"
@@ -505,6 +607,29 @@ store_draft(PGconn *db, const struct db_account *acct,
     PQclear(r);
     st = store_parts(db, inv, rated, e);
     return st < 0 ? st : db_revenue_store(db, acct, inv, e);
+}
+
+/* Removes the account's drafts of the period in currencies that ds no
+ * longer bills (late usage of another currency that came to nothing). */
+static enum meter_db_status
+drop_other_drafts(PGconn *db, const struct docs *ds, struct meter_err *e)
+{
+    char period[32], keep[8 * METER_INVOICE_DOCS] = "{";
+    db_period_text(ds->d[0].year, ds->d[0].month, period);
+    for (size_t i = 0; i < ds->n; i++) {
+        size_t len = strlen(keep);
+        snprintf(keep + len, sizeof(keep) - len, "%s%s", i ? "," : "",
+                 ds->d[i].currency);
+    }
+    size_t len = strlen(keep);
+    snprintf(keep + len, sizeof(keep) - len, "}");
+    const char *v[] = {ds->d[0].account_id, period, keep};
+    return meter_db_exec(db, "cannot remove a stale draft",
+                         "DELETE FROM invoices WHERE account_id = $1"
+                         " AND period = $2::date AND status = 'draft'"
+                         " AND kind = 'invoice'"
+                         " AND currency <> ALL ($3::text[])",
+                         3, v, NULL, NULL, NULL, e);
 }
 
 /* Gives the draft inv its number, hash and final status. */
@@ -626,7 +751,7 @@ run_attempt(PGconn *db, void *arg, struct meter_err *e)
     struct run_arg *a = arg;
     struct meter_invoice_outcome *out = a->out;
     struct db_account acct = {.id = a->account};
-    struct report_invoice inv = {0};
+    struct docs ds = {0};
     struct rated rated = {0};
     char period[32];
     db_period_text(a->year, a->month, period);
@@ -649,13 +774,28 @@ run_attempt(PGconn *db, void *arg, struct meter_err *e)
                      a->year, a->month);
         goto out;
     }
-    /* A live final invoice of the period stands: nothing to do. */
-    const char *v[] = {acct.id, period};
+    struct db_parts parts;
+    db_parts_of(&acct, a->year, a->month, &parts);
+    const char *v[] = {acct.id, period,
+                       parts.n ? pricing_book_currency(parts.p[0].book) : NULL};
+    if (parts.n == 0) {
+        /* No book in the period: no invoice, and no stale draft. */
+        st = meter_db_exec(db, "cannot remove a stale draft",
+                           "DELETE FROM invoices WHERE account_id = $1 AND"
+                           " period = $2::date AND status = 'draft'"
+                           " AND kind = 'invoice'",
+                           2, v, NULL, NULL, NULL, e);
+        goto out;
+    }
+    /* A live final invoice of the period in its books' currency stands:
+     * nothing to do. (One of late usage in another currency does not:
+     * voided, the period's own invoice is issued again beside it.) */
     PGresult *r;
     st = meter_db_exec(db, "cannot read the account's invoices",
                        "SELECT i.number FROM invoices i WHERE i.account_id = $1"
-                       " AND i.period = $2::date AND " LIVE_INVOICE,
-                       2, v, NULL, NULL, &r, e);
+                       " AND i.period = $2::date AND i.currency = $3"
+                       " AND " LIVE_INVOICE,
+                       3, v, NULL, NULL, &r, e);
     if (st < 0)
         goto out;
     if (st == METER_DB_ROWS) {
@@ -666,37 +806,39 @@ run_attempt(PGconn *db, void *arg, struct meter_err *e)
         goto out;
     }
     PQclear(r);
-    struct db_parts parts;
-    db_parts_of(&acct, a->year, a->month, &parts);
-    if (parts.n == 0) {
-        /* No book in the period: no invoice, and no stale draft. */
-        st = meter_db_exec(db, "cannot remove a stale draft",
-                           "DELETE FROM invoices WHERE account_id = $1 AND"
-                           " period = $2::date AND status = 'draft'"
-                           " AND kind = 'invoice'",
-                           2, v, NULL, NULL, NULL, e);
-        goto out;
-    }
-    snprintf(inv.seller, sizeof(inv.seller), "%s", a->seller);
-    st = compute(db, &acct, a->year, a->month, true, &inv, &rated, e);
+    snprintf(ds.d[0].seller, sizeof(ds.d[0].seller), "%s", a->seller);
+    st = compute(db, &acct, a->year, a->month, true, &ds, &rated, e);
+    /* The first document records what the run rated. */
+    for (size_t i = 0; i < ds.n && st >= 0; i++)
+        st = store_draft(db, &acct, &ds.d[i], i == 0 ? &rated : NULL, e);
     if (st >= 0)
-        st = store_draft(db, &acct, &inv, &rated, e);
-    if (st >= 0 && a->finalize &&
-        (st = finalized_before(db, &acct, a->year, a->month, e)) >= 0)
-        st = finalize(db, &inv, e);
+        st = drop_other_drafts(db, &ds, e);
+    if (st >= 0 && a->finalize)
+        st = finalized_before(db, &acct, a->year, a->month, e);
+    for (size_t i = 0; i < ds.n && st >= 0 && a->finalize; i++)
+        st = finalize(db, &ds.d[i], e);
     if (st >= 0) {
         out->written = true;
-        out->id = inv.id;
-        snprintf(out->number, sizeof(out->number), "%s", inv.number);
-        out->total = inv.total;
-        snprintf(out->currency, sizeof(out->currency), "%s", inv.currency);
+        out->id = ds.d[0].id;
+        snprintf(out->number, sizeof(out->number), "%s", ds.d[0].number);
+        out->total = ds.d[0].total;
+        snprintf(out->currency, sizeof(out->currency), "%s",
+                 ds.d[0].currency);
+        for (size_t i = 1; i < ds.n; i++) {
+            struct meter_invoice_doc *o = &out->other[out->nother++];
+            o->id = ds.d[i].id;
+            snprintf(o->number, sizeof(o->number), "%s", ds.d[i].number);
+            o->total = ds.d[i].total;
+            snprintf(o->currency, sizeof(o->currency), "%s",
+                     ds.d[i].currency);
+        }
         for (size_t i = 0; i < rated.n; i++)
             out->samples += rated.seconds[i];
         st = METER_DB_ROWS;
     }
 out:
     db_account_release(&acct);
-    report_invoice_release(&inv);
+    docs_release(&ds);
     return st;
 }
 
@@ -724,6 +866,7 @@ preview_attempt(PGconn *db, void *arg, struct meter_err *e)
     struct preview_arg *a = arg;
     struct db_account acct = {.id = a->account, .override = a->book};
     struct rated rated = {0};
+    struct docs ds = {0};
     enum meter_db_status st = db_account_load(db, &acct, false, e);
     if (st >= 0) {
         struct db_parts parts;
@@ -732,11 +875,16 @@ preview_attempt(PGconn *db, void *arg, struct meter_err *e)
             st = db_hard(e, "account '%s' has no price book in %04d-%02d",
                          a->account, a->year, a->month);
     }
-    if (st >= 0) {
+    /* Its own lines only: late usage is billed as it was. */
+    if (st >= 0 &&
+        (st = compute(db, &acct, a->year, a->month, false, &ds, &rated, e)) >=
+            0) {
         report_invoice_release(a->inv);
-        /* Its own lines only: late usage is billed as it was. */
-        st = compute(db, &acct, a->year, a->month, false, a->inv, &rated, e);
+        *a->inv = ds.d[0];
+        snprintf(a->inv->status, sizeof(a->inv->status), "draft");
+        ds.n = 0;
     }
+    docs_release(&ds);
     db_account_release(&acct);
     /* Nothing is stored: roll back whatever happened. */
     return st < 0 ? st : METER_DB_ABORT;
@@ -928,6 +1076,14 @@ void_attempt(PGconn *db, void *arg, struct meter_err *e)
         struct report_line l = inv.lines[i];
         l.amount.v = -l.amount.v;
         l.quantity.v = -l.quantity.v;
+        /* The invoice's grant line showed the balance it left; voiding
+         * gives the amount back (rules section 14). */
+        if (strcmp(l.kind, "credit_grant") == 0) {
+            char back[48];
+            pricing_dec_format(l.amount, 6, back, sizeof(back));
+            snprintf(l.description, sizeof(l.description),
+                     "credit grant %.40s, %s returned", l.grant, back);
+        }
         if (report_invoice_add_line(&note, &l, e) < 0)
             st = METER_DB_HARD;
     }

@@ -373,14 +373,31 @@ enum meter_db_status meter_db_invoice_accounts(PGconn *db, int year, int month,
                                                struct meter_strtab *out,
                                                struct meter_err *e);
 
+/* Documents one run may write: the period's invoice, and one for late
+ * usage in each other currency (rules section 9). */
+#define METER_INVOICE_DOCS 8
+
+/* A document a run wrote. */
+struct meter_invoice_doc {
+    int64_t id;      /* the document's id */
+    char number[16]; /* its number when final */
+    struct pricing_dec total;
+    char currency[4];
+};
+
 /* What the run of one account did. */
 struct meter_invoice_outcome {
     bool written;       /* a draft was written (and finalized if asked) */
     bool already_final; /* the period's invoice is final: nothing done */
-    int64_t id;         /* the document's id */
-    char number[16];    /* its number when final */
+    /* The period's own invoice, in its books' currency. */
+    int64_t id;
+    char number[16];
     struct pricing_dec total;
     char currency[4];
+    /* Invoices of the same period holding only late usage of earlier
+     * periods billed in other currencies, and the grants of theirs. */
+    struct meter_invoice_doc other[METER_INVOICE_DOCS - 1];
+    size_t nother;
     uint64_t samples; /* stored seconds rated, late periods included */
 };
 
@@ -389,9 +406,12 @@ struct meter_invoice_outcome {
  * the period's stored usage with the books of its parts, adds the late
  * usage of earlier invoiced periods, and replaces the period's draft;
  * with finalize also numbers it, hashes it and makes it final (only once
- * the period has ended). seller names the issuer. An account whose
- * invoice for the period is final gets nothing new (already_final); one
- * with no book in the period loses its draft. ROWS if written, NONE if
+ * the period has ended). Late usage of a period billed in another
+ * currency than this period's books goes on a document of its own, one
+ * per currency (out->other), written and finalized with the first.
+ * seller names the issuer. An account whose invoice for the period in
+ * its books' currency is final gets nothing new (already_final); one
+ * with no book in the period loses its drafts. ROWS if written, NONE if
  * not, or the failure.
  */
 enum meter_db_status meter_db_invoice_run(PGconn *db, const char *account,

@@ -209,8 +209,10 @@ run_worker(void *arg)
         } else {
             run->samples += o.samples;
             run->already += o.already_final;
-            run->finals += o.written && o.number[0];
-            run->drafts += o.written && !o.number[0];
+            /* Late usage in another currency is a document of its own. */
+            size_t docs = o.written ? 1 + o.nother : 0;
+            run->finals += o.number[0] ? docs : 0;
+            run->drafts += o.number[0] ? 0 : docs;
         }
         if (run->tty)
             progress(run->done, run->accounts->n, run->samples,

@@ -222,6 +222,23 @@ meterd_invoices_get(struct meter_http_request *rq)
     free(text);
 }
 
+/* The fields of a document the run wrote: id, total (to the currency's
+ * minor unit), currency, and number once final. */
+static void
+set_document(json_t *o, const struct meter_invoice_doc *d)
+{
+    char total[64], id[24];
+    int minor = pricing_currency_minor_unit(d->currency);
+    pricing_dec_format(d->total, minor < 0 ? 6 : (unsigned)minor, total,
+                       sizeof(total));
+    snprintf(id, sizeof(id), "%" PRId64, d->id);
+    json_object_set_new(o, "id", json_string(id));
+    json_object_set_new(o, "total", json_string(total));
+    json_object_set_new(o, "currency", json_string(d->currency));
+    if (d->number[0])
+        json_object_set_new(o, "number", json_string(d->number));
+}
+
 void
 meterd_invoices_run(struct meter_http_request *rq)
 {
@@ -300,23 +317,29 @@ meterd_invoices_run(struct meter_http_request *rq)
             failed++;
             json_object_set_new(item, "error", json_string(e.msg));
         } else {
-            char total[64], id[24];
-            int minor = pricing_currency_minor_unit(r.currency);
-            pricing_dec_format(r.total, minor < 0 ? 6 : (unsigned)minor, total,
-                               sizeof(total));
-            snprintf(id, sizeof(id), "%" PRId64, r.id);
             json_object_set_new(item, "status",
                                 json_string(r.already_final ? "already_final"
                                             : r.number[0]   ? "final"
                                             : r.written     ? "draft"
                                                             : "none"));
             if (r.written) {
-                json_object_set_new(item, "id", json_string(id));
-                json_object_set_new(item, "total", json_string(total));
-                json_object_set_new(item, "currency", json_string(r.currency));
-            }
-            if (r.number[0])
+                struct meter_invoice_doc own = {.id = r.id, .total = r.total};
+                snprintf(own.number, sizeof(own.number), "%s", r.number);
+                snprintf(own.currency, sizeof(own.currency), "%s",
+                         r.currency);
+                set_document(item, &own);
+            } else if (r.number[0]) {
                 json_object_set_new(item, "number", json_string(r.number));
+            }
+            if (r.nother) {
+                json_t *other = json_array();
+                for (size_t k = 0; k < r.nother; k++) {
+                    json_t *d = json_object();
+                    set_document(d, &r.other[k]);
+                    json_array_append_new(other, d);
+                }
+                json_object_set_new(item, "other_documents", other);
+            }
         }
         json_array_append_new(items, item);
     }
