@@ -35,3 +35,19 @@ COMMENT ON COLUMN invoice_usage.revision IS
 DROP INDEX invoices_one_draft;
 CREATE UNIQUE INDEX invoices_one_draft ON invoices (account_id, period, currency)
     WHERE status = 'draft' AND kind = 'invoice';
+
+-- meterd keeps each sandbox's first running minute in memory and lowers
+-- the stored one only when a batch runs earlier; a quarantine can raise
+-- it (or clear it) for the sandboxes whose first run it took away. It
+-- then raises this epoch, and a meterd that reads a new epoch forgets
+-- what it kept (meter/db/registry.c).
+CREATE TABLE first_run_epoch (
+    one   boolean PRIMARY KEY DEFAULT true CHECK (one),
+    epoch bigint  NOT NULL DEFAULT 0 CHECK (epoch >= 0)
+);
+COMMENT ON TABLE first_run_epoch IS
+    'one row: raised by each quarantine that changed a sandbox''s '
+    'first_running_minute other than lowering it';
+COMMENT ON COLUMN first_run_epoch.one IS 'the single row';
+COMMENT ON COLUMN first_run_epoch.epoch IS 'how many such quarantines';
+INSERT INTO first_run_epoch DEFAULT VALUES;

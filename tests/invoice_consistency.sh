@@ -9,7 +9,9 @@
 # and a minimum, autopause, a memory step, included storage per sandbox
 # and per account, paused storage free, free egress, runs, a
 # subscription with included credit, a promotional credit and a credit
-# grant (which both sides spend in January).
+# grant (which both sides spend in January). Then a leaked key's forged
+# January usage, quarantined, and the genuine samples resent into the
+# seconds it freed: still, every period is billed its fresh rating.
 . "$(dirname "$0")/lib.sh"
 with_meterd
 ctl() { "$METERCTL" --db "$db" "$@"; }
@@ -106,5 +108,33 @@ for a in acct-0 acct-1 acct-2 acct-3; do
 done
 checks=$((checks + 1))
 [ "$late" -ge 1 ] || fail "no February invoice carries late usage"
+
+# A leaked key stores forged usage of late January (the sandboxes of
+# seed 9); the key is quarantined; the host then sends the genuine
+# samples of the same sandboxes and seconds (other values: --noisy), and
+# March is invoiced. The seconds stored may come back to as many as
+# before: the quarantine's revision makes March rate January again.
+LEAK=$(ctl keys create --role host --name leaked)
+leak=$(psql "$db" -qAtc "SELECT key_id FROM api_keys WHERE name = 'leaked'")
+from=$(date +%s)
+ctl gen --sandboxes 8 --accounts 4 --seconds 1800 --start $((JAN31 - 14400)) --seed 9 \
+    --push "$url_a/v1/samples" --token "$LEAK" >gen.out 2>&1 || fail "forged gen --push: $(cat gen.out)"
+sleep 1
+to=$(date +%s)
+expect_status 0 ctl usage quarantine --key "$leak" --from "$from" --to "$to" --reason "leaked key"
+ctl gen --sandboxes 8 --accounts 4 --seconds 1800 --start $((JAN31 - 14400)) --seed 9 --noisy \
+    --push "$url_a/v1/samples" --token "$HOST" >gen.out 2>&1 || fail "genuine gen --push: $(cat gen.out)"
+expect_status 0 ctl invoice run --period 2026-03 --finalize
+contains "$out" "4 finalized" "March finalized"
+ctl export --from 1767225600 --to 1775001600 >all3.ndjson || fail "export at last"
+ctl rate --price-book book.json --usage all3.ndjson >fresh.json || fail "fresh rating at last"
+for a in acct-0 acct-1 acct-2 acct-3; do
+    for p in 2026-01 2026-02; do
+        want=$(from_rate $a $p <fresh.json | grep -v '^credit_grant ' | sum)
+        got=$(psql "$db" -qAtc "SELECT to_char(coalesce(sum(l.amount), 0), 'FM999999990.000000') FROM invoice_lines l JOIN invoices i USING (account_id, invoice_id) WHERE l.account_id = '$a' AND i.status = 'final' AND l.period = '$p-01' AND l.kind <> 'credit_grant'")
+        checks=$((checks + 1))
+        [ "$got" = "$want" ] || fail "$a $p after the quarantine and the resend: invoices bill $got, a fresh rating $want"
+    done
+done
 
 finish

@@ -108,10 +108,9 @@ store(PGconn *db, struct meter_registry *reg, const char *acct, const char *sb,
     struct meter_ingest_result res;
     struct meter_problems probs = {0};
     struct meter_err e = {{0}};
-    struct meter_ingest_origin o = {
-        .now_us = arrival_us ? arrival_us : NOW_US, .key_id = key};
-    CHECK(meter_ingest(db, reg, s, n, &o, &res, &probs, &e) ==
-          METER_INGEST_OK);
+    struct meter_ingest_origin o = {.now_us = arrival_us ? arrival_us : NOW_US,
+                                    .key_id = key};
+    CHECK(meter_ingest(db, reg, s, n, &o, &res, &probs, &e) == METER_INGEST_OK);
     CHECK(res.accepted == n);
     free(s);
 }
@@ -931,23 +930,45 @@ test_quarantine_resend(PGconn *db, struct meter_registry *reg)
     char a[48], b[48];
     struct meter_err e = {{0}};
     int64_t leak = host_key(db, "leaked"), host = host_key(db, "genuine");
-    /* A leaked key stores 600 s of 64 vCPUs in January, arriving on
-     * February 1st at 00:00:10. */
+    /* A leaked key stores 600 s of 64 vCPUs in January, 10 s before them
+     * (the sandbox's first running minute), and a sandbox of its own,
+     * arriving on February 1st at 00:00:10. */
+    const int64_t arrival = (FEB + 10) * 1000000;
+    store(db, reg, "quin", "quin-1", JAN + 100, 10, 64 * PRICING_CPU_UNIT, 0,
+          leak, arrival);
     store(db, reg, "quin", "quin-1", JAN + 1000, 600, 64 * PRICING_CPU_UNIT, 0,
-          leak, (FEB + 10) * 1000000);
-    /* 600 x 64 x 0.001 = 38.4, and a run. */
+          leak, arrival);
+    store(db, reg, "quin", "quin-2", JAN + 5000, 60, PRICING_CPU_UNIT, 0, leak,
+          arrival);
+    /* 600 x 64 x 0.001 = 38.4, a minute of 64 vCPUs 3.84, a minute of 1
+     * vCPU 0.06, and two runs. */
     struct report_invoice jan = run_get(db, "quin", 2026, 1, true);
-    CHECK_STR(amount(jan.total, a), "38.900000");
+    CHECK_STR(amount(jan.total, a), "43.300000");
     struct meter_quarantine q;
-    CHECK(meter_db_usage_quarantine(db, leak, FEB + 10, FEB + 11, "leaked",
-                                    &q, &e) >= 0);
-    CHECK(q.seconds == 600);
-    /* The host resends the same seconds as they were: 2 vCPUs. */
+    if (meter_db_usage_quarantine(db, leak, FEB + 10, FEB + 11, "leaked", &q,
+                                  &e) < 0) {
+        fprintf(stderr, "quarantine: %s\n", e.msg);
+        test_failures++;
+    }
+    CHECK(q.seconds == 670);
+    /* The host resends the seconds of quin-1 as they were: 2 vCPUs. */
     store(db, reg, "quin", "quin-1", JAN + 1000, 600, 2 * PRICING_CPU_UNIT, 0,
           host, (FEB + 20) * 1000000);
-    /* February bills the difference: 600 x 2 x 0.001 = 1.2 less 38.4. */
+    /* quin-1's first run is now the resent one's; quin-2 never ran. */
+    PGresult *r = PQexec(db, "SELECT string_agg(sandbox_id || '=' ||"
+                             " coalesce(first_running_minute::text, 'none'),"
+                             " ' ' ORDER BY sandbox_id) FROM sandboxes"
+                             " WHERE sandbox_id LIKE 'quin-%'");
+    char want[96];
+    snprintf(want, sizeof(want), "quin-1=%lld quin-2=none",
+             (long long)(JAN + 1000) / 60);
+    CHECK(PQresultStatus(r) == PGRES_TUPLES_OK);
+    CHECK_STR(PQgetvalue(r, 0, 0), want);
+    PQclear(r);
+    /* February bills the difference: 600 x 2 x 0.001 = 1.2 and a run,
+     * less 43.3. */
     struct report_invoice feb = run_get(db, "quin", 2026, 2, true);
-    CHECK_STR(amount(sum_lines(&feb, "late_usage", 2026, 1), a), "-37.200000");
+    CHECK_STR(amount(sum_lines(&feb, "late_usage", 2026, 1), a), "-41.600000");
     struct pricing_dec x = billed(db, "quin", 2026, 1),
                        y = fresh(db, "quin", 2026, 1, books[0]);
     if (pricing_dec_cmp(x, y) != 0) {
@@ -1085,12 +1106,14 @@ test_free_parts(PGconn *db, struct meter_registry *reg)
         "{\"id\": \"book-f\", \"currency\": \"USD\", \"effective_from\": "
         "\"2025-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": \"0\", "
         "\"per\": \"second\"}, \"memory\": null, \"storage\": null, "
-        "\"egress\": {\"rate\": \"1\", \"free_gb\": \"1\"}, \"per_run\": \"0\"}";
+        "\"egress\": {\"rate\": \"1\", \"free_gb\": \"1\"}, \"per_run\": "
+        "\"0\"}";
     static const char v2[] =
         "{\"id\": \"book-f\", \"currency\": \"USD\", \"effective_from\": "
         "\"2025-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": "
         "\"0.000\", \"per\": \"second\"}, \"memory\": null, \"storage\": null, "
-        "\"egress\": {\"rate\": \"1\", \"free_gb\": \"1\"}, \"per_run\": \"0\"}";
+        "\"egress\": {\"rate\": \"1\", \"free_gb\": \"1\"}, \"per_run\": "
+        "\"0\"}";
     struct pricing_err pe = {{0}};
     struct meter_err e = {{0}};
     int version;

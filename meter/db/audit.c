@@ -9,6 +9,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
 
 enum meter_db_status
 meter_db_set_actor(PGconn *db, const char *actor, struct meter_err *e)
@@ -55,6 +58,112 @@ meter_db_audit_list(PGconn *db, int64_t after, int limit, meter_audit_cb *cb,
     return st;
 }
 
+/* A sandbox whose first running minute a quarantine took away. */
+struct stale {
+    const char *account, *sandbox;
+    json_int_t pk, minute, found;
+};
+
+/* The first running minute of each stale sandbox of account at or after
+ * from (a minute), from what is stored now; found stays -1 if none. */
+static enum meter_db_status
+first_runs_left(PGconn *db, const char *account, int64_t from, struct stale *x,
+                size_t n, struct meter_err *e)
+{
+    struct meter_usage_reader *r = db_usage_open(
+        db, account, from * 60, (int64_t)INT32_MAX * 60, false, e);
+    if (!r)
+        return METER_DB_HARD;
+    struct pricing_source src = meter_usage_source(r);
+    struct pricing_block b;
+    struct pricing_err pe = {{0}};
+    struct stale *cur = NULL;
+    int got;
+    while ((got = src.next(src.ctx, &b, &pe)) == 1) {
+        if (!cur || strcmp(cur->sandbox, b.sandbox_id) != 0) {
+            cur = NULL;
+            for (size_t i = 0; i < n && !cur; i++)
+                if (strcmp(x[i].sandbox, b.sandbox_id) == 0)
+                    cur = &x[i];
+        }
+        if (!cur || cur->found >= 0)
+            continue;
+        for (size_t i = 0; i < (b.runs ? b.nruns : b.n); i++) {
+            const struct pricing_second *s = b.runs ? &b.runs[i].s : &b.s[i];
+            if (s->vcpu != 0) {
+                cur->found = s->ts / 60;
+                break;
+            }
+        }
+    }
+    meter_usage_reader_free(r);
+    if (got < 0)
+        return db_hard(e, "cannot read the usage left: %s", pe.msg);
+    return METER_DB_ROWS;
+}
+
+/*
+ * Ingestion keeps each sandbox's first running minute, and the invoice
+ * run counts runs by it (docs/invoicing.md); a quarantine that moved the
+ * block holding it cleared it (stale: a JSON array of [account, sandbox
+ * pk, sandbox id, minute], by account). Each gets the first running
+ * minute of what is left (the minutes before the one lost held none),
+ * or stays NULL if nothing running is left. Reads each account's usage
+ * from its earliest minute lost: a quarantine is rare.
+ */
+static enum meter_db_status
+restore_first_runs(PGconn *db, const char *stale, struct meter_err *e)
+{
+    json_error_t je;
+    json_t *arr = json_loads(stale, 0, &je), *found = json_array();
+    size_t n = json_array_size(arr);
+    struct stale *x = n ? calloc(n, sizeof(*x)) : NULL;
+    enum meter_db_status st = METER_DB_ROWS;
+    if (!arr || !found || (n && !x)) {
+        st = db_hard(e, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_t *row = json_array_get(arr, i);
+        x[i] = (struct stale){json_string_value(json_array_get(row, 0)),
+                              json_string_value(json_array_get(row, 2)),
+                              json_integer_value(json_array_get(row, 1)),
+                              json_integer_value(json_array_get(row, 3)), -1};
+    }
+    for (size_t i = 0, j; i < n && st >= 0; i = j) {
+        int64_t from = x[i].minute;
+        for (j = i; j < n && strcmp(x[j].account, x[i].account) == 0; j++)
+            from = x[j].minute < from ? x[j].minute : from;
+        st = first_runs_left(db, x[i].account, from, x + i, j - i, e);
+    }
+    for (size_t i = 0; i < n && st >= 0; i++)
+        if (x[i].found >= 0)
+            json_array_append_new(found, json_pack("{s:I, s:I}", "pk", x[i].pk,
+                                                   "minute", x[i].found));
+    /* Every meterd forgets the first runs it kept (registry.c). */
+    if (st >= 0 && n)
+        st = meter_db_exec(db, "cannot quarantine usage",
+                           "UPDATE first_run_epoch SET epoch = epoch + 1", 0,
+                           NULL, NULL, NULL, NULL, e);
+    if (st < 0 || json_array_size(found) == 0)
+        goto out;
+    char *rows = json_dumps(found, JSON_COMPACT);
+    const char *v[] = {rows};
+    st = rows ? meter_db_exec(db, "cannot quarantine usage",
+                              "UPDATE sandboxes s SET first_running_minute ="
+                              " x.minute FROM json_to_recordset($1::json)"
+                              " AS x (pk bigint, minute int)"
+                              " WHERE s.sandbox_pk = x.pk",
+                              1, v, NULL, NULL, NULL, e)
+              : db_hard(e, "out of memory");
+    free(rows);
+out:
+    free(x);
+    json_decref(arr);
+    json_decref(found);
+    return st < 0 ? st : METER_DB_ROWS;
+}
+
 struct quarantine {
     const char *v[4]; /* key, from, to, reason */
     int64_t key_id, from, to;
@@ -68,20 +177,21 @@ quarantine_attempt(PGconn *db, void *arg, struct meter_err *e)
     PGresult *r;
     /* No compaction rewrites rows under it (usage_compact.c); then, read
      * committed, the statement below sees every batch committed. */
-    enum meter_db_status st = meter_db_exec(
-        db, "cannot quarantine usage",
-        "SELECT pg_advisory_xact_lock(" DB_LOCK_QUARANTINE ", 0),"
-        " to_timestamp($1::bigint) <= now()",
-        1, q->v + 2, NULL, NULL, &r, e);
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot quarantine usage",
+                      "SELECT pg_advisory_xact_lock(" DB_LOCK_QUARANTINE ", 0),"
+                      " to_timestamp($1::bigint) <= now()",
+                      1, q->v + 2, NULL, NULL, &r, e);
     bool past = st == METER_DB_ROWS && PQgetvalue(r, 0, 1)[0] == 't';
     PQclear(r);
     if (st < 0)
         return st;
     if (!past)
-        return db_hard(e, "cannot quarantine usage: --to %s is in the "
-                          "future; batches of the key arriving until then "
-                          "would not be set aside (revoke the key, then "
-                          "quarantine up to now)",
+        return db_hard(e,
+                       "cannot quarantine usage: --to %s is in the "
+                       "future; batches of the key arriving until then "
+                       "would not be set aside (revoke the key, then "
+                       "quarantine up to now)",
                        q->v[2]);
     /* Blocks of the key already packed (usage_pack.c) are blocks again,
      * as their batches stored them, for the statement below. */
@@ -145,22 +255,33 @@ quarantine_attempt(PGconn *db, void *arg, struct meter_err *e)
         "  sum(mem_used_byte_s) AS mem_used_byte_s,"
         "  sum(disk_byte_s) AS disk_byte_s, sum(egress_bytes) AS egress_bytes"
         "  FROM rolls WHERE merged GROUP BY 1, 2) d"
-        "  WHERE t.account_pk = d.account_pk AND t.hour = d.hour)"
-        " SELECT quarantine_id, blocks, seconds FROM q",
+        "  WHERE t.account_pk = d.account_pk AND t.hour = d.hour),"
+        /* A sandbox whose first running minute was in a block moved
+         * loses it, until restore_first_runs finds it in what is left. */
+        " stale AS (UPDATE sandboxes s SET first_running_minute = NULL"
+        "  FROM (SELECT DISTINCT account_pk, sandbox_pk, minute FROM moved) m"
+        "  WHERE s.account_pk = m.account_pk AND s.sandbox_pk = m.sandbox_pk"
+        "  AND s.first_running_minute = m.minute"
+        "  RETURNING s.account_pk, s.sandbox_pk, s.sandbox_id, m.minute)"
+        " SELECT quarantine_id, blocks, seconds, (SELECT coalesce(json_agg("
+        "  json_build_array(a.account_id, x.sandbox_pk, x.sandbox_id,"
+        "  x.minute) ORDER BY a.account_id, x.sandbox_pk), '[]')"
+        "  FROM stale x JOIN accounts a USING (account_pk)) FROM q",
         4, q->v, NULL, NULL, &r, e);
     if (st == METER_DB_ROWS) {
         q->out->id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         q->out->blocks = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
         q->out->seconds = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
+        st = restore_first_runs(db, PQgetvalue(r, 0, 3), e);
     }
     PQclear(r);
     return st;
 }
 
 enum meter_db_status
-meter_db_usage_quarantine(PGconn *db, int64_t key_id, int64_t from,
-                          int64_t to, const char *reason,
-                          struct meter_quarantine *out, struct meter_err *e)
+meter_db_usage_quarantine(PGconn *db, int64_t key_id, int64_t from, int64_t to,
+                          const char *reason, struct meter_quarantine *out,
+                          struct meter_err *e)
 {
     char k[24], f[24], t[24];
     snprintf(k, sizeof(k), "%" PRId64, key_id);

@@ -191,6 +191,10 @@ void db_registry_put(struct meter_registry *r, const char *sandbox_id,
                      const struct db_sandbox *s);
 /* Whether the partition of month key (year * 12 + month) is known to
  * exist; and remembering that it does. */
+/* Whether epoch (first_run_epoch, read in the batch's transaction) is
+ * another than the one the sandboxes were read under: then they are
+ * forgotten, and the batch must not trust the first runs it was given. */
+bool db_registry_epoch(struct meter_registry *r, int64_t epoch);
 bool db_registry_month_known(struct meter_registry *r, int64_t key);
 void db_registry_month_add(struct meter_registry *r, int64_t key);
 /* Forgets every month known (one may have been archived since). */

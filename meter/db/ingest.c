@@ -475,9 +475,9 @@ drop_packed(struct batch *b, size_t first, const uint8_t *data, size_t len,
                        (long long)hour);
     enum meter_db_status st = METER_DB_NONE;
     /* The sandbox's blocks are in minute order: the hour's come first. */
-    for (size_t i = first; st == METER_DB_NONE && i < b->nblocks &&
-                           b->blocks[i].group == group &&
-                           b->blocks[i].minute / 60 == hour;
+    for (size_t i = first;
+         st == METER_DB_NONE && i < b->nblocks && b->blocks[i].group == group &&
+         b->blocks[i].minute / 60 == hour;
          i++)
         for (size_t x = 0; st == METER_DB_NONE && x < n; x++)
             if (v[x].minute == b->blocks[i].minute &&
@@ -526,8 +526,7 @@ check_stored(PGconn *db, struct batch *b, struct meter_err *e)
     const char *p[] = {acct.p, sb.p, min.p, mask.p, los, his, first.p};
     int rc = METER_DB_NONE;
     PGresult *r = NULL;
-    if (acct.failed || sb.failed || min.failed || mask.failed ||
-        first.failed) {
+    if (acct.failed || sb.failed || min.failed || mask.failed || first.failed) {
         rc = db_hard(e, "out of memory");
         goto out;
     }
@@ -572,8 +571,8 @@ out:
 
 /* Writes the blocks (binary COPY) and the rollups of their seconds. */
 static enum meter_db_status
-write_blocks(PGconn *db, struct batch *b,
-             const struct meter_ingest_origin *o, struct meter_err *e)
+write_blocks(PGconn *db, struct batch *b, const struct meter_ingest_origin *o,
+             struct meter_err *e)
 {
     /* The rollups' columns, each an array parameter ("{1,2}"): the
      * statement stays a constant, whatever the batch. */
@@ -647,10 +646,11 @@ write_blocks(PGconn *db, struct batch *b,
     if (b->res.accepted == 0)
         goto out;
 
-    rc = db_copy_in(db,
-                    "COPY usage_blocks (account_pk, sandbox_pk, minute,"
-                    " seconds, arrived_at, data, key_id) FROM STDIN (FORMAT binary)",
-                    copy.p, copy.len, "cannot store usage", e);
+    rc = db_copy_in(
+        db,
+        "COPY usage_blocks (account_pk, sandbox_pk, minute,"
+        " seconds, arrived_at, data, key_id) FROM STDIN (FORMAT binary)",
+        copy.p, copy.len, "cannot store usage", e);
     if (rc < 0)
         goto out;
 
@@ -714,41 +714,79 @@ out:
     return rc;
 }
 
-/* Lowers the first running minute of the sandboxes whose batch stores
- * an earlier one than known (rarely more than their first batch). */
+/* Lowers the stored first running minute of the batch's sandboxes that
+ * run earlier than it, all of them (trust_cache false) or those whose
+ * known first run is later; the first_run_epoch in *epoch. */
 static enum meter_db_status
-note_first_runs(PGconn *db, struct batch *b, struct meter_err *e)
+lower_first_runs(PGconn *db, struct batch *b, bool trust_cache, int64_t *epoch,
+                 struct meter_err *e)
 {
     struct meter_buf pk = {0}, min = {0};
-    const char *sep = "{";
+    const char *sep = "";
+    meter_buf_str(&pk, "{");
+    meter_buf_str(&min, "{");
     for (size_t i = 0; i < b->ngroups; i++) {
-        struct group *g = &b->groups[i];
-        if (g->run_min >= g->sb.first_run)
+        const struct group *g = &b->groups[i];
+        if (g->run_min == INT32_MAX ||
+            (trust_cache && g->run_min >= g->sb.first_run))
             continue;
         meter_buf_printf(&pk, "%s%d", sep, g->sb.sandbox_pk);
         meter_buf_printf(&min, "%s%d", sep, g->run_min);
         sep = ",";
-        g->sb.first_run = g->run_min;
-        g->fresh = true;
     }
-    enum meter_db_status rc = METER_DB_NONE;
-    if (pk.len) {
-        meter_buf_str(&pk, "}");
-        meter_buf_str(&min, "}");
-        const char *p[] = {pk.p, min.p};
-        rc = pk.failed || min.failed
-                 ? db_hard(e, "out of memory")
-                 : exec_cmd(db,
-                            "UPDATE sandboxes s SET first_running_minute = k.m"
+    meter_buf_str(&pk, "}");
+    meter_buf_str(&min, "}");
+    const char *p[] = {pk.p, min.p};
+    PGresult *r = NULL;
+    enum meter_db_status rc =
+        pk.failed || min.failed
+            ? db_hard(e, "out of memory")
+            : meter_db_exec(db, "cannot note first runs",
+                            "WITH u AS (UPDATE sandboxes s"
+                            " SET first_running_minute = k.m"
                             " FROM unnest($1::int[], $2::int[]) AS k (pk, m)"
                             " WHERE s.sandbox_pk = k.pk AND"
                             " (s.first_running_minute IS NULL OR"
-                            "  s.first_running_minute > k.m)",
-                            2, p, "cannot note first runs", e);
-    }
+                            "  s.first_running_minute > k.m))"
+                            " SELECT epoch FROM first_run_epoch",
+                            2, p, NULL, NULL, &r, e);
+    if (rc == METER_DB_ROWS)
+        *epoch = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    else if (rc >= 0)
+        rc = db_hard(e, "cannot note first runs: first_run_epoch is empty");
+    PQclear(r);
     meter_buf_release(&pk);
     meter_buf_release(&min);
-    return rc;
+    return rc < 0 ? rc : METER_DB_NONE;
+}
+
+/* Lowers the first running minute of the sandboxes whose batch stores
+ * an earlier one than known (rarely more than their first batch). What
+ * the registry knows is trusted while first_run_epoch stays as it was
+ * when it learnt it: a quarantine that took a first run away raises it,
+ * and then every sandbox of the batch is checked, and the registry
+ * starts over. */
+static enum meter_db_status
+note_first_runs(PGconn *db, struct meter_registry *reg, struct batch *b,
+                struct meter_err *e)
+{
+    int64_t epoch;
+    enum meter_db_status rc = lower_first_runs(db, b, true, &epoch, e);
+    if (rc < 0)
+        return rc;
+    bool stale = db_registry_epoch(reg, epoch);
+    if (stale && (rc = lower_first_runs(db, b, false, &epoch, e)) < 0)
+        return rc;
+    for (size_t i = 0; i < b->ngroups; i++) {
+        struct group *g = &b->groups[i];
+        if (stale)
+            g->fresh = false; /* read again by the next batch */
+        else if (g->run_min < g->sb.first_run) {
+            g->sb.first_run = g->run_min;
+            g->fresh = true;
+        }
+    }
+    return METER_DB_NONE;
 }
 
 /* Lists the samples whose sandbox is stored under another account, as
@@ -967,15 +1005,16 @@ ingest_attempt(PGconn *db, void *arg, struct meter_err *e)
         rc = write_blocks(db, b, a->o, e);
     }
     if (rc == METER_DB_NONE)
-        rc = note_first_runs(db, b, e);
+        rc = note_first_runs(db, a->reg, b, e);
     return rc;
 }
 
 enum meter_ingest_status
 meter_ingest(PGconn *db, struct meter_registry *reg,
              const struct meter_sample *s, size_t n,
-             const struct meter_ingest_origin *o, struct meter_ingest_result *res,
-             struct meter_problems *probs, struct meter_err *e)
+             const struct meter_ingest_origin *o,
+             struct meter_ingest_result *res, struct meter_problems *probs,
+             struct meter_err *e)
 {
     struct batch b = {.s = s, .n = n};
     enum meter_ingest_status st = METER_INGEST_ERROR;

@@ -242,8 +242,7 @@ doc_in(struct docs *ds, const char *currency, struct meter_err *e)
         if (strcmp(ds->d[i].currency, currency) == 0)
             return &ds->d[i];
     if (ds->n == METER_INVOICE_DOCS) {
-        meter_fail(e,
-                   "account '%s': late usage in more than %d currencies",
+        meter_fail(e, "account '%s': late usage in more than %d currencies",
                    main->account_id, METER_INVOICE_DOCS - 1);
         return NULL;
     }
@@ -325,24 +324,27 @@ late_periods(PGconn *db, const struct db_account *acct, int year, int month,
         "  FROM invoice_usage u JOIN invoices d USING (account_id, invoice_id)"
         "  WHERE u.account_id = $1 AND u.period = p.period"
         "  AND d.status = 'final'"
-        "  AND (d.kind = 'credit_note' OR " NOT_VOIDED("d") ")"
-        "  ORDER BY u.seq DESC LIMIT 1) last"
-        " WHERE last.samples IS NULL"
-        " OR (SELECT coalesce(sum(h.samples), 0)"
-        "   FROM usage_hourly_totals h"
-        "   WHERE h.account_pk = $3::int"
-        "   AND h.hour >= extract(epoch FROM p.period)::bigint / 3600"
-        "   AND h.hour < extract(epoch FROM p.period + interval '1 month')"
-        "    ::bigint / 3600) <> last.samples"
-        " OR (SELECT count(*) FROM sandboxes s WHERE s.account_pk = $3::int"
-        "   AND s.first_running_minute >= extract(epoch FROM p.period)"
-        "    ::bigint / 60"
-        "   AND s.first_running_minute < extract(epoch FROM p.period"
-        "    + interval '1 month')::bigint / 60) <> last.first_runs"
-        " OR coalesce((SELECT v.revision FROM usage_revisions v"
-        "   WHERE v.account_pk = $3::int AND v.period = p.period), 0)"
-        "   <> coalesce(last.revision, 0)"
-        " ORDER BY p.period",
+        "  AND (d.kind = 'credit_note' OR " NOT_VOIDED(
+            "d") ")"
+                 "  ORDER BY u.seq DESC LIMIT 1) last"
+                 " WHERE last.samples IS NULL"
+                 " OR (SELECT coalesce(sum(h.samples), 0)"
+                 "   FROM usage_hourly_totals h"
+                 "   WHERE h.account_pk = $3::int"
+                 "   AND h.hour >= extract(epoch FROM p.period)::bigint / 3600"
+                 "   AND h.hour < extract(epoch FROM p.period + interval '1 "
+                 "month')"
+                 "    ::bigint / 3600) <> last.samples"
+                 " OR (SELECT count(*) FROM sandboxes s WHERE s.account_pk = "
+                 "$3::int"
+                 "   AND s.first_running_minute >= extract(epoch FROM p.period)"
+                 "    ::bigint / 60"
+                 "   AND s.first_running_minute < extract(epoch FROM p.period"
+                 "    + interval '1 month')::bigint / 60) <> last.first_runs"
+                 " OR coalesce((SELECT v.revision FROM usage_revisions v"
+                 "   WHERE v.account_pk = $3::int AND v.period = p.period), 0)"
+                 "   <> coalesce(last.revision, 0)"
+                 " ORDER BY p.period",
         3, v, NULL, NULL, &r, e);
     if (st < 0)
         return st;
@@ -498,8 +500,8 @@ rated_json(const struct rated *rated)
                            "samples", (json_int_t)rated->seconds[i],
                            "first_runs", (json_int_t)rated->first_runs[i],
                            "running_s", (json_int_t)rated->running_s[i],
-                           "idle_s", (json_int_t)rated->idle_s[i],
-                           "revision", (json_int_t)rated->revision[i]));
+                           "idle_s", (json_int_t)rated->idle_s[i], "revision",
+                           (json_int_t)rated->revision[i]));
     }
     char *s = json_dumps(arr, JSON_COMPACT);
     json_decref(arr);
@@ -822,15 +824,13 @@ run_attempt(PGconn *db, void *arg, struct meter_err *e)
         out->id = ds.d[0].id;
         snprintf(out->number, sizeof(out->number), "%s", ds.d[0].number);
         out->total = ds.d[0].total;
-        snprintf(out->currency, sizeof(out->currency), "%s",
-                 ds.d[0].currency);
+        snprintf(out->currency, sizeof(out->currency), "%s", ds.d[0].currency);
         for (size_t i = 1; i < ds.n; i++) {
             struct meter_invoice_doc *o = &out->other[out->nother++];
             o->id = ds.d[i].id;
             snprintf(o->number, sizeof(o->number), "%s", ds.d[i].number);
             o->total = ds.d[i].total;
-            snprintf(o->currency, sizeof(o->currency), "%s",
-                     ds.d[i].currency);
+            snprintf(o->currency, sizeof(o->currency), "%s", ds.d[i].currency);
         }
         for (size_t i = 0; i < rated.n; i++)
             out->samples += rated.seconds[i];
@@ -876,9 +876,8 @@ preview_attempt(PGconn *db, void *arg, struct meter_err *e)
                          a->account, a->year, a->month);
     }
     /* Its own lines only: late usage is billed as it was. */
-    if (st >= 0 &&
-        (st = compute(db, &acct, a->year, a->month, false, &ds, &rated, e)) >=
-            0) {
+    if (st >= 0 && (st = compute(db, &acct, a->year, a->month, false, &ds,
+                                 &rated, e)) >= 0) {
         report_invoice_release(a->inv);
         *a->inv = ds.d[0];
         snprintf(a->inv->status, sizeof(a->inv->status), "draft");

@@ -495,10 +495,9 @@ struct meter_report_query {
 };
 /* A page of accounts with their book, revenue and usage in the period,
  * and how many match. */
-enum meter_db_status meter_db_report_accounts(PGconn *db,
-                                              const struct meter_report_query *q,
-                                              json_t **out,
-                                              struct meter_err *e);
+enum meter_db_status
+meter_db_report_accounts(PGconn *db, const struct meter_report_query *q,
+                         json_t **out, struct meter_err *e);
 /* One account in the period: its usage and revenue by day, its books,
  * its documents, and the period's draft as the unbilled estimate. NONE
  * (and *out NULL) if there is no such account. */
@@ -513,7 +512,7 @@ enum meter_db_status meter_db_report_usage(PGconn *db, int64_t from, int64_t to,
 
 /* Which documents. */
 struct meter_report_invoices {
-    int year, month;    /* the period; 0: any */
+    int year, month;     /* the period; 0: any */
     const char *account; /* NULL: any */
     const char *status;  /* draft, final or void (voided by a final credit
                             note); NULL: any */
@@ -522,10 +521,9 @@ struct meter_report_invoices {
 /* A page of documents, newest period first, each with its status and
  * its ref (the number once final, else the id: how GET
  * /v1/invoices/{ref} names it), and how many match. */
-enum meter_db_status meter_db_report_invoices(PGconn *db,
-                                              const struct meter_report_invoices *q,
-                                              json_t **out,
-                                              struct meter_err *e);
+enum meter_db_status
+meter_db_report_invoices(PGconn *db, const struct meter_report_invoices *q,
+                         json_t **out, struct meter_err *e);
 
 /* ---- watching the database's answers ------------------------------------ */
 

@@ -28,6 +28,7 @@ struct meter_registry {
     pthread_mutex_t months_lock;
     int64_t months[64]; /* partitions known to exist, as y*12+m */
     size_t nmonths;
+    int64_t epoch; /* first_run_epoch when the sandboxes were read */
 };
 
 struct meter_registry *
@@ -109,6 +110,20 @@ db_registry_put(struct meter_registry *r, const char *sandbox_id,
                                    s->first_run};
 out:
     pthread_rwlock_unlock(&r->lock);
+}
+
+bool
+db_registry_epoch(struct meter_registry *r, int64_t epoch)
+{
+    pthread_rwlock_wrlock(&r->lock);
+    bool changed = epoch != r->epoch;
+    if (changed) {
+        meter_strtab_clear(&r->sandboxes);
+        meter_strtab_clear(&r->accounts);
+        r->epoch = epoch;
+    }
+    pthread_rwlock_unlock(&r->lock);
+    return changed;
 }
 
 bool

@@ -325,8 +325,7 @@ meterd_invoices_run(struct meter_http_request *rq)
             if (r.written) {
                 struct meter_invoice_doc own = {.id = r.id, .total = r.total};
                 snprintf(own.number, sizeof(own.number), "%s", r.number);
-                snprintf(own.currency, sizeof(own.currency), "%s",
-                         r.currency);
+                snprintf(own.currency, sizeof(own.currency), "%s", r.currency);
                 set_document(item, &own);
             } else if (r.number[0]) {
                 json_object_set_new(item, "number", json_string(r.number));
