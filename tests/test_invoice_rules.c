@@ -3,8 +3,9 @@
  * code could break unseen (issue 26), against a real PostgreSQL: late
  * usage of a period with two instance types (one late line per type), a
  * change of book at midnight (the first second of the new part on the
- * new book), and a credit note that negates quantities as well as
- * amounts. Every expected value is computed by hand beside it.
+ * new book), the minimum commit of an account that starts mid-period
+ * (prorated by its days), and a credit note that negates quantities as
+ * well as amounts. Every expected value is computed by hand beside it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,13 @@ static const char book_i[] =
     "\"rate\": \"0.002\", \"per\": \"second\"}, {\"name\": \"tiny\", "
     "\"vcpu\": \"1\", \"memory\": \"2\", \"rate\": \"0.001\", \"per\": "
     "\"second\"}]}}";
+
+/* 1 per vCPU-second and a minimum commit of 31 a month. */
+static const char book_m[] =
+    "{\"id\": \"book-m\", \"currency\": \"USD\", \"effective_from\": "
+    "\"2025-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": \"1\", "
+    "\"per\": \"second\"}, \"memory\": null, \"storage\": null, "
+    "\"egress\": null, \"per_run\": \"0\", \"minimum_commit\": \"31\"}";
 
 static const struct pricing_second one_vcpu = {0, 10000, 10000, 0, 0, 0, 0};
 static const struct pricing_second small = {0,       20000, 10000, 4 * GIB,
@@ -179,6 +187,44 @@ test_book_change_at_midnight(PGconn *db, struct meter_registry *reg)
     }
 }
 
+/* The minimum commit of an account whose book starts mid-period is
+ * prorated by its days on the book (rules section 8): minimum_commit x
+ * active days / 31, less the usage. */
+static void
+test_commit_mid_period(PGconn *db, struct meter_registry *reg)
+{
+    static const struct {
+        const char *account, *from;
+        size_t seconds; /* of 1 vCPU on January 20th */
+        const char *commit;
+    } cases[] = {
+        /* from the 15th: 17 days, 31 x 17 / 31 = 17, less 3: 14 */
+        {"mia", "2026-01-15", 3, "14.000000"},
+        /* from the 1st: the whole month, 31 - 3 = 28 */
+        {"mio", "2026-01-01", 3, "28.000000"},
+        /* from the 31st, no usage: 31 x 1 / 31 = 1 */
+        {"miz", "2026-01-31", 0, "1.000000"},
+        /* from the 15th with 17 of usage: 17 - 17 = 0, no line */
+        {"mie", "2026-01-15", 17, "-"},
+    };
+    char a[48];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        testdb_account_add(db, cases[i].account, "book-m", cases[i].from);
+        if (cases[i].seconds)
+            testdb_store(db, reg, cases[i].account, cases[i].account, &one_vcpu,
+                         JAN + 19 * DAY, cases[i].seconds);
+        struct report_invoice inv =
+            testdb_invoice_run(db, cases[i].account, 2026, 1, false);
+        const char *got = line_amount(&inv, "minimum_commit", NULL, NULL, a);
+        if (strcmp(got, cases[i].commit) != 0) {
+            fprintf(stderr, "%s from %s: minimum commit %s, want %s\n",
+                    cases[i].account, cases[i].from, got, cases[i].commit);
+            test_failures++;
+        }
+        report_invoice_release(&inv);
+    }
+}
+
 /* Voiding: the credit note's lines are the invoice's negated, quantities
  * as well as amounts. cnote: 100 s of 2 vCPU on book-x, cpu 200
  * vCPU-seconds at 1 = 200, one run at 0.5. */
@@ -236,18 +282,19 @@ main(void)
 {
     struct testdb t;
     PGconn *db = testdb_create_migrated(&t);
-    const char *texts[] = {book_x, book_y, book_i};
-    struct pricing_book *books[3];
-    for (int k = 0; k < 3; k++)
+    const char *texts[] = {book_x, book_y, book_i, book_m};
+    struct pricing_book *books[4];
+    for (int k = 0; k < 4; k++)
         books[k] = testdb_book_add(db, texts[k]);
     struct meter_registry *reg = meter_registry_new();
 
     test_late_instances(db, reg);
     test_book_change_at_midnight(db, reg);
+    test_commit_mid_period(db, reg);
     test_credit_note_quantities(db, reg);
 
     meter_registry_free(reg);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
         pricing_book_free(books[k]);
     testdb_drop(&t, db);
     return test_result();
