@@ -37,6 +37,21 @@ book(const char *json)
     return b;
 }
 
+/* The first second of run x. */
+static struct pricing_second
+first_second(const struct run *x)
+{
+    return (struct pricing_second){
+        .ts = x->ts,
+        .vcpu = x->vcpu,
+        .cpu_used = x->used,
+        .mem_bytes = x->mem,
+        .mem_used_bytes = x->mem_used ? x->mem_used : x->mem,
+        .disk_bytes = x->disk,
+        .egress_bytes = x->egress,
+    };
+}
+
 /* The statements of the last rate(), released by the next. */
 static struct pricing_statement *inv;
 static size_t ninv;
@@ -56,15 +71,7 @@ rate_as(const struct pricing_book *b, const struct run *runs, size_t n,
     *nout = 0;
     for (size_t i = 0; r && i < n; i++) {
         const struct run *x = &runs[i];
-        struct pricing_second v = {
-            .ts = x->ts,
-            .vcpu = x->vcpu,
-            .cpu_used = x->used,
-            .mem_bytes = x->mem,
-            .mem_used_bytes = x->mem_used ? x->mem_used : x->mem,
-            .disk_bytes = x->disk,
-            .egress_bytes = x->egress,
-        };
+        struct pricing_second v = first_second(x);
         struct pricing_run one = {v, x->n};
         struct pricing_second *s = calloc(x->n ? x->n : 1, sizeof(*s));
         for (uint32_t k = 0; k < x->n; k++) {
@@ -1153,11 +1160,9 @@ test_grants(void)
 static void
 test_autopause_values_change(void)
 {
-    const char *json =
+    const char *b =
         book_v2(CPU_PER_S(""), MEM_PER_S(""), "null",
                 "\"autopause\": {\"idle_below\": \"0.1\", \"after_s\": 5}");
-    char b[16384];
-    snprintf(b, sizeof(b), "%s", json);
     static const struct {
         uint32_t at;           /* first second (0-9) of the later values */
         uint32_t v1, v2;       /* vCPUs before and from `at` */
@@ -1215,15 +1220,12 @@ static int
 runs_next(void *ctx, struct pricing_block *b, struct pricing_err *e)
 {
     struct runs_source *src = ctx;
-    (void)e;
     free(src->s);
     src->s = NULL;
     if (src->i == src->n)
         return 0;
     const struct run *x = &src->runs[src->i++];
-    struct pricing_second v = {
-        x->ts,   x->vcpu,  x->used, x->mem, x->mem_used ? x->mem_used : x->mem,
-        x->disk, x->egress};
+    struct pricing_second v = first_second(x);
     src->s = calloc(x->n, sizeof(*src->s));
     if (!src->s) {
         snprintf(e->msg, sizeof(e->msg), "out of memory");
