@@ -68,17 +68,18 @@ result_is(const struct outcome *o, uint64_t accepted, uint64_t dups,
 }
 
 /* The stored seconds of [from, to) of account (NULL: all), by reading
- * them back; *disk_sum sums their disk_bytes. */
+ * them back; *disk_sum and *egress_sum sum their disk_bytes and
+ * egress_bytes. */
 static size_t
-stored(PGconn *db, const char *account, int64_t from, int64_t to,
-       uint64_t *disk_sum)
+stored_sums(PGconn *db, const char *account, int64_t from, int64_t to,
+            uint64_t *disk_sum, uint64_t *egress_sum)
 {
     struct meter_err e = {{0}};
     struct pricing_err pe = {{0}};
     struct meter_usage_reader *r =
         meter_usage_reader_new(db, account, from, to, &e);
     size_t n = 0;
-    *disk_sum = 0;
+    *disk_sum = *egress_sum = 0;
     if (!r) {
         fprintf(stderr, "reader: %s\n", e.msg);
         test_failures++;
@@ -91,10 +92,68 @@ stored(PGconn *db, const char *account, int64_t from, int64_t to,
         for (size_t i = 0; i < b.n; i++) {
             n++;
             *disk_sum += b.s[i].disk_bytes;
+            *egress_sum += b.s[i].egress_bytes;
         }
     CHECK(got == 0);
     meter_usage_reader_free(r);
     return n;
+}
+
+/* stored_sums without egress. */
+static size_t
+stored(PGconn *db, const char *account, int64_t from, int64_t to,
+       uint64_t *disk_sum)
+{
+    uint64_t egress;
+    return stored_sums(db, account, from, to, disk_sum, &egress);
+}
+
+/* A repeated second that differs from the one that stands only in
+ * egress_bytes is a conflict, not a duplicate (rules section 1: equal
+ * values after defaults, egress 0 when omitted): against a stored
+ * second, and within one batch. The first value stands. */
+static void
+test_egress_repeat(PGconn *db, struct meter_registry *reg)
+{
+    /* A running second and a paused one, each with 100 bytes sent. */
+    struct meter_sample first[] = {
+        {.s = {JAN + 100, 20000, 5000, 1 << 20, 1 << 20, 7, 100}},
+        paused("egr", "eg-1", JAN + 101, 7)};
+    snprintf(first[0].account_id, sizeof(first[0].account_id), "egr");
+    snprintf(first[0].sandbox_id, sizeof(first[0].sandbox_id), "eg-1");
+    first[1].s.egress_bytes = 100;
+    struct outcome o = ingest(db, reg, first, 2, JAN);
+    CHECK(result_is(&o, 2, 0, 0));
+    static const struct {
+        uint64_t egress;
+        bool duplicate;
+    } cases[] = {
+        {100, true},  /* equal: a duplicate */
+        {101, false}, /* a byte more: a conflict */
+        {99, false},  /* a byte less: a conflict */
+        {0, false},   /* omitted (0): a conflict */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct meter_sample again[2] = {first[0], first[1]};
+        again[0].s.egress_bytes = again[1].s.egress_bytes = cases[i].egress;
+        o = ingest(db, reg, again, 2, JAN);
+        CHECK(result_is(&o, 0, cases[i].duplicate ? 2 : 0,
+                        cases[i].duplicate ? 0 : 2));
+    }
+    uint64_t disk, egress;
+    CHECK(stored_sums(db, "egr", JAN, JAN + 3600, &disk, &egress) == 2);
+    CHECK(egress == 200);
+    /* New seconds within one batch: 5, 5, 6 bytes is one stored, one
+     * duplicate, one conflict; 5 stands. */
+    struct meter_sample vvw[] = {paused("egr", "eg-2", JAN, 0),
+                                 paused("egr", "eg-2", JAN, 0),
+                                 paused("egr", "eg-2", JAN, 0)};
+    vvw[0].s.egress_bytes = vvw[1].s.egress_bytes = 5;
+    vvw[2].s.egress_bytes = 6;
+    o = ingest(db, reg, vvw, 3, JAN);
+    CHECK(result_is(&o, 1, 1, 1));
+    CHECK(stored_sums(db, "egr", JAN, JAN + 3600, &disk, &egress) == 3);
+    CHECK(egress == 200 + 5);
 }
 
 static void
@@ -139,10 +198,12 @@ test_exactly_once(PGconn *db, struct meter_registry *reg)
     o = ingest(db, reg, apart, 5, JAN);
     CHECK(result_is(&o, 5, 0, 0));
     CHECK(stored(db, "ord", JAN, JAN + 4, &disk) == 5 && disk == 31);
-    struct meter_sample meet[] = {
-        paused("ord", "sb-7", JAN + 2, 100), paused("ord", "sb-8", JAN, 1),
-        paused("ord", "sb-7", JAN, 200),     paused("ord", "sb-7", JAN + 1, 400),
-        paused("ord", "sb-7", JAN + 2, 800), paused("ord", "sb-7", JAN + 2, 100)};
+    struct meter_sample meet[] = {paused("ord", "sb-7", JAN + 2, 100),
+                                  paused("ord", "sb-8", JAN, 1),
+                                  paused("ord", "sb-7", JAN, 200),
+                                  paused("ord", "sb-7", JAN + 1, 400),
+                                  paused("ord", "sb-7", JAN + 2, 800),
+                                  paused("ord", "sb-7", JAN + 2, 100)};
     o = ingest(db, reg, meet, 6, JAN);
     CHECK(result_is(&o, 4, 1, 1));
     CHECK(stored(db, "ord", JAN + 2, JAN + 3, &disk) == 2 && disk == 8 + 100);
@@ -373,6 +434,7 @@ main(void)
     PGconn *db = testdb_create_migrated(&t);
     struct meter_registry *reg = meter_registry_new();
     test_exactly_once(db, reg);
+    test_egress_repeat(db, reg);
     test_refusals(db, reg);
     test_second_process(db);
     test_months_and_ranges(db, reg);

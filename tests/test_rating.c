@@ -37,6 +37,21 @@ book(const char *json)
     return b;
 }
 
+/* The first second of run x. */
+static struct pricing_second
+first_second(const struct run *x)
+{
+    return (struct pricing_second){
+        .ts = x->ts,
+        .vcpu = x->vcpu,
+        .cpu_used = x->used,
+        .mem_bytes = x->mem,
+        .mem_used_bytes = x->mem_used ? x->mem_used : x->mem,
+        .disk_bytes = x->disk,
+        .egress_bytes = x->egress,
+    };
+}
+
 /* The statements of the last rate(), released by the next. */
 static struct pricing_statement *inv;
 static size_t ninv;
@@ -56,15 +71,7 @@ rate_as(const struct pricing_book *b, const struct run *runs, size_t n,
     *nout = 0;
     for (size_t i = 0; r && i < n; i++) {
         const struct run *x = &runs[i];
-        struct pricing_second v = {
-            .ts = x->ts,
-            .vcpu = x->vcpu,
-            .cpu_used = x->used,
-            .mem_bytes = x->mem,
-            .mem_used_bytes = x->mem_used ? x->mem_used : x->mem,
-            .disk_bytes = x->disk,
-            .egress_bytes = x->egress,
-        };
+        struct pricing_second v = first_second(x);
         struct pricing_run one = {v, x->n};
         struct pricing_second *s = calloc(x->n ? x->n : 1, sizeof(*s));
         for (uint32_t k = 0; k < x->n; k++) {
@@ -1142,6 +1149,246 @@ test_grants(void)
     CHECK(pricing_grant_spendable(&g[2], 9999, 12, "USD"));
 }
 
+/* Rules section 7: the credited seconds are the *last* max(0, L - after_s)
+ * of a streak, so when the allocation changes inside a streak, the
+ * credit is priced at the values of those last seconds. A streak of 10
+ * idle seconds (cpu_used 0), after_s 5: the first credited second is
+ * the sixth (index 5). The values change at index `at`; on either side
+ * of index 5 the credited seconds hold other values. Book: 0.001 per
+ * vCPU-second and per GiB-second, so a credit of c vCPU-s and m GiB-s
+ * is -(c + m) / 1000. */
+static void
+test_autopause_values_change(void)
+{
+    const char *b =
+        book_v2(CPU_PER_S(""), MEM_PER_S(""), "null",
+                "\"autopause\": {\"idle_below\": \"0.1\", \"after_s\": 5}");
+    static const struct {
+        uint32_t at;           /* first second (0-9) of the later values */
+        uint32_t v1, v2;       /* vCPUs before and from `at` */
+        uint64_t g1, g2;       /* GiB before and from `at` */
+        uint64_t cpu_s, mem_s; /* credited vCPU-s and GiB-s */
+        const char *credit;
+    } cases[] = {
+        /* 4 vCPU 4 GiB, then 1 vCPU 1 GiB from the sixth second: the
+         * last 5 s are all small: 5 x 1 + 5 x 1 = 10 -> 0.010 (the first
+         * 5 would be 20 + 20 = 40) */
+        {5, 4, 1, 4, 1, 5, 5, "-0.010000"},
+        /* one second earlier: still only small seconds credited */
+        {4, 4, 1, 4, 1, 5, 5, "-0.010000"},
+        /* one second later: the sixth is still big: cpu 4 + 4 x 1 = 8,
+         * memory 4 + 4 x 1 = 8 -> 0.016 */
+        {6, 4, 1, 4, 1, 8, 8, "-0.016000"},
+        /* the other way round, small then big: 5 x 4 + 5 x 4 = 40 */
+        {5, 1, 4, 1, 4, 20, 20, "-0.040000"},
+        /* cpu alone changes, 2 GiB throughout: 5 x 1 vCPU, 5 x 2 GiB */
+        {5, 4, 1, 2, 2, 5, 10, "-0.015000"},
+        /* memory alone changes, 2 vCPU throughout: 5 x 2, 5 x 1 GiB */
+        {5, 2, 2, 4, 1, 10, 5, "-0.015000"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint32_t at = cases[i].at;
+        struct run r[] = {{NULL, JAN, at, cases[i].v1 * PRICING_CPU_UNIT, 0,
+                           cases[i].g1 * GIB, 0, 0, 0},
+                          {NULL, JAN + at, 10 - at,
+                           cases[i].v2 * PRICING_CPU_UNIT, 0, cases[i].g2 * GIB,
+                           0, 0, 0}};
+        CHECK(rate(b, r, 2) == 0);
+        CHECK(ninv == 1 && inv[0].q.credited_s == 5);
+        CHECK(inv[0].q.cpu_credited ==
+              (pricing_u128)cases[i].cpu_s * PRICING_CPU_UNIT);
+        CHECK(inv[0].q.mem_credited == (pricing_u128)cases[i].mem_s * GIB);
+        if (strcmp(amount(0, "autopause_credit"), cases[i].credit) != 0) {
+            fprintf(stderr, "streak changing at %u: credit %s, want %s\n", at,
+                    amount(0, "autopause_credit"), cases[i].credit);
+            test_failures++;
+        }
+    }
+}
+
+/* A source of runs (in order), as blocks of seconds or (as_runs) one
+ * struct pricing_run per block, for pricing_rate. */
+struct runs_source {
+    const struct run *runs;
+    size_t n, i;
+    bool as_runs;
+    struct pricing_second *s; /* the last block's seconds */
+    struct pricing_run one;
+};
+
+static int
+runs_next(void *ctx, struct pricing_block *b, struct pricing_err *e)
+{
+    struct runs_source *src = ctx;
+    free(src->s);
+    src->s = NULL;
+    if (src->i == src->n)
+        return 0;
+    const struct run *x = &src->runs[src->i++];
+    struct pricing_second v = first_second(x);
+    src->s = calloc(x->n, sizeof(*src->s));
+    if (!src->s) {
+        snprintf(e->msg, sizeof(e->msg), "out of memory");
+        return -1;
+    }
+    for (uint32_t k = 0; k < x->n; k++) {
+        src->s[k] = v;
+        src->s[k].ts = x->ts + k;
+    }
+    src->one = (struct pricing_run){v, x->n};
+    *b = (struct pricing_block){.account_id = "acme",
+                                .sandbox_id = x->sandbox ? x->sandbox : "sb-1",
+                                .s = src->s,
+                                .n = x->n};
+    if (src->as_runs) {
+        b->runs = &src->one;
+        b->nruns = 1;
+    }
+    return 1;
+}
+
+/* Rates runs for acme's January through pricing_rate, with parts (book
+ * NULL) or with book and scope's active days, second by second and as
+ * runs: the two must agree. Leaves the statements in inv. */
+static int
+rate_january(const struct pricing_book *b, int active_days,
+             const struct pricing_part *parts, size_t nparts,
+             const struct run *runs, size_t n)
+{
+    struct pricing_scope scope = {2026, 1, active_days, "acme", false};
+    struct pricing_statement *st[2] = {NULL, NULL};
+    size_t nst[2] = {0, 0};
+    int rc[2];
+    for (int as_runs = 0; as_runs < 2; as_runs++) {
+        struct runs_source src = {runs, n, 0, as_runs, NULL, {{0}, 0}};
+        struct pricing_err e = {{0}};
+        rc[as_runs] =
+            pricing_rate(b, (struct pricing_source){runs_next, &src}, &scope,
+                         parts, nparts, &st[as_runs], &nst[as_runs], &e);
+        free(src.s);
+        if (rc[as_runs] < 0)
+            fprintf(stderr, "rate_january: %s\n", e.msg);
+    }
+    const char *d = rc[0] || rc[1]
+                        ? "failed"
+                        : statements_differ(st[0], nst[0], st[1], nst[1]);
+    if (d) {
+        fprintf(stderr, "seconds and runs differ: %s\n", d);
+        test_failures++;
+    }
+    pricing_statements_free(st[1], nst[1]);
+    pricing_statements_free(inv, ninv);
+    inv = st[0];
+    ninv = nst[0];
+    return rc[0];
+}
+
+/* Rules section 8: the minimum commit is minimum_commit x active days /
+ * days in period, for an account whose book starts mid-period (the
+ * invoice run's active days) as for each part of a period cut by a
+ * change of book. January has 31 days. */
+static void
+test_minimum_commit_prorated(void)
+{
+    struct pricing_book *b =
+        book(simple_book("1", "\"minimum_commit\": \"31\""));
+    static const struct {
+        int active;       /* days on the book; 0: the whole period */
+        uint32_t seconds; /* of 1 vCPU at 1 per vCPU-second */
+        const char *commit;
+    } cases[] = {
+        /* 31 x 17 / 31 = 17, less 3 of usage: 14 (not 31 - 3 = 28) */
+        {17, 3, "14.000000"},
+        /* 17 - 16 = 1 */
+        {17, 16, "1.000000"},
+        /* 17 - 17 = 0: no line (unprorated it would be 14) */
+        {17, 17, "-"},
+        /* 31 x 30 / 31 = 30, less 3: 27 */
+        {30, 3, "27.000000"},
+        /* the whole period, given or not: 31 - 3 = 28 */
+        {31, 3, "28.000000"},
+        {0, 3, "28.000000"},
+        /* 31 x 1 / 31 = 1 and no usage: 1 */
+        {1, 0, "1.000000"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct run r[] = {{NULL, JAN + 20 * 86400LL, cases[i].seconds, V(1),
+                           V(1), 0, 0, 0, 0}};
+        CHECK(rate_january(b, cases[i].active, NULL, 0, r,
+                           cases[i].seconds ? 1 : 0) == 0);
+        CHECK(ninv == 1);
+        if (strcmp(amount(0, "minimum_commit"), cases[i].commit) != 0) {
+            fprintf(stderr, "%d days, %u s: minimum commit %s, want %s\n",
+                    cases[i].active, cases[i].seconds,
+                    amount(0, "minimum_commit"), cases[i].commit);
+            test_failures++;
+        }
+    }
+    /* A commit that does not divide: 10 x 17 / 31 = 5.4838709677...,
+     * less 3: 2.483871. */
+    pricing_book_free(b);
+    b = book(simple_book("1", "\"minimum_commit\": \"10\""));
+    struct run three[] = {{NULL, JAN, 3, V(1), V(1), 0, 0, 0, 0}};
+    CHECK(rate_january(b, 17, NULL, 0, three, 1) == 0);
+    CHECK_STR(amount(0, "minimum_commit"), "2.483871");
+    pricing_book_free(b);
+}
+
+/* A change of book at midnight (docs/invoicing.md, "Parts"): book x
+ * (1 per vCPU-second, a commit of 31) until January 16th, book y (2 per
+ * vCPU-second, a commit of 62) from it. The last second before midnight
+ * is rated on x, the first second of the new part on y; each part's
+ * commit is prorated by its days: x 31 x 15 / 31 = 15, y 62 x 16 / 31
+ * = 32, less the part's own usage. */
+static void
+test_book_change_at_midnight(void)
+{
+    struct pricing_book *x =
+        book(simple_book("1", "\"minimum_commit\": \"31\""));
+    struct pricing_book *y =
+        book(simple_book("2", "\"minimum_commit\": \"62\""));
+    const int64_t mid = JAN + 15 * 86400LL; /* 2026-01-16T00:00:00Z */
+    const struct pricing_part parts[] = {{x, JAN, mid}, {y, mid, FEB}};
+    static const struct {
+        int64_t from; /* seconds from midnight */
+        uint32_t n;
+        const char *cpu_x, *commit_x, *cpu_y, *commit_y;
+    } cases[] = {
+        /* 23:59:59 alone: 1 x 1 on x; 15 - 1 = 14; y owes 32 */
+        {-1, 1, "1.000000", "14.000000", "-", "32.000000"},
+        /* 00:00:00 alone: 1 x 2 on y; x owes 15; 32 - 2 = 30 */
+        {0, 1, "-", "15.000000", "2.000000", "30.000000"},
+        /* both, as one run across midnight: cut there */
+        {-1, 2, "1.000000", "14.000000", "2.000000", "30.000000"},
+        /* 00:00:01 alone: y */
+        {1, 1, "-", "15.000000", "2.000000", "30.000000"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct run r[] = {
+            {NULL, mid + cases[i].from, cases[i].n, V(1), V(1), 0, 0, 0, 0}};
+        CHECK(rate_january(NULL, 0, parts, 2, r, 1) == 0);
+        CHECK(ninv == 2);
+        if (ninv != 2)
+            continue;
+        const char *got[] = {amount(0, "cpu"), amount(0, "minimum_commit"),
+                             amount(1, "cpu"), amount(1, "minimum_commit")};
+        const char *want[] = {cases[i].cpu_x, cases[i].commit_x, cases[i].cpu_y,
+                              cases[i].commit_y};
+        for (int k = 0; k < 4; k++)
+            if (strcmp(got[k], want[k]) != 0) {
+                fprintf(stderr,
+                        "midnight %+lld s x %u: %s of part %d is %s, want "
+                        "%s\n",
+                        (long long)cases[i].from, cases[i].n,
+                        k % 2 ? "minimum_commit" : "cpu", k / 2 + 1, got[k],
+                        want[k]);
+                test_failures++;
+            }
+    }
+    pricing_book_free(x);
+    pricing_book_free(y);
+}
+
 int
 main(void)
 {
@@ -1159,6 +1406,9 @@ main(void)
     test_instances();
     test_storage_v2();
     test_grants();
+    test_autopause_values_change();
+    test_minimum_commit_prorated();
+    test_book_change_at_midnight();
     pricing_statements_free(inv, ninv);
     return test_result();
 }

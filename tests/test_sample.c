@@ -294,6 +294,91 @@ test_set(void)
     meter_sample_set_free(set);
 }
 
+/* A repeated second that omits mem_used_bytes beside one that states it
+ * (rules section 1): duplicate or conflict is judged after defaults, so
+ * the default (mem_bytes) decides. On the JSON-tree path, which files
+ * and the body's slow path take (meter_sample_parse): parsed alone, in
+ * a body with the fast path off, and from a file through the rater. */
+static void
+test_repeat_mem_used(void)
+{
+#define AT                                                                     \
+    "{\"ts\":1767225600," RUN ",\"vcpu\":1,\"cpu_used\":1,"                    \
+    "\"mem_bytes\":1024,\"disk_bytes\":0"
+    static const struct {
+        const char *first, *second;
+        bool duplicate;
+    } cases[] = {
+        /* omitted (1024 by default), then stated 1024: a duplicate */
+        {AT "}", AT ",\"mem_used_bytes\":1024}", true},
+        {AT ",\"mem_used_bytes\":1024}", AT "}", true},
+        /* stated one byte below mem_bytes: a conflict */
+        {AT "}", AT ",\"mem_used_bytes\":1023}", false},
+        {AT ",\"mem_used_bytes\":1023}", AT "}", false},
+        {AT "}", AT ",\"mem_used_bytes\":0}", false},
+    };
+#undef AT
+    const char book_json[] =
+        "{\"id\": \"t\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": \"0\", "
+        "\"per\": \"second\"}, \"memory\": {\"basis\": \"used\", \"unit\": "
+        "\"GiB\", \"rate\": \"0\", \"per\": \"second\"}, \"storage\": null, "
+        "\"egress\": null, \"per_run\": \"0\"}";
+    struct pricing_err pe = {{0}};
+    struct pricing_book *book =
+        pricing_book_parse(book_json, strlen(book_json), "test", &pe);
+    CHECK(book != NULL);
+    for (size_t i = 0; book && i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char body[1024];
+        int len = snprintf(body, sizeof(body), "%s\n%s\n", cases[i].first,
+                           cases[i].second);
+        /* The two samples compare as the rater and ingest compare them. */
+        struct meter_sample a, b;
+        struct meter_sample_err err;
+        CHECK(parse(cases[i].first, &a, &err) == 0 &&
+              parse(cases[i].second, &b, &err) == 0);
+        CHECK((memcmp(&a.s, &b.s, sizeof(a.s)) == 0) == cases[i].duplicate);
+        /* A body read without the fast path. */
+        struct meter_sample *s = NULL;
+        size_t n = 0;
+        struct meter_problems probs = {0};
+        meter_body_set_fast(false);
+        CHECK(meter_body_parse(body, (size_t)len, true, 10, &s, &n, &probs) ==
+              0);
+        meter_body_set_fast(true);
+        CHECK(n == 2 && probs.total == 0);
+        if (n == 2)
+            CHECK((memcmp(&s[0].s, &s[1].s, sizeof(s[0].s)) == 0) ==
+                  cases[i].duplicate);
+        free(s);
+        /* A file rated: one duplicate or one conflict. */
+        char path[] = "/tmp/test_repeat_XXXXXX";
+        int fd = mkstemp(path);
+        CHECK(fd >= 0 && write(fd, body, (size_t)len) == len);
+        close(fd);
+        struct meter_err e = {{0}};
+        struct meter_sample_set *set = meter_sample_set_new(1 << 20);
+        CHECK(meter_sample_set_read(set, path, &e) == 0);
+        struct pricing_statement *st = NULL;
+        size_t nst = 0;
+        CHECK(pricing_rate(book, meter_sample_set_source(set), NULL, NULL, 0,
+                           &st, &nst, &pe) == 0);
+        CHECK(nst == 1);
+        if (nst == 1 && (st[0].duplicates != cases[i].duplicate ||
+                         st[0].conflicts != !cases[i].duplicate)) {
+            fprintf(stderr, "%s then %s: %llu duplicates, %llu conflicts\n",
+                    cases[i].first, cases[i].second,
+                    (unsigned long long)st[0].duplicates,
+                    (unsigned long long)st[0].conflicts);
+            test_failures++;
+        }
+        pricing_statements_free(st, nst);
+        meter_sample_set_free(set);
+        unlink(path);
+    }
+    pricing_book_free(book);
+}
+
 int
 main(void)
 {
@@ -302,5 +387,6 @@ main(void)
     test_values_shortened();
     test_format_round_trip();
     test_set();
+    test_repeat_mem_used();
     return test_result();
 }

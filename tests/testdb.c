@@ -3,6 +3,7 @@
  */
 #include "testdb.h"
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
@@ -109,4 +110,92 @@ testdb_count(PGconn *db, const char *sql)
     }
     PQclear(r);
     return n;
+}
+
+struct pricing_book *
+testdb_book_add(PGconn *db, const char *text)
+{
+    struct pricing_err pe = {{0}};
+    struct meter_err e = {{0}};
+    int version;
+    struct pricing_book *b =
+        pricing_book_parse(text, strlen(text), "test", &pe);
+    if (!b) {
+        fprintf(stderr, "test book refused: %s\n", pe.msg);
+        test_failures++;
+    } else if (meter_db_book_add(db, b, text, &version, &e) != METER_DB_ROWS) {
+        fprintf(stderr, "cannot store the test book: %s\n", e.msg);
+        test_failures++;
+    }
+    return b;
+}
+
+void
+testdb_account_add(PGconn *db, const char *id, const char *book,
+                   const char *from)
+{
+    struct meter_err e = {{0}};
+    if (meter_db_account_add(db, id, NULL, book, from, &e) < 0) {
+        fprintf(stderr, "account %s: %s\n", id, e.msg);
+        test_failures++;
+    }
+}
+
+void
+testdb_store(PGconn *db, struct meter_registry *reg, const char *acct,
+             const char *sb, const struct pricing_second *v, int64_t ts,
+             size_t n)
+{
+    struct meter_sample *s = calloc(n ? n : 1, sizeof(*s));
+    if (!s) {
+        test_failures++;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        s[i].s = *v;
+        s[i].s.ts = ts + (int64_t)i;
+        snprintf(s[i].account_id, sizeof(s[i].account_id), "%s", acct);
+        snprintf(s[i].sandbox_id, sizeof(s[i].sandbox_id), "%s", sb);
+    }
+    struct meter_ingest_result res;
+    struct meter_problems probs = {0};
+    struct meter_err e = {{0}};
+    struct meter_ingest_origin o = {.now_us = (int64_t)1790000000 * 1000000};
+    if (meter_ingest(db, reg, s, n, &o, &res, &probs, &e) != METER_INGEST_OK ||
+        res.accepted != n) {
+        fprintf(stderr, "store %s/%s at %" PRId64 ": %s\n", acct, sb, ts,
+                e.msg);
+        test_failures++;
+    }
+    free(s);
+}
+
+struct report_invoice
+testdb_invoice_run(PGconn *db, const char *acct, int y, int m, bool final)
+{
+    struct report_invoice inv;
+    struct meter_invoice_outcome o;
+    struct meter_err e = {{0}};
+    char ref[24];
+    memset(&inv, 0, sizeof(inv));
+    if (meter_db_invoice_run(db, acct, y, m, final, "Test Seller", &o, &e) <
+        0) {
+        fprintf(stderr, "run %s %d-%02d: %s\n", acct, y, m, e.msg);
+        test_failures++;
+        return inv;
+    }
+    snprintf(ref, sizeof(ref), "%" PRId64, o.id);
+    if (meter_db_invoice_get(db, ref, NULL, &inv, &e) != METER_DB_ROWS) {
+        fprintf(stderr, "get %s: %s\n", ref, e.msg);
+        test_failures++;
+        memset(&inv, 0, sizeof(inv));
+    }
+    return inv;
+}
+
+const char *
+testdb_dec(struct pricing_dec d, char buf[48])
+{
+    pricing_dec_format(d, 6, buf, 48);
+    return buf;
 }

@@ -6,6 +6,7 @@
 
 #include <libpq-fe.h>
 
+#include "meter_db.h"
 #include "testutil.h"
 
 struct testdb {
@@ -26,5 +27,26 @@ PGconn *testdb_create_migrated(struct testdb *t);
 long testdb_count(PGconn *db, const char *sql);
 /* Closes db and drops the database. */
 void testdb_drop(struct testdb *t, PGconn *db);
+
+/* ---- helpers of the invoice tests --------------------------------------
+ * Each counts a failed check (saying why) where the step fails. */
+
+/* Stores the price book text and returns it parsed (pricing_book_free),
+ * or NULL. */
+struct pricing_book *testdb_book_add(PGconn *db, const char *text);
+/* Adds account id, on book (NULL: none) from the date from. */
+void testdb_account_add(PGconn *db, const char *id, const char *book,
+                        const char *from);
+/* Stores n consecutive seconds of sandbox sb of acct from ts, each with
+ * the values of v (v->ts aside), ingested as of 2026-09: all accepted. */
+void testdb_store(PGconn *db, struct meter_registry *reg, const char *acct,
+                  const char *sb, const struct pricing_second *v, int64_t ts,
+                  size_t n);
+/* Runs the invoice of acct's (y, m), final or a draft, and returns the
+ * document (report_invoice_release); zeroed if the run fails. */
+struct report_invoice testdb_invoice_run(PGconn *db, const char *acct, int y,
+                                         int m, bool final);
+/* d with 6 decimals, in buf. */
+const char *testdb_dec(struct pricing_dec d, char buf[48]);
 
 #endif
