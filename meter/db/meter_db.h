@@ -242,13 +242,17 @@ enum { METER_CSRF_LEN = 64 };
 
 /* Starts a session of active key key_id for ttl_s seconds (1 or more):
  * ROWS with its token in token and its CSRF token in csrf, shown only
- * now; NONE if the key is unknown or revoked. Deletes a batch of
- * expired sessions on the way, so that the table holds little more
+ * now; NONE if the key is unknown or revoked. A key holds at most
+ * max_live (1 or more) live sessions: past it its oldest end, *ended
+ * says how many. Sign-ins of one key take turns on its row (FOR NO KEY
+ * UPDATE), so the cap holds with any number of meterd. Deletes a batch
+ * of expired sessions on the way, so that the table holds little more
  * than the live ones. */
 enum meter_db_status meter_db_session_create(PGconn *db, int64_t key_id,
-                                             unsigned ttl_s,
+                                             unsigned ttl_s, unsigned max_live,
                                              char token[METER_TOKEN_LEN + 1],
                                              char csrf[METER_CSRF_LEN + 1],
+                                             int64_t *ended,
                                              struct meter_err *e);
 
 /* Looks a session token up: ROWS with *who (its key's) and its CSRF
@@ -475,10 +479,9 @@ struct meter_report_query {
 };
 /* A page of accounts with their book, revenue and usage in the period,
  * and how many match. */
-enum meter_db_status meter_db_report_accounts(PGconn *db,
-                                              const struct meter_report_query *q,
-                                              json_t **out,
-                                              struct meter_err *e);
+enum meter_db_status
+meter_db_report_accounts(PGconn *db, const struct meter_report_query *q,
+                         json_t **out, struct meter_err *e);
 /* One account in the period: its usage and revenue by day, its books,
  * its documents, and the period's draft as the unbilled estimate. NONE
  * (and *out NULL) if there is no such account. */
@@ -493,7 +496,7 @@ enum meter_db_status meter_db_report_usage(PGconn *db, int64_t from, int64_t to,
 
 /* Which documents. */
 struct meter_report_invoices {
-    int year, month;    /* the period; 0: any */
+    int year, month;     /* the period; 0: any */
     const char *account; /* NULL: any */
     const char *status;  /* draft, final or void (voided by a final credit
                             note); NULL: any */
@@ -502,10 +505,9 @@ struct meter_report_invoices {
 /* A page of documents, newest period first, each with its status and
  * its ref (the number once final, else the id: how GET
  * /v1/invoices/{ref} names it), and how many match. */
-enum meter_db_status meter_db_report_invoices(PGconn *db,
-                                              const struct meter_report_invoices *q,
-                                              json_t **out,
-                                              struct meter_err *e);
+enum meter_db_status
+meter_db_report_invoices(PGconn *db, const struct meter_report_invoices *q,
+                         json_t **out, struct meter_err *e);
 
 /* ---- watching the database's answers ------------------------------------ */
 
