@@ -278,7 +278,8 @@ enum meter_db_status meter_db_book_add(PGconn *db,
 
 /* Adds account id (or renames it if name is not NULL and it exists);
  * with book (and from, a date YYYY-MM-DD), puts it on the latest version
- * of that book from that date. */
+ * of that book from that date: ROWS. A book never stored is HARD with
+ * "no price book 'BOOK'", and nothing is written. */
 enum meter_db_status meter_db_account_add(PGconn *db, const char *id,
                                           const char *name, const char *book,
                                           const char *from,
