@@ -150,8 +150,7 @@ unauthenticated(struct meter_http_request *rq, const char *title,
     return false;
 }
 
-/* ---- rate limits: failed credentials, sign-ins ------------------------------
- */
+/* ---- rate limits: failed credentials, sign-ins ------------------------- */
 
 /* The client's IPv4 address, host order; 0 if unknown. */
 static uint32_t

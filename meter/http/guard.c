@@ -237,8 +237,7 @@ http_watch_stop(struct meter_http *h)
             close(h->watch[i].fd);
 }
 
-/* ---- the header deadline ---------------------------------------------------
- */
+/* ---- the header deadline ------------------------------------------------ */
 
 void
 http_conn_started(struct meter_http *h, struct http_conn *c)
