@@ -22,6 +22,20 @@ for b in e2b-hobby daytona; do
 done
 ctl accounts add acme --name "Acme Corp" --book e2b-hobby --from 2026-01-01 >/dev/null || fail "accounts add acme"
 ctl accounts add other --book e2b-hobby --from 2026-01-01 >/dev/null || fail "accounts add other"
+# A book never stored is named, not PostgreSQL's NOT NULL of a version
+# (issue 26), and nothing is written, not even the account.
+expect_status 1 ctl accounts add ghost --book no-such-book --from 2026-01-01
+contains "$err" "cannot add account 'ghost': no price book 'no-such-book'" "an unknown book named"
+case "$err" in *"null value"*) fail "the raw NOT NULL error: $err" ;; esac
+checks=$((checks + 1))
+[ "$(psql "$db" -XAtc "SELECT count(*) FROM accounts WHERE account_id = 'ghost'")" = 0 ] ||
+    fail "an account added on a book never stored"
+# A known account put on it is left as it was.
+expect_status 1 ctl accounts add acme --book no-such-book --from 2026-02-01
+checks=$((checks + 1))
+[ "$(psql "$db" -XAtc "SELECT string_agg(price_book_id || '@' || valid_from, ',') FROM account_price_books WHERE account_id = 'acme'")" = "e2b-hobby@2026-01-01" ] ||
+    fail "acme's books changed by an unknown book"
+expect_status 0 ctl accounts add plain
 HOST=$(ctl keys create --role host --name h)
 ACME=$(ctl keys create --role account --account acme --name a)
 OTHER=$(ctl keys create --role account --account other --name o)

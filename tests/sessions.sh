@@ -359,6 +359,82 @@ for i in 1 2 3 4 5 6; do codes="$codes $(as "$LS" GET /v1/invoices)"; done
 contains "$codes" "429" "a session's requests past its key's rate"
 U=$url_main
 
+# --- sign-ins limited by key and by address; live sessions capped ----------------
+# issue 26: one key signed in about 400 times a second on one
+# connection, each session kept 12 hours. Sign-ins here are posted on
+# one connection with a made-up double-submit token (a cookie and a
+# field of the same 64 hex digits), as a script would.
+# burst URL KEY N: N sign-ins of KEY in one go; their statuses in
+# $codes, the last reply's headers in burst.hdr and body in burst.out.
+burst() {
+    local urls=() c
+    c=$(printf 'b%.0s' {1..64})
+    for i in $(seq "$3"); do urls+=(-o burst.out "$1/sign-in"); done
+    rm -f burst.hdr
+    codes=$(curl -s -D burst.hdr -w '%{http_code} ' -b "meter_csrf=$c" \
+        --data-urlencode "csrf=$c" --data-urlencode "key=$2" "${urls[@]}")
+    codes=${codes% }
+}
+live_sessions() { # KEY NAME: the live sessions of the key of that name
+    psql "$db" -XAtqc "SELECT count(*) FROM web_sessions s JOIN api_keys k USING (key_id)
+        WHERE k.name = '$1' AND s.expires_at > now()"
+}
+CAP=$(key --role account --account acct-a --name capped)
+start_meterd signin "$db" --sign-in-limit 3 --max-sessions 2 --rate-limit 0 || { finish; exit; }
+first_jar=jar.cap
+rm -f $first_jar
+U=$url_signin
+form $first_jar
+sign_in $first_jar "$CAP" ""
+want 303 "$status" "the capped key's first sign-in"
+CS1=$(session_of $first_jar)
+burst "$url_signin" "$CAP" 4
+checks=$((checks + 1))
+[ "$codes" = "303 303 429 429" ] ||
+    fail "a key of --sign-in-limit 3 signing in 5 times in a row: $CS1 then $codes, want 303 then 303 303 429 429"
+contains "$(cat burst.out)" "key $(ctl keys list | awk '$NF == "capped" { print $1 }') signs in too often: more than 3 a minute" "the 429 names the key and the limit"
+retry=$(hdr burst.hdr Retry-After | tail -n 1)
+checks=$((checks + 1))
+[ -n "$retry" ] && [ "$retry" -ge 1 ] && [ "$retry" -le 20 ] ||
+    fail "the 429's Retry-After: '$retry', want 1 to 20 (a sign-in every 20 s)"
+checks=$((checks + 1))
+[ "$(live_sessions capped)" = 2 ] || fail "--max-sessions 2: $(live_sessions capped) live sessions of the key"
+got=$(as "$CS1" GET /v1/invoices)
+want 401 "$got" "the oldest session, ended by the third sign-in past a cap of 2"
+contains "$(cat signin.log)" "its oldest session ended" "the access log says a session ended"
+# Another key from the same address is not limited by the first.
+burst "$url_signin" "$FIN" 1
+checks=$((checks + 1))
+[ "$codes" = 303 ] || fail "another key while the first is limited: $codes"
+# By address, all keys together: the fourth sign-in from 127.0.0.1,
+# whatever the key, is refused; 127.0.0.2 is served.
+start_meterd byip "$db" --sign-in-limit 0 --sign-in-limit-ip 3 --rate-limit 0 || { finish; exit; }
+all=""
+for k in "$FIN" "$ADMIN" "$A" "$FIN"; do
+    burst "$url_byip" "$k" 1
+    all="$all $codes"
+done
+checks=$((checks + 1))
+[ "$all" = " 303 303 303 429" ] || fail "four sign-ins of three keys from one address under --sign-in-limit-ip 3: $all"
+contains "$(cat burst.out)" "this address signs in too often: more than 3 a minute" "the 429 names the address's limit"
+codes=$(curl -s -o /dev/null -w '%{http_code}' --interface 127.0.0.2 -b "meter_csrf=$(printf 'b%.0s' {1..64})" \
+    --data-urlencode "csrf=$(printf 'b%.0s' {1..64})" --data-urlencode "key=$FIN" "$url_byip/sign-in")
+checks=$((checks + 1))
+[ "$codes" = 303 ] || fail "a sign-in from 127.0.0.2 beside a limited 127.0.0.1: $codes"
+# The options from the environment, as the others; a bad value names
+# itself.
+psql "$db" -XAtqc "DELETE FROM web_sessions" >/dev/null
+METER_MAX_SESSIONS=1 METER_SIGN_IN_LIMIT=2 start_meterd env "$db" --rate-limit 0 || { finish; exit; }
+burst "$url_env" "$ADMIN" 3
+checks=$((checks + 2))
+[ "$codes" = "303 303 429" ] || fail "METER_SIGN_IN_LIMIT=2: $codes"
+[ "$(live_sessions adm)" = 1 ] || fail "METER_MAX_SESSIONS=1: $(live_sessions adm) live sessions"
+for bad in "sign-in-limit x" "sign-in-limit-ip -1" "max-sessions 0"; do
+    expect_status 2 "$METERD" --db "$db" --${bad% *} "${bad#* }"
+    contains "$err" "--${bad% *} '${bad#* }' is not" "--$bad refused, naming itself"
+done
+U=$url_main
+
 # --- under TLS: Secure --------------------------------------------------------------------
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
     -keyout server.key -out server.pem -days 2 -subj "/CN=meter sessions test" \

@@ -242,13 +242,17 @@ enum { METER_CSRF_LEN = 64 };
 
 /* Starts a session of active key key_id for ttl_s seconds (1 or more):
  * ROWS with its token in token and its CSRF token in csrf, shown only
- * now; NONE if the key is unknown or revoked. Deletes a batch of
- * expired sessions on the way, so that the table holds little more
+ * now; NONE if the key is unknown or revoked. A key holds at most
+ * max_live (1 or more) live sessions: past it its oldest end, *ended
+ * says how many. Sign-ins of one key take turns on its row (FOR NO KEY
+ * UPDATE), so the cap holds with any number of meterd. Deletes a batch
+ * of expired sessions on the way, so that the table holds little more
  * than the live ones. */
 enum meter_db_status meter_db_session_create(PGconn *db, int64_t key_id,
-                                             unsigned ttl_s,
+                                             unsigned ttl_s, unsigned max_live,
                                              char token[METER_TOKEN_LEN + 1],
                                              char csrf[METER_CSRF_LEN + 1],
+                                             int64_t *ended,
                                              struct meter_err *e);
 
 /* Looks a session token up: ROWS with *who (its key's) and its CSRF
@@ -274,7 +278,8 @@ enum meter_db_status meter_db_book_add(PGconn *db,
 
 /* Adds account id (or renames it if name is not NULL and it exists);
  * with book (and from, a date YYYY-MM-DD), puts it on the latest version
- * of that book from that date. */
+ * of that book from that date: ROWS. A book never stored is HARD with
+ * "no price book 'BOOK'", and nothing is written. */
 enum meter_db_status meter_db_account_add(PGconn *db, const char *id,
                                           const char *name, const char *book,
                                           const char *from,

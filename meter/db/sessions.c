@@ -1,5 +1,6 @@
 /*
- * sessions.c - browser sessions: created at sign-in, looked up on each
+ * sessions.c - browser sessions: created at sign-in (a key holding at
+ * most a cap of live ones, its oldest ended past it), looked up on each
  * request that carries the cookie, deleted at sign-out.
  *
  * They live in the database, not in meterd's memory, so that any
@@ -12,6 +13,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The token of a new session: "mts_" (not the keys' "mtr_", so that a
@@ -23,40 +25,88 @@ session_token_new(char token[METER_TOKEN_LEN + 1])
     return meter_random_hex(token + 4, 32);
 }
 
+/* A session to start: the parameters of its statement, and what it
+ * ended. */
+struct session_new {
+    const char *const *values;
+    const int *lengths, *formats;
+    int64_t ended;
+};
+
+/* One attempt of a sign-in's transaction (meter_db_transaction). */
+static enum meter_db_status
+session_attempt(PGconn *db, void *arg, struct meter_err *e)
+{
+    struct session_new *s = arg;
+    /* The key's row locked first: two sign-ins of one key, here or on
+     * another meterd, take turns, and the second's count of live
+     * sessions (a statement of its own, so a snapshot taken after the
+     * first committed) includes the first's. NONE: the key is unknown
+     * or was revoked since it was looked up. */
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot start a session",
+                      "SELECT 1 FROM api_keys WHERE key_id = $1"
+                      " AND revoked_at IS NULL FOR NO KEY UPDATE",
+                      1, s->values + 1, NULL, NULL, NULL, e);
+    if (st != METER_DB_ROWS)
+        return st;
+    /* Expired sessions are deleted here, a bounded batch at a time and
+     * skipping rows another sign-in is deleting, so that no sign-in
+     * waits on another and none does unbounded work. Past the cap the
+     * key's oldest live sessions end (all but the newest cap - 1, the
+     * new one making cap). */
+    PGresult *r;
+    st = meter_db_exec(
+        db, "cannot start a session",
+        "WITH swept AS (DELETE FROM web_sessions WHERE session_hash IN"
+        "  (SELECT session_hash FROM web_sessions WHERE expires_at <= now()"
+        "   ORDER BY expires_at LIMIT 100 FOR UPDATE SKIP LOCKED)),"
+        " ended AS (DELETE FROM web_sessions WHERE session_hash IN"
+        "  (SELECT session_hash FROM web_sessions"
+        "   WHERE key_id = $2 AND expires_at > now()"
+        "   ORDER BY created_at DESC, session_hash DESC"
+        "   OFFSET $5::integer - 1)"
+        "  RETURNING 1),"
+        " started AS (INSERT INTO web_sessions"
+        "  (session_hash, key_id, csrf, expires_at)"
+        "  VALUES ($1, $2, $3, now() + $4::bigint * interval '1 second'))"
+        " SELECT count(*) FROM ended",
+        5, s->values, s->lengths, s->formats, &r, e);
+    if (st == METER_DB_ROWS)
+        s->ended = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    PQclear(r);
+    return st;
+}
+
 enum meter_db_status
 meter_db_session_create(PGconn *db, int64_t key_id, unsigned ttl_s,
-                        char token[METER_TOKEN_LEN + 1],
-                        char csrf[METER_CSRF_LEN + 1], struct meter_err *e)
+                        unsigned max_live, char token[METER_TOKEN_LEN + 1],
+                        char csrf[METER_CSRF_LEN + 1], int64_t *ended,
+                        struct meter_err *e)
 {
+    *ended = 0;
     if (ttl_s == 0)
         return db_hard(e, "cannot start a session: a lifetime of 0 seconds");
+    if (max_live == 0)
+        return db_hard(e, "cannot start a session: a cap of 0 sessions");
     if (session_token_new(token) < 0 || meter_random_hex(csrf, 32) < 0)
         return db_hard(e, "cannot start a session: no random bytes");
     uint8_t hash[32];
     meter_token_hash(token, hash);
-    char id[24], ttl[16];
+    char id[24], ttl[16], cap[16];
     snprintf(id, sizeof(id), "%" PRId64, key_id);
     snprintf(ttl, sizeof(ttl), "%u", ttl_s);
-    const char *values[] = {(const char *)hash, id, csrf, ttl};
-    int lengths[] = {32, 0, 0, 0}, formats[] = {1, 0, 0, 0};
-    /* Expired sessions are deleted here, a bounded batch at a time and
-     * skipping rows another sign-in is deleting, so that no sign-in
-     * waits on another and none does unbounded work. The key is
-     * checked once more: one revoked since it was looked up gets no
-     * session (NONE). */
-    enum meter_db_status st = meter_db_exec(
-        db, "cannot start a session",
-        "WITH swept AS (DELETE FROM web_sessions WHERE session_hash IN"
-        "  (SELECT session_hash FROM web_sessions WHERE expires_at <= now()"
-        "   ORDER BY expires_at LIMIT 100 FOR UPDATE SKIP LOCKED))"
-        " INSERT INTO web_sessions (session_hash, key_id, csrf, expires_at)"
-        " SELECT $1, key_id, $3, now() + $4::bigint * interval '1 second'"
-        "  FROM api_keys WHERE key_id = $2 AND revoked_at IS NULL"
-        " RETURNING 1",
-        4, values, lengths, formats, NULL, e);
+    snprintf(cap, sizeof(cap), "%u", max_live);
+    const char *values[] = {(const char *)hash, id, csrf, ttl, cap};
+    int lengths[] = {32, 0, 0, 0, 0}, formats[] = {1, 0, 0, 0, 0};
+    struct session_new s = {values, lengths, formats, 0};
+    enum meter_db_status st =
+        meter_db_transaction(db, "BEGIN", 5, session_attempt, &s, e);
     if (st != METER_DB_ROWS) {
         explicit_bzero(token, METER_TOKEN_LEN + 1);
         explicit_bzero(csrf, METER_CSRF_LEN + 1);
+    } else {
+        *ended = s.ended;
     }
     return st;
 }

@@ -150,7 +150,7 @@ unauthenticated(struct meter_http_request *rq, const char *title,
     return false;
 }
 
-/* ---- failed credentials, by address -------------------------------------- */
+/* ---- rate limits: failed credentials, sign-ins ------------------------- */
 
 /* The client's IPv4 address, host order; 0 if unknown. */
 static uint32_t
@@ -164,60 +164,65 @@ peer_address(struct MHD_Connection *c)
                      ->sin_addr.s_addr);
 }
 
-/* Failed credentials are counted by address, in buckets of negative
- * numbers (keys are positive): past the rate limit an address's next
- * tries get 429 before any database work. */
-static int64_t
-failures_of(struct meter_http_request *rq)
-{
-    return -1 - (int64_t)peer_address(rq->c);
-}
-
 /* Refuses rq with 429 (rq->retry_after set): false. */
 static bool
-rate_limited(struct meter_http_request *rq, const char *who)
+rate_limited(struct meter_http_request *rq, const char *who, unsigned limit,
+             const char *per)
 {
     meter_http_reply_problem(rq, 429, "rate-limited", "Too many requests", NULL,
-                             "%s: more than %u a second; retry after %u s", who,
-                             rq->h->cfg.rate_limit, rq->retry_after);
+                             "%s: more than %u a %s; retry after %u s", who,
+                             limit, per, rq->retry_after);
     return false;
 }
 
 bool
-meter_http_attempt_admit(struct meter_http_request *rq)
-{
-    if (http_rate_left(rq->h, failures_of(rq), &rq->retry_after))
-        return true;
-    return rate_limited(rq, "this address sent too many unknown or revoked "
-                            "keys");
-}
-
-void
 meter_http_attempt_failed(struct meter_http_request *rq)
 {
-    unsigned ignored;
-    http_rate_take(rq->h, failures_of(rq), &ignored);
+    if (http_limit_take(rq->h, &rq->h->failures, peer_address(rq->c),
+                        &rq->retry_after))
+        return true;
+    return rate_limited(rq,
+                        "this address sent too many unknown or revoked keys",
+                        rq->h->cfg.rate_limit, "second");
+}
+
+bool
+meter_http_signin_admit(struct meter_http_request *rq, int64_t key_id)
+{
+    struct meter_http *h = rq->h;
+    char who[64];
+    if (!http_limit_take(h, &h->signin_by_key, key_id, &rq->retry_after)) {
+        snprintf(who, sizeof(who), "key %lld signs in too often",
+                 (long long)key_id);
+        return rate_limited(rq, who, h->cfg.signin_per_key, "minute");
+    }
+    if (!http_limit_take(h, &h->signin_by_addr, peer_address(rq->c),
+                         &rq->retry_after))
+        return rate_limited(rq, "this address signs in too often",
+                            h->cfg.signin_per_address, "minute");
+    return true;
 }
 
 /* ---- who it is ----------------------------------------------------------- */
 
-/* Whether s has the shape of a session token ("mts_" and 64 lowercase
- * hex digits): anything else is refused without asking the database. */
+/* Whether s has the shape of a token with prefix ("mtr_" for a key,
+ * "mts_" for a session) and 64 lowercase hex digits: anything else is
+ * refused without asking the database. */
 static bool
-session_token_shaped(const char *s)
+token_shaped(const char *s, const char *prefix)
 {
-    return strncmp(s, "mts_", 4) == 0 && strlen(s) == METER_TOKEN_LEN &&
+    return strncmp(s, prefix, 4) == 0 && strlen(s) == METER_TOKEN_LEN &&
            strspn(s + 4, "0123456789abcdef") == METER_TOKEN_LEN - 4;
 }
 
 /* Looks rq's credentials up: the bearer token if there is one, else the
  * session cookie's token; NONE, without asking the database, for a
- * cookie that cannot be a session's. */
+ * token that cannot be a key's or a session's. */
 static enum meter_db_status
 look_up(struct meter_http_request *rq, const char *bearer, const char *session,
         struct meter_err *e)
 {
-    if (!bearer && !session_token_shaped(session))
+    if (!token_shaped(bearer ? bearer : session, bearer ? "mtr_" : "mts_"))
         return METER_DB_NONE;
     PGconn *db = meter_http_db(rq);
     if (!db)
@@ -307,8 +312,11 @@ http_authenticate(struct meter_http_request *rq)
                  roles);
         return unauthenticated(rq, "Authentication required", detail);
     }
-    if (!meter_http_attempt_admit(rq))
-        return false;
+    /* Looked up before the address's limit of unknown keys decides: a
+     * known key is let through whatever its neighbours send (issue 26:
+     * a flood of guesses behind a NAT locked every host of it out).
+     * The price: a guess of the shape of a key costs an indexed lookup
+     * even past the limit; one of another shape costs none. */
     struct meter_err e = {{0}};
     enum meter_db_status st =
         look_up(rq, bearer ? auth + 7 : NULL, session, &e);
@@ -319,7 +327,8 @@ http_authenticate(struct meter_http_request *rq)
         return false;
     }
     if (st == METER_DB_NONE) {
-        meter_http_attempt_failed(rq);
+        if (!meter_http_attempt_failed(rq))
+            return false;
         return unauthenticated(
             rq, bearer ? "Invalid token" : "Session ended",
             bearer ? "the bearer token is unknown or revoked"
@@ -331,11 +340,12 @@ http_authenticate(struct meter_http_request *rq)
                       "a key of role '%s' cannot use %s %s; use role %s",
                       meter_role_name(rq->who.role), rq->route->method,
                       rq->route->path, roles);
-    if (!http_rate_take(rq->h, rq->who.key_id, &rq->retry_after)) {
+    if (!http_limit_take(rq->h, &rq->h->by_key, rq->who.key_id,
+                         &rq->retry_after)) {
         char why[64];
         snprintf(why, sizeof(why), "key %lld makes too many requests",
                  (long long)rq->who.key_id);
-        return rate_limited(rq, why);
+        return rate_limited(rq, why, rq->h->cfg.rate_limit, "second");
     }
     return csrf_admit(rq);
 }

@@ -1,11 +1,12 @@
 /*
  * db.c - the database connection of each request thread: opened on the
  * thread's first request, opened again when the watchdog broke it or
- * the server went away, and armed under the watchdog (guard.c) each
- * time a request takes it.
+ * the server went away (seen before the request uses it), and armed
+ * under the watchdog (guard.c) each time a request takes it.
  */
 #include "http_int.h"
 
+#include <poll.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -31,6 +32,30 @@ db_progress(PGconn *db)
         http_watch_progress(h, tl_slot);
 }
 
+/* Whether the server of db, an idle connection that libpq believes
+ * fine, has gone since its last statement. An idle connection has
+ * nothing to read but the server's farewell (a restart's "terminating
+ * connection" error) or the end of the stream (a crash, a killed
+ * backend), which libpq would only find at the next statement: the
+ * request's own, then answered 503 (issue 26: after a PostgreSQL
+ * restart each thread's first request was). One poll that does not
+ * wait, and reads only when there is something. */
+static bool
+server_gone(PGconn *db)
+{
+    struct pollfd p = {.fd = PQsocket(db), .events = POLLIN};
+    if (p.fd < 0)
+        return true;
+    /* The farewell and the end of the stream may take a read each. */
+    for (int i = 0; i < 4; i++) {
+        if (poll(&p, 1, 0) <= 0)
+            return false;
+        if (!PQconsumeInput(db) || PQstatus(db) != CONNECTION_OK)
+            return true;
+    }
+    return false;
+}
+
 PGconn *
 meter_http_db(struct meter_http_request *rq)
 {
@@ -41,9 +66,14 @@ meter_http_db(struct meter_http_request *rq)
             abort(); /* more threads than meter_http_start allows */
     }
     PGconn **db = &h->conns[tl_slot];
-    /* Broken by the watchdog: libpq may not know it yet. */
+    /* Broken by the watchdog, or closed by a server that restarted:
+     * libpq may not know it yet. Connected again here, once, before
+     * the request uses it: it gets 503 only if that fails. */
     bool broken = http_watch_broken(h, tl_slot);
-    if (!*db || broken || PQstatus(*db) != CONNECTION_OK) {
+    if (!*db || broken || PQstatus(*db) != CONNECTION_OK || server_gone(*db)) {
+        if (*db)
+            meter_log(METER_LOG_INFO,
+                      "database connection lost: connecting again");
         PQfinish(*db);
         struct meter_err e = {{0}};
         *db = meter_db_connect(h->conninfo, &e);

@@ -1,6 +1,7 @@
 /*
- * guard.c - the guards every route shares: the per-key rate limit (a
- * token bucket a key, in this process); the database watchdog, which
+ * guard.c - the guards every route shares: the rate limits (token
+ * buckets in this process: requests by key, unknown keys by address,
+ * sign-ins by key and by address); the database watchdog, which
  * breaks the connection of a request that waits on the database longer
  * than db_timeout, so that a frozen server gives a 503 instead of a
  * hung request; and, on the same thread, the header deadline, which
@@ -8,7 +9,9 @@
  *
  * The buckets live in this process: with N meterd replicas behind a
  * balancer a key may send up to N times the limit, which is what a limit
- * against floods needs, with no state the replicas must share.
+ * against floods needs, with no state the replicas must share. What
+ * must hold across replicas (the live sessions a key may have) is kept
+ * in the database instead.
  */
 #include "http_int.h"
 
@@ -18,9 +21,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* ---- the rate limit ------------------------------------------------------ */
+/* ---- the rate limits ----------------------------------------------------- */
 
-/* Where a key's bucket may be: HTTP_BUCKET_PROBE slots from its hash. */
+/* Where an id's bucket may be: HTTP_BUCKET_PROBE slots from its hash. */
 #define HTTP_BUCKET_PROBE 16
 
 static double
@@ -31,61 +34,54 @@ now_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-/* Under rate_lock: key's bucket, refilled to now t. */
-static struct http_bucket *
-bucket_of(struct meter_http *h, int64_t key, double t)
+void
+http_limit_init(struct http_limit *l, double rate, double burst)
 {
-    double rate = h->cfg.rate_limit, burst = 2 * rate;
-    uint64_t x = (uint64_t)key * 0x9e3779b97f4a7c15ULL;
+    l->rate = rate;
+    l->burst = burst;
+}
+
+/* Under rate_lock: id's bucket of l, refilled to now t. */
+static struct http_bucket *
+bucket_of(struct http_limit *l, int64_t id, double t)
+{
+    uint64_t x = (uint64_t)id * 0x9e3779b97f4a7c15ULL;
     size_t home = (size_t)(x >> 32) % HTTP_BUCKETS;
     struct http_bucket *b = NULL, *oldest = NULL;
     for (size_t i = 0; i < HTTP_BUCKET_PROBE && !b; i++) {
-        struct http_bucket *s = &h->buckets[(home + i) % HTTP_BUCKETS];
-        if (s->key == key)
+        struct http_bucket *s = &l->buckets[(home + i) % HTTP_BUCKETS];
+        if (s->used && s->id == id)
             b = s;
         else if (!oldest || s->at < oldest->at)
             oldest = s;
     }
     if (!b) {
-        /* A new key takes the slot used longest ago: that bucket has
-         * refilled, unless HTTP_BUCKET_PROBE keys near it are all busy,
-         * and then its key starts afresh, full. */
+        /* A new id takes the slot used longest ago: that bucket has
+         * refilled, unless HTTP_BUCKET_PROBE ids near it are all busy,
+         * and then its id starts afresh, full. */
         b = oldest;
-        *b = (struct http_bucket){key, burst, t};
+        *b = (struct http_bucket){true, id, l->burst, t};
     }
-    b->tokens = fmin(burst, b->tokens + (t - b->at) * rate);
+    b->tokens = fmin(l->burst, b->tokens + (t - b->at) * l->rate);
     b->at = t;
     return b;
 }
 
-/* Takes a token of key's bucket if take, else only looks. */
-static bool
-rate_check(struct meter_http *h, int64_t key, bool take, unsigned *retry_after)
+bool
+http_limit_take(struct meter_http *h, struct http_limit *l, int64_t id,
+                unsigned *retry_after)
 {
-    double rate = h->cfg.rate_limit;
-    if (!rate)
+    if (!l->rate)
         return true;
     pthread_mutex_lock(&h->rate_lock);
-    struct http_bucket *b = bucket_of(h, key, now_s());
+    struct http_bucket *b = bucket_of(l, id, now_s());
     bool ok = b->tokens >= 1;
-    if (ok && take)
+    if (ok)
         b->tokens -= 1;
-    else if (!ok)
-        *retry_after = (unsigned)ceil((1 - b->tokens) / rate);
+    else
+        *retry_after = (unsigned)ceil((1 - b->tokens) / l->rate);
     pthread_mutex_unlock(&h->rate_lock);
     return ok;
-}
-
-bool
-http_rate_take(struct meter_http *h, int64_t key, unsigned *retry_after)
-{
-    return rate_check(h, key, true, retry_after);
-}
-
-bool
-http_rate_left(struct meter_http *h, int64_t key, unsigned *retry_after)
-{
-    return rate_check(h, key, false, retry_after);
 }
 
 /* ---- the database watchdog ----------------------------------------------- */
@@ -216,8 +212,7 @@ http_watch_start(struct meter_http *h)
         h->watch[i].fd = -1;
     pthread_condattr_t attr;
     if (pthread_mutex_init(&h->watch_lock, NULL) ||
-        pthread_mutex_init(&h->rate_lock, NULL) ||
-        pthread_condattr_init(&attr))
+        pthread_mutex_init(&h->rate_lock, NULL) || pthread_condattr_init(&attr))
         return -1;
     /* Deadlines are monotonic: a wall clock stepped back must not put
      * the watchdog to sleep. */
@@ -242,7 +237,7 @@ http_watch_stop(struct meter_http *h)
             close(h->watch[i].fd);
 }
 
-/* ---- the header deadline --------------------------------------------------- */
+/* ---- the header deadline ------------------------------------------------ */
 
 void
 http_conn_started(struct meter_http *h, struct http_conn *c)

@@ -39,13 +39,22 @@ struct http_route_metrics {
 
 /* Threads at most (each holds a database connection slot). */
 #define HTTP_MAX_THREADS 256
-/* Keys whose rate is followed at once (guard.c). */
+/* Ids (keys, addresses) whose rate a limit follows at once (guard.c). */
 #define HTTP_BUCKETS 4096
 
-/* A key's token bucket: tokens at monotonic time at. */
+/* An id's token bucket: tokens at monotonic time at. */
 struct http_bucket {
-    int64_t key; /* 0: free */
+    bool used;
+    int64_t id;
     double tokens, at;
+};
+
+/* A token bucket an id: rate tokens a second (0: no limit), holding at
+ * most burst; the HTTP_BUCKETS ids seen last are followed, one unseen
+ * longest giving way. Under the server's rate_lock. */
+struct http_limit {
+    double rate, burst;
+    struct http_bucket buckets[HTTP_BUCKETS];
 };
 
 /* A thread's database wait: past deadline (monotonic) the watchdog
@@ -91,8 +100,11 @@ struct meter_http {
     atomic_ullong db_errors;
     PGconn *conns[HTTP_MAX_THREADS]; /* by thread slot */
     atomic_int nconns;
-    pthread_mutex_t rate_lock;
-    struct http_bucket buckets[HTTP_BUCKETS];
+    pthread_mutex_t rate_lock;        /* the limits' buckets */
+    struct http_limit by_key;         /* requests of a key */
+    struct http_limit failures;       /* unknown keys, by address */
+    struct http_limit signin_by_key;  /* sign-ins of a key */
+    struct http_limit signin_by_addr; /* sign-ins from an address */
     pthread_mutex_t watch_lock;
     pthread_cond_t watch_cond;
     bool watching, watch_stop;
@@ -155,12 +167,12 @@ bool http_csrf_form(struct meter_http_request *rq);
 /* Frees rq's parsed form. */
 void http_form_free(struct meter_http_request *rq);
 
-/* Takes a request from key's bucket (cfg.rate_limit a second, bursts of
- * twice that): false when it is empty, with the seconds until it is not
- * in *retry_after. */
-bool http_rate_take(struct meter_http *h, int64_t key, unsigned *retry_after);
-/* Whether key's bucket holds a request, taking none (as above). */
-bool http_rate_left(struct meter_http *h, int64_t key, unsigned *retry_after);
+/* Sets limit l up: rate tokens a second (0: no limit), bursts of burst. */
+void http_limit_init(struct http_limit *l, double rate, double burst);
+/* Takes a token of id's bucket of l: false when it is empty, with the
+ * seconds until it is not in *retry_after. */
+bool http_limit_take(struct meter_http *h, struct http_limit *l, int64_t id,
+                     unsigned *retry_after);
 
 /* The per-thread database connections (db.c): their progress calls
  * reach h from http_db_start to http_db_stop; the calling thread's slot

@@ -99,21 +99,27 @@ struct meter_http_config {
                              as they arrive */
     unsigned threads;     /* request threads, each with a connection */
     /* Each 0 for its default (4096, 256, 30 s, 120 s): */
-    unsigned max_connections;  /* open at once (clipped to what the
-                                  open-file limit leaves) */
-    unsigned max_per_ip;       /* open at once from one address */
-    unsigned idle_timeout_s;   /* a silent connection is closed after it */
-    unsigned body_timeout_s;   /* a request must have arrived within it */
-    unsigned header_timeout_s; /* 0 for 30 s: a connection whose next
-                                  request's headers have not all arrived
-                                  this long after it opened (or after its
-                                  last answer) is closed */
-    unsigned db_timeout_s;     /* 0 for 30 s: a request whose database
-                                  answers nothing for longer gets 503, its
-                                  connection broken (each statement
-                                  answered restarts it) */
-    unsigned rate_limit;       /* requests a second a key may make, in
-                                  bursts of twice that; 0: no limit */
+    unsigned max_connections;    /* open at once (clipped to what the
+                                    open-file limit leaves) */
+    unsigned max_per_ip;         /* open at once from one address */
+    unsigned idle_timeout_s;     /* a silent connection is closed after it */
+    unsigned body_timeout_s;     /* a request must have arrived within it */
+    unsigned header_timeout_s;   /* 0 for 30 s: a connection whose next
+                                    request's headers have not all arrived
+                                    this long after it opened (or after its
+                                    last answer) is closed */
+    unsigned db_timeout_s;       /* 0 for 30 s: a request whose database
+                                    answers nothing for longer gets 503, its
+                                    connection broken (each statement
+                                    answered restarts it) */
+    unsigned rate_limit;         /* requests a second a key may make, in
+                                    bursts of twice that, and unknown keys
+                                    an address may send; 0: no limit */
+    unsigned signin_per_key;     /* sign-ins a minute one key may make, in
+                                    bursts of as many; 0: no limit */
+    unsigned signin_per_address; /* sign-ins a minute from one address,
+                                    all keys, bursts of as many; 0: no
+                                    limit */
     const struct meter_http_route *routes; /* kept, not copied */
     size_t nroutes;
     /* NULL: plain HTTP; else HTTPS only, with these (kept, not copied:
@@ -186,12 +192,21 @@ bool meter_http_form_or_reply(struct meter_http_request *rq);
  * Valid until the request completes. */
 const char *meter_http_form(struct meter_http_request *rq, const char *name);
 
-/* Credentials checked by a handler (a sign-in form's key) count against
- * the client's address as unknown bearer keys do: attempt_admit is
- * false, after answering 429, when the address has failed too often;
- * attempt_failed counts one failure. */
-bool meter_http_attempt_admit(struct meter_http_request *rq);
-void meter_http_attempt_failed(struct meter_http_request *rq);
+/* Credentials a handler checked and found unknown (a sign-in form's
+ * key) count against the client's address as unknown bearer keys do:
+ * counts one failure; false, after answering 429, when the address has
+ * failed more than cfg.rate_limit a second (bursts of twice that), else
+ * true and the handler answers its own refusal. Known keys never meet
+ * this limit: it is checked after the lookup, so that a neighbour's
+ * guesses behind the same address (a NAT) lock no one out. */
+bool meter_http_attempt_failed(struct meter_http_request *rq);
+/* A sign-in of key key_id from rq's address: true if both may sign in
+ * now; false, after answering 429 with Retry-After, when the key has
+ * signed in cfg.signin_per_key times or the address
+ * cfg.signin_per_address times in the last minute (token buckets of
+ * this process, refilled evenly; the key's is checked first, so that a
+ * key refused takes nothing of its address's). */
+bool meter_http_signin_admit(struct meter_http_request *rq, int64_t key_id);
 /* The server the request came to. */
 struct meter_http *meter_http_server(struct meter_http_request *rq);
 

@@ -502,6 +502,13 @@ meter_http_start(const struct meter_http_config *cfg, struct meter_err *e)
         h->cfg.db_timeout_s = 30;
     if (!h->cfg.header_timeout_s)
         h->cfg.header_timeout_s = 30;
+    /* A bucket's rate is a second's, a sign-in's a minute's. */
+    http_limit_init(&h->by_key, h->cfg.rate_limit, 2.0 * h->cfg.rate_limit);
+    http_limit_init(&h->failures, h->cfg.rate_limit, 2.0 * h->cfg.rate_limit);
+    http_limit_init(&h->signin_by_key, h->cfg.signin_per_key / 60.0,
+                    h->cfg.signin_per_key);
+    http_limit_init(&h->signin_by_addr, h->cfg.signin_per_address / 60.0,
+                    h->cfg.signin_per_address);
     if (http_watch_start(h) < 0) {
         meter_fail(e, "cannot start the database watchdog");
         goto fail;
@@ -528,11 +535,11 @@ meter_http_start(const struct meter_http_config *cfg, struct meter_err *e)
         0, NULL, NULL, dispatch, h, MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log,
         NULL, MHD_OPTION_ARRAY, tls_options, MHD_OPTION_SOCK_ADDR,
         &h->cfg.listen, MHD_OPTION_THREAD_POOL_SIZE, cfg->threads,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, h,
-        MHD_OPTION_NOTIFY_CONNECTION, notify_connection, h,
-        MHD_OPTION_CONNECTION_TIMEOUT, h->cfg.idle_timeout_s,
-        MHD_OPTION_CONNECTION_LIMIT, h->cfg.max_connections,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->cfg.max_per_ip, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+        notify_connection, h, MHD_OPTION_CONNECTION_TIMEOUT,
+        h->cfg.idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        h->cfg.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        h->cfg.max_per_ip, MHD_OPTION_END);
     if (!h->daemon) {
         char addr[INET_ADDRSTRLEN] = "?";
         inet_ntop(AF_INET, &cfg->listen.sin_addr, addr, sizeof(addr));

@@ -54,8 +54,10 @@ static const struct meter_http_route routes[] = {
      NULL, true},
     {"GET", "/static/dash.css", 0, false, NULL, meterd_static_css, NULL, false},
     {"GET", "/favicon.ico", 0, false, NULL, meterd_favicon, NULL, false},
-    {"GET", "/overview", FINANCE, false, NULL, meterd_page_overview, NULL, true},
-    {"GET", "/accounts", FINANCE, false, NULL, meterd_page_accounts, NULL, true},
+    {"GET", "/overview", FINANCE, false, NULL, meterd_page_overview, NULL,
+     true},
+    {"GET", "/accounts", FINANCE, false, NULL, meterd_page_accounts, NULL,
+     true},
     {"GET", "/accounts/{id}", READERS, false, NULL, meterd_page_account, NULL,
      true},
     {"GET", "/usage", FINANCE, false, NULL, meterd_page_usage, NULL, true},
@@ -66,6 +68,7 @@ static const struct meter_http_route routes[] = {
     {"GET", "/metrics", 0, false, NULL, meterd_metrics, NULL, false},
 };
 
+/* In two parts: a C string longer than 4095 bytes is not portable. */
 static const char usage_text[] =
     "usage: meterd [OPTIONS]\n"
     "\n"
@@ -106,15 +109,28 @@ static const char usage_text[] =
     "                       and opened again ($METER_DB_TIMEOUT; default\n"
     "                       30)\n"
     "  --rate-limit N       requests a second one key may make, in bursts\n"
-    "                       of twice that, per meterd; past it 429 with\n"
+    "                       of twice that, per meterd, and unknown keys\n"
+    "                       one address may send; past it 429 with\n"
     "                       Retry-After; 0: no limit ($METER_RATE_LIMIT;\n"
-    "                       default 1000)\n"
+    "                       default 1000)\n";
+static const char usage_more[] =
     "  --max-age DAYS       samples older than this are refused (late\n"
     "                       samples within it become late usage)\n"
     "                       ($METER_MAX_AGE; default 400)\n"
     "  --session-ttl S      a browser signed in with a key stays signed in\n"
     "                       S seconds, unless it signs out or the key is\n"
     "                       revoked ($METER_SESSION_TTL; default 43200)\n"
+    "  --max-sessions N     live browser sessions one key may hold, in the\n"
+    "                       database (all meterd together); a sign-in\n"
+    "                       past it ends the key's oldest\n"
+    "                       ($METER_MAX_SESSIONS; default 20)\n"
+    "  --sign-in-limit N    sign-ins a minute one key may make, in bursts\n"
+    "                       of N, per meterd; past it 429 with\n"
+    "                       Retry-After; 0: no limit ($METER_SIGN_IN_LIMIT;\n"
+    "                       default 10)\n"
+    "  --sign-in-limit-ip N sign-ins a minute from one address, all keys,\n"
+    "                       in bursts of N, per meterd; 0: no limit\n"
+    "                       ($METER_SIGN_IN_LIMIT_IP; default 60)\n"
     "  --report-ttl S       a dashboard report is kept S seconds and served\n"
     "                       again within them; 0: computed for every\n"
     "                       request ($METER_REPORT_TTL; default 5)\n"
@@ -151,6 +167,9 @@ enum {
     OPT_RATE_LIMIT,
     OPT_MAX_AGE,
     OPT_SESSION_TTL,
+    OPT_MAX_SESSIONS,
+    OPT_SIGN_IN_LIMIT,
+    OPT_SIGN_IN_LIMIT_IP,
     OPT_REPORT_TTL,
     OPT_MERGE_EVERY,
     OPT_PACK_AFTER,
@@ -176,6 +195,9 @@ static const struct {
     {"rate-limit", "METER_RATE_LIMIT"},
     {"max-age", "METER_MAX_AGE"},
     {"session-ttl", "METER_SESSION_TTL"},
+    {"max-sessions", "METER_MAX_SESSIONS"},
+    {"sign-in-limit", "METER_SIGN_IN_LIMIT"},
+    {"sign-in-limit-ip", "METER_SIGN_IN_LIMIT_IP"},
     {"report-ttl", "METER_REPORT_TTL"},
     {"merge-every", "METER_MERGE_EVERY"},
     {"pack-after", "METER_PACK_AFTER"},
@@ -208,10 +230,11 @@ read_options(int argc, char **argv, struct options *o)
             o->v[opt - 256] = optarg;
         } else if (opt == 'h') {
             fputs(usage_text, stdout);
+            fputs(usage_more, stdout);
             exit(0);
         } else {
-            fprintf(stderr, "meterd: unknown or incomplete option '%s'\n%s",
-                    argv[optind - 1], usage_text);
+            fprintf(stderr, "meterd: unknown or incomplete option '%s'\n%s%s",
+                    argv[optind - 1], usage_text, usage_more);
             return 2;
         }
     }
@@ -260,7 +283,7 @@ static int
 configure(const struct options *o, struct meter_http_config *cfg)
 {
     uint64_t body, threads, buffered, conns, per_ip, idle, header_s, body_s,
-        db_s, rate, age, ttl;
+        db_s, rate, age, ttl, max_sessions;
     const char *listen = o->v[OPT_LISTEN] ? o->v[OPT_LISTEN] : "127.0.0.1:8080";
     if (parse_listen(listen, &cfg->listen) < 0) {
         fprintf(stderr, "meterd: --listen '%s' is not IPV4:PORT\n", listen);
@@ -287,18 +310,26 @@ configure(const struct options *o, struct meter_http_config *cfg)
         count_option("max-age", o->v[OPT_MAX_AGE], 1, 36500,
                      "a number of days from 1 to 36500", 400, &age) < 0 ||
         count_option("session-ttl", o->v[OPT_SESSION_TTL], 1, 31536000,
-                     "a number of seconds from 1 to 31536000", 43200, &ttl) < 0)
+                     "a number of seconds from 1 to 31536000", 43200,
+                     &ttl) < 0 ||
+        count_option("max-sessions", o->v[OPT_MAX_SESSIONS], 1, 100000,
+                     "a number from 1 to 100000", 20, &max_sessions) < 0)
         return 2;
     /* The counts that may be 0: no limit, nothing kept, never merged,
      * never packed. */
-    uint64_t report_ttl, merge_every, pack_after;
+    uint64_t report_ttl, merge_every, pack_after, signin_key, signin_ip;
     if (count_option("rate-limit", o->v[OPT_RATE_LIMIT], 0, 1000000,
                      "a number from 0 to 1000000", 1000, &rate) < 0 ||
+        count_option("sign-in-limit", o->v[OPT_SIGN_IN_LIMIT], 0, 1000000,
+                     "a number from 0 to 1000000", 10, &signin_key) < 0 ||
+        count_option("sign-in-limit-ip", o->v[OPT_SIGN_IN_LIMIT_IP], 0, 1000000,
+                     "a number from 0 to 1000000", 60, &signin_ip) < 0 ||
         count_option("report-ttl", o->v[OPT_REPORT_TTL], 0, 3600,
                      "a number of seconds from 0 to 3600", 5,
                      &report_ttl) < 0 ||
         count_option("merge-every", o->v[OPT_MERGE_EVERY], 0, 3600,
-                     "a number of seconds from 0 to 3600", 5, &merge_every) < 0 ||
+                     "a number of seconds from 0 to 3600", 5,
+                     &merge_every) < 0 ||
         count_option("pack-after", o->v[OPT_PACK_AFTER], 0, 2678400,
                      "a number of seconds from 0 to 2678400", 600,
                      &pack_after) < 0)
@@ -308,8 +339,11 @@ configure(const struct options *o, struct meter_http_config *cfg)
     meterd.pack_after = (unsigned)pack_after;
     meterd.max_age = (int64_t)age * 86400;
     meterd.session_ttl = (unsigned)ttl;
+    meterd.max_sessions = (unsigned)max_sessions;
     cfg->db_timeout_s = (unsigned)db_s;
     cfg->rate_limit = (unsigned)rate;
+    cfg->signin_per_key = (unsigned)signin_key;
+    cfg->signin_per_address = (unsigned)signin_ip;
     cfg->max_body = (size_t)body;
     cfg->threads = (unsigned)threads;
     cfg->max_buffered = (size_t)buffered;

@@ -196,8 +196,10 @@ start_session(struct meter_http_request *rq, PGconn *db,
 {
     char token[METER_TOKEN_LEN + 1], csrf[METER_CSRF_LEN + 1];
     struct meter_err e = {{0}};
-    enum meter_db_status st = meter_db_session_create(
-        db, who->key_id, meterd.session_ttl, token, csrf, &e);
+    int64_t ended = 0;
+    enum meter_db_status st =
+        meter_db_session_create(db, who->key_id, meterd.session_ttl,
+                                meterd.max_sessions, token, csrf, &ended, &e);
     if (st < 0) {
         meter_http_count_db_error(rq);
         meter_log(METER_LOG_WARN, "sign-in of key %" PRId64 ": %s", who->key_id,
@@ -207,7 +209,8 @@ start_session(struct meter_http_request *rq, PGconn *db,
         return;
     }
     if (st == METER_DB_NONE) { /* revoked since it was looked up */
-        meter_http_attempt_failed(rq);
+        if (!meter_http_attempt_failed(rq))
+            return;
         show_form(rq, 401, "That key was not accepted. Check it and try again.",
                   next);
         return;
@@ -230,8 +233,9 @@ start_session(struct meter_http_request *rq, PGconn *db,
     }
     meter_http_reply_redirect(rq, 303, next);
     meter_buf_release(&home);
-    meter_http_note(rq, "signed in key %" PRId64 " (%s)", who->key_id,
-                    meter_role_name(who->role));
+    meter_http_note(rq, "signed in key %" PRId64 " (%s)%s", who->key_id,
+                    meter_role_name(who->role),
+                    ended ? ", its oldest session ended" : "");
 }
 
 void
@@ -265,8 +269,6 @@ meterd_signin(struct meter_http_request *rq)
         show_form(rq, 400, "Enter an API key.", next);
         return;
     }
-    if (!meter_http_attempt_admit(rq))
-        return;
     /* Longer than any key: not one, and not worth a lookup. */
     PGconn *db = typed < 0 ? NULL : meter_http_db(rq);
     struct meter_err e = {{0}};
@@ -284,7 +286,8 @@ meterd_signin(struct meter_http_request *rq)
     }
     /* Whether the key exists is not told: one message for both. */
     if (st == METER_DB_NONE) {
-        meter_http_attempt_failed(rq);
+        if (!meter_http_attempt_failed(rq))
+            return;
         meter_http_note(rq, "sign-in refused: unknown or revoked key");
         show_form(rq, 401, "That key was not accepted. Check it and try again.",
                   next);
@@ -298,6 +301,8 @@ meterd_signin(struct meter_http_request *rq)
                   next);
         return;
     }
+    if (!meter_http_signin_admit(rq, who.key_id))
+        return;
     start_session(rq, db, &who, next);
 }
 
