@@ -233,7 +233,7 @@ quarantine_attempt(PGconn *db, void *arg, struct meter_err *e)
         "  h.key_id, q.quarantine_id FROM rolls h, q),"
         /* Each account-period it takes seconds from is at a new
          * revision: the invoice run rates a closed one again, even once
-         * a resend has put back as many seconds (0012). */
+         * a resend has put back as many seconds (0013). */
         " revised AS (INSERT INTO usage_revisions (account_pk, period,"
         "  revision) SELECT DISTINCT m.account_pk, date_trunc('month',"
         "  to_timestamp(m.minute::bigint * 60) AT TIME ZONE 'UTC')::date, 1"

@@ -34,7 +34,7 @@
 /* The periods a document rated, with what it saw of each: the stored
  * seconds it read, and, read before the usage (a later change is then
  * seen as late), the sandboxes whose first run was in the period and the
- * period's usage revision (migration 0012). */
+ * period's usage revision (migration 0013). */
 struct rated {
     int year[64], month[64];
     uint64_t seconds[64], first_runs[64], revision[64];

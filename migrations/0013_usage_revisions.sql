@@ -1,4 +1,4 @@
--- 0012_usage_revisions: what tells the invoice run that a closed
+-- 0013_usage_revisions: what tells the invoice run that a closed
 -- period's usage changed. Arrivals only add seconds, so comparing the
 -- count of stored seconds with the count a document rated finds them;
 -- a quarantine takes seconds away, and a resend into the seconds it freed
