@@ -54,8 +54,10 @@ static const struct meter_http_route routes[] = {
      NULL, true},
     {"GET", "/static/dash.css", 0, false, NULL, meterd_static_css, NULL, false},
     {"GET", "/favicon.ico", 0, false, NULL, meterd_favicon, NULL, false},
-    {"GET", "/overview", FINANCE, false, NULL, meterd_page_overview, NULL, true},
-    {"GET", "/accounts", FINANCE, false, NULL, meterd_page_accounts, NULL, true},
+    {"GET", "/overview", FINANCE, false, NULL, meterd_page_overview, NULL,
+     true},
+    {"GET", "/accounts", FINANCE, false, NULL, meterd_page_accounts, NULL,
+     true},
     {"GET", "/accounts/{id}", READERS, false, NULL, meterd_page_account, NULL,
      true},
     {"GET", "/usage", FINANCE, false, NULL, meterd_page_usage, NULL, true},
@@ -77,8 +79,9 @@ static const char usage_text[] =
     "                       default 127.0.0.1:8080)\n"
     "  --db CONNINFO        the database, a libpq conninfo or URI\n"
     "                       ($METER_DATABASE_URL; default the embedded\n"
-    "                       database of the working directory, which must\n"
-    "                       be running: meterctl db start)\n"
+    "                       database of the working directory as its\n"
+    "                       role meter_worker, which must be running:\n"
+    "                       meterctl db start)\n"
     "  --max-body BYTES     largest request body, after decompression\n"
     "                       ($METER_MAX_BODY; default 67108864)\n"
     "  --max-buffered BYTES request bodies held at once, past which new\n"
@@ -298,7 +301,8 @@ configure(const struct options *o, struct meter_http_config *cfg)
                      "a number of seconds from 0 to 3600", 5,
                      &report_ttl) < 0 ||
         count_option("merge-every", o->v[OPT_MERGE_EVERY], 0, 3600,
-                     "a number of seconds from 0 to 3600", 5, &merge_every) < 0 ||
+                     "a number of seconds from 0 to 3600", 5,
+                     &merge_every) < 0 ||
         count_option("pack-after", o->v[OPT_PACK_AFTER], 0, 2678400,
                      "a number of seconds from 0 to 2678400", 600,
                      &pack_after) < 0)
