@@ -193,6 +193,35 @@ contains "$err" "cannot vacuum 'usage_blocks_${month/-/}': only the tables' owne
 expect_status 0 "$METERCTL" --db "$db" usage compact --period "$month"
 contains "$out" "blocks rewritten" "usage compact as the owner"
 
+# Another database, set up as docs/reliability.md tells an operator: an
+# owner that is not a superuser, a database it owns, migrated as it;
+# the worker's daily work there, and partitions that are the owner's.
+ext_owner="test_owner_$$"
+ext_db="${dbname}_ext"
+extra_cleanup() {
+    psql "$base dbname=postgres" -qc "DROP DATABASE IF EXISTS $ext_db WITH (FORCE)" -c "DROP ROLE IF EXISTS $ext_owner" >/dev/null 2>&1
+}
+psql "$base dbname=postgres" -qc "CREATE ROLE $ext_owner LOGIN" -c "CREATE DATABASE $ext_db OWNER $ext_owner" >/dev/null ||
+    fail "the external owner and database"
+ext="$base user=$ext_owner dbname=$ext_db"
+wext="$wbase dbname=$ext_db"
+expect_status 0 "$METERCTL" --db "$ext" migrate
+contains "$out" "0012_worker_role.sql" "migrate as an owner that is not a superuser"
+expect_status 0 "$METERCTL" --db "$wext" books add "$books/e2b-hobby.json"
+expect_status 0 "$METERCTL" --db "$wext" accounts add ext --book e2b-hobby --from "$month-01"
+expect_status 0 psql "$wext" -XAtqc "SELECT usage_blocks_partition('2031-01-01')"
+checks=$((checks + 2))
+[ "$(psql "$ext" -XAtqc "SELECT string_agg(pg_get_userbyid(relowner), ',' ORDER BY relname) FROM pg_class WHERE relname LIKE 'usage_%_203101'")" = "$ext_owner,$ext_owner" ] ||
+    fail "the partitions the worker made are not the external owner's"
+[ "$(psql "$ext" -XAtqc "SELECT string_agg(db_user || ' ' || action, ',' ORDER BY audit_id) FROM audit_log")" = "meter_worker book.import,meter_worker account.assign" ] ||
+    fail "the worker's acts in the external database: $(psql "$ext" -XAtqc "SELECT db_user, action FROM audit_log")"
+refused_ext() {
+    expect_status 1 psql "$wext" -XAtq -v ON_ERROR_STOP=1 -c "$1"
+    contains "$err" "$2" "the worker's $1 in the external database"
+}
+refused_ext "ALTER TABLE invoices DISABLE TRIGGER invoices_immutable" "must be owner of table invoices"
+refused_ext "SET session_replication_role = replica" "permission denied to set parameter"
+
 # --- the per-key rate limit --------------------------------------------------
 # One a second in bursts of two: twelve requests in one curl. Taking D
 # seconds, they may see D more tokens refilled, so the 200s are from 2
