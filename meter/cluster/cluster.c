@@ -510,15 +510,23 @@ create_database(const struct meter_cluster *c, struct meter_err *e)
         }
     }
     /* The worker role, made or (if a migration made it NOLOGIN, or
-     * someone gave it more) set back to a login and nothing else. */
+     * someone gave it more) set back to a login and nothing else. Under
+     * a lock, and altered only when it differs: concurrent starts (the
+     * tests' `db url`s) would otherwise race to create it, or fail with
+     * "tuple concurrently updated". */
     PQclear(r);
     r = PQexec(db, "DO $$ BEGIN"
+                   " PERFORM pg_advisory_xact_lock(7243612, 4);"
                    " IF NOT EXISTS (SELECT 1 FROM pg_roles"
                    "  WHERE rolname = '" DB_WORKER "') THEN"
                    "  CREATE ROLE " DB_WORKER " LOGIN;"
+                   " ELSIF NOT EXISTS (SELECT 1 FROM pg_roles"
+                   "  WHERE rolname = '" DB_WORKER "' AND rolcanlogin"
+                   "  AND NOT (rolsuper OR rolcreatedb OR rolcreaterole"
+                   "  OR rolreplication OR rolbypassrls)) THEN"
+                   "  ALTER ROLE " DB_WORKER " LOGIN NOSUPERUSER NOCREATEDB"
+                   "   NOCREATEROLE NOREPLICATION NOBYPASSRLS;"
                    " END IF;"
-                   " ALTER ROLE " DB_WORKER " LOGIN NOSUPERUSER NOCREATEDB"
-                   "  NOCREATEROLE NOREPLICATION NOBYPASSRLS;"
                    " END $$");
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
         meter_fail(e, "cannot create role '" DB_WORKER "': %s",
