@@ -328,7 +328,7 @@ case "$out" in *'"account_id": "acct-0"'*) fail "--account rated another account
 down_dir=$tmp/downdb
 mkdir "$down_dir"
 (cd "$down_dir" && "$METERCTL" db start >/dev/null 2>&1 && "$METERCTL" migrate >/dev/null)
-down_url=$(cd "$down_dir" && "$METERCTL" db url 2>/dev/null)
+down_url=$(cd "$down_dir" && "$METERCTL" db url --worker 2>/dev/null)
 DOWNKEY=$(cd "$down_dir" && "$METERCTL" keys create --role host --name h 2>/dev/null)
 start_meterd down "$down_url"
 (cd "$down_dir" && "$METERCTL" db stop >/dev/null)
