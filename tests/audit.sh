@@ -8,9 +8,9 @@
 . "$(dirname "$0")/lib.sh"
 with_meterd
 unset SUDO_USER # the actor is then the user running the test, as below
-ctl() { "$METERCTL" --db "$db" "$@"; }
+ctl() { "$METERCTL" --db "$wdb" "$@"; }
 sql() { psql "$db" -XAtc "$1"; }
-ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
+"$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
 books=$(cd "$(dirname "$0")/../pricing/books" && pwd)
 ctl books add "$books/e2b-hobby.json" >/dev/null 2>&1 || fail "books add"
 # Last month: it has ended, so its invoices can be finalized.
@@ -30,7 +30,7 @@ fin=$(id_of fin)
 # Reports not kept: each shows what is stored when asked; rollups merged
 # every second; blocks packed only when this test says (meterctl usage
 # pack below).
-start_meterd main "$db" --report-ttl 0 --merge-every 1 --pack-after 0 || { finish; exit; }
+start_meterd main "$wdb" --report-ttl 0 --merge-every 1 --pack-after 0 || { finish; exit; }
 
 rows() { # FILE ACCOUNT SANDBOX: three seconds
     printf '[' >"$1"

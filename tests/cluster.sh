@@ -37,6 +37,28 @@ contains "$out" "database running" "first start"
 expect_status 0 "$METERCTL" db start
 [ -z "$err" ] || fail "second start was not a no-op: $err"
 [ "$(query "$d" 'SELECT current_database()')" = meter ] || fail "no meter database"
+# Two roles: the owner, initdb's superuser (db url), and meter_worker
+# (db url --worker), a login and nothing else, which the programs take
+# for their daily work when no database is given; migrate takes the
+# owner.
+expect_status 0 "$METERCTL" db url --worker
+wurl=$out
+checks=$((checks + 5))
+[ "$(psql "$wurl" -qAtc 'SELECT current_user, rolsuper, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = current_user')" = "meter_worker|f|f|f" ] ||
+    fail "the worker role: $(psql "$wurl" -qAtc 'SELECT current_user, rolsuper, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = current_user' 2>&1)"
+[ "$(query "$d" 'SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user')" = "meter|t" ] ||
+    fail "the owner role of db url"
+expect_status 0 env -u METER_DATABASE_URL -u METER_OWNER_DATABASE_URL "$METERCTL" migrate
+expect_status 0 env -u METER_DATABASE_URL "$METERCTL" keys create --role admin --name c
+[ "$(query "$d" "SELECT db_user FROM audit_log WHERE action = 'key.create'")" = meter_worker ] ||
+    fail "meterctl's daily work not as meter_worker: $(query "$d" "SELECT db_user FROM audit_log")"
+[ "$(query "$d" "SELECT tableowner FROM pg_tables WHERE tablename = 'invoices'")" = meter ] ||
+    fail "migrate did not run as the owner"
+# A worker given more than a login is set back at the next start.
+query "$d" 'ALTER ROLE meter_worker NOLOGIN SUPERUSER CREATEDB' >/dev/null
+expect_status 0 "$METERCTL" db start
+[ "$(query "$d" "SELECT rolcanlogin, rolsuper, rolcreatedb FROM pg_roles WHERE rolname = 'meter_worker'")" = "t|f|f" ] ||
+    fail "meter_worker not set back to a login and nothing else"
 query "$d" 'CREATE TABLE kept (x int); INSERT INTO kept VALUES (42)' >/dev/null
 expect_status 0 "$METERCTL" db stop
 expect_status 3 "$METERCTL" db status

@@ -37,15 +37,18 @@ if ! "$METERCTL" db start >db.log 2>&1; then
     [ "${CI:-}" = true ] && { echo "failing: CI=true requires a database" >&2; exit 1; }
     exit 77
 fi
+# $db as the owner (migrate, SQL by hand), $wdb as meter_worker (meterd,
+# meterctl and costsim replay, as in production).
 db=$("$METERCTL" db url 2>/dev/null)
+wdb=$("$METERCTL" db url --worker 2>/dev/null)
 need_database "$db"
 sql() { psql "$db" -XAtc "$1"; }
 # Nothing but this test writes: autovacuum's ANALYZE would take a
 # transaction id while replay runs.
 sql "ALTER SYSTEM SET autovacuum = off" >/dev/null && sql "SELECT pg_reload_conf()" >/dev/null
-ctl() { "$METERCTL" --db "$db" "$@"; }
+ctl() { "$METERCTL" --db "$wdb" "$@"; }
 replay() { "$COSTSIM" replay --books "$books" "$@"; }
-ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
+"$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
 
 # acme is on E2B Pro for January 2026 (a copy effective from 2025, as
 # January 2026 precedes the shipped book's date); quiet has no usage.
@@ -58,7 +61,7 @@ ctl accounts add burst >/dev/null || fail "accounts add burst"
 HOST=$(ctl keys create --role host --name good)
 LEAKED=$(ctl keys create --role host --name leaked)
 leaked=$(ctl keys list | awk '$NF == "leaked" { print $1 }')
-start_meterd a "$db" --max-age 36500 || { finish; exit; }
+start_meterd a "$wdb" --max-age 36500 || { finish; exit; }
 
 # January 2026, GiB = 2^30:
 #   a-1: 8 vCPU, 4 GiB, running 3,600 s from JAN (E2B's example);
@@ -126,7 +129,7 @@ state() {
 before=$(state)
 
 # --- JSON ----------------------------------------------------------------------
-expect_status 0 replay --account acme --period 2026-01 --db "$db" --format json
+expect_status 0 replay --account acme --period 2026-01 --db "$wdb" --format json
 json=$out
 checks=$((checks + 1))
 jq -e . >/dev/null <<<"$json" || fail "not JSON: $json"
@@ -249,7 +252,7 @@ jq -e --arg sum "$(printf '%.6f' "$(echo "$cpu + $mem + $fee" | bc)")" \
 
 # Sessions, peak and longest session when the starts and ends were
 # coalesced as they came; an account on no book is still replayed.
-expect_status 0 replay --account many --period 2026-01 --db "$db" --format json
+expect_status 0 replay --account many --period 2026-01 --db "$wdb" --format json
 checks=$((checks + 1))
 jq -e --arg peak "$(date -u -d @$((T2 + 1)) +%Y-%m-%dT%H:%M:%SZ)" \
     '.usage == {"sandboxes": 3, "running_seconds": 19999, "paused_seconds": 10000,
@@ -265,7 +268,7 @@ jq -e --arg peak "$(date -u -d @$((T2 + 1)) +%Y-%m-%dT%H:%M:%SZ)" \
 # 500 a month), its total with it 500 more; Novita Paid's 100 has no
 # add-on; Daytona's 30 GiB and Vercel Hobby's 15 GB of storage are
 # broken by 101 GB (94.063580036163330078125 GiB).
-expect_status 0 replay --account burst --period 2026-01 --db "$db" --format json
+expect_status 0 replay --account burst --period 2026-01 --db "$wdb" --format json
 checks=$((checks + 1))
 jq -e '(.books | map({(.id): .}) | add) as $b |
     .usage.peak_concurrency == 101 and .usage.peak_disk_bytes == 101000000000 and
@@ -285,13 +288,13 @@ jq -e '(.books | map({(.id): .}) | add) as $b |
          "101 GB of storage at once exceed vercel-hobby'"'"'s cap of 15"]' \
     <<<"$out" >/dev/null ||
     fail "burst: $(jq -c '.usage, [.books[] | {id, total, limits, addon}]' <<<"$out")"
-expect_status 0 replay --account burst --period 2026-01 --db "$db"
+expect_status 0 replay --account burst --period 2026-01 --db "$wdb"
 contains "$out" "peak disk: 101000000000 bytes held at once" "table: peak disk"
 contains "$out" "    add-on needed: pro-plus (500.00 a month, 600 at once) for 101 sandboxes at once; the total with it " "table: the add-on"
 contains "$out" "    limit broken: 101 sandboxes at once exceed e2b-hobby's 20 (no add-on fits)" "table: a broken limit"
 
 # --- the table -------------------------------------------------------------------
-expect_status 0 replay --account acme --period 2026-01 --db "$db"
+expect_status 0 replay --account acme --period 2026-01 --db "$wdb"
 contains "$out" "    limit broken: sessions of 2 h exceed a 1 h session limit on e2b-hobby" "table: e2b-hobby's session"
 contains "$out" "limits: checked per book below" "table: limits checked"
 contains "$out" "e2b-pro                    USD  $(printf '%14s' "$total")  (the account's book)" "table: e2b-pro's total"
@@ -305,7 +308,7 @@ checks=$((checks + 1))
 [ "$(grep -c '^    as_of: ' <<<"$out")" = "$nbooks" ] || fail "not one as_of line per book"
 
 # --- an account without usage owes the subscription ---------------------------------
-expect_status 0 replay --account quiet --period 2026-01 --db "$db" --format json
+expect_status 0 replay --account quiet --period 2026-01 --db "$wdb" --format json
 checks=$((checks + 1))
 jq -e --arg fee "$(printf '%.2f' "$fee")" '(.books[] | select(.id == "e2b-pro") | .total) == $fee and .usage.sandboxes == 0 and .usage.peak_concurrency == 0 and .usage.peak_at == null' <<<"$out" >/dev/null ||
     fail "quiet: $(jq -c '.usage, (.books[] | select(.id == "e2b-pro"))' <<<"$out")"
@@ -315,22 +318,22 @@ jq -e --arg fee "$(printf '%.2f' "$fee")" '(.books[] | select(.id == "e2b-pro") 
 expect_status 0 "$COSTSIM" replay --books "$books" --account acme --period 2026-01 --format json
 checks=$((checks + 1))
 [ "$out" = "$json" ] || fail "the embedded cluster of the directory gave another replay"
-expect_status 0 env -C / METER_DATABASE_URL="$db" "$COSTSIM" replay --books "$books" --account acme --period 2026-01 --format json
+expect_status 0 env -C / METER_DATABASE_URL="$wdb" "$COSTSIM" replay --books "$books" --account acme --period 2026-01 --format json
 checks=$((checks + 1))
 [ "$out" = "$json" ] || fail "METER_DATABASE_URL gave another replay"
 
 # --- errors --------------------------------------------------------------------------
-expect_status 2 replay --account acme --period 2026-13 --db "$db"
+expect_status 2 replay --account acme --period 2026-13 --db "$wdb"
 contains "$err" "--period '2026-13'" "a bad period is named"
-expect_status 2 replay --account 'a b' --period 2026-01 --db "$db"
+expect_status 2 replay --account 'a b' --period 2026-01 --db "$wdb"
 contains "$err" "--account 'a b'" "a bad account id is named"
-expect_status 2 replay --period 2026-01 --db "$db"
+expect_status 2 replay --period 2026-01 --db "$wdb"
 contains "$err" "--account" "a missing account"
 expect_status 2 replay --account acme --period 2026-01 --format xml
 contains "$err" "--format 'xml'" "a bad format is named"
 expect_status 2 replay --account acme --period 2026-01 --bogus
 contains "$err" "'--bogus'" "an unknown option is named"
-expect_status 1 replay --account ghost --period 2026-01 --db "$db"
+expect_status 1 replay --account ghost --period 2026-01 --db "$wdb"
 contains "$err" "no account 'ghost'" "an unknown account is named"
 checks=$((checks + 1))
 [ -z "$out" ] || fail "an unknown account printed a result: $out"
@@ -338,7 +341,7 @@ expect_status 1 replay --account acme --period 2026-01 --db "host=$tmp/nowhere"
 contains "$err" "cannot connect to the database" "an unreachable database"
 expect_status 1 env -C / "$COSTSIM" replay --books "$books" --account acme --period 2026-01
 contains "$err" "no database" "no database at all"
-expect_status 1 replay --account acme --period 2026-01 --db "$db" --books "$tmp/none"
+expect_status 1 replay --account acme --period 2026-01 --db "$wdb" --books "$tmp/none"
 contains "$err" "'$tmp/none'" "a missing books directory is named"
 
 # --- nothing written ---------------------------------------------------------------------
@@ -348,14 +351,14 @@ after=$(state)
 
 # --- against the invoice ---------------------------------------------------------------
 expect_status 0 ctl invoice run --period 2026-01 --account acme
-expect_status 0 replay --account acme --period 2026-01 --db "$db" --format json
+expect_status 0 replay --account acme --period 2026-01 --db "$wdb" --format json
 checks=$((checks + 1))
 jq -e --arg total "$total" '.invoice.status == "draft" and .invoice.total == $total and
     .invoice.usage_lines == .account_books.usage_lines and
     .invoice.replay_minus_invoice_usage == "0.000000"' <<<"$out" >/dev/null ||
     fail "against the invoice: $(jq -c .invoice <<<"$out")"
 expect_status 0 ctl invoice run --period 2026-01 --account acme --finalize
-expect_status 0 replay --account acme --period 2026-01 --db "$db"
+expect_status 0 replay --account acme --period 2026-01 --db "$wdb"
 contains "$out" "invoice $(date -u +%Y)-" "table: the final invoice's number"
 contains "$out" "replay - invoice, usage lines: 0.000000" "table: no difference"
 

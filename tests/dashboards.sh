@@ -28,7 +28,7 @@ if [ -n "$missing" ]; then
     exit 77
 fi
 with_meterd
-ctl() { "$METERCTL" --db "$db" "$@"; }
+ctl() { "$METERCTL" --db "$wdb" "$@"; }
 
 # Two books: one by usage (per minute, storage, egress, runs, autopause),
 # one a plan with a monthly fee.
@@ -48,13 +48,13 @@ cat >plan.json <<'JSON'
  "subscription": {"monthly_fee": "31", "included_credit": "0",
                   "max_concurrency": null, "max_session_s": null}}
 JSON
-ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
+"$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
 ctl books add usage.json >/dev/null || fail "books add usage"
 ctl books add plan.json >/dev/null || fail "books add plan"
 HOST=$(ctl keys create --role host --name h)
 FIN=$(ctl keys create --role finance --name f)
 ACC=$(ctl keys create --role account --account acct-1 --name a1)
-start_meterd a "$db" || { finish; exit; }
+start_meterd a "$wdb" || { finish; exit; }
 
 # The fleet: three days of the previous month, the first days of this
 # one that have passed, and the last half hour (so that "ingested per

@@ -48,10 +48,13 @@ if ! "$METERCTL" db start >db.log 2>&1; then
     [ "${CI:-}" = true ] && { echo "failing: CI=true requires a database" >&2; exit 1; }
     exit 77
 fi
+# $db as the owner (migrate, SQL by hand), $wdb as meter_worker (meterd
+# and meterctl, as in production).
 db=$("$METERCTL" db url 2>/dev/null)
+wdb=$("$METERCTL" db url --worker 2>/dev/null)
 need_database "$db"
-ctl() { "$METERCTL" --db "$db" "$@"; }
-ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
+ctl() { "$METERCTL" --db "$wdb" "$@"; }
+"$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
 HOST=$(ctl keys create --role host --name faults 2>/dev/null)
 [ -n "$HOST" ] || { fail "keys create"; finish; exit; }
 # The database stopped under meterd: `db stop` is pg_ctl's fast
@@ -81,7 +84,7 @@ db_crash() {
 meterd_up() {
     local try i
     for try in $(seq 1 40); do
-        "$METERD" --listen 127.0.0.1:$port --db "$db" --threads 3 >>meterd.log 2>&1 &
+        "$METERD" --listen 127.0.0.1:$port --db "$wdb" --threads 3 >>meterd.log 2>&1 &
         mpid=$!
         for i in $(seq 1 100); do
             curl -sf -o /dev/null "http://127.0.0.1:$port/healthz" && return 0
@@ -349,12 +352,12 @@ INSERT INTO account_price_books (account_id, valid_from, price_book_id, version)
 SQL
 naccounts=304
 seller="Faults Test Ltd"
-run() { "$METERCTL" --db "$db" invoice run --period $period --jobs 2 --seller "$seller" "$@"; }
+run() { "$METERCTL" --db "$wdb" invoice run --period $period --jobs 2 --seller "$seller" "$@"; }
 # run_bg ARGS: the run in the background, its pid in $! (the program's:
 # a function's would be the subshell's, and killing that one would leave
 # the run going).
 run_bg() {
-    "$METERCTL" --db "$db" invoice run --period $period --jobs 2 --seller "$seller" "$@" &
+    "$METERCTL" --db "$wdb" invoice run --period $period --jobs 2 --seller "$seller" "$@" &
 }
 
 # canon CONNINFO: the period's documents, one line each, without what
@@ -414,7 +417,8 @@ show() {
 # The reference: the same data, run without interruption.
 psql "$db" -qAtc "CREATE DATABASE faults_ref TEMPLATE meter" >/dev/null || fail "copying the database"
 ref="$db dbname=faults_ref"
-"$METERCTL" --db "$ref" invoice run --period $period --jobs 2 --seller "$seller" >ref-run.out 2>&1 ||
+wref="$wdb dbname=faults_ref"
+"$METERCTL" --db "$wref" invoice run --period $period --jobs 2 --seller "$seller" >ref-run.out 2>&1 ||
     fail "the reference run: $(cat ref-run.out)"
 canon "$ref" >ref-drafts.txt
 checks=$((checks + 1))
@@ -442,13 +446,13 @@ for a in acct-0 acct-1 acct-2 acct-3 quiet-1; do
     r=$(psql "$ref" -qAtc "SELECT invoice_id FROM invoices WHERE account_id = '$a' AND period = '$period-01'")
     m=$(psql "$db" -qAtc "SELECT invoice_id FROM invoices WHERE account_id = '$a' AND period = '$period-01'")
     checks=$((checks + 1))
-    [ "$(show "$ref" "$r")" = "$(show "$db" "$m")" ] || fail "invoice show of $a's draft differs from the reference"
+    [ "$(show "$wref" "$r")" = "$(show "$wdb" "$m")" ] || fail "invoice show of $a's draft differs from the reference"
 done
 contains "$(ctl invoice show $(psql "$db" -qAtc "SELECT invoice_id FROM invoices WHERE account_id = 'acct-0' AND period = '$period-01'"))" \
     '"kind": "credit_grant"' "acct-0's draft spends its grant"
 echo "faults: invoice run of $naccounts accounts SIGKILLed with $drafts_killed drafts written; run again: $naccounts drafts identical to an uninterrupted run's (ids, creation times aside), the drafts written before the kill kept their ids"
 
-"$METERCTL" --db "$ref" invoice run --period $period --finalize --jobs 2 --seller "$seller" >ref-final.out 2>&1 ||
+"$METERCTL" --db "$wref" invoice run --period $period --finalize --jobs 2 --seller "$seller" >ref-final.out 2>&1 ||
     fail "the reference finalization: $(cat ref-final.out)"
 canon "$ref" >ref-finals.txt
 year=$(date -u +%Y)
@@ -529,7 +533,7 @@ for a in acct-0 acct-1 acct-2 acct-3; do
     r=$(psql "$ref" -qAtc "SELECT number FROM invoices WHERE account_id = '$a' AND period = '$period-01'")
     m=$(psql "$db" -qAtc "SELECT number FROM invoices WHERE account_id = '$a' AND period = '$period-01'")
     checks=$((checks + 1))
-    [ "$(show "$ref" "$r")" = "$(show "$db" "$m")" ] || fail "invoice show of $a's final invoice differs from the reference"
+    [ "$(show "$wref" "$r")" = "$(show "$wdb" "$m")" ] || fail "invoice show of $a's final invoice differs from the reference"
 done
 echo "faults: finalization: one account's, its backend terminated at its last step: nothing final, no number taken; the whole run's, SIGKILLed with $finals_killed of $naccounts final: each invoice final or its draft, numbers $year-000001 to $(printf '%s-%06d' $year $finals_killed) without a gap; run again: $((naccounts - finals_killed)) finalized, $finals_killed already final, all $naccounts identical to an uninterrupted finalization's (numbers, times and hashes aside), numbers without a gap ($((SECONDS - part_start)) s)"
 psql "$db dbname=postgres" -qAtc "DROP DATABASE faults_ref" >/dev/null

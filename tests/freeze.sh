@@ -11,11 +11,11 @@ extra_cleanup() {
     [ -n "${holder:-}" ] && kill "$holder" 2>/dev/null
 }
 with_meterd
-ctl() { "$METERCTL" --db "$db" "$@"; }
-ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
+ctl() { "$METERCTL" --db "$wdb" "$@"; }
+"$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
 HOST=$(ctl keys create --role host --name h 2>/dev/null)
 # One backend: the request thread's (no merging thread).
-start_meterd main "$db" --db-timeout 2 --threads 1 --merge-every 0 || { finish; exit; }
+start_meterd main "$wdb" --db-timeout 2 --threads 1 --merge-every 0 || { finish; exit; }
 T=$(($(date +%s) - 600))
 rows() { # FILE SANDBOX: three seconds of one sandbox
     printf '[' >"$1"
@@ -116,7 +116,7 @@ checks=$((checks + 1))
 # the database answers again.
 kill "$pid_main"
 wait "$pid_main" 2>/dev/null
-start_meterd merger "$db" --merge-every 1 || { finish; exit; }
+start_meterd merger "$wdb" --merge-every 1 || { finish; exit; }
 for i in $(seq 50); do
     frozen=$(psql "$db" -XAtc "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
     [ -n "$frozen" ] && break

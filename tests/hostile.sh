@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 with_meterd
 "$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
-HOST=$("$METERCTL" --db "$db" keys create --role host --name h)
+HOST=$("$METERCTL" --db "$wdb" keys create --role host --name h)
 T=$(($(date +%s) - 600))
 cat >rows.json <<JSON
 [{"ts": $T, "account_id": "acme", "sandbox_id": "h-1", "state": "running",
@@ -39,7 +39,7 @@ buffered() { # URL: meter_buffered_bytes
 # --- a declared body holds nothing until it arrives -------------------------
 # Two connections declare 49,900 bytes each and send one: with
 # --max-buffered 50,000 an honest batch is still taken.
-start_meterd held "$db" --max-buffered 50000 || { finish; exit; }
+start_meterd held "$wdb" --max-buffered 50000 || { finish; exit; }
 for fd in 5 6; do
     open_raw $fd "$url_held" "POST /v1/samples HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer $HOST\r\nContent-Type: application/json\r\nContent-Length: 49900\r\n\r\n[" ||
         fail "raw connection $fd"
@@ -54,7 +54,7 @@ checks=$((checks + 1))
 for fd in 5 6; do close_raw $fd; done
 
 # A body sent to a route that takes none (no key needed) holds nothing.
-start_meterd nobody "$db" --max-body 4096 --max-buffered 8192 || { finish; exit; }
+start_meterd nobody "$wdb" --max-body 4096 --max-buffered 8192 || { finish; exit; }
 pad=$(head -c 4090 /dev/zero | tr '\0' ' ')
 for fd in 5 6; do
     open_raw $fd "$url_nobody" "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 4096\r\n\r\n$pad" ||
@@ -67,7 +67,7 @@ checks=$((checks + 1))
 for fd in 5 6; do close_raw $fd; done
 
 # --- a body slower than --body-timeout is closed ---------------------------
-start_meterd slow "$db" --body-timeout 2 || { finish; exit; }
+start_meterd slow "$wdb" --body-timeout 2 || { finish; exit; }
 open_raw 5 "$url_slow" "POST /v1/samples HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer $HOST\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n[" ||
     fail "raw connection"
 sleep 3
@@ -82,7 +82,7 @@ sleep 0.3
 contains "$(cat "$tmp/slow.log")" "body timeout" "body timeout logged"
 
 # --- a silent connection is closed after --idle-timeout ---------------------
-start_meterd idle "$db" --idle-timeout 1 || { finish; exit; }
+start_meterd idle "$wdb" --idle-timeout 1 || { finish; exit; }
 open_raw 5 "$url_idle" "GET /healthz HTTP/1.1\r\n" || fail "raw connection"
 t0=$(date +%s%N)
 timeout 6 cat <&5 >/dev/null
@@ -95,7 +95,7 @@ close_raw 5
 # A header line every 0.5 s keeps a connection from being idle; the
 # header deadline closes it all the same, 2 s after it opened. A request
 # answered before it, then silence, gets the same 2 s from its answer.
-start_meterd trickle "$db" --header-timeout 2 --idle-timeout 30 || { finish; exit; }
+start_meterd trickle "$wdb" --header-timeout 2 --idle-timeout 30 || { finish; exit; }
 open_raw 5 "$url_trickle" "GET /healthz HTTP/1.1\r\nHost: x\r\n" || fail "raw connection"
 t0=$(date +%s%N)
 (for i in $(seq 20); do sleep 0.5; printf 'X-Slow: %d\r\n' "$i" >&5 || exit; done) 2>/dev/null &
@@ -126,7 +126,7 @@ close_raw 5
 # --- connections per address and in total ------------------------------------
 # Three silent connections from 127.0.0.1 use up --max-per-ip 3: a fourth
 # from there is refused, one from 127.0.0.2 is served.
-start_meterd perip "$db" --max-per-ip 3 --idle-timeout 30 || { finish; exit; }
+start_meterd perip "$wdb" --max-per-ip 3 --idle-timeout 30 || { finish; exit; }
 for fd in 5 6 7; do
     open_raw $fd "$url_perip" "GET /healthz HTTP/1.1\r\n" || fail "raw connection $fd"
 done
@@ -140,7 +140,7 @@ sleep 0.3
 checks=$((checks + 1))
 [ "$(code "$url_perip")" = 200 ] || fail "the address was not served once its connections closed"
 
-start_meterd total "$db" --max-connections 4 --max-per-ip 100 --idle-timeout 30 || { finish; exit; }
+start_meterd total "$wdb" --max-connections 4 --max-per-ip 100 --idle-timeout 30 || { finish; exit; }
 for fd in 5 6 7 8; do
     open_raw $fd "$url_total" "GET /healthz HTTP/1.1\r\n" || fail "raw connection $fd"
 done
@@ -184,7 +184,7 @@ contains "$reply" "200" "a repeated equal Content-Length"
 # its batch stored (issue 26: a flood of guesses behind a NAT locked
 # every honest host of it out), while unknown tokens, of a key's shape
 # or not, still get 429; 127.0.0.2 is served.
-start_meterd guessing "$db" --rate-limit 1 || { finish; exit; }
+start_meterd guessing "$wdb" --rate-limit 1 || { finish; exit; }
 unknown="mtr_$(printf '0%.0s' $(seq 64))"
 urls=()
 for i in $(seq 10); do urls+=("$url_guessing/v1/invoices"); done

@@ -23,10 +23,10 @@ if [ "$limit" != unlimited ] && [ "$limit" -lt $((sockets + 300)) ]; then
 fi
 with_meterd
 "$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
-HOST=$("$METERCTL" --db "$db" keys create --role host --name h)
+HOST=$("$METERCTL" --db "$wdb" keys create --role host --name h)
 # The default limits (4,096 connections, 256 an address), a short idle
 # timeout so that silent sockets are closed during the test.
-start_meterd d "$db" --idle-timeout 3 --log-level error || { finish; exit; }
+start_meterd d "$wdb" --idle-timeout 3 --log-level error || { finish; exit; }
 port=${url_d##*:}
 # Its own descriptors (listener, epoll, pipes, the database's, stdio),
 # to tell the sockets from them.

@@ -39,7 +39,7 @@ expect_status 0 "$prefix/bin/meterctl" --db "$db" migrate
 contains "$out" "migrations applied" "installed meterctl applies the schema"
 expect_status 0 "$prefix/bin/meterctl" --db "$db" migrate --status
 contains "$out" "0001_core.sql" "installed meterctl lists the migrations"
-expect_status 0 "$prefix/bin/meterctl" --db "$db" books add \
+expect_status 0 "$prefix/bin/meterctl" --db "$wdb" books add \
     "$prefix/share/meter/books/e2b-pro.json"
 contains "$out" "version 1 stored" "an installed book stores"
 finish

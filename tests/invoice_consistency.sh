@@ -14,7 +14,7 @@
 # seconds it freed: still, every period is billed its fresh rating.
 . "$(dirname "$0")/lib.sh"
 with_meterd
-ctl() { "$METERCTL" --db "$db" "$@"; }
+ctl() { "$METERCTL" --db "$wdb" "$@"; }
 
 cat >book.json <<'JSON'
 {"id": "every-rule", "currency": "USD", "effective_from": "2025-01-01",
@@ -31,11 +31,11 @@ cat >book.json <<'JSON'
  "promotional_credit": "0.1",
  "grants": [{"id": "welcome", "amount": "0.5", "expires_after_periods": 2}]}
 JSON
-ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
+"$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
 ctl books add book.json >/dev/null || fail "books add"
 HOST=$(ctl keys create --role host --name h)
 # January 2026 stays within the acceptance window whenever this runs.
-start_meterd a "$db" --max-age 36500 || { finish; exit; }
+start_meterd a "$wdb" --max-age 36500 || { finish; exit; }
 
 # 40 sandboxes of 4 accounts from January 31st 22:00 for 4 hours.
 JAN31=1769896800

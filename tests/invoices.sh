@@ -7,9 +7,9 @@
 command -v pdftotext >/dev/null || { fail "pdftotext not found"; finish; exit; }
 books=$(cd "$(dirname "$0")/../pricing/books" && pwd)
 with_meterd
-ctl() { "$METERCTL" --db "$db" "$@"; }
+ctl() { "$METERCTL" --db "$wdb" "$@"; }
 
-ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
+"$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
 # The shipped books, effective from 2025 so that January 2026 can use them,
 # without their one-off credits (E2B's $100, Daytona's $200): this test
 # is about the invoices' lifecycle and renderings, with the published
@@ -43,7 +43,7 @@ FIN=$(ctl keys create --role finance --name f)
 ADMIN=$(ctl keys create --role admin --name ad)
 
 # January 2026 stays within the acceptance window whenever this runs.
-start_meterd a "$db" --max-age 36500 || { finish; exit; }
+start_meterd a "$wdb" --max-age 36500 || { finish; exit; }
 A=$url_a
 
 # One hour of 8 vCPU and 4 GiB for acme (0.47 with E2B's rates), ten
@@ -101,6 +101,15 @@ contains "$err" "has not ended" "the current period cannot be finalized"
 # Editing a final invoice through SQL fails, whoever does it.
 expect_status 1 psql "$db" -v ON_ERROR_STOP=1 -qc "UPDATE invoices SET total = 0 WHERE number = '$num'"
 contains "$err" "is final and never changes" "UPDATE of a final invoice"
+# The worker role meterd and meterctl use is refused the same, and may
+# not turn the trigger off first (tests/roles.sh has the rest).
+expect_status 1 psql "$wdb" -v ON_ERROR_STOP=1 -qc "UPDATE invoices SET total = 0 WHERE number = '$num'"
+contains "$err" "is final and never changes" "the worker's UPDATE of a final invoice"
+expect_status 1 psql "$wdb" -v ON_ERROR_STOP=1 -qc "ALTER TABLE invoices DISABLE TRIGGER invoices_immutable"
+contains "$err" "must be owner of table invoices" "the worker's ALTER TABLE ... DISABLE TRIGGER"
+[ "$(psql "$db" -qAtc "SELECT total FROM invoices WHERE number = '$num'")" = 0.47 ] ||
+    fail "the final invoice changed: $(psql "$db" -qAtc "SELECT total FROM invoices WHERE number = '$num'")"
+checks=$((checks + 1))
 
 # What-if: the same usage on Daytona's book; nothing is stored.
 expect_status 0 ctl invoice preview --period 2026-01 --account acme --price-book daytona.json

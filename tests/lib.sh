@@ -43,13 +43,21 @@ need_database() {
 }
 
 # fresh_db: creates an empty database in the test cluster; sets $db to
-# its conninfo and drops it when the script exits.
+# its conninfo as the owner (migrations, SQL by hand) and $wdb as the
+# worker role meter_worker (meterd and the daily meterctl commands, as
+# in production), and drops it when the script exits.
 fresh_db() {
     base=${METER_TEST_DATABASE_URL:-$("$METERCTL" db url 2>/dev/null)}
+    if [ -n "${METER_TEST_DATABASE_URL:-}" ]; then
+        wbase=${METER_TEST_WORKER_DATABASE_URL:-"$base user=meter_worker"}
+    else
+        wbase=$("$METERCTL" db url --worker 2>/dev/null)
+    fi
     need_database "$base dbname=postgres"
     dbname="test_sh_$$_$(date +%s)"
     psql "$base dbname=postgres" -qc "CREATE DATABASE $dbname" >/dev/null
     db="$base dbname=$dbname"
+    wdb="$wbase dbname=$dbname"
     trap 'psql "$base dbname=postgres" -qc "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1' EXIT
 }
 

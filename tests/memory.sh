@@ -10,8 +10,8 @@
 . "$(dirname "$0")/lib.sh"
 with_meterd
 "$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
-HOST=$("$METERCTL" --db "$db" keys create --role host --name h 2>/dev/null)
-start_meterd mem "$db" --rate-limit 0 || { finish; exit; }
+HOST=$("$METERCTL" --db "$wdb" keys create --role host --name h 2>/dev/null)
+start_meterd mem "$wdb" --rate-limit 0 || { finish; exit; }
 status_file=/proc/$pid_mem/status
 kb() { awk -v k="$1:" '$1 == k { print $2 }' "$status_file"; }
 # Under AddressSanitizer (make check) shadow memory and the quarantine of

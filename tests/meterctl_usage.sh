@@ -80,6 +80,21 @@ expect_status 1 "$METERCTL" --db "host=/nonexistent-dir port=5999" migrate
 contains "$err" "cannot connect to the database at host '/nonexistent-dir' port '5999'" "unreachable"
 expect_status 1 env METER_DATABASE_URL="host=/nonexistent-dir dbname=x" "$METERCTL" migrate
 contains "$err" "cannot connect" "unreachable from the environment"
+# The owner's commands (migrate, usage compact) take
+# METER_OWNER_DATABASE_URL before METER_DATABASE_URL, the others never;
+# --db before both.
+for cmd in "migrate" "usage compact --period 2026-01"; do
+    expect_status 1 env METER_OWNER_DATABASE_URL="host=/nonexistent-owner" METER_DATABASE_URL="host=/nonexistent-worker" "$METERCTL" $cmd
+    contains "$err" "host '/nonexistent-owner'" "'$cmd' as the owner"
+    expect_status 1 env METER_OWNER_DATABASE_URL="host=/nonexistent-owner" "$METERCTL" --db "host=/nonexistent-db" $cmd
+    contains "$err" "host '/nonexistent-db'" "'$cmd' with --db"
+done
+expect_status 1 env METER_OWNER_DATABASE_URL="host=/nonexistent-owner" METER_DATABASE_URL="host=/nonexistent-worker" "$METERCTL" keys list
+contains "$err" "host '/nonexistent-worker'" "a daily command as the worker"
+expect_status 1 env -u METER_DATABASE_URL METER_OWNER_DATABASE_URL="host=/nonexistent-owner" "$METERCTL" migrate
+contains "$err" "host '/nonexistent-owner'" "migrate without METER_DATABASE_URL"
+expect_status 1 env -u METER_OWNER_DATABASE_URL METER_DATABASE_URL="host=/nonexistent-worker" "$METERCTL" migrate
+contains "$err" "host '/nonexistent-worker'" "migrate with one URL for both"
 # A missing migrations directory.
 expect_status 1 "$METERCTL" --db "host=/nonexistent-dir" migrate --migrations /nonexistent
 contains "$err" "/nonexistent" "missing migrations directory"
@@ -91,7 +106,7 @@ for cmd in "migrate" "keys list" "export --from 0 --to 1" \
     "accounts add acme" "invoice run --period 2026-01" "invoice list" \
     "invoice show 1" "usage compact --period 2026-01" "usage pack" "rate --price-book $(dirname "$0")/../pricing/books/e2b-pro.json --from 0 --to 1"; do
     # shellcheck disable=SC2086
-    expect_status 1 sh -c "cd '$empty' && METER_DATABASE_URL= '$METERCTL' $cmd"
+    expect_status 1 sh -c "cd '$empty' && METER_DATABASE_URL= METER_OWNER_DATABASE_URL= '$METERCTL' $cmd"
     contains "$err" "no database" "'$cmd' with no database"
     contains "$err" "meterctl db start" "'$cmd' says how to start one"
 done

@@ -9,11 +9,11 @@ extra_cleanup() {
 }
 with_meterd
 "$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
-HOST=$("$METERCTL" --db "$db" keys create --role host --name test-host 2>/dev/null)
-FIN=$("$METERCTL" --db "$db" keys create --role finance --name test-finance 2>/dev/null)
-REVOKED=$("$METERCTL" --db "$db" keys create --role host --name old 2>/dev/null)
-rid=$("$METERCTL" --db "$db" keys list | awk '$NF == "old" { print $1 }')
-"$METERCTL" --db "$db" keys revoke "$rid" >/dev/null
+HOST=$("$METERCTL" --db "$wdb" keys create --role host --name test-host 2>/dev/null)
+FIN=$("$METERCTL" --db "$wdb" keys create --role finance --name test-finance 2>/dev/null)
+REVOKED=$("$METERCTL" --db "$wdb" keys create --role host --name old 2>/dev/null)
+rid=$("$METERCTL" --db "$wdb" keys list | awk '$NF == "old" { print $1 }')
+"$METERCTL" --db "$wdb" keys revoke "$rid" >/dev/null
 
 # post URL TOKEN TYPE FILE [extra curl args]: sets status and body.
 post() {
@@ -31,8 +31,8 @@ expect_http() { # WANT WHAT
     [ "$status" = "$1" ] || fail "$2: HTTP $status, want $1: $body"
 }
 
-start_meterd a "$db" || { finish; exit; }
-start_meterd b "$db" || { finish; exit; }
+start_meterd a "$wdb" || { finish; exit; }
+start_meterd b "$wdb" || { finish; exit; }
 A=$url_a
 B=$url_b
 
@@ -51,7 +51,7 @@ contains "$body" '{"accepted":0,"duplicates":2,"conflicts":0}' "a repeated batch
 sed 's/"cpu_used":0.5/"cpu_used":1/' rows.json >conflict.json
 post $B "$HOST" application/json conflict.json
 contains "$body" '{"accepted":0,"duplicates":1,"conflicts":1}' "a changed second is a conflict"
-"$METERCTL" --db "$db" export --from $T --to $((T + 2)) >out.ndjson
+"$METERCTL" --db "$wdb" export --from $T --to $((T + 2)) >out.ndjson
 contains "$(cat out.ndjson)" '"cpu_used":0.5' "the first value stands"
 
 printf '{"ts":%d,"account_id":"acme","sandbox_id":"sb-2","state":"running","vcpu":1,"cpu_used":1,"mem_bytes":0,"disk_bytes":0}\n\n{"ts":%d,"account_id":"acme","sandbox_id":"sb-2","state":"running","vcpu":1,"cpu_used":1,"mem_bytes":0,"disk_bytes":0}\n' $T $((T + 1)) >rows.ndjson
@@ -103,7 +103,7 @@ expect_http 200 "20,000 sandboxes in one batch"
 contains "$body" '"accepted":20000' "20,000 sandboxes in one batch"
 
 # --- refused batches: nothing stored -------------------------------------
-before=$("$METERCTL" --db "$db" export --from 0 --to 9999999999 | wc -l)
+before=$("$METERCTL" --db "$wdb" export --from 0 --to 9999999999 | wc -l)
 cat >bad.json <<JSON
 [{"ts":$((T + 5)),"account_id":"acme","sandbox_id":"sb-5","state":"running","vcpu":1,"cpu_used":0.5,"mem_bytes":0,"disk_bytes":0},
  {"ts":$((T + 6)),"account_id":"acme","sandbox_id":"sb-5","state":"running","vcpu":1,"cpu_used":2,"mem_bytes":0,"disk_bytes":0},
@@ -149,7 +149,7 @@ expect_http 400 "bad gzip"
 { echo '[]' | gzip -c; echo garbage; } >trailing.gz
 post $A "$HOST" application/json trailing.gz -H "Content-Encoding: gzip"
 expect_http 400 "bytes after the gzip stream"
-after=$("$METERCTL" --db "$db" export --from 0 --to 9999999999 | wc -l)
+after=$("$METERCTL" --db "$wdb" export --from 0 --to 9999999999 | wc -l)
 [ "$before" = "$after" ] || fail "a refused batch stored samples ($before -> $after)"
 
 post $A "" application/json rows.json
@@ -176,7 +176,7 @@ status=$(curl -s -o /dev/null -w '%{http_code}' "$A/nowhere")
 expect_http 404 "unknown route"
 
 # 413: a body past --max-body, also once inflated.
-start_meterd small "$db" --max-body 4096
+start_meterd small "$wdb" --max-body 4096
 head -c 8000 /dev/zero | tr '\0' ' ' >big.json
 post $url_small "$HOST" application/json big.json
 expect_http 413 "large body"
@@ -186,7 +186,7 @@ expect_http 413 "inflating past the limit"
 
 # 503 when saturated: a slow upload's bytes, counted as they arrive,
 # hold most of --max-buffered.
-start_meterd busy "$db" --max-body 100000 --max-buffered 30000 --threads 1
+start_meterd busy "$wdb" --max-body 100000 --max-buffered 30000 --threads 1
 head -c 28000 /dev/zero | tr '\0' ' ' >slow.json
 curl -s -o /dev/null --limit-rate 4k -X POST -H "Authorization: Bearer $HOST" \
     -H "Content-Type: application/json" --data-binary @slow.json "$url_busy/v1/samples" &
@@ -235,14 +235,14 @@ checks=$((checks + 1))
 [ "$acc" = "$total" ] || fail "two meterd accepted $acc of $total distinct seconds"
 [ "$con" = "$changed" ] || fail "conflicts $con, want $changed"
 [ "$dup" = $((total - changed)) ] || fail "duplicates $dup, want $((total - changed))"
-stored=$("$METERCTL" --db "$db" export --from $((T - 7200)) --to $((T - 7200 + 240)) | wc -l)
+stored=$("$METERCTL" --db "$wdb" export --from $((T - 7200)) --to $((T - 7200 + 240)) | wc -l)
 [ "$stored" = "$total" ] || fail "$stored seconds stored, want $total"
 
 # --- a generated fleet round trip, through gen --push -------------------
 "$METERCTL" gen --sandboxes 12 --accounts 2 --seconds 300 --start $((T - 20000)) --seed 4 >gen.ndjson
 expect_status 0 "$METERCTL" gen --sandboxes 12 --accounts 2 --seconds 300 --start $((T - 20000)) --seed 4 \
     --push "$B/v1/samples" --token "$HOST" --batch-seconds 60
-"$METERCTL" --db "$db" export --from $((T - 20000)) --to $((T - 20000 + 300)) | sort >exported.ndjson
+"$METERCTL" --db "$wdb" export --from $((T - 20000)) --to $((T - 20000 + 300)) | sort >exported.ndjson
 sort gen.ndjson >generated.ndjson
 checks=$((checks + 1))
 cmp -s exported.ndjson generated.ndjson || fail "exported samples differ from the generated ones"
@@ -262,7 +262,7 @@ done
 expect_status 0 "$METERCTL" gen --sandboxes 12 --accounts 2 --seconds 300 --start $((T - 30000)) --seed 5 \
     --push "$B" --token "$HOST" --batch-seconds 10 --connections 3
 contains "$err" "3 connections): $(wc -l <gen5.ndjson) accepted, 0 duplicates" "gen --push over 3 connections"
-"$METERCTL" --db "$db" export --from $((T - 30000)) --to $((T - 30000 + 300)) | sort >exported5.ndjson
+"$METERCTL" --db "$wdb" export --from $((T - 30000)) --to $((T - 30000 + 300)) | sort >exported5.ndjson
 checks=$((checks + 1))
 cmp -s exported5.ndjson gen5.ndjson || fail "samples pushed over 3 connections differ from the generated ones"
 expect_status 2 "$METERCTL" gen --push "$B" --token "$HOST" --connections 0
@@ -302,11 +302,11 @@ checks=$((checks + 1))
 contains "$err" "HTTP 400" "the refused batch is named"
 
 # Export to the last second there is.
-expect_status 0 "$METERCTL" --db "$db" export --from 0 --to 9999-12-31T23:59:59Z
+expect_status 0 "$METERCTL" --db "$wdb" export --from 0 --to 9999-12-31T23:59:59Z
 [ -n "$out" ] || fail "export to 9999-12-31 found nothing"
 
 # --- rollups agree with the samples -------------------------------------
-"$METERCTL" --db "$db" export --from 0 --to 9999999999 >all.ndjson
+"$METERCTL" --db "$wdb" export --from 0 --to 9999999999 >all.ndjson
 want=$(awk -F'"vcpu":' '{ n++ } NF > 1 { split($2, a, ","); v += a[1] } END { printf "%d %.4f\n", n, v }' all.ndjson)
 got=$(psql "$db" -qAtc "SELECT sum(samples) || ' ' || round(sum(vcpu_s), 4) FROM usage_hourly")
 [ "$got" = "$want" ] || fail "rollups say '$got', the samples '$want'"
@@ -316,10 +316,10 @@ books=$(cd "$(dirname "$0")/../pricing/books" && pwd)
 expect_status 0 "$METERCTL" rate --price-book "$books/vercel-hobby.json" --usage gen.ndjson
 from_file=$out
 contains "$from_file" '"kind": "storage"' "rating the generated fleet"
-expect_status 0 "$METERCTL" --db "$db" rate --price-book "$books/vercel-hobby.json" \
+expect_status 0 "$METERCTL" --db "$wdb" rate --price-book "$books/vercel-hobby.json" \
     --from $((T - 20000)) --to $((T - 20000 + 300))
 [ "$out" = "$from_file" ] || fail "stored usage rates differently from the same samples in a file"
-expect_status 0 "$METERCTL" --db "$db" rate --price-book "$books/vercel-hobby.json" \
+expect_status 0 "$METERCTL" --db "$wdb" rate --price-book "$books/vercel-hobby.json" \
     --from $((T - 20000)) --to $((T - 20000 + 300)) --account acct-1
 contains "$out" '"account_id": "acct-1"' "rating one account"
 case "$out" in *'"account_id": "acct-0"'*) fail "--account rated another account" ;; esac
@@ -328,7 +328,7 @@ case "$out" in *'"account_id": "acct-0"'*) fail "--account rated another account
 down_dir=$tmp/downdb
 mkdir "$down_dir"
 (cd "$down_dir" && "$METERCTL" db start >/dev/null 2>&1 && "$METERCTL" migrate >/dev/null)
-down_url=$(cd "$down_dir" && "$METERCTL" db url 2>/dev/null)
+down_url=$(cd "$down_dir" && "$METERCTL" db url --worker 2>/dev/null)
 DOWNKEY=$(cd "$down_dir" && "$METERCTL" keys create --role host --name h 2>/dev/null)
 start_meterd down "$down_url"
 (cd "$down_dir" && "$METERCTL" db stop >/dev/null)

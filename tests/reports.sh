@@ -11,7 +11,7 @@
 # against the rollups, and each query parameter's refusal.
 . "$(dirname "$0")/lib.sh"
 with_meterd
-ctl() { "$METERCTL" --db "$db" "$@"; }
+ctl() { "$METERCTL" --db "$wdb" "$@"; }
 q() { psql "$db" -qAtc "$1"; }
 
 cat >usage.json <<'JSON'
@@ -31,14 +31,14 @@ cat >plan.json <<'JSON'
                   "max_concurrency": null, "max_session_s": null},
  "grants": [{"id": "welcome", "amount": "40", "expires_after_periods": null}]}
 JSON
-ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
+"$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
 ctl books add usage.json >/dev/null || fail "books add usage"
 ctl books add plan.json >/dev/null || fail "books add plan"
 HOST=$(ctl keys create --role host --name h)
 FIN=$(ctl keys create --role finance --name f)
 # Reports computed for every request here (--report-ttl 0): the numbers
 # must follow every run at once; the cache is tested at the end.
-start_meterd a "$db" --max-age 36500 --report-ttl 0 || { finish; exit; }
+start_meterd a "$wdb" --max-age 36500 --report-ttl 0 || { finish; exit; }
 get() { curl -s -H "Authorization: Bearer $FIN" "$url_a$1"; }
 status() { curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer ${2:-$FIN}" "$url_a$1"; }
 
@@ -287,7 +287,7 @@ checks=$((checks + 1))
 echo "$csv" | grep -Eq ',credit_note,final,USD,-[0-9]+\.[0-9]{2},' || fail "a negative amount in a CSV: $csv"
 
 # Kept --report-ttl seconds: the same document until then, then anew.
-start_meterd c "$db" --report-ttl 2 || { finish; exit; }
+start_meterd c "$wdb" --report-ttl 2 || { finish; exit; }
 one=$(curl -s -H "Authorization: Bearer $FIN" "$url_c/v1/reports/overview" | jq -r .as_of)
 sleep 1.1
 two=$(curl -s -H "Authorization: Bearer $FIN" "$url_c/v1/reports/overview" | jq -r .as_of)
@@ -302,7 +302,7 @@ checks=$((checks + 1))
 
 # A report not kept whose build fails: the requests waiting for it fail
 # with it, not each after the other's timeout.
-start_meterd d "$db" --db-timeout 2 --threads 8 || { finish; exit; }
+start_meterd d "$wdb" --db-timeout 2 --threads 8 || { finish; exit; }
 psql "$db" -qc "BEGIN; LOCK TABLE invoice_revenue; SELECT pg_sleep(8); COMMIT" >/dev/null 2>&1 &
 locker=$!
 sleep 0.5

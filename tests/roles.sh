@@ -5,8 +5,8 @@
 # answers 429 with Retry-After, one key's flood leaving others served.
 . "$(dirname "$0")/lib.sh"
 with_meterd
-ctl() { "$METERCTL" --db "$db" "$@"; }
-ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
+ctl() { "$METERCTL" --db "$wdb" "$@"; }
+"$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
 books=$(cd "$(dirname "$0")/../pricing/books" && pwd)
 ctl books add "$books/e2b-hobby.json" >/dev/null 2>&1 || fail "books add"
 month=$(date -u +%Y-%m)
@@ -21,7 +21,7 @@ ADMIN=$(key --role admin --name adm)
 REVOKED=$(key --role finance --name old)
 ctl keys revoke "$(ctl keys list | awk '$NF == "old" { print $1 }')" >/dev/null
 
-start_meterd main "$db" --rate-limit 0 || { finish; exit; }
+start_meterd main "$wdb" --rate-limit 0 || { finish; exit; }
 T=$(($(date +%s) - 120))
 # Usage of A, the month's draft of A, and its id.
 cat >rows.json <<JSON
@@ -149,12 +149,85 @@ psql "$db" -XAtqc "INSERT INTO host_key_accounts SELECT key_id, 'x' FROM api_key
     fail "a finance key was scoped"
 contains "$(ctl audit)" "key.scope" "a scope audited"
 
+# --- database roles ----------------------------------------------------------
+# meterctl and meterd connect as meter_worker ($wdb), which owns nothing
+# (migration 0012): the triggers that keep final documents, the audit
+# log and the quarantine as they are hold against it, and it can neither
+# turn them off nor write the log but through them.
+checks=$((checks + 4))
+[ "$(psql "$db" -XAtqc "SELECT string_agg(DISTINCT db_user, ',') FROM audit_log WHERE action = 'key.create'")" = meter_worker ] ||
+    fail "meterctl's acts not recorded as meter_worker's"
+[ "$(psql "$db" -XAtqc "SELECT string_agg(DISTINCT usename, ',') FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'")" = meter_worker ] ||
+    fail "meterd not connected as meter_worker"
+owner=$(psql "$db" -XAtqc "SELECT current_user")
+[ "$(psql "$db" -XAtqc "SELECT string_agg(DISTINCT pg_get_userbyid(relowner), ',') FROM pg_class WHERE relname ~ '^usage_(blocks|packs)_[0-9]{6}\$'")" = "$owner" ] ||
+    fail "the partitions meterd made are not the owner's ($owner)"
+[ "$(psql "$db" -XAtqc "SELECT count(*) FROM pg_class WHERE relowner = 'meter_worker'::regrole")" = 0 ] ||
+    fail "meter_worker owns something"
+# refused STATEMENT MESSAGE: the worker's statement fails, saying why.
+refused() {
+    expect_status 1 psql "$wdb" -XAtq -v ON_ERROR_STOP=1 -c "$1"
+    contains "$err" "$2" "the worker's $1"
+}
+refused "ALTER TABLE invoices DISABLE TRIGGER invoices_immutable" "must be owner of table invoices"
+refused "ALTER TABLE audit_log DISABLE TRIGGER USER" "must be owner of table audit_log"
+refused "DROP TRIGGER audit_log_append_only ON audit_log" "must be owner of relation audit_log"
+refused "ALTER TABLE usage_blocks_quarantined DISABLE TRIGGER ALL" "must be owner of table usage_blocks_quarantined"
+refused "SET session_replication_role = replica" "permission denied to set parameter"
+refused "INSERT INTO audit_log (actor, action, subject) VALUES ('x', 'forged', 'x')" "permission denied for table audit_log"
+refused "SELECT audit('forged', NULL, 'x', '{}')" "permission denied for function audit"
+refused "CREATE TABLE shadow (x int)" "permission denied for schema"
+refused "CREATE FUNCTION audit_shadow() RETURNS int LANGUAGE sql AS 'SELECT 1'" "permission denied for schema"
+# The same statement is the owner's to make (rolled back here): the role
+# is what refuses it.
+expect_status 0 psql "$db" -XAtq -v ON_ERROR_STOP=1 -c "BEGIN" \
+    -c "ALTER TABLE invoices DISABLE TRIGGER invoices_immutable" -c "ROLLBACK"
+# The audit triggers write as the owner, and still name the session's
+# role and actor.
+contains "$(psql "$db" -XAtqc "SELECT db_user || ' ' || actor FROM audit_log WHERE action = 'key.revoke'")" \
+    "meter_worker meterctl:" "an act of the worker audited"
+# VACUUM is the owner's: usage compact as the worker says so (VACUUM
+# itself would only warn and skip), as the owner it compacts.
+expect_status 1 ctl usage compact --period "$month"
+contains "$err" "cannot vacuum 'usage_blocks_${month/-/}': only the tables' owner may" "usage compact as the worker"
+expect_status 0 "$METERCTL" --db "$db" usage compact --period "$month"
+contains "$out" "blocks rewritten" "usage compact as the owner"
+
+# Another database, set up as docs/reliability.md tells an operator: an
+# owner that is not a superuser, a database it owns, migrated as it;
+# the worker's daily work there, and partitions that are the owner's.
+ext_owner="test_owner_$$"
+ext_db="${dbname}_ext"
+extra_cleanup() {
+    psql "$base dbname=postgres" -qc "DROP DATABASE IF EXISTS $ext_db WITH (FORCE)" -c "DROP ROLE IF EXISTS $ext_owner" >/dev/null 2>&1
+}
+psql "$base dbname=postgres" -qc "CREATE ROLE $ext_owner LOGIN" -c "CREATE DATABASE $ext_db OWNER $ext_owner" >/dev/null ||
+    fail "the external owner and database"
+ext="$base user=$ext_owner dbname=$ext_db"
+wext="$wbase dbname=$ext_db"
+expect_status 0 "$METERCTL" --db "$ext" migrate
+contains "$out" "0012_worker_role.sql" "migrate as an owner that is not a superuser"
+expect_status 0 "$METERCTL" --db "$wext" books add "$books/e2b-hobby.json"
+expect_status 0 "$METERCTL" --db "$wext" accounts add ext --book e2b-hobby --from "$month-01"
+expect_status 0 psql "$wext" -XAtqc "SELECT usage_blocks_partition('2031-01-01')"
+checks=$((checks + 2))
+[ "$(psql "$ext" -XAtqc "SELECT string_agg(pg_get_userbyid(relowner), ',' ORDER BY relname) FROM pg_class WHERE relname LIKE 'usage_%_203101'")" = "$ext_owner,$ext_owner" ] ||
+    fail "the partitions the worker made are not the external owner's"
+[ "$(psql "$ext" -XAtqc "SELECT string_agg(db_user || ' ' || action, ',' ORDER BY audit_id) FROM audit_log")" = "meter_worker book.import,meter_worker account.assign" ] ||
+    fail "the worker's acts in the external database: $(psql "$ext" -XAtqc "SELECT db_user, action FROM audit_log")"
+refused_ext() {
+    expect_status 1 psql "$wext" -XAtq -v ON_ERROR_STOP=1 -c "$1"
+    contains "$err" "$2" "the worker's $1 in the external database"
+}
+refused_ext "ALTER TABLE invoices DISABLE TRIGGER invoices_immutable" "must be owner of table invoices"
+refused_ext "SET session_replication_role = replica" "permission denied to set parameter"
+
 # --- the per-key rate limit --------------------------------------------------
 # One a second in bursts of two: twelve requests in one curl. Taking D
 # seconds, they may see D more tokens refilled, so the 200s are from 2
 # to 2 + ceil(D) + 1 (one for a refill on the edge), the rest 429, each
 # with a Retry-After of 1 or 2 and the problem's type.
-start_meterd limited "$db" --rate-limit 1 || { finish; exit; }
+start_meterd limited "$wdb" --rate-limit 1 || { finish; exit; }
 reqs=()
 for i in $(seq 12); do reqs+=(-o "limited.$i" "$url_limited/v1/invoices"); done
 t0=$(date +%s%N)

@@ -12,8 +12,8 @@
 . "$(dirname "$0")/lib.sh"
 command -v openssl >/dev/null || { fail "openssl not found (scripts/install-deps.sh installs it)"; finish; exit; }
 with_meterd
-ctl() { "$METERCTL" --db "$db" "$@"; }
-ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
+ctl() { "$METERCTL" --db "$wdb" "$@"; }
+"$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
 books=$(cd "$(dirname "$0")/../pricing/books" && pwd)
 ctl books add "$books/e2b-hobby.json" >/dev/null 2>&1 || fail "books add"
 month=$(date -u +%Y-%m)
@@ -29,7 +29,7 @@ REV=$(key --role finance --name to-revoke)
 REVOKED=$(key --role finance --name revoked)
 ctl keys revoke "$(ctl keys list | awk '$NF == "revoked" { print $1 }')" >/dev/null
 
-start_meterd main "$db" --rate-limit 0 || { finish; exit; }
+start_meterd main "$wdb" --rate-limit 0 || { finish; exit; }
 U=$url_main
 origin=$U
 
@@ -319,7 +319,7 @@ got=$(as "$RS" GET /overview)
 want 303 "$got" "a page after the key is revoked"
 
 # --- expiry ------------------------------------------------------------------------------
-start_meterd short "$db" --session-ttl 1 --rate-limit 0 || { finish; exit; }
+start_meterd short "$wdb" --session-ttl 1 --rate-limit 0 || { finish; exit; }
 U=$url_short
 signed_in "$ADMIN"
 ES=$sess
@@ -340,7 +340,7 @@ U=$url_main
 # --- rate limits ------------------------------------------------------------------------
 # Wrong keys count by address, as unknown bearer keys do: one a second
 # in bursts of two, so four in a row meet a 429.
-start_meterd limited "$db" --rate-limit 1 || { finish; exit; }
+start_meterd limited "$wdb" --rate-limit 1 || { finish; exit; }
 U=$url_limited
 codes=""
 for i in 1 2 3 4; do
@@ -440,7 +440,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
     -keyout server.key -out server.pem -days 2 -subj "/CN=meter sessions test" \
     -addext "subjectAltName=IP:127.0.0.1" 2>openssl.err ||
     fail "openssl could not make a certificate: $(cat openssl.err)"
-tls_ca=server.pem start_meterd tls "$db" --tls-cert server.pem --tls-key server.key || { finish; exit; }
+tls_ca=server.pem start_meterd tls "$wdb" --tls-cert server.pem --tls-key server.key || { finish; exit; }
 rm -f jar.t
 curl -s --cacert server.pem -c jar.t -b jar.t -D form.hdr -o form.html "$url_tls/sign-in"
 fcsrf=$(sed -n 's/.*name="csrf" value="\([0-9a-f]*\)".*/\1/p' form.html)

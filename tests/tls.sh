@@ -10,7 +10,7 @@
 command -v openssl >/dev/null || { fail "openssl not found (scripts/install-deps.sh installs it)"; finish; exit; }
 with_meterd
 "$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
-HOST=$("$METERCTL" --db "$db" keys create --role host --name h)
+HOST=$("$METERCTL" --db "$wdb" keys create --role host --name h)
 
 # cert NAME: a self-signed certificate for 127.0.0.1 and localhost,
 # NAME.pem, with its key NAME.key (P-256: quick to make).
@@ -61,8 +61,8 @@ case "$err" in *"may be read"*) fail "a private key warned of: $err" ;; esac
 # --- served over HTTPS -----------------------------------------------------
 tls_ca=server.pem
 # From the environment, like every option.
-METER_TLS_CERT=server.pem METER_TLS_KEY=server.key start_meterd env "$db" || { finish; exit; }
-start_meterd a "$db" --tls-cert server.pem --tls-key server.key \
+METER_TLS_CERT=server.pem METER_TLS_KEY=server.key start_meterd env "$wdb" || { finish; exit; }
+start_meterd a "$wdb" --tls-cert server.pem --tls-key server.key \
     --max-per-ip 3 --idle-timeout 2 --body-timeout 2 --max-body 4096 || { finish; exit; }
 A=$url_a
 port=${A##*:}
@@ -134,7 +134,7 @@ cipher_of() {
 openssl req -x509 -newkey rsa:2048 -nodes -keyout rsa.key -out rsa.pem -days 2 \
     -subj "/CN=meter test rsa" -addext "subjectAltName=IP:127.0.0.1" 2>rsa.err ||
     fail "openssl could not make an RSA certificate: $(cat rsa.err)"
-tls_ca=rsa.pem start_meterd r "$db" --tls-cert rsa.pem --tls-key rsa.key || { finish; exit; }
+tls_ca=rsa.pem start_meterd r "$wdb" --tls-cert rsa.pem --tls-key rsa.key || { finish; exit; }
 rport=${url_r##*:}
 for suite in AES128-SHA AES256-SHA AES128-GCM-SHA256 ECDHE-RSA-AES128-SHA \
     ECDHE-RSA-AES256-SHA384 DHE-RSA-AES128-SHA; do

@@ -25,8 +25,8 @@ if ! { cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DMETER_SANITIZE=OFF
 fi
 plain=$build/bin/meterd
 with_meterd
-ctl() { "$METERCTL" --db "$db" "$@"; }
-ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
+ctl() { "$METERCTL" --db "$wdb" "$@"; }
+"$METERCTL" --db "$db" migrate >/dev/null || { fail "migrate"; finish; exit; }
 HOST=$(ctl keys create --role host --name h)
 FIN=$(ctl keys create --role finance --name f)
 ACME=$(ctl keys create --role account --account acme --name a)
@@ -52,7 +52,7 @@ vg() {
             --errors-for-leak-kinds=definite,indirect --error-exitcode=99 \
             --num-callers=30 --suppressions="$src/tests/valgrind.supp" \
             --log-file="$build/$name.vg" "$plain" --listen "127.0.0.1:$port" \
-            --db "$db" --threads 2 "$@" >"$name.log" 2>&1 &
+            --db "$wdb" --threads 2 "$@" >"$name.log" 2>&1 &
         vg=$!
         for i in $(seq 1 300); do
             if curl -sf "${ca[@]}" "$scheme://127.0.0.1:$port/healthz" >/dev/null 2>&1; then

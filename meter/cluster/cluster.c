@@ -13,6 +13,15 @@
  * Security rests on the socket directory: mode 0700, owned by the
  * cluster's user; connections through it are trusted (no password), and
  * the server listens on no TCP port.
+ *
+ * Two roles: DB_USER, initdb's superuser, owns the database and every
+ * object the migrations create (meterctl migrate and the maintenance
+ * commands connect as it); DB_WORKER, made here at each start with no
+ * attribute but LOGIN, owns nothing and gets only what migration 0012
+ * grants it (meterd and the daily commands connect as it), so it cannot
+ * alter or disable a trigger. The roles guard against what meterd and
+ * its keys can do, not against the machine's user, who may connect as
+ * either through the socket.
  */
 #include "meter_cluster.h"
 
@@ -43,6 +52,7 @@
 #define SOCKET_NAME "/.s.PGSQL." PG_PORT
 #define DB_USER "meter"
 #define DB_NAME "meter"
+#define DB_WORKER "meter_worker" /* the name migration 0012 grants to */
 
 struct meter_cluster {
     char pgdir[PATH_MAX]; /* WORKDIR/var/pg, absolute */
@@ -51,7 +61,8 @@ struct meter_cluster {
     char sockdir[PATH_MAX];
     char logfile[PATH_MAX];
     char bindir[PATH_MAX];
-    char conninfo[2 * PATH_MAX];
+    char conninfo[2 * PATH_MAX];        /* as DB_USER, the owner */
+    char worker_conninfo[2 * PATH_MAX]; /* as DB_WORKER */
     bool as_root; /* run server programs as user uid/gid */
     uid_t uid;
     gid_t gid;
@@ -215,6 +226,9 @@ meter_cluster_open(const char *workdir, struct meter_err *e)
     if (quote_conninfo(host, sizeof(host), c->sockdir) < 0 ||
         fmt_path(c->conninfo, sizeof(c->conninfo), e,
                  "host=%s port=" PG_PORT " user=" DB_USER " dbname=" DB_NAME,
+                 host) < 0 ||
+        fmt_path(c->worker_conninfo, sizeof(c->worker_conninfo), e,
+                 "host=%s port=" PG_PORT " user=" DB_WORKER " dbname=" DB_NAME,
                  host) < 0)
         goto fail;
     return c;
@@ -233,6 +247,12 @@ const char *
 meter_cluster_conninfo(const struct meter_cluster *c)
 {
     return c->conninfo;
+}
+
+const char *
+meter_cluster_worker_conninfo(const struct meter_cluster *c)
+{
+    return c->worker_conninfo;
 }
 
 const char *
@@ -488,6 +508,30 @@ create_database(const struct meter_cluster *c, struct meter_err *e)
                        PQerrorMessage(db));
             goto out;
         }
+    }
+    /* The worker role, made or (if a migration made it NOLOGIN, or
+     * someone gave it more) set back to a login and nothing else. Under
+     * a lock, and altered only when it differs: concurrent starts (the
+     * tests' `db url`s) would otherwise race to create it, or fail with
+     * "tuple concurrently updated". */
+    PQclear(r);
+    r = PQexec(db, "DO $$ BEGIN"
+                   " PERFORM pg_advisory_xact_lock(7243612, 4);"
+                   " IF NOT EXISTS (SELECT 1 FROM pg_roles"
+                   "  WHERE rolname = '" DB_WORKER "') THEN"
+                   "  CREATE ROLE " DB_WORKER " LOGIN;"
+                   " ELSIF NOT EXISTS (SELECT 1 FROM pg_roles"
+                   "  WHERE rolname = '" DB_WORKER "' AND rolcanlogin"
+                   "  AND NOT (rolsuper OR rolcreatedb OR rolcreaterole"
+                   "  OR rolreplication OR rolbypassrls)) THEN"
+                   "  ALTER ROLE " DB_WORKER " LOGIN NOSUPERUSER NOCREATEDB"
+                   "   NOCREATEROLE NOREPLICATION NOBYPASSRLS;"
+                   " END IF;"
+                   " END $$");
+    if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+        meter_fail(e, "cannot create role '" DB_WORKER "': %s",
+                   PQerrorMessage(db));
+        goto out;
     }
     rc = 0;
 out:

@@ -37,8 +37,9 @@ struct meter_cluster *meter_cluster_open(const char *workdir,
                                          struct meter_err *e);
 void meter_cluster_free(struct meter_cluster *c);
 
-/* Initializes the cluster if needed and starts it unless running.
- * Progress lines go to stderr. */
+/* Initializes the cluster if needed and starts it unless running; then,
+ * running or not before, makes sure of the "meter" database and the
+ * worker role. Progress lines go to stderr. */
 int meter_cluster_start(struct meter_cluster *c, struct meter_err *e);
 /* Stops the cluster if running (fast shutdown). */
 int meter_cluster_stop(struct meter_cluster *c, struct meter_err *e);
@@ -46,8 +47,14 @@ int meter_cluster_stop(struct meter_cluster *c, struct meter_err *e);
 int meter_cluster_destroy(struct meter_cluster *c, struct meter_err *e);
 enum meter_cluster_state meter_cluster_state(const struct meter_cluster *c);
 
-/* The libpq conninfo of the cluster's "meter" database; owned by c. */
+/* The libpq conninfo of the cluster's "meter" database as its owner,
+ * the superuser "meter" (migrations, maintenance, by-hand SQL); owned
+ * by c. */
 const char *meter_cluster_conninfo(const struct meter_cluster *c);
+/* The same as the role "meter_worker", which start creates: no
+ * attribute but LOGIN, owning nothing, granted what migration 0012
+ * grants (meterd and the daily meterctl commands); owned by c. */
+const char *meter_cluster_worker_conninfo(const struct meter_cluster *c);
 const char *meter_cluster_datadir(const struct meter_cluster *c);
 const char *meter_cluster_sockdir(const struct meter_cluster *c);
 const char *meter_cluster_logfile(const struct meter_cluster *c);

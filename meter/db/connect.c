@@ -1,6 +1,8 @@
 /*
  * connect.c - choosing and opening the database connection: --db, then
- * $METER_DATABASE_URL, then the embedded cluster if it is running.
+ * $METER_DATABASE_URL (for the owner, $METER_OWNER_DATABASE_URL first),
+ * then the embedded cluster if it is running, as its worker role or its
+ * owner.
  * Connecting never starts a database: a program that wants the embedded
  * one starts it first (meterctl db start).
  */
@@ -61,14 +63,21 @@ meter_db_check_conninfo(const char *conninfo, struct meter_err *e)
     return 0;
 }
 
-int
-meter_db_conninfo(const char *flag, char **out, struct meter_err *e)
+/* flag, else the first of the variables envs set and not empty, else
+ * the running embedded cluster's conninfo for the owner or the worker. */
+static int
+resolve(const char *flag, const char *const *envs, bool owner, char **out,
+        struct meter_err *e)
 {
-    const char *env = getenv("METER_DATABASE_URL");
-    const char *conninfo = flag ? flag : env && *env ? env : NULL;
+    const char *conninfo = flag;
     struct meter_cluster *cluster = NULL;
     int rc = -1;
     *out = NULL;
+    for (; !conninfo && *envs; envs++) {
+        const char *env = getenv(*envs);
+        if (env && *env)
+            conninfo = env;
+    }
     if (!conninfo) {
         cluster = meter_cluster_open(NULL, e);
         if (!cluster)
@@ -79,7 +88,8 @@ meter_db_conninfo(const char *flag, char **out, struct meter_err *e)
                           "with 'meterctl db start'");
             goto out;
         }
-        conninfo = meter_cluster_conninfo(cluster);
+        conninfo = owner ? meter_cluster_conninfo(cluster)
+                         : meter_cluster_worker_conninfo(cluster);
     }
     if (meter_db_check_conninfo(conninfo, e) < 0)
         goto out;
@@ -91,6 +101,21 @@ meter_db_conninfo(const char *flag, char **out, struct meter_err *e)
 out:
     meter_cluster_free(cluster);
     return rc;
+}
+
+int
+meter_db_conninfo(const char *flag, char **out, struct meter_err *e)
+{
+    static const char *const envs[] = {"METER_DATABASE_URL", NULL};
+    return resolve(flag, envs, false, out, e);
+}
+
+int
+meter_db_owner_conninfo(const char *flag, char **out, struct meter_err *e)
+{
+    static const char *const envs[] = {"METER_OWNER_DATABASE_URL",
+                                       "METER_DATABASE_URL", NULL};
+    return resolve(flag, envs, true, out, e);
 }
 
 PGconn *

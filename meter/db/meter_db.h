@@ -4,7 +4,7 @@
  * convention, and one file per operation (migrations, API keys, price
  * books, accounts, partitions, the ingest transaction, reading stored
  * usage, browser sessions). No SQL lives outside this module but the
- * embedded cluster's own CREATE DATABASE.
+ * embedded cluster's own CREATE DATABASE and CREATE ROLE.
  *
  * Statuses (Taler's GNUNET_DB_QueryStatus is the model): operations that
  * talk to the server return enum meter_db_status; METER_DB_HARD and
@@ -42,13 +42,23 @@ enum meter_db_status {
 /* ---- connections ------------------------------------------------------ */
 
 /*
- * The database to use, into a malloc'd *out: flag (a --db option) if not
- * NULL, else $METER_DATABASE_URL if set and not empty, else the embedded
- * cluster of the current directory if it is running. Never starts
- * anything: with none of these the error says how to get a database.
- * The string is checked to parse (the message never shows a password).
+ * The database to use for daily work (meterd, meterctl's commands but
+ * the maintenance ones), into a malloc'd *out: flag (a --db option) if
+ * not NULL, else $METER_DATABASE_URL if set and not empty, else the
+ * embedded cluster of the current directory if it is running, as its
+ * worker role (meter_cluster_worker_conninfo). Never starts anything:
+ * with none of these the error says how to get a database. The string
+ * is checked to parse (the message never shows a password).
  */
 int meter_db_conninfo(const char *flag, char **out, struct meter_err *e);
+
+/*
+ * The same for the schema's owner (meterctl migrate, usage compact's
+ * VACUUM): flag, else $METER_OWNER_DATABASE_URL, else
+ * $METER_DATABASE_URL (a database with one role for both), else the
+ * embedded cluster as its owner (meter_cluster_conninfo).
+ */
+int meter_db_owner_conninfo(const char *flag, char **out, struct meter_err *e);
 
 /* Checks that conninfo parses; the message names it (password hidden). */
 int meter_db_check_conninfo(const char *conninfo, struct meter_err *e);
@@ -679,7 +689,8 @@ enum meter_db_status meter_db_usage_compact(PGconn *db, const char *account,
                                             struct meter_err *e);
 
 /* VACUUM (ANALYZE) of the period's partition, after compacting it
- * (NONE if the period has no partition). */
+ * (NONE if the period has no partition); HARD, naming the partition,
+ * unless db's role is (a member of) the partition's owner. */
 enum meter_db_status meter_db_usage_vacuum(PGconn *db, int year, int month,
                                            struct meter_err *e);
 

@@ -56,8 +56,8 @@ compact_attempt(PGconn *db, void *arg, struct meter_err *e)
     enum meter_db_status st = meter_db_exec(
         db, "cannot compact usage",
         "SELECT pg_advisory_xact_lock_shared(" DB_LOCK_QUARANTINE ", 0),"
-        " pg_advisory_xact_lock(" DB_LOCK_QUARANTINE ", 1)", 0,
-        NULL, NULL, NULL, NULL, e);
+        " pg_advisory_xact_lock(" DB_LOCK_QUARANTINE ", 1)",
+        0, NULL, NULL, NULL, NULL, e);
     if (st < 0)
         return st;
     st = meter_db_exec(
@@ -72,7 +72,8 @@ compact_attempt(PGconn *db, void *arg, struct meter_err *e)
         "  AND minute >= $2::int AND minute < $3::int RETURNING *),"
         " packs_kept AS (INSERT INTO usage_packs SELECT * FROM packs"
         "  ORDER BY sandbox_pk, minute RETURNING 1)"
-        " SELECT (SELECT count(*) FROM kept) + (SELECT count(*) FROM packs_kept)",
+        " SELECT (SELECT count(*) FROM kept)"
+        " + (SELECT count(*) FROM packs_kept)",
         3, v, NULL, NULL, &r, e);
     if (st >= 0)
         c->rows = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
@@ -100,16 +101,24 @@ meter_db_usage_vacuum(PGconn *db, int year, int month, struct meter_err *e)
     snprintf(name, sizeof(name), "usage_blocks_%04d%02d", year, month);
     const char *v[] = {name};
     PGresult *r;
-    enum meter_db_status st = meter_db_exec(
-        db, "cannot find the month's usage",
-        "SELECT 1 WHERE to_regclass($1) IS NOT NULL", 1, v, NULL, NULL, &r, e);
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot find the month's usage",
+                      "SELECT pg_has_role(relowner, 'USAGE') FROM pg_class"
+                      " WHERE oid = to_regclass($1)",
+                      1, v, NULL, NULL, &r, e);
+    bool owner = st == METER_DB_ROWS && PQgetvalue(r, 0, 0)[0] == 't';
     PQclear(r);
     if (st != METER_DB_ROWS)
         return st; /* no partition: nothing stored that month */
+    /* VACUUM by another role only warns and skips the table. */
+    if (!owner)
+        return db_hard(e,
+                       "cannot vacuum '%s': only the tables' owner may; "
+                       "connect as the owner (METER_OWNER_DATABASE_URL)",
+                       name);
     /* Its packs' partition is made with it (0011_usage_packs.sql). */
     char both[128];
-    snprintf(both, sizeof(both), "%s, usage_packs_%04d%02d", name, year,
-             month);
+    snprintf(both, sizeof(both), "%s, usage_packs_%04d%02d", name, year, month);
     snprintf(sql, sizeof(sql), "VACUUM (ANALYZE) %s", both);
     return meter_db_exec(db, "cannot vacuum the month's usage", sql, 0, NULL,
                          NULL, NULL, NULL, e);

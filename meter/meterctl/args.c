@@ -83,21 +83,33 @@ ctl_set_actor(PGconn *db, struct meter_err *e)
     return meter_db_set_actor(db, actor, e) < 0 ? -1 : 0;
 }
 
+static PGconn *
+connect_as(const struct ctl *ctl, bool owner)
+{
+    struct meter_err e = {{0}};
+    char *conninfo = NULL;
+    PGconn *db = NULL;
+    if ((owner ? meter_db_owner_conninfo(ctl->db, &conninfo, &e)
+               : meter_db_conninfo(ctl->db, &conninfo, &e)) < 0 ||
+        !(db = meter_db_connect(conninfo, &e)) || ctl_set_actor(db, &e) < 0) {
+        ctl_failed(&e);
+        PQfinish(db);
+        db = NULL;
+    }
+    free(conninfo);
+    return db;
+}
+
 PGconn *
 ctl_connect(const struct ctl *ctl)
 {
-    struct meter_err e = {{0}};
-    PGconn *db = meter_db_connect(ctl->db, &e);
-    if (!db) {
-        ctl_failed(&e);
-        return NULL;
-    }
-    if (ctl_set_actor(db, &e) < 0) {
-        ctl_failed(&e);
-        PQfinish(db);
-        return NULL;
-    }
-    return db;
+    return connect_as(ctl, false);
+}
+
+PGconn *
+ctl_connect_owner(const struct ctl *ctl)
+{
+    return connect_as(ctl, true);
 }
 
 /* A price book's text is at most this long. */

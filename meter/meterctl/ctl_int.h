@@ -58,8 +58,12 @@ double ctl_now(void);
  * audit log. Thread-safe. */
 int ctl_set_actor(PGconn *db, struct meter_err *e);
 
-/* Connects to the database of ctl, as the operator (ctl_set_actor);
+/* Connects to the database of ctl for daily work (meter_db_conninfo:
+ * the embedded cluster's worker role), as the operator (ctl_set_actor);
  * prints the error. NULL on failure. */
 PGconn *ctl_connect(const struct ctl *ctl);
+/* The same as the schema's owner (meter_db_owner_conninfo), for the
+ * maintenance commands: usage compact (its VACUUM). */
+PGconn *ctl_connect_owner(const struct ctl *ctl);
 
 #endif

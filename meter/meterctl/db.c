@@ -1,6 +1,8 @@
 /*
- * db.c - `meterctl db start|stop|status|url|destroy`: the embedded
- * database of the current directory (meter/cluster/).
+ * db.c - `meterctl db start|stop|status|url [--worker]|destroy`: the
+ * embedded database of the current directory (meter/cluster/). The url
+ * is the owner's (by-hand SQL, migrations), --worker's the role meterd
+ * and the daily commands use.
  */
 #include "ctl_int.h"
 
@@ -19,8 +21,10 @@ ctl_db(struct ctl *ctl, int argc, char **argv)
                                "start, stop, status, url or destroy");
     const char *sub = argv[1];
     bool yes = argc == 3 && strcmp(argv[2], "--yes") == 0;
-    if (argc > 2 && !(strcmp(sub, "destroy") == 0 && yes))
-        return ctl_usage_error("unexpected argument '%s'", argv[2]);
+    bool worker = argc == 3 && strcmp(argv[2], "--worker") == 0;
+    if (argc > 3 || (argc == 3 && !(strcmp(sub, "destroy") == 0 && yes) &&
+                     !(strcmp(sub, "url") == 0 && worker)))
+        return ctl_usage_error("unexpected argument '%s'", argv[argc - 1]);
     if (ctl->db)
         return ctl_usage_error(
             "--db '%s' does not apply to 'db', which manages "
@@ -40,7 +44,8 @@ ctl_db(struct ctl *ctl, int argc, char **argv)
         if (meter_cluster_start(c, &e) < 0)
             goto fail;
         if (strcmp(sub, "url") == 0)
-            printf("%s\n", meter_cluster_conninfo(c));
+            printf("%s\n", worker ? meter_cluster_worker_conninfo(c)
+                                  : meter_cluster_conninfo(c));
         else
             printf("database running: %s\n", meter_cluster_conninfo(c));
     } else if (strcmp(sub, "stop") == 0) {
@@ -54,9 +59,11 @@ ctl_db(struct ctl *ctl, int argc, char **argv)
     } else {
         static const char *const names[] = {"absent", "stopped", "running"};
         enum meter_cluster_state st = meter_cluster_state(c);
-        printf("state: %s\ndata: %s\nsocket: %s\nlog: %s\nurl: %s\n", names[st],
-               meter_cluster_datadir(c), meter_cluster_sockdir(c),
-               meter_cluster_logfile(c), meter_cluster_conninfo(c));
+        printf("state: %s\ndata: %s\nsocket: %s\nlog: %s\nurl: %s\n"
+               "worker url: %s\n",
+               names[st], meter_cluster_datadir(c), meter_cluster_sockdir(c),
+               meter_cluster_logfile(c), meter_cluster_conninfo(c),
+               meter_cluster_worker_conninfo(c));
         /* Like pg_ctl status: 3 when not running, for scripts. */
         rc = st == METER_CLUSTER_RUNNING ? 0 : 3;
         goto out;

@@ -17,6 +17,8 @@ static const char *const usage_text[] = {
     "  db start|stop|status|url   manage the embedded database of this\n"
     "                             directory (var/pg/); other commands use\n"
     "                             it only while it runs\n"
+    "  db url --worker            the conninfo of its worker role, which\n"
+    "                             meterd and the daily commands use\n"
     "  db destroy --yes           stop it and delete its data\n"
     "  migrate [--status] [--migrations DIR]\n"
     "                             apply pending schema migrations, or list\n"
@@ -41,8 +43,7 @@ static const char *const usage_text[] = {
     "  keys revoke ID             revoke a key\n"
     "  export [--account ID] --from T --to T\n"
     "                             write stored samples of [from, to) as\n"
-    "                             NDJSON (T: Unix seconds or RFC 3339)\n"
-    ,
+    "                             NDJSON (T: Unix seconds or RFC 3339)\n",
     "  gen [--sandboxes N] [--accounts N] [--seconds N] [--start T]\n"
     "      [--seed N] [--noisy] [--output FILE]\n"
     "                             write a generated fleet as NDJSON\n"
@@ -74,8 +75,7 @@ static const char *const usage_text[] = {
     "                             void a final invoice by a credit note\n"
     "  invoice preview --period P --account ID --price-book FILE\n"
     "                             what-if: the invoice under another book\n"
-    "                             and the difference, nothing stored\n"
-    ,
+    "                             and the difference, nothing stored\n",
     "  usage compact --period YYYY-MM [--account ID]\n"
     "                             close a month's storage: each account's\n"
     "                             blocks rewritten together (online), so\n"
@@ -101,7 +101,11 @@ static const char *const usage_text[] = {
     "\n"
     "options:\n"
     "  --db CONNINFO  the database, as a libpq conninfo or URI; default\n"
-    "                 $METER_DATABASE_URL, else the embedded database\n"
+    "                 $METER_DATABASE_URL, else the embedded database as\n"
+    "                 its worker role; migrate and usage compact,\n"
+    "                 which need the tables' owner, try\n"
+    "                 $METER_OWNER_DATABASE_URL first and take the\n"
+    "                 embedded database as its owner\n"
     "  --version      print the version\n",
 };
 

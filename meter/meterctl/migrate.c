@@ -1,6 +1,7 @@
 /*
  * migrate.c - `meterctl migrate [--status]`: the schema migrations
- * (meter/db/migrate.c applies them).
+ * (meter/db/migrate.c applies them), as the schema's owner
+ * (meter_db_owner_conninfo).
  */
 #include "ctl_int.h"
 
@@ -76,6 +77,7 @@ ctl_migrate(struct ctl *ctl, int argc, char **argv)
     struct meter_err e = {{0}};
     struct meter_migration_set set = {0};
     PGconn *db = NULL;
+    char *conninfo = NULL;
     int rc = CTL_FAILED;
     if (!dir) {
         if (meter_migrations_default_dir(default_dir, sizeof(default_dir), &e) <
@@ -85,8 +87,9 @@ ctl_migrate(struct ctl *ctl, int argc, char **argv)
     }
     if (meter_migrations_load(dir, &set, &e) < 0)
         goto out;
-    db = meter_db_connect(ctl->db, &e);
-    if (!db)
+    /* The owner: the migrations create and alter what it owns. */
+    if (meter_db_owner_conninfo(ctl->db, &conninfo, &e) < 0 ||
+        !(db = meter_db_connect(conninfo, &e)))
         goto out;
     if (status) {
         if (print_status(db, &set, &e) < 0)
@@ -109,6 +112,7 @@ out:
     if (rc != 0)
         ctl_failed(&e);
     PQfinish(db);
+    free(conninfo);
     meter_migrations_release(&set);
     return rc;
 }

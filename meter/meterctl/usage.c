@@ -1,8 +1,9 @@
 /*
  * usage.c - `meterctl usage compact --period P [--account ID]`: closing a
  * month's storage, account by account (meter_db_usage_compact), then a
- * VACUUM of its partition. Online; run once a month has ended, before
- * its invoice run (docs/invoicing.md). And `meterctl usage quarantine
+ * VACUUM of its partition, as the tables' owner (ctl_connect_owner).
+ * Online; run once a month has ended, before its invoice run
+ * (docs/invoicing.md). And `meterctl usage quarantine
  * --key ID --from T --to T --reason TEXT`: the usage a (leaked) key
  * stored set aside (docs/reliability.md). And `meterctl usage pack
  * [--after S]`: what meterd does in the background, at once: each hour
@@ -48,7 +49,8 @@ usage_compact(struct ctl *ctl, int argc, char **argv)
                                argv[optind]);
     if (!period)
         return ctl_usage_error("usage compact needs --period YYYY-MM");
-    PGconn *db = ctl_connect(ctl);
+    /* The owner: only a table's owner may VACUUM it. */
+    PGconn *db = ctl_connect_owner(ctl);
     if (!db)
         return CTL_FAILED;
     struct meter_err e = {{0}};
