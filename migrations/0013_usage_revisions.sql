@@ -51,3 +51,8 @@ COMMENT ON TABLE first_run_epoch IS
 COMMENT ON COLUMN first_run_epoch.one IS 'the single row';
 COMMENT ON COLUMN first_run_epoch.epoch IS 'how many such quarantines';
 INSERT INTO first_run_epoch DEFAULT VALUES;
+
+-- The daily work (0012): a quarantine raises both, the invoice run and
+-- ingestion read them.
+GRANT SELECT, INSERT, UPDATE ON usage_revisions TO meter_worker;
+GRANT SELECT, UPDATE ON first_run_epoch TO meter_worker;
