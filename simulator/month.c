@@ -83,8 +83,8 @@ sim_mem_over(const struct sim_mem *mem, size_t bytes, struct sim_err *e,
     va_end(ap);
     size_t at = n < 0 ? 0 : (size_t)n < sizeof(e->msg) ? (size_t)n : 0;
     snprintf(e->msg + at, sizeof(e->msg) - at,
-             " (%zu MiB): past --memory-limit %llu MiB, %zu %s for each of "
-             "%u thread%s; raise it, or use fewer --threads",
+             " (%zu MiB): past --memory-limit %llu MiB (%zu %s a thread, "
+             "%u thread%s); raise it, or use fewer --threads",
              (bytes + (1u << 20) - 1) >> 20, (unsigned long long)mem->limit_mib,
              mem->limit >> (mem->limit < (1u << 20) ? 10 : 20),
              mem->limit < (1u << 20) ? "KiB" : "MiB", mem->threads,

@@ -480,7 +480,7 @@ sed -e 's/"value": 86400/"value": 2678400/' -e 's/"value": 10}/"value": 1}/g' \
     daylong.json >month-long.json
 expect_status 1 "$COSTSIM" --profile month-long.json --books one \
     --max-trials 2 --threads 1 --memory-limit 64
-contains "$err" "costsim: sessions.length: a session of 2678400 s needs more than 1048576 spells of activity, 48 bytes each (96 MiB): past --memory-limit 64 MiB, 60 MiB for each of 1 thread; raise it, or use fewer --threads" "a session too long for the limit"
+contains "$err" "costsim: sessions.length: a session of 2678400 s needs more than 1048576 spells of activity, 48 bytes each (96 MiB): past --memory-limit 64 MiB (60 MiB a thread, 1 thread); raise it, or use fewer --threads" "a session too long for the limit"
 # ... 100,000 sandboxes running at once, all month ...
 cat >crowd.json <<'JSON'
 {"name": "crowd",
