@@ -81,7 +81,8 @@ sim_mem_over(const struct sim_mem *mem, size_t bytes, struct sim_err *e,
     va_start(ap, fmt);
     int n = vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
     va_end(ap);
-    size_t at = n < 0 ? 0 : (size_t)n < sizeof(e->msg) ? (size_t)n : 0;
+    /* What does not fit is cut, the figures after it kept in view. */
+    size_t at = n < 0 ? 0 : (size_t)n < 256 ? (size_t)n : 256;
     snprintf(e->msg + at, sizeof(e->msg) - at,
              " (%zu MiB): past --memory-limit %llu MiB (%zu %s a thread, "
              "%u thread%s); raise it, or use fewer --threads",
