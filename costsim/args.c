@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "meter_util.h"
+
 int
 cs_usage_error(const char *cmd, const char *fmt, ...)
 {
@@ -68,7 +70,8 @@ cs_mc_defaults(struct sim_mc_opts *o)
                               .max_trials = 1000,
                               .threads = cores(),
                               .year = CS_YEAR,
-                              .month = CS_MONTH};
+                              .month = CS_MONTH,
+                              .memory_mib = CS_MEMORY_MIB};
 }
 
 int
@@ -122,6 +125,15 @@ cs_mc_option(const char *cmd, int c, const char *arg, struct sim_mc_opts *o)
         return 0;
     case CS_OPT_FIRST_MONTH:
         o->first_month = true;
+        return 0;
+    case CS_OPT_MEMORY_LIMIT:
+        /* As meterctl rate's: whole MiB, 1 to 2^40. */
+        if (meter_parse_uint(arg, 1, (uint64_t)1 << 40, &v) < 0)
+            return cs_usage_error(cmd,
+                                  "--memory-limit '%s' is not a number of "
+                                  "MiB from 1 to 1099511627776",
+                                  arg);
+        o->memory_mib = v;
         return 0;
     default:
         return -1;

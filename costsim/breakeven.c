@@ -22,7 +22,7 @@ static const char usage_text[] =
     "                         --range LO:HI [--books DIR] [--seed N]\n"
     "                         [--precision X] [--max-trials N]\n"
     "                         [--threads N] [--month YYYY-MM]\n"
-    "                         [--format table|json]\n"
+    "                         [--memory-limit MIB] [--format table|json]\n"
     "\n"
     "The value of KEY, a parameter of the profile in FILE (its key path,\n"
     "e.g. sessions.per_month, sessions.length.median, or\n"

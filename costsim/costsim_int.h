@@ -51,6 +51,7 @@ enum {
     CS_OPT_THREADS,
     CS_OPT_MONTH,
     CS_OPT_FIRST_MONTH,
+    CS_OPT_MEMORY_LIMIT,
 };
 /* clang-format off */
 #define CS_MC_OPTIONS                                              \
@@ -59,10 +60,12 @@ enum {
     {"max-trials", required_argument, NULL, CS_OPT_MAX_TRIALS},    \
     {"threads", required_argument, NULL, CS_OPT_THREADS},          \
     {"month", required_argument, NULL, CS_OPT_MONTH},              \
-    {"first-month", no_argument, NULL, CS_OPT_FIRST_MONTH}
+    {"first-month", no_argument, NULL, CS_OPT_FIRST_MONTH},        \
+    {"memory-limit", required_argument, NULL, CS_OPT_MEMORY_LIMIT}
 /* clang-format on */
 /* Their defaults: seed 1, precision 0.005, 8 to 1,000 trials, every
- * core, 2026-11, a steady-state month. */
+ * core, 2026-11, a steady-state month, at most CS_MEMORY_MIB MiB. */
+#define CS_MEMORY_MIB 4096 /* as meterctl rate's --memory-limit */
 void cs_mc_defaults(struct sim_mc_opts *o);
 /* Takes option c (its argument arg) into o if it is one of them: 0
  * taken, 2 a bad value (the usage error printed for cmd), -1 not one of

@@ -12,7 +12,7 @@
  * month's cost (montecarlo.c adds it as an "addon" line). Comparisons
  * with a limit are exact: integers against the book's decimals.
  */
-#include "sim.h"
+#include "sim_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,107 +32,200 @@ sim_limit_of_month(enum sim_limit l)
 
 /* ---- measuring a month ------------------------------------------------- */
 
-/* A change at time t: delta sandboxes running, or bytes of disk held. */
-struct edge {
-    int64_t t;
-    int64_t delta;
-};
-
-/* Ends before starts at the same second: [a, t) and [t, b) never
- * overlap. */
+/*
+ * Sandboxes running at once and disk held at once are the largest
+ * running sum of changes (+n at a span's start, -n at its end) in time
+ * order. Changes at one second are summed into one: within a second the
+ * sum only matters once all of them are in (ends before starts, or the
+ * other way, give the same largest value at the second's end, which is
+ * the largest), so a second where one session ends as another starts
+ * cancels out.
+ */
 static int
 by_time(const void *x, const void *y)
 {
-    const struct edge *a = x, *b = y;
-    if (a->t != b->t)
-        return a->t < b->t ? -1 : 1;
-    return (a->delta > b->delta) - (a->delta < b->delta);
+    const struct sim_edge *a = x, *b = y;
+    return (a->t > b->t) - (a->t < b->t);
 }
 
-/* Adds [a, z) clipped to the month as two edges of delta. */
+/* Sorts the edges, sums those of a second, and folds those before
+ * `before` into level and top: no change can come before it any more. */
 static void
-add_span(const struct sim_month *m, int64_t a, int64_t z, int64_t delta,
-         struct edge *e, size_t *n)
+compact(struct sim_peak *k, int64_t before)
+{
+    if (k->n > 1) /* none may be no array at all: qsort's NULL is UB */
+        qsort(k->e, k->n, sizeof(*k->e), by_time);
+    size_t n = 0;
+    for (size_t i = 0; i < k->n; i++) {
+        if (n > 0 && k->e[n - 1].t == k->e[i].t)
+            k->e[n - 1].delta += k->e[i].delta;
+        else
+            k->e[n++] = k->e[i];
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (k->e[i].t >= before) {
+            k->e[kept++] = k->e[i];
+            continue;
+        }
+        k->level += k->e[i].delta;
+        if (k->level > k->top)
+            k->top = k->level;
+    }
+    k->n = kept;
+}
+
+static int
+over(const struct sim_measure *x, const struct sim_month *m, size_t bytes,
+     struct sim_err *e)
+{
+    const struct sim_profile *p = m->p;
+    if (p && p->arrivals == SIM_POISSON)
+        return sim_mem_over(x->mem, bytes, e,
+                            "sessions.poisson.per_hour: %g with sessions of "
+                            "up to %.0f s keeps more than %zu starts and ends "
+                            "of sandboxes ahead at once",
+                            p->per_hour, sim_dist_upper(&p->length),
+                            x->running.cap);
+    return sim_mem_over(x->mem, bytes, e,
+                        "sessions.per_month: %llu with sessions of up to "
+                        "%.0f s keeps more than %zu starts and ends of "
+                        "sandboxes ahead at once",
+                        (unsigned long long)(p ? p->per_month : 0),
+                        p ? sim_dist_upper(&p->length) : 0.0, x->running.cap);
+}
+
+/* Adds [a, z) clipped to the month as two edges of delta; before is
+ * where folding may stop (INT64_MIN: never). */
+static int
+add_span(struct sim_measure *x, struct sim_peak *k, const struct sim_month *m,
+         int64_t a, int64_t z, int64_t delta, int64_t before, struct sim_err *e)
 {
     if (a < m->start)
         a = m->start;
     if (z > m->end)
         z = m->end;
     if (a >= z || delta == 0)
-        return;
-    e[(*n)++] = (struct edge){a, delta};
-    e[(*n)++] = (struct edge){z, -delta};
+        return 0;
+    if (k->n + 2 > k->cap) {
+        compact(k, before);
+        /* Grown once half full after folding, so that each fold is
+         * paid for by as many edges again. */
+        if (k->n + 2 > k->cap / 2) {
+            int rc = sim_grow(x->mem, &k->e, &k->cap, k->cap + 2, sizeof(*k->e),
+                              1024);
+            if (rc == -2)
+                return over(x, m, 2 * k->cap * sizeof(*k->e), e);
+            if (rc < 0) {
+                snprintf(e->msg, sizeof(e->msg), "out of memory");
+                return -1;
+            }
+        }
+    }
+    k->e[k->n++] = (struct sim_edge){a, delta};
+    k->e[k->n++] = (struct sim_edge){z, -delta};
+    return 0;
 }
 
-/* The largest running sum of the edges, in time order (0 if none). */
-static uint64_t
-peak(struct edge *e, size_t n)
+void
+sim_measure_init(struct sim_measure *x, struct sim_mem *mem, bool in_order)
 {
-    qsort(e, n, sizeof(*e), by_time);
-    pricing_i128 level = 0, top = 0;
-    for (size_t i = 0; i < n; i++) {
-        level += e[i].delta;
-        if (level > top)
-            top = level;
+    memset(x, 0, sizeof(*x));
+    x->mem = mem;
+    x->in_order = in_order;
+}
+
+int
+sim_measure_add(struct sim_measure *x, const struct sim_month *m,
+                const struct sim_session *s, struct sim_err *e)
+{
+    /* In order of start, no change can come before this session's. */
+    int64_t before = !x->in_order          ? INT64_MIN
+                     : s->start > m->start ? s->start
+                                           : m->start;
+    /* Running stretches: consecutive spells not paused. */
+    int64_t t = s->start, from = 0;
+    bool running = false;
+    for (size_t i = 0; i <= s->nspells; i++) {
+        bool paused = i == s->nspells || m->spells[s->first + i].paused;
+        if (!paused && !running) {
+            running = true;
+            from = t;
+        } else if (paused && running) {
+            running = false;
+            if (t > m->start && from < m->end &&
+                (uint64_t)(t - from) > x->u.longest_run_s)
+                x->u.longest_run_s = (uint64_t)(t - from);
+            if (add_span(x, &x->running, m, from, t, 1, before, e) < 0)
+                return -1;
+        }
+        if (i < s->nspells)
+            t += m->spells[s->first + i].seconds;
     }
-    return top > (pricing_i128)UINT64_MAX ? UINT64_MAX : (uint64_t)top;
+    /* Disk held: runs of spells with the same disk, in any state. */
+    t = from = s->start;
+    for (size_t i = 0; i < s->nspells; i++) {
+        const struct sim_spell *sp = &m->spells[s->first + i];
+        t += sp->seconds;
+        if (i + 1 < s->nspells &&
+            m->spells[s->first + i + 1].disk_bytes == sp->disk_bytes)
+            continue;
+        if (add_span(x, &x->disk, m, from, t,
+                     sp->disk_bytes > INT64_MAX ? INT64_MAX
+                                                : (int64_t)sp->disk_bytes,
+                     before, e) < 0)
+            return -1;
+        from = t;
+    }
+    return 0;
+}
+
+static uint64_t
+top(struct sim_peak *k)
+{
+    compact(k, INT64_MAX);
+    return k->top > (pricing_i128)UINT64_MAX ? UINT64_MAX : (uint64_t)k->top;
+}
+
+int
+sim_measure_end(struct sim_measure *x, struct sim_month_use *u,
+                struct sim_err *e)
+{
+    (void)e;
+    x->u.peak_running = top(&x->running);
+    x->u.peak_disk_bytes = top(&x->disk);
+    *u = x->u;
+    return 0;
+}
+
+void
+sim_measure_release(struct sim_measure *x)
+{
+    if (!x)
+        return;
+    free(x->running.e);
+    free(x->disk.e);
+    if (x->mem)
+        x->mem->used -=
+            (x->running.cap + x->disk.cap) * sizeof(struct sim_edge);
+    memset(x, 0, sizeof(*x));
 }
 
 int
 sim_month_measure(const struct sim_month *m, struct sim_month_use *u,
                   struct sim_err *e)
 {
+    struct sim_measure x;
+    int rc = -1;
+    sim_measure_init(&x, NULL, false);
     memset(u, 0, sizeof(*u));
-    /* Each spell starts at most one stretch and one span of disk. */
-    struct edge *ev = malloc((2 * m->nspells + 1) * sizeof(*ev));
-    size_t n = 0;
-    if (!ev) {
-        snprintf(e->msg, sizeof(e->msg), "out of memory");
-        return -1;
-    }
-    /* Running stretches: consecutive spells not paused. */
-    for (size_t k = 0; k < m->nsessions; k++) {
-        const struct sim_session *s = &m->sessions[k];
-        int64_t t = s->start, from = 0;
-        bool running = false;
-        for (size_t i = 0; i <= s->nspells; i++) {
-            bool paused = i == s->nspells || m->spells[s->first + i].paused;
-            if (!paused && !running) {
-                running = true;
-                from = t;
-            } else if (paused && running) {
-                running = false;
-                if (t > m->start && from < m->end &&
-                    (uint64_t)(t - from) > u->longest_run_s)
-                    u->longest_run_s = (uint64_t)(t - from);
-                add_span(m, from, t, 1, ev, &n);
-            }
-            if (i < s->nspells)
-                t += m->spells[s->first + i].seconds;
-        }
-    }
-    u->peak_running = peak(ev, n);
-    /* Disk held: runs of spells with the same disk, in any state. */
-    n = 0;
-    for (size_t k = 0; k < m->nsessions; k++) {
-        const struct sim_session *s = &m->sessions[k];
-        int64_t t = s->start, from = s->start;
-        for (size_t i = 0; i < s->nspells; i++) {
-            const struct sim_spell *x = &m->spells[s->first + i];
-            t += x->seconds;
-            if (i + 1 < s->nspells &&
-                m->spells[s->first + i + 1].disk_bytes == x->disk_bytes)
-                continue;
-            add_span(m, from, t,
-                     x->disk_bytes > INT64_MAX ? INT64_MAX
-                                               : (int64_t)x->disk_bytes,
-                     ev, &n);
-            from = t;
-        }
-    }
-    u->peak_disk_bytes = peak(ev, n);
-    free(ev);
-    return 0;
+    for (size_t k = 0; k < m->nsessions; k++)
+        if (sim_measure_add(&x, m, &m->sessions[k], e) < 0)
+            goto out;
+    rc = sim_measure_end(&x, u, e);
+out:
+    sim_measure_release(&x);
+    return rc;
 }
 
 /* ---- checking a month against a plan ---------------------------------- */

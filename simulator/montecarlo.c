@@ -12,7 +12,7 @@
  * the add-on it has to buy adds its fee, an "addon" line of the
  * simulator's own, and the limits it breaks are counted.
  */
-#include "sim.h"
+#include "sim_int.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -66,6 +66,7 @@ struct worker {
     unsigned index;      /* takes trials index, index + threads, ... */
     struct cell *cells;  /* count x nbooks */
     size_t *started;     /* count */
+    struct sim_mem mem;  /* the thread's bound (used: 0) */
     int rc;
     struct sim_err err;
 };
@@ -138,6 +139,7 @@ work(void *arg)
     struct sim_month_use use;
     sim_month_init(&m, w->o->year, w->o->month);
     m.first = w->o->first_month;
+    m.mem = w->mem.limit ? &w->mem : NULL;
     w->rc = -1;
     if (!rng || !pr) {
         snprintf(w->err.msg, sizeof(w->err.msg), "out of memory");
@@ -145,10 +147,10 @@ work(void *arg)
     }
     for (size_t j = w->index; j < w->count; j += w->o->threads) {
         gsl_rng_set(rng, trial_seed(w->o->seed, w->first + j));
-        if (sim_month_generate(&m, w->p, rng, &w->err) < 0 ||
-            sim_month_measure(&m, &use, &w->err) < 0 ||
-            sim_price_month(&m, w->books, w->nbooks, w->active, SIM_FEED_RUNS,
-                            pr, &w->err) < 0)
+        /* Drawn, measured and priced a session at a time. */
+        sim_month_begin(&m, w->p, rng);
+        if (sim_price_drawn(&m, w->books, w->nbooks, w->active, pr, &use,
+                            &w->err) < 0)
             goto out;
         w->started[j] = m.started;
         for (size_t i = 0; i < w->nbooks; i++) {
@@ -200,6 +202,39 @@ dec_cmp(const void *a, const void *b)
 {
     return pricing_dec_cmp(*(const struct pricing_dec *)a,
                            *(const struct pricing_dec *)b);
+}
+
+/*
+ * What each thread's month may hold under o->memory_mib: what is left
+ * once the results (each book's totals, twice, for max trials), a
+ * round's cells and each thread's blocks and statements are counted,
+ * shared by the threads. -1 (e naming the options) if nothing is left.
+ */
+static int
+bound(struct sim_mem *mem, const struct sim_mc_opts *o, unsigned threads,
+      size_t max, size_t round, size_t nbooks, struct sim_err *e)
+{
+    uint64_t limit = o->memory_mib << 20;
+    uint64_t fixed =
+        (uint64_t)max *
+            (2 * nbooks * sizeof(struct pricing_dec) + sizeof(double)) +
+        (uint64_t)round * (nbooks * sizeof(struct cell) + sizeof(size_t)) +
+        (uint64_t)threads * (SIM_PRICE_CHUNK * sizeof(struct pricing_run) +
+                             nbooks * sizeof(struct sim_priced));
+    if (fixed >= limit) {
+        snprintf(e->msg, sizeof(e->msg),
+                 "--memory-limit %llu MiB is less than the %llu MiB that "
+                 "--max-trials %zu of %zu books and --threads %u hold before "
+                 "any session is drawn",
+                 (unsigned long long)o->memory_mib,
+                 (unsigned long long)((fixed + (1u << 20) - 1) >> 20), max,
+                 nbooks, threads);
+        return -1;
+    }
+    mem->limit = (size_t)((limit - fixed) / threads);
+    mem->limit_mib = o->memory_mib;
+    mem->threads = threads;
+    return 0;
 }
 
 /* Draws and prices the trials [first, first + count) on the threads. */
@@ -303,10 +338,13 @@ sim_monte_carlo(const struct sim_profile *p,
     size_t *started = calloc(round, sizeof(*started));
     double *x = malloc(max * sizeof(*x));
     struct worker w[64];
+    struct sim_mem mem = {0};
     out->books = calloc(nbooks ? nbooks : 1, sizeof(*out->books));
     out->nbooks = nbooks;
     if (!active || !cells || !started || !x || !out->books)
         goto oom;
+    if (o->memory_mib && bound(&mem, o, threads, max, round, nbooks, e) < 0)
+        goto out;
     for (size_t i = 0; i < nbooks; i++) {
         active[i] = true;
         if (!(out->books[i].totals = malloc(max * sizeof(struct pricing_dec))))
@@ -316,9 +354,9 @@ sim_monte_carlo(const struct sim_profile *p,
     while (out->trials < max && nactive > 0) {
         size_t count = max - out->trials < round ? max - out->trials : round;
         for (unsigned t = 0; t < threads; t++)
-            w[t] = (struct worker){p,     books,       nbooks, active,
-                                   &opts, out->trials, count,  t,
-                                   cells, started,     0,      {{0}}};
+            w[t] = (struct worker){p,           books, nbooks, active, &opts,
+                                   out->trials, count, t,      cells,  started,
+                                   mem,         0,     {{0}}};
         if (run_batch(w, threads, e) < 0)
             goto out;
         for (size_t done = 0; done < count && nactive > 0; done += BATCH) {

@@ -9,9 +9,10 @@
  * in any month but the first. Doubles only shape the workload; every
  * spell is whole seconds and bytes before the engine sees it.
  */
-#include "sim.h"
+#include "sim_int.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,11 +36,61 @@ sim_month_release(struct sim_month *m)
     free(m->sessions);
     free(m->spells);
     free(m->times);
+    if (m->mem)
+        m->mem->used -= (m->sessions_cap * sizeof(*m->sessions) +
+                         m->spells_cap * sizeof(*m->spells) +
+                         m->times_cap * sizeof(*m->times));
     m->sessions = NULL;
     m->spells = NULL;
     m->times = NULL;
     m->nsessions = m->sessions_cap = m->nspells = m->spells_cap = 0;
     m->times_cap = 0;
+}
+
+int
+sim_grow(struct sim_mem *mem, void *pp, size_t *cap, size_t need, size_t size,
+         size_t min)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : min;
+    while (n < need && n <= SIZE_MAX / 2 / size)
+        n *= 2;
+    if (n < need)
+        return -1;
+    size_t more = (n - *cap) * size;
+    if (mem && (mem->used > mem->limit || more > mem->limit - mem->used))
+        return -2;
+    /* Through memcpy: *pp is an array pointer of any type. */
+    void *p, *q;
+    memcpy(&p, pp, sizeof(p));
+    if (!(q = realloc(p, n * size)))
+        return -1;
+    memcpy(pp, &q, sizeof(q));
+    if (mem)
+        mem->used += more;
+    *cap = n;
+    return 0;
+}
+
+int
+sim_mem_over(const struct sim_mem *mem, size_t bytes, struct sim_err *e,
+             const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+    va_end(ap);
+    /* What does not fit is cut, the figures after it kept in view. */
+    size_t at = n < 0 ? 0 : (size_t)n < 256 ? (size_t)n : 256;
+    snprintf(e->msg + at, sizeof(e->msg) - at,
+             " (%zu MiB): past --memory-limit %llu MiB (%zu %s a thread, "
+             "%u thread%s); raise it, or use fewer --threads",
+             (bytes + (1u << 20) - 1) >> 20, (unsigned long long)mem->limit_mib,
+             mem->limit >> (mem->limit < (1u << 20) ? 10 : 20),
+             mem->limit < (1u << 20) ? "KiB" : "MiB", mem->threads,
+             mem->threads == 1 ? "" : "s");
+    return -1;
 }
 
 static int
@@ -49,19 +100,19 @@ oom(struct sim_err *e)
     return -1;
 }
 
-/* Room for one more spell. */
+/* Room for one more spell of a session of len seconds. */
 static int
-spell_room(struct sim_month *m, struct sim_err *e)
+spell_room(struct sim_month *m, uint64_t len, struct sim_err *e)
 {
-    if (m->nspells < m->spells_cap)
-        return 0;
-    size_t cap = m->spells_cap ? 2 * m->spells_cap : 1024;
-    struct sim_spell *s = realloc(m->spells, cap * sizeof(*s));
-    if (!s)
-        return oom(e);
-    m->spells = s;
-    m->spells_cap = cap;
-    return 0;
+    int rc = sim_grow(m->mem, &m->spells, &m->spells_cap, m->nspells + 1,
+                      sizeof(*m->spells), 1024);
+    if (rc == -2)
+        return sim_mem_over(
+            m->mem, 2 * m->spells_cap * sizeof(*m->spells), e,
+            "sessions.length: a session of %llu s needs more than %zu spells "
+            "of activity, %zu bytes each",
+            (unsigned long long)len, m->spells_cap, sizeof(*m->spells));
+    return rc < 0 ? oom(e) : 0;
 }
 
 /* Whole seconds from a draw: at least 1 (a session or spell exists). */
@@ -76,7 +127,7 @@ static int
 push_spell(struct sim_month *m, const struct sim_profile *p, uint64_t n,
            bool paused, uint32_t cpu_used, struct sim_err *e)
 {
-    if (spell_room(m, e) < 0)
+    if (spell_room(m, m->sessions[m->nsessions].seconds, e) < 0)
         return -1;
     struct sim_spell *s = &m->spells[m->nspells++];
     memset(s, 0, sizeof(*s));
@@ -112,7 +163,7 @@ spread_egress(struct sim_month *m, struct sim_session *s, uint64_t total,
             r -= x->seconds;
             continue;
         }
-        if (spell_room(m, e) < 0)
+        if (spell_room(m, s->seconds, e) < 0)
             return -1;
         x = &m->spells[i];
         memmove(x + 1, x, (m->nspells - i) * sizeof(*x));
@@ -131,14 +182,13 @@ static int
 add_session(struct sim_month *m, const struct sim_profile *p, gsl_rng *rng,
             int64_t t, struct sim_err *e)
 {
-    if (m->nsessions == m->sessions_cap) {
-        size_t cap = m->sessions_cap ? 2 * m->sessions_cap : 256;
-        struct sim_session *s = realloc(m->sessions, cap * sizeof(*s));
-        if (!s)
-            return oom(e);
-        m->sessions = s;
-        m->sessions_cap = cap;
-    }
+    int rc = sim_grow(m->mem, &m->sessions, &m->sessions_cap, m->nsessions + 1,
+                      sizeof(*m->sessions), 256);
+    if (rc == -2)
+        return sim_mem_over(m->mem, 2 * m->sessions_cap * sizeof(*m->sessions),
+                            e, "sessions: %zu drawn at once", m->nsessions + 1);
+    if (rc < 0)
+        return oom(e);
     uint64_t len = seconds_of(sim_dist_draw(&p->length, rng));
     struct sim_session *s = &m->sessions[m->nsessions];
     s->start = t;
@@ -186,16 +236,6 @@ add_session(struct sim_month *m, const struct sim_profile *p, gsl_rng *rng,
 }
 
 static int
-add_arrival(struct sim_month *m, const struct sim_profile *p, gsl_rng *rng,
-            int64_t t, struct sim_err *e)
-{
-    for (uint32_t b = 0; b < p->batch; b++)
-        if (add_session(m, p, rng, t, e) < 0)
-            return -1;
-    return 0;
-}
-
-static int
 by_time(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -210,57 +250,112 @@ ends_before(const struct sim_month *m, int64_t t, int64_t warm)
     return m->first ? t < m->start : t + warm <= m->start;
 }
 
+void
+sim_month_begin(struct sim_month *m, const struct sim_profile *p, gsl_rng *rng)
+{
+    m->p = p;
+    m->rng = rng;
+    m->nsessions = m->nspells = m->started = m->dropped = 0;
+    m->hour_n = m->hour_i = 0;
+    m->batch_left = 0;
+    /* Sessions that started this long before the month can reach it;
+     * none before a first month. */
+    m->warm = m->first ? 0 : (int64_t)ceil(sim_dist_upper(&p->length));
+    if (p->arrivals == SIM_EVEN) {
+        /* per_month arrivals at start + floor(i x D / N), continued
+         * backwards over the warm-up window: a periodic month. */
+        m->next = -(m->warm * (int64_t)p->per_month / (m->end - m->start) + 2);
+    } else {
+        m->next = (m->start - m->warm) / 3600 * 3600;
+    }
+}
+
+/* Poisson: the next hour's count at its rate (the daily pattern),
+ * arrival times uniform inside the hour, in order: sessions come in
+ * order of start, as a meter would see them begin. */
+static int
+draw_hour(struct sim_month *m, struct sim_err *e)
+{
+    const struct sim_profile *p = m->p;
+    int64_t h = m->next;
+    m->next += 3600;
+    double rate = p->per_hour * p->pattern[(h / 3600) % 24];
+    unsigned k = rate > 0 ? gsl_ran_poisson(m->rng, rate) : 0;
+    int rc =
+        sim_grow(m->mem, &m->times, &m->times_cap, k, sizeof(*m->times), 64);
+    if (rc == -2)
+        return sim_mem_over(m->mem, 2 * (size_t)k * sizeof(*m->times), e,
+                            "sessions.poisson.per_hour: an hour of %u "
+                            "arrivals",
+                            k);
+    if (rc < 0)
+        return oom(e);
+    for (unsigned i = 0; i < k; i++)
+        m->times[i] = h + (int64_t)gsl_rng_uniform_int(m->rng, 3600);
+    if (k > 1) /* none may be no array at all: qsort's NULL is UB */
+        qsort(m->times, k, sizeof(*m->times), by_time);
+    m->hour_n = k;
+    m->hour_i = 0;
+    return 0;
+}
+
+/* The next arrival that can reach the month, into m->at: 1, or 0 after
+ * the month's last. */
+static int
+next_arrival(struct sim_month *m, struct sim_err *e)
+{
+    const struct sim_profile *p = m->p;
+    for (;;) {
+        int64_t t;
+        if (p->arrivals == SIM_EVEN) {
+            const int64_t d = m->end - m->start, n = p->per_month;
+            if (m->next >= n)
+                return 0;
+            int64_t i = m->next++;
+            t = i >= 0 ? m->start + i * d / n : m->start - (-i * d + n - 1) / n;
+        } else {
+            while (m->hour_i == m->hour_n) {
+                if (m->next >= m->end)
+                    return 0;
+                if (draw_hour(m, e) < 0)
+                    return -1;
+            }
+            t = m->times[m->hour_i++];
+        }
+        if (!ends_before(m, t, m->warm)) {
+            m->at = t;
+            return 1;
+        }
+    }
+}
+
+int
+sim_month_draw(struct sim_month *m, struct sim_err *e)
+{
+    if (m->batch_left == 0) {
+        int got = next_arrival(m, e);
+        if (got <= 0)
+            return got;
+        m->batch_left = m->p->batch;
+    }
+    m->batch_left--;
+    return add_session(m, m->p, m->rng, m->at, e) < 0 ? -1 : 1;
+}
+
+void
+sim_month_drop(struct sim_month *m)
+{
+    m->dropped += m->nsessions;
+    m->nsessions = m->nspells = 0;
+}
+
 int
 sim_month_generate(struct sim_month *m, const struct sim_profile *p,
                    gsl_rng *rng, struct sim_err *e)
 {
-    m->nsessions = m->nspells = m->started = 0;
-    /* Sessions that started this long before the month can reach it;
-     * none before a first month. */
-    const int64_t warm =
-        m->first ? 0 : (int64_t)ceil(sim_dist_upper(&p->length));
-    if (p->arrivals == SIM_EVEN) {
-        /* per_month arrivals at start + floor(i x D / N), continued
-         * backwards over the warm-up window: a periodic month. */
-        const int64_t d = m->end - m->start, n = p->per_month;
-        const int64_t back = warm * n / d + 2;
-        for (int64_t i = -back; i < n; i++) {
-            int64_t t =
-                i >= 0 ? m->start + i * d / n : m->start - (-i * d + n - 1) / n;
-            if (ends_before(m, t, warm))
-                continue;
-            if (add_arrival(m, p, rng, t, e) < 0)
-                return -1;
-        }
-        return 0;
-    }
-    /* Poisson: hour by hour, each hour's count at its rate (the daily
-     * pattern), arrival times uniform inside the hour. */
-    int64_t from = (m->start - warm) / 3600 * 3600;
-    for (int64_t h = from; h < m->end; h += 3600) {
-        double rate = p->per_hour * p->pattern[(h / 3600) % 24];
-        unsigned k = rate > 0 ? gsl_ran_poisson(rng, rate) : 0;
-        /* The hour's arrival times, in order: sessions come in order of
-         * start, as a meter would see them begin. */
-        if (k > m->times_cap) {
-            int64_t *t = realloc(m->times, k * sizeof(*t));
-            if (!t) {
-                snprintf(e->msg, sizeof(e->msg), "out of memory");
-                return -1;
-            }
-            m->times = t;
-            m->times_cap = k;
-        }
-        for (unsigned i = 0; i < k; i++)
-            m->times[i] = h + (int64_t)gsl_rng_uniform_int(rng, 3600);
-        if (k > 1) /* none may be no array at all: qsort's NULL is UB */
-            qsort(m->times, k, sizeof(*m->times), by_time);
-        for (unsigned i = 0; i < k; i++) {
-            if (ends_before(m, m->times[i], warm))
-                continue;
-            if (add_arrival(m, p, rng, m->times[i], e) < 0)
-                return -1;
-        }
-    }
-    return 0;
+    int got;
+    sim_month_begin(m, p, rng);
+    while ((got = sim_month_draw(m, e)) > 0)
+        ;
+    return got;
 }

@@ -6,71 +6,52 @@
  * stand for. No rule is re-derived here, so a simulated month costs
  * exactly what the same samples would be invoiced.
  *
+ * The month reaches the raters through a pricing_source, the engine's
+ * one streaming input, pulled block by block and handed to every book.
+ * The Monte Carlo's source draws the month as it is read
+ * (sim_price_drawn): a session is drawn, measured, priced and dropped
+ * before the next, so memory holds one session's spells whatever the
+ * month's count of sessions x their length.
+ *
  * SIM_FEED_SECONDS expands the spells to per-second samples instead,
  * the form the meter stores: the tests and the bench price a month both
  * ways and compare.
  */
-#include "sim.h"
+#include "sim_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Seconds (or runs) handed to the raters at a time (3 MiB of them). */
-#define CHUNK 65536
+#define CHUNK SIM_PRICE_CHUNK
 
 #define ACCOUNT "sim"
 
-struct feed {
-    struct pricing_rater **r;
-    struct sim_priced *out;
-    size_t nbooks;
+/*
+ * A month as a pricing_source: each session's seconds inside the month,
+ * one sandbox per session, as blocks of at most CHUNK runs (or
+ * seconds). With draw, the sessions are drawn as they are read
+ * (sim_month_draw), each measured, then dropped once read: what is held
+ * is one session's spells, not the month's.
+ */
+struct source {
+    struct sim_month *m;
     enum sim_feed how;
-    struct pricing_block b;
-    struct pricing_second *buf; /* SIM_FEED_SECONDS */
-    struct pricing_run *runs;   /* SIM_FEED_RUNS */
+    bool draw;
+    struct sim_measure *measure; /* with draw */
+    size_t k;                    /* the session being read, in m */
+    bool open;                   /* its block is set up */
+    size_t spell;                /* its next spell, which starts at t */
+    int64_t t, pos;              /* pos: the next second to hand out */
+    int64_t lo, hi;              /* its seconds in the month */
+    char id[32];
+    struct pricing_block b;      /* of runs, or of seconds */
+    struct pricing_run *runs;    /* SIM_FEED_RUNS: b.runs */
+    struct pricing_second *secs; /* SIM_FEED_SECONDS: b.s */
+    struct sim_err err;          /* why next() failed */
 };
 
-/* Hands what is buffered to every book still pricing. */
-static void
-flush(struct feed *f)
-{
-    if (f->b.n == 0 && f->b.nruns == 0)
-        return;
-    for (size_t i = 0; i < f->nbooks; i++)
-        if (f->r[i] && f->out[i].ok &&
-            pricing_rater_add(f->r[i], &f->b, &f->out[i].err) < 0)
-            f->out[i].ok = false;
-    f->b.n = f->b.nruns = 0;
-}
-
-/* Seconds [a, z) of spell x: a run, or its seconds one by one. */
-static void
-feed_spell(struct feed *f, const struct sim_spell *x, int64_t a, int64_t z)
-{
-    struct pricing_second v = {
-        .ts = a,
-        .vcpu = x->vcpu,
-        .cpu_used = x->cpu_used,
-        .mem_bytes = x->mem_bytes,
-        .mem_used_bytes = x->mem_used_bytes,
-        .disk_bytes = x->disk_bytes,
-        .egress_bytes = x->egress_bytes,
-    };
-    if (f->how == SIM_FEED_RUNS) {
-        if (f->b.nruns == CHUNK)
-            flush(f);
-        f->runs[f->b.nruns++] = (struct pricing_run){v, (uint32_t)(z - a)};
-        return;
-    }
-    for (; v.ts < z; v.ts++) {
-        if (f->b.n == CHUNK)
-            flush(f);
-        f->buf[f->b.n++] = v;
-    }
-}
-
-/* "s" and the session's index: the sandbox's id (no printf: it is once
+/* "s" and the session's number: the sandbox's id (no printf: it is once
  * a session, on the Monte Carlo's hot path). */
 static void
 session_id(char *id, size_t k)
@@ -86,16 +67,17 @@ session_id(char *id, size_t k)
     *id = '\0';
 }
 
-/* The session's seconds inside [lo, hi), spell by spell. */
-static void
-feed_session(struct feed *f, const struct sim_month *m,
-             const struct sim_session *s, char *id)
+/* Sets up the block of session s: false if it has no second in the
+ * month. */
+static bool
+open_session(struct source *r, const struct sim_session *s)
 {
-    int64_t lo = s->start > m->start ? s->start : m->start;
+    const struct sim_month *m = r->m;
     int64_t end = s->start + (int64_t)s->seconds;
-    int64_t hi = end < m->end ? end : m->end;
-    if (lo >= hi)
-        return;
+    r->lo = s->start > m->start ? s->start : m->start;
+    r->hi = end < m->end ? end : m->end;
+    if (r->lo >= r->hi)
+        return false;
     /* A session that ran before the month has history: it starts no run
      * in it (rules section 5). */
     int64_t t = s->start, first_run = INT64_MAX;
@@ -104,41 +86,110 @@ feed_session(struct feed *f, const struct sim_month *m,
             first_run = t;
         t += m->spells[s->first + k].seconds;
     }
-    session_id(id, (size_t)(s - m->sessions));
-    f->b.account_id = ACCOUNT;
-    f->b.sandbox_id = id;
-    f->b.history = first_run < m->start;
-    f->b.first_run_minute = f->b.history ? first_run / 60 : INT64_MAX;
-    t = s->start;
-    for (size_t k = 0; k < s->nspells && t < hi; k++) {
-        const struct sim_spell *x = &m->spells[s->first + k];
-        int64_t a = t > lo ? t : lo, z = t + x->seconds;
-        if (z > hi)
-            z = hi;
-        if (a < z)
-            feed_spell(f, x, a, z);
-        t += x->seconds;
-    }
-    flush(f);
+    session_id(r->id, m->dropped + r->k);
+    r->b.account_id = ACCOUNT;
+    r->b.sandbox_id = r->id;
+    r->b.history = first_run < m->start;
+    r->b.first_run_minute = r->b.history ? first_run / 60 : INT64_MAX;
+    r->spell = 0;
+    r->t = r->pos = s->start;
+    return true;
 }
 
-int
-sim_price_month(const struct sim_month *m,
-                const struct pricing_book *const *books, size_t nbooks,
-                const bool *active, enum sim_feed how, struct sim_priced *out,
-                struct sim_err *e)
+/* The session's next CHUNK runs or seconds inside [lo, hi); how many. */
+static size_t
+fill(struct source *r, const struct sim_session *s)
 {
-    struct feed f = {.how = how};
-    int rc = -1;
+    const struct sim_month *m = r->m;
+    struct pricing_block *b = &r->b;
+    b->n = b->nruns = 0;
+    for (; r->spell < s->nspells && r->t < r->hi; r->spell++) {
+        const struct sim_spell *x = &m->spells[s->first + r->spell];
+        int64_t a = r->t > r->lo ? r->t : r->lo, z = r->t + x->seconds;
+        if (z > r->hi)
+            z = r->hi;
+        struct pricing_second v = {
+            .vcpu = x->vcpu,
+            .cpu_used = x->cpu_used,
+            .mem_bytes = x->mem_bytes,
+            .mem_used_bytes = x->mem_used_bytes,
+            .disk_bytes = x->disk_bytes,
+            .egress_bytes = x->egress_bytes,
+        };
+        if (r->how == SIM_FEED_RUNS) {
+            if (a < z) {
+                if (b->nruns == CHUNK)
+                    return CHUNK;
+                v.ts = a;
+                r->runs[b->nruns++] =
+                    (struct pricing_run){v, (uint32_t)(z - a)};
+            }
+        } else {
+            if (r->pos < a)
+                r->pos = a;
+            for (; r->pos < z; r->pos++) {
+                if (b->n == CHUNK)
+                    return CHUNK;
+                v.ts = r->pos;
+                r->secs[b->n++] = v;
+            }
+        }
+        r->t += x->seconds;
+    }
+    return b->n + b->nruns;
+}
+
+static int
+next(void *ctx, struct pricing_block *out, struct pricing_err *pe)
+{
+    struct source *r = ctx;
+    struct sim_month *m = r->m;
+    for (;;) {
+        if (r->k == m->nsessions) {
+            if (!r->draw)
+                return 0;
+            sim_month_drop(m);
+            r->k = 0;
+            int got = sim_month_draw(m, &r->err);
+            if (got > 0 &&
+                sim_measure_add(r->measure, m, &m->sessions[0], &r->err) < 0)
+                got = -1;
+            if (got <= 0) {
+                if (got < 0)
+                    snprintf(pe->msg, sizeof(pe->msg), "%s", r->err.msg);
+                return got;
+            }
+        }
+        const struct sim_session *s = &m->sessions[r->k];
+        if (r->open || (r->open = open_session(r, s))) {
+            if (fill(r, s) > 0) {
+                *out = r->b;
+                return 1;
+            }
+        }
+        r->open = false;
+        r->k++;
+    }
+}
+
+/* Pulls every block of r into a rater per active book, and finishes
+ * them: sim_price_month's contract. */
+static int
+price(struct source *r, const struct pricing_book *const *books, size_t nbooks,
+      const bool *active, struct sim_priced *out, struct sim_err *e)
+{
+    const struct sim_month *m = r->m;
+    struct pricing_rater **rater = calloc(nbooks ? nbooks : 1, sizeof(*rater));
+    struct pricing_source src = {next, r};
+    struct pricing_block b;
+    struct pricing_err pe;
+    int rc = -1, got;
     memset(out, 0, nbooks * sizeof(*out));
-    f.r = calloc(nbooks ? nbooks : 1, sizeof(*f.r));
-    if (how == SIM_FEED_RUNS)
-        f.b.runs = f.runs = malloc(CHUNK * sizeof(*f.runs));
+    if (r->how == SIM_FEED_RUNS)
+        r->b.runs = r->runs = malloc(CHUNK * sizeof(*r->runs));
     else
-        f.b.s = f.buf = malloc(CHUNK * sizeof(*f.buf));
-    f.out = out;
-    f.nbooks = nbooks;
-    if (!f.r || !(f.buf || f.runs)) {
+        r->b.s = r->secs = malloc(CHUNK * sizeof(*r->secs));
+    if (!rater || !(r->runs || r->secs)) {
         snprintf(e->msg, sizeof(e->msg), "out of memory");
         goto out;
     }
@@ -148,20 +199,27 @@ sim_price_month(const struct sim_month *m,
         if (active && !active[i])
             continue;
         out[i].ok = true;
-        if (!(f.r[i] = pricing_rater_new(books[i], &out[i].err))) {
+        if (!(rater[i] = pricing_rater_new(books[i], &out[i].err))) {
             snprintf(e->msg, sizeof(e->msg), "out of memory");
             goto out;
         }
-        pricing_rater_select(f.r[i], &scope);
+        pricing_rater_select(rater[i], &scope);
     }
-    char id[32];
-    for (size_t k = 0; k < m->nsessions; k++)
-        feed_session(&f, m, &m->sessions[k], id);
+    /* Every book rates the same blocks: a book that fails stops there. */
+    while ((got = src.next(src.ctx, &b, &pe)) > 0)
+        for (size_t i = 0; i < nbooks; i++)
+            if (rater[i] && out[i].ok &&
+                pricing_rater_add(rater[i], &b, &out[i].err) < 0)
+                out[i].ok = false;
+    if (got < 0) {
+        snprintf(e->msg, sizeof(e->msg), "%s", pe.msg);
+        goto out;
+    }
     for (size_t i = 0; i < nbooks; i++) {
         size_t n = 0;
-        if (!f.r[i] || !out[i].ok)
+        if (!rater[i] || !out[i].ok)
             continue;
-        if (pricing_rater_finish(f.r[i], &out[i].st, &n, &out[i].err) < 0) {
+        if (pricing_rater_finish(rater[i], &out[i].st, &n, &out[i].err) < 0) {
             out[i].ok = false;
         } else if (n != 1) {
             /* The scope names one account and period: one statement. */
@@ -181,15 +239,47 @@ sim_price_month(const struct sim_month *m,
     }
     rc = 0;
 out:
-    for (size_t i = 0; f.r && i < nbooks; i++)
-        pricing_rater_free(f.r[i]);
-    free(f.r);
-    free(f.buf);
-    free(f.runs);
+    for (size_t i = 0; rater && i < nbooks; i++)
+        pricing_rater_free(rater[i]);
+    free(rater);
+    free(r->runs);
+    free(r->secs);
     if (rc < 0)
         for (size_t i = 0; i < nbooks; i++) {
             pricing_statements_free(out[i].st, 1);
             out[i].st = NULL;
         }
+    return rc;
+}
+
+int
+sim_price_month(const struct sim_month *m,
+                const struct pricing_book *const *books, size_t nbooks,
+                const bool *active, enum sim_feed how, struct sim_priced *out,
+                struct sim_err *e)
+{
+    /* Read only: without draw, the source never changes the month. */
+    struct source r = {.m = (struct sim_month *)m, .how = how};
+    return price(&r, books, nbooks, active, out, e);
+}
+
+int
+sim_price_drawn(struct sim_month *m, const struct pricing_book *const *books,
+                size_t nbooks, const bool *active, struct sim_priced *out,
+                struct sim_month_use *use, struct sim_err *e)
+{
+    struct sim_measure x;
+    sim_measure_init(&x, m->mem, true);
+    struct source r = {
+        .m = m, .how = SIM_FEED_RUNS, .draw = true, .measure = &x};
+    int rc = price(&r, books, nbooks, active, out, e);
+    if (rc == 0 && sim_measure_end(&x, use, e) < 0) {
+        for (size_t i = 0; i < nbooks; i++) {
+            pricing_statements_free(out[i].st, 1);
+            out[i].st = NULL;
+        }
+        rc = -1;
+    }
+    sim_measure_release(&x);
     return rc;
 }

@@ -59,6 +59,9 @@ struct sim_spell {
     uint64_t mem_bytes, mem_used_bytes, disk_bytes, egress_bytes;
 };
 
+struct sim_mem; /* montecarlo.c's count of a thread's memory */
+struct sim_month_use;
+
 /* A session: one sandbox, from start, its spells in order. */
 struct sim_session {
     int64_t start;
@@ -85,14 +88,41 @@ struct sim_month {
     bool first;
     int64_t *times; /* an hour's arrival times, while drawing */
     size_t times_cap;
+    /* Drawing, session by session (sim_month_begin, sim_month_draw): */
+    const struct sim_profile *p;
+    gsl_rng *rng;
+    int64_t warm;          /* how long before the month a session may start */
+    int64_t next;          /* per_month: the next arrival; Poisson: hour */
+    size_t hour_n, hour_i; /* Poisson: the hour's arrivals; the next one */
+    int64_t at;            /* the arrival being drawn */
+    uint32_t batch_left;   /* its sessions still to draw */
+    size_t dropped;        /* sessions drawn before sessions[0] */
+    /* Where the arrays' bytes are counted, against a bound (montecarlo.c,
+     * --memory-limit); NULL: not counted. */
+    struct sim_mem *mem;
 };
 
 void sim_month_init(struct sim_month *m, int year, int month);
 void sim_month_release(struct sim_month *m);
 /* Replaces m's sessions with a month drawn from p with rng. -1 when out
- * of memory. */
+ * of memory, or past m->mem's bound. */
 int sim_month_generate(struct sim_month *m, const struct sim_profile *p,
                        gsl_rng *rng, struct sim_err *e);
+/*
+ * The same month, drawn a session at a time: sim_month_begin empties m
+ * and starts drawing from p with rng (both kept until the month is
+ * drawn); each sim_month_draw appends the next session, in order of
+ * start, and returns 1, or 0 when the month has no more (the draws are
+ * those of sim_month_generate, in its order). sim_month_drop forgets the
+ * sessions drawn so far (the next keeps its number, dropped + index), so
+ * that memory holds what is being priced, not the month. -1 (e set)
+ * when out of memory or past m->mem's bound; the message then names the
+ * profile's key and the size it asked for.
+ */
+void sim_month_begin(struct sim_month *m, const struct sim_profile *p,
+                     gsl_rng *rng);
+int sim_month_draw(struct sim_month *m, struct sim_err *e);
+void sim_month_drop(struct sim_month *m);
 
 /* ---- pricing a month through the engine (price.c) -------------------- */
 
@@ -123,6 +153,21 @@ int sim_price_month(const struct sim_month *m,
                     const struct pricing_book *const *books, size_t nbooks,
                     const bool *active, enum sim_feed how,
                     struct sim_priced *out, struct sim_err *e);
+
+/*
+ * The Monte Carlo's way: draws the month begun in m (sim_month_begin, no
+ * session drawn yet) a session at a time, measures each into *use (as
+ * sim_month_measure) and prices it as sim_price_month with
+ * SIM_FEED_RUNS, the same statements, and drops it once priced: memory
+ * holds one session's spells and the changes of the sandboxes running
+ * still ahead, not the month's sessions x their length. -1 (e set) when
+ * out of memory or past m->mem's bound (the message names the profile's
+ * key and the size); nothing is then left to free.
+ */
+int sim_price_drawn(struct sim_month *m,
+                    const struct pricing_book *const *books, size_t nbooks,
+                    const bool *active, struct sim_priced *out,
+                    struct sim_month_use *use, struct sim_err *e);
 
 /* ---- plan tiers and limits (limits.c) --------------------------------- */
 
@@ -229,6 +274,11 @@ struct sim_mc_opts {
     unsigned threads; /* >= 1; the results do not depend on it */
     int year, month;  /* the simulated month */
     bool first_month; /* the account's first: see sim_month.first */
+    /* At most this many MiB (costsim's --memory-limit; 0: no bound): the
+     * results of max_trials, and on each thread what its month holds;
+     * a run that needs more fails, naming the option or the profile's
+     * key and the size. */
+    uint64_t memory_mib;
     /* Optional: told after each batch, on the calling thread, the trials
      * drawn so far, the cap, and the books still being priced (a
      * progress bar). It must not call back into the Monte Carlo. */
@@ -290,8 +340,8 @@ void sim_mc_result_release(struct sim_mc_result *r);
  * The tier chosen among the books of one provider (pricing_book_provider):
  * the index, into books, of the cheapest by exact mean monthly total
  * (add-on fees included; the first on a tie) among those that priced the
- * workload and broke no limit in any month (sim_book_fits); -1 if none did, or no book
- * has that provider.
+ * workload and broke no limit in any month (sim_book_fits); -1 if none did, or
+ * no book has that provider.
  */
 int sim_tier_choose(const struct pricing_book *const *books,
                     const struct sim_book_stats *stats, size_t nbooks,

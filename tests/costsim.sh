@@ -433,4 +433,77 @@ contains "$err" "--seed '9223372036854775808' is not a whole number from 0 to 92
 expect_status 2 "$COSTSIM" breakeven --profile e2b.json --books "$books" \
     --between e2b-hobby,e2b-pro --param sessions.per_month --range 1.5:10
 contains "$err" "sessions.per_month: 1.5 is held as 2" "a range end the profile would round"
+
+# --- memory: bounded by what one trial prices at once (issue 26) ---------
+# peak_kib CMD...: runs CMD (stdout and stderr to peak.out and peak.err),
+# polling its peak resident size (VmHWM) until it exits: the last value
+# read, in KiB, goes to $kib and CMD's exit status to $peak_rc.
+peak_kib() {
+    "$@" >peak.out 2>peak.err &
+    local pid=$! v
+    kib=0
+    while v=$(awk '$1 == "VmHWM:" { print $2 }' "/proc/$pid/status" 2>/dev/null) &&
+        [ -n "$v" ]; do
+        kib=$v
+        sleep 0.05
+    done
+    wait "$pid" && peak_rc=0 || peak_rc=$?
+}
+# Day-long sessions of 10 s spells, 300 a month: 2.6 million spells a
+# month, which the whole month held in memory took to 369 MiB under
+# AddressSanitizer (134 MiB without); drawn, measured and priced a
+# session at a time, a trial holds one session's 8,640 spells (measured:
+# 26 MiB under AddressSanitizer, 12 MiB without).
+cat >daylong.json <<'JSON'
+{"name": "daylong",
+ "sessions": {"per_month": 300, "length": {"dist": "fixed", "value": 86400}},
+ "sandbox": {"vcpu": 2, "memory_gib": 4, "disk_gib": 10},
+ "activity": {"busy": {"length": {"dist": "fixed", "value": 10}, "cpu": 0.5},
+              "idle": {"length": {"dist": "fixed", "value": 10}, "cpu": 0}}}
+JSON
+mkdir -p one && cp "$books/e2b-pro.json" one/
+peak_kib "$COSTSIM" --profile daylong.json --books one --max-trials 2 \
+    --threads 1 --format json
+checks=$((checks + 1))
+[ "$peak_rc" = 0 ] || fail "daylong.json exited $peak_rc: $(cat peak.err)"
+echo "daylong.json: peak $((kib / 1024)) MiB"
+[ "$kib" -gt 0 ] && [ "$kib" -lt $((100 * 1024)) ] ||
+    fail "daylong.json peaked at $kib KiB, over 100 MiB"
+daylong=$(cat peak.out)
+# Within --memory-limit 8, the same output.
+expect_status 0 "$COSTSIM" --profile daylong.json --books one --max-trials 2 \
+    --threads 1 --format json --memory-limit 8
+[ "$out" = "$daylong" ] || fail "--memory-limit 8 changed the output"
+# What cannot fit is refused, naming the key and the size it implies: a
+# 31-day session of 1 s spells (2.7 million of them, 128 MiB) ...
+sed -e 's/"value": 86400/"value": 2678400/' -e 's/"value": 10}/"value": 1}/g' \
+    daylong.json >month-long.json
+expect_status 1 "$COSTSIM" --profile month-long.json --books one \
+    --max-trials 2 --threads 1 --memory-limit 64
+contains "$err" "costsim: sessions.length: a session of 2678400 s needs more than 1048576 spells of activity, 48 bytes each (96 MiB): past --memory-limit 64 MiB (60 MiB a thread, 1 thread); raise it, or use fewer --threads" "a session too long for the limit"
+# ... 100,000 sandboxes running at once, all month ...
+cat >crowd.json <<'JSON'
+{"name": "crowd",
+ "sessions": {"per_month": 100000, "length": {"dist": "fixed", "value": 2678400}},
+ "sandbox": {"vcpu": 1, "memory_gib": 1, "disk_gib": 1}}
+JSON
+expect_status 1 "$COSTSIM" --profile crowd.json --books one --max-trials 2 \
+    --threads 2 --memory-limit 16
+contains "$err" "costsim: sessions.per_month: 100000 with sessions of up to 2678400 s keeps more than" "a crowd too large for the limit"
+contains "$err" "past --memory-limit 16 MiB" "the limit named"
+# ... and results that alone pass it: 10^6 trials x 21 books x two
+# 16-byte totals, and a double each, are 680,000,000 bytes; with each
+# thread's 3.5 MiB of runs and a batch's cells, 656 MiB.
+expect_status 1 "$COSTSIM" --profile daylong.json --books "$books" \
+    --max-trials 1000000 --threads 2 --memory-limit 600
+contains "$err" "costsim: --memory-limit 600 MiB is less than the 656 MiB that --max-trials 1000000 of $nbooks books and --threads 2 hold before any session is drawn" "results past the limit"
+# Bad values are usage errors naming the value, as meterctl rate's.
+for bad in 0 -1 1.5 abc 1099511627777 ''; do
+    expect_status 2 "$COSTSIM" --profile daylong.json --memory-limit "$bad"
+    contains "$err" "costsim: --memory-limit '$bad' is not a number of MiB from 1 to 1099511627776" "--memory-limit '$bad'"
+done
+expect_status 2 "$COSTSIM" breakeven --profile daylong.json --books one \
+    --between e2b-pro,e2b-pro --param sessions.per_month --range 1:2 \
+    --memory-limit 0
+contains "$err" "costsim breakeven: --memory-limit '0' is not a number of MiB" "breakeven's --memory-limit"
 finish

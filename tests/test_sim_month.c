@@ -317,6 +317,61 @@ threads(void)
 }
 
 /*
+ * Draws the month of m again (rng set as for m) session by session, as
+ * the Monte Carlo does (sim_price_drawn): the same sessions, the same
+ * measures as the whole month's, the same statements as runs (priced
+ * from m as runs), or the same errors. Frees drawn's statements.
+ */
+static void
+drawn_alike(const struct sim_month *m, const struct sim_profile *p,
+            gsl_rng *rng, const struct pricing_book *const *books,
+            size_t nbooks, const struct sim_priced *runs,
+            struct sim_priced *drawn, const char *name)
+{
+    struct sim_month d;
+    struct sim_month_use ud, um;
+    struct sim_err e;
+    sim_month_init(&d, m->year, m->month);
+    sim_month_begin(&d, p, rng);
+    CHECK(sim_price_drawn(&d, books, nbooks, NULL, drawn, &ud, &e) == 0);
+    CHECK(sim_month_measure(m, &um, &e) == 0);
+    CHECK(d.dropped + d.nsessions == m->nsessions);
+    CHECK(d.started == m->started);
+    /* One session is held at a time, not the month. */
+    CHECK(d.nsessions <= 1 && d.sessions_cap <= 256);
+    if (ud.peak_running != um.peak_running ||
+        ud.longest_run_s != um.longest_run_s ||
+        ud.peak_disk_bytes != um.peak_disk_bytes) {
+        fprintf(stderr,
+                "%s: drawn a session at a time, measures %llu %llu %llu, "
+                "the whole month %llu %llu %llu\n",
+                name, (unsigned long long)ud.peak_running,
+                (unsigned long long)ud.longest_run_s,
+                (unsigned long long)ud.peak_disk_bytes,
+                (unsigned long long)um.peak_running,
+                (unsigned long long)um.longest_run_s,
+                (unsigned long long)um.peak_disk_bytes);
+        test_failures++;
+    }
+    for (size_t i = 0; i < nbooks; i++) {
+        const char *why =
+            runs[i].ok != drawn[i].ok ? "one failed"
+            : !runs[i].ok ? (strcmp(runs[i].err.msg, drawn[i].err.msg)
+                                 ? "the errors differ"
+                                 : NULL)
+                          : statements_differ(runs[i].st, 1, drawn[i].st, 1);
+        if (why) {
+            fprintf(stderr, "%s under %s: the month and drawn: %s\n", name,
+                    pricing_book_id(books[i]), why);
+            test_failures++;
+        }
+        pricing_statements_free(drawn[i].st, 1);
+        drawn[i].st = NULL;
+    }
+    sim_month_release(&d);
+}
+
+/*
  * Issue 10's "exact on the same rules": months of every shipped profile,
  * priced under every shipped book as runs (what costsim does) and as
  * the per-second samples they stand for (what the meter would store),
@@ -347,6 +402,7 @@ runs_and_seconds(void)
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     struct sim_priced *runs = calloc(nbooks, sizeof(*runs));
     struct sim_priced *secs = calloc(nbooks, sizeof(*secs));
+    struct sim_priced *drawn = calloc(nbooks, sizeof(*drawn));
     size_t priced = 0, compared = 0;
     for (size_t k = 0; k < sizeof(profiles) / sizeof(profiles[0]); k++) {
         char path[1024];
@@ -364,6 +420,9 @@ runs_and_seconds(void)
                               &e) == 0);
         CHECK(sim_price_month(&m, books, nbooks, NULL, SIM_FEED_SECONDS, secs,
                               &e) == 0);
+        /* The Monte Carlo's way, the same seed: the same statements. */
+        gsl_rng_set(rng, 100 + k);
+        drawn_alike(&m, p, rng, books, nbooks, runs, drawn, profiles[k]);
         for (size_t i = 0; i < nbooks; i++) {
             const char *why =
                 runs[i].ok != secs[i].ok ? "one failed"
@@ -392,9 +451,91 @@ runs_and_seconds(void)
            compared, priced);
     free(runs);
     free(secs);
+    free(drawn);
     gsl_rng_free(rng);
     for (size_t i = 0; i < nbooks; i++)
         pricing_book_free((struct pricing_book *)books[i]);
+}
+
+/* The most sandboxes running, and disk held, at one second of m, second
+ * by second: what the measures' sorted and folded changes must give. */
+static void
+brute_peaks(const struct sim_month *m, uint64_t *running, uint64_t *disk)
+{
+    size_t n = (size_t)(m->end - m->start) + 1;
+    int64_t *dr = calloc(n, sizeof(*dr)), *dd = calloc(n, sizeof(*dd));
+    *running = *disk = 0;
+    CHECK(dr && dd);
+    for (size_t k = 0; dr && dd && k < m->nsessions; k++) {
+        const struct sim_session *s = &m->sessions[k];
+        int64_t t = s->start;
+        for (size_t i = 0; i < s->nspells; i++) {
+            const struct sim_spell *x = &m->spells[s->first + i];
+            int64_t a = t < m->start ? m->start : t;
+            int64_t z = t + x->seconds > m->end ? m->end : t + x->seconds;
+            if (a < z) {
+                dd[a - m->start] += (int64_t)x->disk_bytes;
+                dd[z - m->start] -= (int64_t)x->disk_bytes;
+                dr[a - m->start] += !x->paused;
+                dr[z - m->start] -= !x->paused;
+            }
+            t += x->seconds;
+        }
+    }
+    int64_t r = 0, d = 0;
+    for (size_t i = 0; dr && dd && i < n; i++) {
+        r += dr[i];
+        d += dd[i];
+        if (r > (int64_t)*running)
+            *running = (uint64_t)r;
+        if (d > (int64_t)*disk)
+            *disk = (uint64_t)d;
+    }
+    free(dr);
+    free(dd);
+}
+
+/* A crowd of short sessions with pauses: many sandboxes running at once
+ * and many stretches each, so that the measures fold the changes behind
+ * the latest start again and again while the month is drawn; their
+ * peaks against the month's seconds counted one by one. */
+static void
+drawn_crowd(void)
+{
+    struct sim_profile *p = parse(
+        "{\"sessions\": {\"poisson\": {\"per_hour\": 20}, \"length\": "
+        "{\"dist\": \"lognormal\", \"median\": 3600, \"p95\": 14400}}, "
+        "\"sandbox\": {\"vcpu\": 1, \"memory_gib\": 1, \"disk_gib\": 2}, "
+        "\"activity\": {\"busy\": {\"length\": {\"dist\": \"exponential\", "
+        "\"mean\": 30}, \"cpu\": 1}, \"idle\": {\"length\": {\"dist\": "
+        "\"exponential\", \"mean\": 120}, \"cpu\": 0}}, "
+        "\"pauses\": {\"after_idle_s\": 60, \"probability\": 0.5}}");
+    const struct pricing_book *books[] = {book("e2b-pro")};
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    struct sim_priced runs[1], drawn[1];
+    struct sim_err e;
+    struct sim_month m;
+    sim_month_init(&m, 2026, 11);
+    if (p && books[0]) {
+        gsl_rng_set(rng, 7);
+        CHECK(sim_month_generate(&m, p, rng, &e) == 0);
+        CHECK(m.nsessions > 10000);
+        struct sim_month_use u;
+        uint64_t running, disk;
+        CHECK(sim_month_measure(&m, &u, &e) == 0);
+        brute_peaks(&m, &running, &disk);
+        CHECK(running > 20 && u.peak_running == running);
+        CHECK(u.peak_disk_bytes == disk);
+        CHECK(sim_price_month(&m, books, 1, NULL, SIM_FEED_RUNS, runs, &e) ==
+              0);
+        gsl_rng_set(rng, 7);
+        drawn_alike(&m, p, rng, books, 1, runs, drawn, "crowd");
+        pricing_statements_free(runs[0].st, 1);
+    }
+    sim_month_release(&m);
+    pricing_book_free((struct pricing_book *)books[0]);
+    gsl_rng_free(rng);
+    sim_profile_free(p);
 }
 
 int
@@ -406,5 +547,6 @@ main(void)
     hand_computed();
     threads();
     runs_and_seconds();
+    drawn_crowd();
     return test_result();
 }
