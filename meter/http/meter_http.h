@@ -96,7 +96,8 @@ struct meter_http_config {
     const char *conninfo; /* resolved (meter_db_conninfo); copied */
     size_t max_body;      /* largest body, after inflation */
     size_t max_buffered;  /* body bytes held at once, all requests: counted
-                             as they arrive */
+                             as they arrive, a gzip body's also as it
+                             inflates */
     unsigned threads;     /* request threads, each with a connection */
     /* Each 0 for its default (4096, 256, 30 s, 120 s): */
     unsigned max_connections;  /* open at once (clipped to what the

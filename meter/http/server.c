@@ -159,7 +159,16 @@ admit_body(struct meter_http_request *rq)
     return true;
 }
 
-/* The whole body has arrived: the size cap, then gzip. False after
+/* Reserves n bytes of an inflating body (http_gunzip's grow). */
+static bool
+reserve_inflated(void *cls, size_t n)
+{
+    return reserve(cls, n);
+}
+
+/* The whole body has arrived: the size cap, then gzip, its output
+ * reserved against max_buffered as it grows (a small body inflating to
+ * a large one is refused before it is held whole). False after
  * refusing. */
 static bool
 finish_body(struct meter_http_request *rq)
@@ -179,7 +188,9 @@ finish_body(struct meter_http_request *rq)
     char *plain;
     size_t len;
     int rc = http_gunzip(rq->body.p ? rq->body.p : "", rq->body.len,
-                         h->cfg.max_body, &plain, &len);
+                         h->cfg.max_body, reserve_inflated, rq, &plain, &len);
+    if (rc == -3)
+        return saturated(rq);
     if (rc == -2) {
         meter_http_reply_problem(rq, 413, "too-large", "Body too large", NULL,
                                  "the body inflates to more than %zu bytes",
@@ -191,11 +202,10 @@ finish_body(struct meter_http_request *rq)
                                  "the body is not a valid gzip stream");
         return false;
     }
-    /* The inflated body counts against max_buffered too. */
-    size_t more = len > rq->body.len ? len - rq->body.len : 0;
+    /* Both stay counted until the request completes. */
     meter_buf_release(&rq->body);
     rq->body = (struct meter_buf){.p = plain, .len = len, .cap = len + 1};
-    return reserve(rq, more) || saturated(rq);
+    return true;
 }
 
 /* ---- the request's life ------------------------------------------------ */
@@ -528,11 +538,11 @@ meter_http_start(const struct meter_http_config *cfg, struct meter_err *e)
         0, NULL, NULL, dispatch, h, MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log,
         NULL, MHD_OPTION_ARRAY, tls_options, MHD_OPTION_SOCK_ADDR,
         &h->cfg.listen, MHD_OPTION_THREAD_POOL_SIZE, cfg->threads,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, h,
-        MHD_OPTION_NOTIFY_CONNECTION, notify_connection, h,
-        MHD_OPTION_CONNECTION_TIMEOUT, h->cfg.idle_timeout_s,
-        MHD_OPTION_CONNECTION_LIMIT, h->cfg.max_connections,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->cfg.max_per_ip, MHD_OPTION_END);
+        MHD_OPTION_NOTIFY_COMPLETED, completed, h, MHD_OPTION_NOTIFY_CONNECTION,
+        notify_connection, h, MHD_OPTION_CONNECTION_TIMEOUT,
+        h->cfg.idle_timeout_s, MHD_OPTION_CONNECTION_LIMIT,
+        h->cfg.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        h->cfg.max_per_ip, MHD_OPTION_END);
     if (!h->daemon) {
         char addr[INET_ADDRSTRLEN] = "?";
         inet_ntop(AF_INET, &cfg->listen.sin_addr, addr, sizeof(addr));
