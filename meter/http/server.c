@@ -5,7 +5,8 @@
  * A request goes: framing (400), route (404/405), key or session
  * (401/403/503, a page's 303 to the sign-in page, and 429 past the
  * key's or the address's rate: auth.c, guard.c), a session's origin and
- * CSRF header (403), the route's own admission (admit), then for a
+ * CSRF header (403), its path segments and query arguments as text
+ * (400), the route's own admission (admit), then for a
  * route with a body the encoding and the declared length (415/413) and
  * a reservation against max_buffered (503 saturated); the body is
  * buffered up to max_body (413 past it) and inflated if gzip; a
@@ -30,38 +31,6 @@
 
 /* ---- routes ------------------------------------------------------------- */
 
-/* Whether path matches pattern, segment by segment, "{name}" matching
- * one non-empty segment; the values go to rq's params. */
-static bool
-path_matches(const char *pattern, const char *path,
-             struct meter_http_request *rq)
-{
-    size_t nparams = 0;
-    const char *p = pattern, *u = path;
-    while (*p && *u) {
-        if (*p == '{') {
-            const char *close = strchr(p, '}');
-            size_t seg = strcspn(u, "/");
-            if (!close || seg == 0 || nparams == HTTP_MAX_PARAMS)
-                return false;
-            if (rq) {
-                rq->param_name[nparams] = p + 1;
-                rq->param_value[nparams] = strndup(u, seg);
-            }
-            nparams++;
-            p = close + 1;
-            u += seg;
-        } else if (*p++ != *u++) {
-            return false;
-        }
-    }
-    if (*p || *u)
-        return false;
-    if (rq)
-        rq->nparams = nparams;
-    return true;
-}
-
 static bool
 method_is(const char *method, const char *route_method)
 {
@@ -77,7 +46,10 @@ route(struct meter_http_request *rq)
     const struct meter_http_config *cfg = &rq->h->cfg;
     for (size_t i = 0; i < cfg->nroutes; i++) {
         const struct meter_http_route *r = &cfg->routes[i];
-        if (!path_matches(r->path, rq->url, NULL))
+        struct meter_http_segment seg[HTTP_MAX_PARAMS];
+        size_t nseg;
+        if (!meter_http_path_match(r->path, rq->url, seg, HTTP_MAX_PARAMS,
+                                   &nseg))
             continue;
         if (!method_is(rq->method, r->method)) {
             /* Counted, as 404s are, under "other". */
@@ -88,7 +60,11 @@ route(struct meter_http_request *rq)
         }
         rq->route = r;
         rq->route_index = i;
-        path_matches(r->path, rq->url, rq);
+        for (size_t k = 0; k < nseg; k++) {
+            rq->param_name[k] = seg[k].name;
+            rq->param_value[k] = strndup(seg[k].value, seg[k].len);
+        }
+        rq->nparams = nseg;
         for (size_t k = 0; k < rq->nparams; k++)
             if (!rq->param_value[k]) {
                 meter_http_reply_problem(rq, 503, "saturated", "Out of memory",
@@ -105,6 +81,74 @@ route(struct meter_http_request *rq)
         meter_http_reply_problem(rq, 404, "not-found", "Not found", NULL,
                                  "no such route");
     return false;
+}
+
+/* ---- parameters ---------------------------------------------------------- */
+
+/* Refuses a path segment or query argument that is not text: 400 naming
+ * it, the bytes shown percent-encoded (they may be any). Returns false. */
+static bool
+not_text(struct meter_http_request *rq, bool path, const char *name,
+         size_t name_len, const char *value, size_t len, bool bad_name)
+{
+    struct meter_buf n = {.max = 256}, v = {.max = 256};
+    meter_buf_urlencode_n(&n, name, name_len);
+    meter_buf_urlencode_n(&v, value ? value : "", value ? len : 0);
+    const char *what = path ? "path segment" : "query parameter";
+    const char *why = bad_name ? "its name is not UTF-8 text"
+                               : "not UTF-8 text (an invalid byte "
+                                 "or a control character)";
+    const char *ns = n.failed ? "(long)" : n.p ? n.p : "";
+    const char *vs = v.failed ? "(long)" : v.p ? v.p : "";
+    json_t *errors =
+        json_pack("[{s:s, s:s, s:s}]", "field", ns, "value", vs, "reason", why);
+    meter_http_reply_problem(rq, 400, path ? "invalid-path" : "invalid-query",
+                             path ? "Invalid path" : "Invalid query", errors,
+                             "%s '%s' value '%s': %s", what, ns, vs, why);
+    meter_buf_release(&n);
+    meter_buf_release(&v);
+    return false;
+}
+
+/* The first query argument whose name or value is not text. */
+struct bad_arg {
+    const char *name, *value;
+    size_t name_len, len;
+    bool found, bad_name;
+};
+
+static enum MHD_Result
+find_bad_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+             size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    struct bad_arg *b = cls;
+    bool name_ok = meter_text_check(key, key_size) == key_size;
+    if (name_ok &&
+        (!value || meter_text_check(value, value_size) == value_size))
+        return MHD_YES;
+    *b = (struct bad_arg){key, value, key_size, value_size, true, !name_ok};
+    return MHD_NO;
+}
+
+/* Every path segment and query argument is text before a handler sees
+ * it: PostgreSQL refuses a parameter that is not UTF-8, and that error
+ * read as the database failing (a 503 a client retries for ever).
+ * False after refusing. */
+static bool
+params_text(struct meter_http_request *rq)
+{
+    for (size_t k = 0; k < rq->nparams; k++) {
+        const char *v = rq->param_value[k];
+        size_t len = strlen(v);
+        if (meter_text_check(v, len) != len)
+            return not_text(rq, true, rq->param_name[k],
+                            strcspn(rq->param_name[k], "}"), v, len, false);
+    }
+    struct bad_arg b = {0};
+    MHD_get_connection_values_n(rq->c, MHD_GET_ARGUMENT_KIND, find_bad_arg, &b);
+    return !b.found ||
+           not_text(rq, false, b.name, b.name_len, b.value, b.len, b.bad_name);
 }
 
 /* ---- admission ----------------------------------------------------------- */
@@ -262,6 +306,8 @@ admit(struct meter_http_request *rq)
     if (!route(rq))
         return false;
     if (rq->route->roles && !http_authenticate(rq))
+        return false;
+    if (!params_text(rq))
         return false;
     if (rq->route->admit && !rq->route->admit(rq)) {
         if (!rq->status) /* a refusal must answer; this one did not */

@@ -92,6 +92,9 @@ void meter_buf_html(struct meter_buf *b, const char *s);
 /* Appends s percent-encoded: every byte but RFC 3986's unreserved
  * (A-Z a-z 0-9 - . _ ~) as %XX, for a query value or a path segment. */
 void meter_buf_urlencode(struct meter_buf *b, const char *s);
+/* The same of len bytes, a NUL among them encoded %00: for showing a
+ * client what it sent, whatever the bytes. */
+void meter_buf_urlencode_n(struct meter_buf *b, const char *s, size_t len);
 /* Whether secrets a and b are equal, in time that depends on their
  * length only (not on where they differ): for tokens. */
 bool meter_secret_equal(const char *a, const char *b);
@@ -99,6 +102,12 @@ bool meter_secret_equal(const char *a, const char *b);
 /* Cuts the string s to at most max bytes, and further back to the end of
  * the last whole UTF-8 character; returns its new length. */
 size_t meter_utf8_cut(char *s, size_t max);
+/* Where s[0..len) stops being text: the offset of the first byte that
+ * is not valid UTF-8 (an overlong form, a surrogate, a code point past
+ * U+10FFFF, a sequence cut short) or that is a control character
+ * (U+0000-U+001F, U+007F); len if all of it is text. For what a client
+ * sends in a path or a query before it reaches a statement. */
+size_t meter_text_check(const char *s, size_t len);
 
 /* ---- time -------------------------------------------------------------- */
 

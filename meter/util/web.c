@@ -44,11 +44,17 @@ meter_buf_html(struct meter_buf *b, const char *s)
 void
 meter_buf_urlencode(struct meter_buf *b, const char *s)
 {
+    meter_buf_urlencode_n(b, s, strlen(s));
+}
+
+void
+meter_buf_urlencode_n(struct meter_buf *b, const char *s, size_t len)
+{
     static const char hex[] = "0123456789ABCDEF";
     /* RFC 3986's unreserved characters pass; every other byte is
      * %XX, so the result is safe as a query value, a path segment and
      * inside a header. */
-    for (; *s; s++) {
+    for (const char *end = s + len; s < end; s++) {
         unsigned char c = (unsigned char)*s;
         if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
             (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
