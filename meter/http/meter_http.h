@@ -246,6 +246,13 @@ void meter_http_reply_redirect(struct meter_http_request *rq, unsigned status,
  * no-store. */
 void meter_http_reply_html(struct meter_http_request *rq, unsigned status,
                            const char *html, size_t len);
+/* The same, its policy also allowing the stylesheets of source style
+ * (a CSP source such as "'sha256-...'", the hash of a document's inline
+ * stylesheet; NULL for none): a document that must stand alone, such
+ * as an invoice, served with the pages' headers. */
+void meter_http_reply_html_style(struct meter_http_request *rq, unsigned status,
+                                 const char *html, size_t len,
+                                 const char *style);
 /* body is taken (decref'd); written compact with a final newline. */
 void meter_http_reply_json(struct meter_http_request *rq, unsigned status,
                            json_t *body);

@@ -245,8 +245,15 @@ meterd_invoices_get(struct meter_http_request *rq)
                                  format);
         return;
     }
-    meter_http_reply_text(rq, 200, report_invoice_media_type(format), text,
-                          len);
+    if (strcmp(format, "html") == 0) {
+        /* In a browser, the pages' policy: no script, never framed. */
+        char style[REPORT_STYLE_HASH_LEN];
+        report_invoice_html_style_hash(style);
+        meter_http_reply_html_style(rq, 200, text, len, style);
+    } else {
+        meter_http_reply_text(rq, 200, report_invoice_media_type(format), text,
+                              len);
+    }
     free(text);
 }
 
