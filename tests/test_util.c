@@ -306,6 +306,39 @@ test_web(void)
         meter_buf_release(&h);
         meter_buf_release(&u);
     }
+    /* CSV: the one formula guard of every CSV, and RFC 4180 quoting. A
+     * plain decimal number, negative too, is a number, not a formula. */
+    static const struct {
+        const char *in, *csv;
+    } csv[] = {
+        {"", ""},
+        {"acme", "acme"},
+        {"-1.50", "-1.50"},
+        {"-38400", "-38400"},
+        {"0.001", "0.001"},
+        {"=1+1", "\"'=1+1\""},
+        {"+1", "\"'+1\""},
+        {"-", "\"'-\""},
+        {"-1.", "\"'-1.\""},
+        {"-1.5e3", "\"'-1.5e3\""},
+        {"--1", "\"'--1\""},
+        {"-A1", "\"'-A1\""},
+        {"@SUM(A1)", "\"'@SUM(A1)\""},
+        {"\tx", "\"'\tx\""},
+        {"\rx", "\"'\rx\""},
+        {"=HYPERLINK(\"http://x\",\"y\")",
+         "\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\""},
+        {"a,b", "\"a,b\""},
+        {"say \"hi\"", "\"say \"\"hi\"\"\""},
+        {"two\nlines", "\"two\nlines\""},
+        {"a=b", "a=b"},
+    };
+    for (size_t i = 0; i < sizeof(csv) / sizeof(csv[0]); i++) {
+        struct meter_buf c = {0};
+        meter_buf_csv(&c, csv[i].in);
+        CHECK_STR(c.p ? c.p : "", csv[i].csv);
+        meter_buf_release(&c);
+    }
     /* Of a length: a NUL inside is encoded, not an end. */
     struct meter_buf z = {0};
     meter_buf_urlencode_n(&z, "a\0\xff/", 4);

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -95,6 +96,16 @@ void meter_buf_urlencode(struct meter_buf *b, const char *s);
 /* The same of len bytes, a NUL among them encoded %00: for showing a
  * client what it sent, whatever the bytes. */
 void meter_buf_urlencode_n(struct meter_buf *b, const char *s, size_t len);
+/* Appends v as a CSV field (RFC 4180): quoted when it holds a comma, a
+ * quote, CR or LF, its quotes doubled. A field a spreadsheet would run
+ * as a formula (starting = + - @, a tab or a CR) is quoted with a leading
+ * apostrophe, shown and not evaluated; a plain decimal number
+ * ("-?[0-9]+(.[0-9]+)?", a credit's -1.50) is a number and written as
+ * it is. The one guard of every CSV of the project. */
+void meter_buf_csv(struct meter_buf *b, const char *v);
+/* The same field written to f: 0, or -1 if it could not be (no memory,
+ * a write error). */
+int meter_csv_write(FILE *f, const char *v);
 /* Whether secrets a and b are equal, in time that depends on their
  * length only (not on where they differ): for tokens. */
 bool meter_secret_equal(const char *a, const char *b);
