@@ -108,6 +108,9 @@ grep -q 'acct-a' body.out && fail "account B's list shows A's invoice: $(cat bod
 db_errors() { curl -s "$url_main/metrics" | awk '$1 == "meter_db_errors_total" { print $2 }'; }
 errors_before=$(db_errors)
 declare -A tokens_by=([A]="$A" [F]="$FIN" [N]="")
+# 150 bytes, shown as the first 100 encoded and "...".
+long=$(printf '%%FF%.0s' $(seq 150))
+long_shown=$(printf '%%FF%.0s' $(seq 100))...
 while read -r who path want needle; do
     got=$(status "${tokens_by[$who]}" GET "$path")
     checks=$((checks + 1))
@@ -126,6 +129,7 @@ A /v1/accounts/%C0%AF/credits 400 path segment 'id' value '%C0%AF'
 F /v1/reports/accounts?q=%C0%AF 400 query parameter 'q' value '%C0%AF'
 F /v1/reports/accounts?q=a%00b 400 query parameter 'q' value 'a%00b'
 F /v1/reports/accounts?q=a%0Ab 400 query parameter 'q' value 'a%0Ab'
+F /v1/reports/accounts?q=$long 400 query parameter 'q' value '$long_shown': not UTF-8
 A /v1/reports/accounts/%C3%28 400 path segment 'id' value '%C3%28'
 F /v1/reports/invoices?account=%F5%80%80%80 400 query parameter 'account' value '%F5%80%80%80'
 F /v1/reports/usage?from=%FF 400 query parameter 'from' value '%FF'

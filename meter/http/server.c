@@ -2,13 +2,13 @@
  * server.c - the HTTP server: libmicrohttpd's thread pool (epoll), the
  * route table, and each request's life from headers to answer.
  *
- * A request goes: framing (400: Content-Length only), route (404/405), key or
- * session (401/403/503, a page's 303 to the sign-in page, and 429 past the
- * key's or the address's rate: auth.c, guard.c), a session's origin and
- * CSRF header (403), its path segments and query arguments as text
- * (400), the route's own admission (admit), then for a
- * route with a body the encoding and the declared length (415/413) and
- * a reservation against max_buffered (503 saturated); the body is
+ * A request goes: framing (400; a body with its Content-Length, never
+ * chunked), route (404/405), key or session (401/403/503, a page's 303
+ * to the sign-in page, and 429 past the key's or the address's rate:
+ * auth.c, guard.c), a session's origin and CSRF header (403), its path
+ * segments and query arguments as text (400), the route's own admission
+ * (admit), then for a route with a body the encoding and the declared length
+ * (415/413) and a reservation against max_buffered (503 saturated); the body is
  * buffered up to max_body (413 past it) and inflated if gzip; a
  * session's form then shows its CSRF token (403); then the handler,
  * under the database watchdog (guard.c). The request's memory is freed
@@ -85,21 +85,32 @@ route(struct meter_http_request *rq)
 
 /* ---- parameters ---------------------------------------------------------- */
 
+/* Appends s[0..len) percent-encoded, its first 100 bytes and "..." after
+ * them if there are more: the bytes may be any, and a message has room
+ * for some. */
+static void
+shown(struct meter_buf *b, const char *s, size_t len)
+{
+    meter_buf_urlencode_n(b, s, len < 100 ? len : 100);
+    if (len > 100)
+        meter_buf_str(b, "...");
+}
+
 /* Refuses a path segment or query argument that is not text: 400 naming
- * it, the bytes shown percent-encoded (they may be any). Returns false. */
+ * it and its value as sent. Returns false. */
 static bool
 not_text(struct meter_http_request *rq, bool path, const char *name,
          size_t name_len, const char *value, size_t len, bool bad_name)
 {
-    struct meter_buf n = {.max = 256}, v = {.max = 256};
-    meter_buf_urlencode_n(&n, name, name_len);
-    meter_buf_urlencode_n(&v, value ? value : "", value ? len : 0);
+    struct meter_buf n = {0}, v = {0};
+    shown(&n, name, name_len);
+    shown(&v, value ? value : "", value ? len : 0);
     const char *what = path ? "path segment" : "query parameter";
     const char *why = bad_name ? "its name is not UTF-8 text"
                                : "not UTF-8 text (an invalid byte "
                                  "or a control character)";
-    const char *ns = n.failed ? "(long)" : n.p ? n.p : "";
-    const char *vs = v.failed ? "(long)" : v.p ? v.p : "";
+    const char *ns = n.p && !n.failed ? n.p : "";
+    const char *vs = v.p && !v.failed ? v.p : "";
     json_t *errors =
         json_pack("[{s:s, s:s, s:s}]", "field", ns, "value", vs, "reason", why);
     meter_http_reply_problem(rq, 400, path ? "invalid-path" : "invalid-query",
