@@ -14,34 +14,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A field, quoted when it holds a comma, quote, CR or LF, its quotes
- * doubled. Text from a book (its id, source, reason) that would start a
- * spreadsheet formula (=, +, -, @, tab, CR) gets a leading ' so that it
- * is shown, not evaluated; numbers are written as they are. */
+#include "meter_util.h"
+
+/* A field through the project's one CSV guard (meter_csv_write): text
+ * from a book (its id, source, reason) that would start a spreadsheet
+ * formula gets a leading ', numbers are written as they are. */
 static void
-field(FILE *f, const char *s, bool text, bool last)
+field(FILE *f, const char *s, bool last)
 {
-    bool formula = text && s[0] && strchr("=+-@\t\r", s[0]);
-    if (formula || strpbrk(s, ",\"\r\n")) {
-        fputc('"', f);
-        if (formula)
-            fputc('\'', f);
-        for (; *s; s++) {
-            if (*s == '"')
-                fputc('"', f);
-            fputc(*s, f);
-        }
-        fputc('"', f);
-    } else {
-        fputs(s, f);
-    }
+    meter_csv_write(f, s);
     fputs(last ? "\r\n" : ",", f);
 }
 
 static void
 num(FILE *f, const char *s)
 {
-    field(f, s, false, false);
+    field(f, s, false);
 }
 
 static void
@@ -92,7 +80,7 @@ cs_print_csv(FILE *f, const struct cs_run *run)
         num(f, col);
     }
     num(f, "source");
-    field(f, "as_of", false, true);
+    field(f, "as_of", true);
     for (size_t r = 0; r < run->nbooks; r++) {
         const struct cs_book *bk = &run->books[o[r]];
         const struct sim_book_stats *b = &run->res->books[o[r]];
@@ -101,11 +89,11 @@ cs_print_csv(FILE *f, const struct cs_run *run)
         unsigned d = (unsigned)(mu < 0 ? 0 : mu);
         char trials[32];
         snprintf(trials, sizeof(trials), "%zu", b->trials);
-        field(f, pricing_book_id(bk->book), true, false);
-        field(f, bk->file, true, false);
+        field(f, pricing_book_id(bk->book), false);
+        field(f, bk->file, false);
         num(f, cur);
         num(f, b->failed ? "false" : "true");
-        field(f, b->failed ? b->reason : "", true, false);
+        field(f, b->failed ? b->reason : "", false);
         if (b->failed) {
             for (size_t k = 0; k < nstats + SIM_NKINDS; k++)
                 num(f, "");
@@ -125,8 +113,8 @@ cs_print_csv(FILE *f, const struct cs_run *run)
             for (int k = 0; k < SIM_NKINDS; k++)
                 dec(f, sim_dec_div(b->kind_sum[k], b->trials), 6);
         }
-        field(f, bk->source, true, false);
-        field(f, bk->as_of, true, true);
+        field(f, bk->source, false);
+        field(f, bk->as_of, true);
     }
     free(o);
     return 0;

@@ -277,21 +277,13 @@ report_invoice_hash(const struct report_invoice *inv, char hex[65],
 
 /* ---- CSV ----------------------------------------------------------------- */
 
-/* A CSV field (RFC 4180): quoted when it holds a comma, quote or newline. */
+/* A CSV field, through the project's one formula guard (a description
+ * from a book starting with = is shown, not run; a credit's -1.50 stays
+ * a number), then its separator. */
 static void
 csv_field(FILE *out, const char *s, bool last)
 {
-    if (strpbrk(s, ",\"\r\n")) {
-        fputc('"', out);
-        for (; *s; s++) {
-            if (*s == '"')
-                fputc('"', out);
-            fputc(*s, out);
-        }
-        fputc('"', out);
-    } else {
-        fputs(s, out);
-    }
+    meter_csv_write(out, s);
     fputs(last ? "\r\n" : ",", out);
 }
 

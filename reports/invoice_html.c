@@ -4,7 +4,12 @@
  */
 #include "report_int.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+
+#include <nettle/base64.h>
+#include <nettle/sha2.h>
 
 /* Writes s with &, <, >, " and ' escaped. */
 static void
@@ -44,6 +49,41 @@ field(FILE *out, const char *label, const char *value)
     fputs("</td></tr>\n", out);
 }
 
+/* The document's one stylesheet, inline so that a saved invoice shows
+ * as it printed; a server sends its hash in the Content-Security-Policy
+ * (report_invoice_html_style_hash). */
+static const char style[] =
+    "\n"
+    "body{font-family:sans-serif;margin:2em;color:#111}\n"
+    "h1{font-size:1.6em;margin:0 0 .2em}\n"
+    "table{border-collapse:collapse}\n"
+    ".head th{text-align:left;padding:.1em 1em .1em 0;color:#555}\n"
+    ".lines{width:100%;margin-top:1.5em}\n"
+    ".lines th,.lines td{border-bottom:1px solid #ccc;padding:.3em .5em}\n"
+    ".lines th{text-align:left;white-space:nowrap}\n"
+    ".lines td+td{white-space:nowrap}\n"
+    ".lines .num{text-align:right;font-variant-numeric:tabular-nums}\n"
+    ".credit td{color:#064}\n"
+    ".total td{font-weight:bold;border-top:2px solid #111}\n"
+    ".status{display:inline-block;padding:.1em .5em;border:1px solid;"
+    "text-transform:uppercase;font-size:.8em}\n"
+    "@media print{body{margin:0}}\n";
+
+void
+report_invoice_html_style_hash(char out[REPORT_STYLE_HASH_LEN])
+{
+    /* CSP's hash source: base64 of the SHA-256 of the <style> text. */
+    uint8_t d[SHA256_DIGEST_SIZE];
+    struct sha256_ctx ctx;
+    sha256_init(&ctx);
+    sha256_update(&ctx, sizeof(style) - 1, (const uint8_t *)style);
+    sha256_digest(&ctx, sizeof(d), d);
+    char b64[BASE64_ENCODE_RAW_LENGTH(SHA256_DIGEST_SIZE) + 1];
+    base64_encode_raw((char *)b64, sizeof(d), d);
+    b64[sizeof(b64) - 1] = '\0';
+    snprintf(out, REPORT_STYLE_HASH_LEN, "'sha256-%s'", b64);
+}
+
 int
 report_invoice_html(FILE *out, const struct report_invoice *inv,
                     struct meter_err *e)
@@ -57,24 +97,9 @@ report_invoice_html(FILE *out, const struct report_invoice *inv,
           "<meta charset=\"utf-8\">\n<title>",
           out);
     esc(out, title);
-    fputs(
-        "</title>\n<style>\n"
-        "body{font-family:sans-serif;margin:2em;color:#111}\n"
-        "h1{font-size:1.6em;margin:0 0 .2em}\n"
-        "table{border-collapse:collapse}\n"
-        ".head th{text-align:left;padding:.1em 1em .1em 0;color:#555}\n"
-        ".lines{width:100%;margin-top:1.5em}\n"
-        ".lines th,.lines td{border-bottom:1px solid #ccc;padding:.3em .5em}\n"
-        ".lines th{text-align:left;white-space:nowrap}\n"
-        ".lines td+td{white-space:nowrap}\n"
-        ".lines .num{text-align:right;font-variant-numeric:tabular-nums}\n"
-        ".credit td{color:#064}\n"
-        ".total td{font-weight:bold;border-top:2px solid #111}\n"
-        ".status{display:inline-block;padding:.1em .5em;border:1px solid;"
-        "text-transform:uppercase;font-size:.8em}\n"
-        "@media print{body{margin:0}}\n"
-        "</style>\n</head>\n<body>\n",
-        out);
+    fputs("</title>\n<style>", out);
+    fputs(style, out);
+    fputs("</style>\n</head>\n<body>\n", out);
     fputs("<header>\n<h1>", out);
     esc(out, title);
     fprintf(out, "</h1>\n<span class=\"status\">%s</span>\n</header>\n",

@@ -129,5 +129,10 @@ int report_invoice_write(FILE *out, const struct report_invoice *inv,
 
 /* Whether format is one report_invoice_write knows; its media type. */
 const char *report_invoice_media_type(const char *format);
+/* The Content-Security-Policy source that allows the one inline
+ * stylesheet of the "html" format and nothing else ("'sha256-...'"),
+ * for a server that sends the document with the pages' policy. */
+#define REPORT_STYLE_HASH_LEN 64
+void report_invoice_html_style_hash(char out[REPORT_STYLE_HASH_LEN]);
 
 #endif

@@ -1,8 +1,9 @@
 #!/bin/bash
 # fuzz.sh - libFuzzer targets (clang, -fsanitize=fuzzer,address,undefined)
 # for the body forms of POST /v1/samples, the price book loader, the
-# decimal parser, the storage block decoder and the simulator's profile
-# loader. Each is built from its
+# decimal parser, the storage block decoder, the simulator's profile
+# loader and the request target (the path matched against routes, its
+# segments and query arguments checked as text). Each is built from its
 # sources and run for $FUZZ_SECONDS (default 10) over its committed corpus
 # (tests/fuzz/corpus/NAME, read only: new inputs go to a scratch
 # directory). A crash fails the test; its input is kept in $FUZZ_OUT
@@ -16,11 +17,13 @@ seconds=${FUZZ_SECONDS:-10}
 out=${FUZZ_OUT:-$PWD/fuzz-out}
 mkdir -p "$out"
 common=("$src"/meter/util/*.c "$src"/meter/sample/*.c "$src"/pricing/*.c)
-for name in ${FUZZ_TARGETS:-body book dec block profile}; do
+for name in ${FUZZ_TARGETS:-body book dec block profile path}; do
     bin="$out/fuzz_$name"
     extra=()
     libs=(jansson gmp)
     [ "$name" = profile ] && extra=(-I"$src/simulator" "$src/simulator/profile.c") && libs+=(gsl)
+    [ "$name" = path ] && extra=(-I"$src/meter/http" -I"$src/meter/db" -I"$src/reports"
+        "$src/meter/http/path.c") && libs+=(libmicrohttpd libpq)
     checks=$((checks + 1))
     if ! clang -g -O1 -fsanitize=fuzzer,address,undefined \
         -fno-sanitize-recover=undefined \

@@ -138,6 +138,18 @@ contains "$type" "text/csv" "Accept: text/csv"
 contains "$body" "document,account_id" "csv over HTTP"
 get "/v1/invoices/$num.html" "$FIN"
 contains "$body" "Invoice $num" "html over HTTP"
+# In a browser, the pages' headers: no script, never framed, not
+# sniffed; the policy allows the document's one inline stylesheet by
+# its hash, so that it still shows as printed.
+hdr() { awk -v h="$1" -F': ' 'tolower($1) == h { sub(/^[^:]*: /, ""); print }' headers.out | tr -d '\r'; }
+csp=$(hdr content-security-policy)
+contains "$csp" "default-src 'none'" "invoice html: the pages' policy"
+contains "$csp" "frame-ancestors 'none'" "invoice html: never framed"
+contains "$(hdr x-frame-options)" "DENY" "invoice html: X-Frame-Options"
+contains "$(hdr x-content-type-options)" "nosniff" "invoice html: nosniff"
+style_hash=$(perl -0777 -ne 'print $1 if /<style>(.*?)<\/style>/s' body.out |
+    openssl dgst -sha256 -binary | base64)
+contains "$csp" "style-src 'self' 'sha256-$style_hash'" "invoice html: its inline stylesheet allowed by its hash"
 get "/v1/invoices/$num" "$FIN" -H 'Accept: image/png'
 contains "$status" 406 "an unservable Accept"
 get "/v1/invoices?limit=1" "$FIN"

@@ -100,6 +100,50 @@ status "$B" GET /v1/invoices >/dev/null
 checks=$((checks + 1))
 grep -q 'acct-a' body.out && fail "account B's list shows A's invoice: $(cat body.out)"
 
+# --- parameters that are not text: 400 before any statement ---------------
+# A path segment or query argument that is not UTF-8 text (PostgreSQL
+# refused it, which answered 503 "Database unavailable" and counted a
+# database error), or not the shape its route reads, is a 400 naming
+# the parameter and the value as sent, on every route that reads one.
+db_errors() { curl -s "$url_main/metrics" | awk '$1 == "meter_db_errors_total" { print $2 }'; }
+errors_before=$(db_errors)
+declare -A tokens_by=([A]="$A" [F]="$FIN" [N]="")
+# 150 bytes, shown as the first 100 encoded and "...".
+long=$(printf '%%FF%.0s' $(seq 150))
+long_shown=$(printf '%%FF%.0s' $(seq 100))...
+while read -r who path want needle; do
+    got=$(status "${tokens_by[$who]}" GET "$path")
+    checks=$((checks + 1))
+    [ "$got" = "$want" ] || fail "GET $path: HTTP $got, want $want: $(head -c 300 body.out)"
+    contains "$(cat body.out)" "$needle" "GET $path names what it refuses"
+done <<TABLE
+A /v1/invoices/%FF-000001 400 path segment 'ref' value '%FF-000001'
+A /v1/invoices/%FF-000001.html 400 path segment 'ref' value '%FF-000001.html'
+A /v1/invoices/2026-00001x 400 path segment 'ref' value '2026-00001x': not an invoice number
+A /v1/invoices/x.csv 400 path segment 'ref' value 'x': not an invoice number
+F /v1/invoices?account=%FF 400 query parameter 'account' value '%FF'
+F /v1/invoices?status=%E2%82 400 query parameter 'status' value '%E2%82'
+F /v1/invoices?%FF=1 400 query parameter '%FF' value '1': its name
+A /v1/usage?account=%ED%A0%80&from=1&to=2 400 query parameter 'account' value '%ED%A0%80'
+A /v1/accounts/%C0%AF/credits 400 path segment 'id' value '%C0%AF'
+F /v1/reports/accounts?q=%C0%AF 400 query parameter 'q' value '%C0%AF'
+F /v1/reports/accounts?q=a%00b 400 query parameter 'q' value 'a%00b'
+F /v1/reports/accounts?q=a%0Ab 400 query parameter 'q' value 'a%0Ab'
+F /v1/reports/accounts?q=$long 400 query parameter 'q' value '$long_shown': not UTF-8
+A /v1/reports/accounts/%C3%28 400 path segment 'id' value '%C3%28'
+F /v1/reports/invoices?account=%F5%80%80%80 400 query parameter 'account' value '%F5%80%80%80'
+F /v1/reports/usage?from=%FF 400 query parameter 'from' value '%FF'
+F /v1/reports/overview?period=%FF 400 query parameter 'period' value '%FF'
+F /accounts?q=%C0%AF 400 query parameter &#39;q&#39; value &#39;%C0%AF&#39;
+A /accounts/%FF 400 path segment &#39;id&#39; value &#39;%FF&#39;
+A /invoices?account=%FF 400 query parameter &#39;account&#39; value &#39;%FF&#39;
+N /sign-in?next=%FF 400 query parameter 'next' value '%FF'
+F /v1/reports/accounts?q=caf%C3%A9 200 "q":"café"
+TABLE
+checks=$((checks + 1))
+[ "$(db_errors)" = "$errors_before" ] ||
+    fail "refused parameters counted database errors: $errors_before, then $(db_errors)"
+
 # --- revocation takes effect on the next request ---------------------------
 K=$(key --role finance --name soon-revoked)
 got=$(status "$K" GET /v1/invoices)

@@ -193,6 +193,25 @@ test_renderings(void)
     CHECK(rows == 3);
     unlink(path);
 
+    /* The invoice CSV has the dashboards' formula guard: a description
+     * from a book that starts a formula is shown with a leading ', a
+     * credit's negative amount stays a number. */
+    struct report_invoice f = sample_invoice();
+    snprintf(f.lines[0].description, sizeof(f.lines[0].description),
+             "=HYPERLINK(\"http://x\")");
+    snprintf(f.lines[1].description, sizeof(f.lines[1].description),
+             "@SUM(A1)");
+    CHECK(pricing_dec_parse("-1.50", 12, &f.lines[1].amount) == PRICING_OK);
+    render(&f, "csv", path);
+    snprintf(cmd, sizeof(cmd), "cat %s", path);
+    csv = slurp(cmd);
+    CHECK(strstr(csv, ",\"'=HYPERLINK(\"\"http://x\"\")\",") != NULL);
+    CHECK(strstr(csv, ",\"'@SUM(A1)\",") != NULL);
+    CHECK(strstr(csv, ",-1.500000,USD\r\n") != NULL);
+    CHECK(strstr(csv, ",=") == NULL && strstr(csv, ",@") == NULL);
+    unlink(path);
+    report_invoice_release(&f);
+
     render(&inv, "html", path);
     snprintf(cmd, sizeof(cmd), "cat %s", path);
     const char *html = slurp(cmd);

@@ -226,6 +226,57 @@ test_utf8_cut(void)
     CHECK(meter_utf8_cut(t, 3) == 3);
 }
 
+/* Text a client may send: valid UTF-8 without control characters. Each
+ * case gives where it stops being text (its length if it does not), at
+ * each boundary of RFC 3629's table, one byte inside and one outside. */
+static void
+test_text_check(void)
+{
+    static const struct {
+        const char *s;
+        size_t len, want;
+    } cases[] = {
+        {"", 0, 0},
+        {"2026-000001", 11, 11},
+        {" ~", 2, 2},                    /* U+0020 and U+007E: text */
+        {"a\x1f", 2, 1},                 /* U+001F: a control */
+        {"a\x7f", 2, 1},                 /* DEL */
+        {"a\tb", 3, 1},                  /* a tab */
+        {"a\0b", 3, 1},                  /* a NUL inside the value */
+        {"\xff-000001", 10, 0},          /* %FF */
+        {"\xc0\xaf", 2, 0},              /* overlong '/' */
+        {"\xc1\xbf", 2, 0},              /* overlong U+007F */
+        {"\xc2\x80", 2, 2},              /* U+0080, the first of two bytes */
+        {"\xdf\xbf", 2, 2},              /* U+07FF */
+        {"\xc3", 1, 0},                  /* cut short */
+        {"\xc3(", 2, 0},                 /* not a continuation */
+        {"\xe0\x9f\xbf", 3, 0},          /* overlong U+07FF */
+        {"\xe0\xa0\x80", 3, 3},          /* U+0800 */
+        {"\xed\x9f\xbf", 3, 3},          /* U+D7FF */
+        {"\xed\xa0\x80", 3, 0},          /* U+D800, a surrogate */
+        {"\xed\xbf\xbf", 3, 0},          /* U+DFFF */
+        {"\xee\x80\x80", 3, 3},          /* U+E000 */
+        {"\xe2\x82\xac", 3, 3},          /* the euro sign */
+        {"\xe2\x82", 2, 0},              /* cut short */
+        {"\xe2\x82(", 3, 0},             /* third byte not a continuation */
+        {"\xf0\x8f\xbf\xbf", 4, 0},      /* overlong U+FFFF */
+        {"\xf0\x90\x80\x80", 4, 4},      /* U+10000 */
+        {"\xf4\x8f\xbf\xbf", 4, 4},      /* U+10FFFF */
+        {"\xf4\x90\x80\x80", 4, 0},      /* U+110000 */
+        {"\xf5\x80\x80\x80", 4, 0},      /* F5: never */
+        {"\xf0\x9f\x98\x80x\x80", 6, 5}, /* a stray continuation */
+        {"ok\xc3\xa9\xff", 5, 4},        /* the offset of the bad byte */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t got = meter_text_check(cases[i].s, cases[i].len);
+        if (got != cases[i].want) {
+            fprintf(stderr, "text check of case %zu: %zu, want %zu\n", i, got,
+                    cases[i].want);
+            test_failures++;
+        }
+    }
+}
+
 /* Escaping by hand-written cases: each character that matters, text
  * around it kept, bytes past ASCII passed (HTML) or encoded (URL). */
 static void
@@ -255,6 +306,44 @@ test_web(void)
         meter_buf_release(&h);
         meter_buf_release(&u);
     }
+    /* CSV: the one formula guard of every CSV, and RFC 4180 quoting. A
+     * plain decimal number, negative too, is a number, not a formula. */
+    static const struct {
+        const char *in, *csv;
+    } csv[] = {
+        {"", ""},
+        {"acme", "acme"},
+        {"-1.50", "-1.50"},
+        {"-38400", "-38400"},
+        {"0.001", "0.001"},
+        {"=1+1", "\"'=1+1\""},
+        {"+1", "\"'+1\""},
+        {"-", "\"'-\""},
+        {"-1.", "\"'-1.\""},
+        {"-1.5e3", "\"'-1.5e3\""},
+        {"--1", "\"'--1\""},
+        {"-A1", "\"'-A1\""},
+        {"@SUM(A1)", "\"'@SUM(A1)\""},
+        {"\tx", "\"'\tx\""},
+        {"\rx", "\"'\rx\""},
+        {"=HYPERLINK(\"http://x\",\"y\")",
+         "\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\""},
+        {"a,b", "\"a,b\""},
+        {"say \"hi\"", "\"say \"\"hi\"\"\""},
+        {"two\nlines", "\"two\nlines\""},
+        {"a=b", "a=b"},
+    };
+    for (size_t i = 0; i < sizeof(csv) / sizeof(csv[0]); i++) {
+        struct meter_buf c = {0};
+        meter_buf_csv(&c, csv[i].in);
+        CHECK_STR(c.p ? c.p : "", csv[i].csv);
+        meter_buf_release(&c);
+    }
+    /* Of a length: a NUL inside is encoded, not an end. */
+    struct meter_buf z = {0};
+    meter_buf_urlencode_n(&z, "a\0\xff/", 4);
+    CHECK_STR(z.p ? z.p : "", "a%00%FF%2F");
+    meter_buf_release(&z);
     /* Under a cap: fails as any append does, never writes past it. */
     struct meter_buf b = {.max = 6};
     meter_buf_html(&b, "a<b");
@@ -278,6 +367,7 @@ main(void)
     test_buf();
     test_web();
     test_utf8_cut();
+    test_text_check();
     test_strtab();
     test_time();
     test_files();

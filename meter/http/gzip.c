@@ -1,6 +1,9 @@
 /*
  * gzip.c - Content-Encoding: gzip of request bodies, inflated with a cap
  * (several members allowed, as RFC 1952 does; trailing bytes refused).
+ * Every byte of the output buffer is asked of the caller's budget
+ * before it is allocated, so that a small body inflating to a large one
+ * counts against --max-buffered as it grows, not once it is whole.
  */
 #include "http_int.h"
 
@@ -10,16 +13,20 @@
 #include <zlib.h>
 
 int
-http_gunzip(const char *in, size_t len, size_t max, char **out, size_t *out_len)
+http_gunzip(const char *in, size_t len, size_t max, http_gunzip_grow *grow,
+            void *cls, char **out, size_t *out_len)
 {
     z_stream z;
     memset(&z, 0, sizeof(z));
     if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK)
         return -1;
     size_t cap = len * 4 < max ? len * 4 + 1024 : max + 1;
-    char *buf = malloc(cap);
-    int rc = -1;
-    if (!buf)
+    char *buf = NULL;
+    int rc = -3;
+    if (!grow(cls, cap))
+        goto out;
+    rc = -1;
+    if (!(buf = malloc(cap)))
         goto out;
     z.next_in = (Bytef *)(uintptr_t)in;
     z.avail_in = (uInt)len;
@@ -53,6 +60,10 @@ http_gunzip(const char *in, size_t len, size_t max, char **out, size_t *out_len)
             rc = -2;
             goto out;
         }
+        if (!grow(cls, nc - cap)) {
+            rc = -3;
+            goto out;
+        }
         char *p = realloc(buf, nc);
         if (!p)
             goto out;
@@ -64,6 +75,10 @@ http_gunzip(const char *in, size_t len, size_t max, char **out, size_t *out_len)
         goto out;
     }
     if (z.total_out == cap) { /* room for the NUL */
+        if (!grow(cls, 1)) {
+            rc = -3;
+            goto out;
+        }
         char *p = realloc(buf, cap + 1);
         if (!p)
             goto out;

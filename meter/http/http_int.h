@@ -211,10 +211,14 @@ void http_observe(struct meter_http_request *rq, double seconds);
  * could not accept), as warnings of the one log. */
 void http_mhd_log(void *cls, const char *fmt, va_list ap);
 
+/* Asks for n more bytes of memory for an inflating body: false to stop. */
+typedef bool http_gunzip_grow(void *cls, size_t n);
 /* Inflates a gzip stream of len bytes into a malloc'd, NUL-terminated
- * *out of at most max bytes (*out_len excludes the NUL): 0, -1 if
- * corrupt, truncated or out of memory, -2 if larger than max. */
-int http_gunzip(const char *in, size_t len, size_t max, char **out,
-                size_t *out_len);
+ * *out of at most max bytes (*out_len excludes the NUL), calling grow
+ * with cls before each allocation of the output, for the bytes it adds:
+ * 0, -1 if corrupt, truncated or out of memory, -2 if larger than max,
+ * -3 if grow said no. What grow granted is not given back here. */
+int http_gunzip(const char *in, size_t len, size_t max, http_gunzip_grow *grow,
+                void *cls, char **out, size_t *out_len);
 
 #endif

@@ -96,7 +96,8 @@ struct meter_http_config {
     const char *conninfo; /* resolved (meter_db_conninfo); copied */
     size_t max_body;      /* largest body, after inflation */
     size_t max_buffered;  /* body bytes held at once, all requests: counted
-                             as they arrive */
+                             as they arrive, a gzip body's also as it
+                             inflates */
     unsigned threads;     /* request threads, each with a connection */
     /* Each 0 for its default (4096, 256, 30 s, 120 s): */
     unsigned max_connections;    /* open at once (clipped to what the
@@ -149,6 +150,24 @@ unsigned meter_http_port(const struct meter_http *h);
  * stops, closes the database connections and frees h. NULL is fine. */
 void meter_http_stop(struct meter_http *h);
 
+/* ---- paths ------------------------------------------------------------ */
+
+/* A "{name}" segment of a route's path pattern, as matched in a path. */
+struct meter_http_segment {
+    const char *name; /* in the pattern, after the '{'; name_len bytes */
+    size_t name_len;
+    const char *value; /* in the path; len bytes, never 0 */
+    size_t len;
+};
+
+/* Whether path matches pattern, segment by segment, "{name}" matching one
+ * non-empty segment (no '/'); its at most max segments go to params (they
+ * point into pattern and path) and their number to *n. The server routes
+ * with it; public for its fuzz target. */
+bool meter_http_path_match(const char *pattern, const char *path,
+                           struct meter_http_segment *params, size_t max,
+                           size_t *n);
+
 /* ---- the request ------------------------------------------------------ */
 
 /* A request header, or NULL. */
@@ -157,9 +176,12 @@ const char *meter_http_header(struct meter_http_request *rq, const char *name);
  * ("application/json; charset=utf-8" is application/json). */
 bool meter_http_header_is(struct meter_http_request *rq, const char *name,
                           const char *want);
-/* The value of {name} in the route's path, or NULL. */
+/* The value of {name} in the route's path, or NULL. Text: valid UTF-8
+ * without control characters (meter_text_check), or the request was
+ * answered 400 before its handler. */
 const char *meter_http_param(struct meter_http_request *rq, const char *name);
-/* A query-string argument, or NULL. */
+/* A query-string argument, or NULL. Its name and value are text, as
+ * path segments are. */
 const char *meter_http_query(struct meter_http_request *rq, const char *name);
 /* The body, inflated, NUL-terminated (len excludes the NUL); NULL and 0
  * for a route without a body. */
@@ -239,6 +261,13 @@ void meter_http_reply_redirect(struct meter_http_request *rq, unsigned status,
  * no-store. */
 void meter_http_reply_html(struct meter_http_request *rq, unsigned status,
                            const char *html, size_t len);
+/* The same, its policy also allowing the stylesheets of source style
+ * (a CSP source such as "'sha256-...'", the hash of a document's inline
+ * stylesheet; NULL for none): a document that must stand alone, such
+ * as an invoice, served with the pages' headers. */
+void meter_http_reply_html_style(struct meter_http_request *rq, unsigned status,
+                                 const char *html, size_t len,
+                                 const char *style);
 /* body is taken (decref'd); written compact with a final newline. */
 void meter_http_reply_json(struct meter_http_request *rq, unsigned status,
                            json_t *body);

@@ -146,25 +146,39 @@ meter_http_reply_redirect(struct meter_http_request *rq, unsigned status,
 /* What every page may load and do: its stylesheets and images from this
  * server (images also inline, for charts), no script at all, forms
  * posted only here, never framed (clickjacking), no <base> to redirect
- * its relative links. */
+ * its relative links. %s: more sources of stylesheets (an inline one's
+ * hash). */
 #define HTML_CSP                                                               \
-    "default-src 'none'; style-src 'self'; img-src 'self' data:; "             \
+    "default-src 'none'; style-src 'self'%s%s; img-src 'self' data:; "         \
     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 void
 meter_http_reply_html(struct meter_http_request *rq, unsigned status,
                       const char *html, size_t len)
 {
-    static const char *const headers[][2] = {
+    meter_http_reply_html_style(rq, status, html, len, NULL);
+}
+
+void
+meter_http_reply_html_style(struct meter_http_request *rq, unsigned status,
+                            const char *html, size_t len, const char *style)
+{
+    char csp[512];
+    int n = snprintf(csp, sizeof(csp), HTML_CSP, style ? " " : "",
+                     style ? style : "");
+    const char *const headers[][2] = {
         {MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8"},
-        {MHD_HTTP_HEADER_CONTENT_SECURITY_POLICY, HTML_CSP},
+        {MHD_HTTP_HEADER_CONTENT_SECURITY_POLICY, csp},
         {MHD_HTTP_HEADER_X_CONTENT_TYPE_OPTIONS, "nosniff"},
         {"Referrer-Policy", "same-origin"},
         {MHD_HTTP_HEADER_X_FRAME_OPTIONS, "DENY"},
         {MHD_HTTP_HEADER_CACHE_CONTROL, "no-store"},
     };
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        len, (void *)(uintptr_t)html, MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *resp =
+        n > 0 && (size_t)n < sizeof(csp) && !strpbrk(csp, "\r\n")
+            ? MHD_create_response_from_buffer(len, (void *)(uintptr_t)html,
+                                              MHD_RESPMEM_MUST_COPY)
+            : NULL;
     for (size_t i = 0; resp && i < sizeof(headers) / sizeof(headers[0]); i++)
         if (MHD_add_response_header(resp, headers[i][0], headers[i][1]) !=
             MHD_YES) {

@@ -2,12 +2,13 @@
  * server.c - the HTTP server: libmicrohttpd's thread pool (epoll), the
  * route table, and each request's life from headers to answer.
  *
- * A request goes: framing (400), route (404/405), key or session
- * (401/403/503, a page's 303 to the sign-in page, and 429 past the
- * key's or the address's rate: auth.c, guard.c), a session's origin and
- * CSRF header (403), the route's own admission (admit), then for a
- * route with a body the encoding and the declared length (415/413) and
- * a reservation against max_buffered (503 saturated); the body is
+ * A request goes: framing (400; a body with its Content-Length, never
+ * chunked), route (404/405), key or session (401/403/503, a page's 303
+ * to the sign-in page, and 429 past the key's or the address's rate:
+ * auth.c, guard.c), a session's origin and CSRF header (403), its path
+ * segments and query arguments as text (400), the route's own admission
+ * (admit), then for a route with a body the encoding and the declared length
+ * (415/413) and a reservation against max_buffered (503 saturated); the body is
  * buffered up to max_body (413 past it) and inflated if gzip; a
  * session's form then shows its CSRF token (403); then the handler,
  * under the database watchdog (guard.c). The request's memory is freed
@@ -30,38 +31,6 @@
 
 /* ---- routes ------------------------------------------------------------- */
 
-/* Whether path matches pattern, segment by segment, "{name}" matching
- * one non-empty segment; the values go to rq's params. */
-static bool
-path_matches(const char *pattern, const char *path,
-             struct meter_http_request *rq)
-{
-    size_t nparams = 0;
-    const char *p = pattern, *u = path;
-    while (*p && *u) {
-        if (*p == '{') {
-            const char *close = strchr(p, '}');
-            size_t seg = strcspn(u, "/");
-            if (!close || seg == 0 || nparams == HTTP_MAX_PARAMS)
-                return false;
-            if (rq) {
-                rq->param_name[nparams] = p + 1;
-                rq->param_value[nparams] = strndup(u, seg);
-            }
-            nparams++;
-            p = close + 1;
-            u += seg;
-        } else if (*p++ != *u++) {
-            return false;
-        }
-    }
-    if (*p || *u)
-        return false;
-    if (rq)
-        rq->nparams = nparams;
-    return true;
-}
-
 static bool
 method_is(const char *method, const char *route_method)
 {
@@ -77,7 +46,10 @@ route(struct meter_http_request *rq)
     const struct meter_http_config *cfg = &rq->h->cfg;
     for (size_t i = 0; i < cfg->nroutes; i++) {
         const struct meter_http_route *r = &cfg->routes[i];
-        if (!path_matches(r->path, rq->url, NULL))
+        struct meter_http_segment seg[HTTP_MAX_PARAMS];
+        size_t nseg;
+        if (!meter_http_path_match(r->path, rq->url, seg, HTTP_MAX_PARAMS,
+                                   &nseg))
             continue;
         if (!method_is(rq->method, r->method)) {
             /* Counted, as 404s are, under "other". */
@@ -88,7 +60,11 @@ route(struct meter_http_request *rq)
         }
         rq->route = r;
         rq->route_index = i;
-        path_matches(r->path, rq->url, rq);
+        for (size_t k = 0; k < nseg; k++) {
+            rq->param_name[k] = seg[k].name;
+            rq->param_value[k] = strndup(seg[k].value, seg[k].len);
+        }
+        rq->nparams = nseg;
         for (size_t k = 0; k < rq->nparams; k++)
             if (!rq->param_value[k]) {
                 meter_http_reply_problem(rq, 503, "saturated", "Out of memory",
@@ -105,6 +81,85 @@ route(struct meter_http_request *rq)
         meter_http_reply_problem(rq, 404, "not-found", "Not found", NULL,
                                  "no such route");
     return false;
+}
+
+/* ---- parameters ---------------------------------------------------------- */
+
+/* Appends s[0..len) percent-encoded, its first 100 bytes and "..." after
+ * them if there are more: the bytes may be any, and a message has room
+ * for some. */
+static void
+shown(struct meter_buf *b, const char *s, size_t len)
+{
+    meter_buf_urlencode_n(b, s, len < 100 ? len : 100);
+    if (len > 100)
+        meter_buf_str(b, "...");
+}
+
+/* Refuses a path segment or query argument that is not text: 400 naming
+ * it and its value as sent. Returns false. */
+static bool
+not_text(struct meter_http_request *rq, bool path, const char *name,
+         size_t name_len, const char *value, size_t len, bool bad_name)
+{
+    struct meter_buf n = {0}, v = {0};
+    shown(&n, name, name_len);
+    shown(&v, value ? value : "", value ? len : 0);
+    const char *what = path ? "path segment" : "query parameter";
+    const char *why = bad_name ? "its name is not UTF-8 text"
+                               : "not UTF-8 text (an invalid byte "
+                                 "or a control character)";
+    const char *ns = n.p && !n.failed ? n.p : "";
+    const char *vs = v.p && !v.failed ? v.p : "";
+    json_t *errors =
+        json_pack("[{s:s, s:s, s:s}]", "field", ns, "value", vs, "reason", why);
+    meter_http_reply_problem(rq, 400, path ? "invalid-path" : "invalid-query",
+                             path ? "Invalid path" : "Invalid query", errors,
+                             "%s '%s' value '%s': %s", what, ns, vs, why);
+    meter_buf_release(&n);
+    meter_buf_release(&v);
+    return false;
+}
+
+/* The first query argument whose name or value is not text. */
+struct bad_arg {
+    const char *name, *value;
+    size_t name_len, len;
+    bool found, bad_name;
+};
+
+static enum MHD_Result
+find_bad_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+             size_t key_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    struct bad_arg *b = cls;
+    bool name_ok = meter_text_check(key, key_size) == key_size;
+    if (name_ok &&
+        (!value || meter_text_check(value, value_size) == value_size))
+        return MHD_YES;
+    *b = (struct bad_arg){key, value, key_size, value_size, true, !name_ok};
+    return MHD_NO;
+}
+
+/* Every path segment and query argument is text before a handler sees
+ * it: PostgreSQL refuses a parameter that is not UTF-8, and that error
+ * read as the database failing (a 503 a client retries for ever).
+ * False after refusing. */
+static bool
+params_text(struct meter_http_request *rq)
+{
+    for (size_t k = 0; k < rq->nparams; k++) {
+        const char *v = rq->param_value[k];
+        size_t len = strlen(v);
+        if (meter_text_check(v, len) != len)
+            return not_text(rq, true, rq->param_name[k],
+                            strcspn(rq->param_name[k], "}"), v, len, false);
+    }
+    struct bad_arg b = {0};
+    MHD_get_connection_values_n(rq->c, MHD_GET_ARGUMENT_KIND, find_bad_arg, &b);
+    return !b.found ||
+           not_text(rq, false, b.name, b.name_len, b.value, b.len, b.bad_name);
 }
 
 /* ---- admission ----------------------------------------------------------- */
@@ -159,7 +214,16 @@ admit_body(struct meter_http_request *rq)
     return true;
 }
 
-/* The whole body has arrived: the size cap, then gzip. False after
+/* Reserves n bytes of an inflating body (http_gunzip's grow). */
+static bool
+reserve_inflated(void *cls, size_t n)
+{
+    return reserve(cls, n);
+}
+
+/* The whole body has arrived: the size cap, then gzip, its output
+ * reserved against max_buffered as it grows (a small body inflating to
+ * a large one is refused before it is held whole). False after
  * refusing. */
 static bool
 finish_body(struct meter_http_request *rq)
@@ -179,7 +243,9 @@ finish_body(struct meter_http_request *rq)
     char *plain;
     size_t len;
     int rc = http_gunzip(rq->body.p ? rq->body.p : "", rq->body.len,
-                         h->cfg.max_body, &plain, &len);
+                         h->cfg.max_body, reserve_inflated, rq, &plain, &len);
+    if (rc == -3)
+        return saturated(rq);
     if (rc == -2) {
         meter_http_reply_problem(rq, 413, "too-large", "Body too large", NULL,
                                  "the body inflates to more than %zu bytes",
@@ -191,11 +257,10 @@ finish_body(struct meter_http_request *rq)
                                  "the body is not a valid gzip stream");
         return false;
     }
-    /* The inflated body counts against max_buffered too. */
-    size_t more = len > rq->body.len ? len - rq->body.len : 0;
+    /* Both stay counted until the request completes. */
     meter_buf_release(&rq->body);
     rq->body = (struct meter_buf){.p = plain, .len = len, .cap = len + 1};
-    return reserve(rq, more) || saturated(rq);
+    return true;
 }
 
 /* ---- the request's life ------------------------------------------------ */
@@ -227,20 +292,33 @@ count_length(void *cls, enum MHD_ValueKind kind, const char *key,
 
 /* Refuses framing that a proxy in front could read otherwise than this
  * server: two different Content-Length headers, or one beside chunked
- * Transfer-Encoding (request smuggling). False after refusing. */
+ * Transfer-Encoding (request smuggling); and any Transfer-Encoding, since
+ * libmicrohttpd 0.9.75 answers a chunk line longer than its connection's
+ * buffer (a 40 KB chunk extension) with its own 500 page, which no
+ * handler sees: a body comes with its Content-Length (the project's
+ * clients all send one), refused here before a byte of it is read. False
+ * after refusing. */
 static bool
 framing(struct meter_http_request *rq)
 {
     struct lengths l = {0};
     MHD_get_connection_values(rq->c, MHD_HEADER_KIND, count_length, &l);
     const char *te = meter_http_header(rq, "Transfer-Encoding");
-    if (!l.differ && !(l.n && te))
+    if (!l.differ && !te)
         return true;
-    meter_http_reply_problem(rq, 400, "invalid-framing", "Invalid framing",
-                             NULL,
-                             l.differ ? "two different Content-Length headers"
-                                      : "Content-Length beside "
-                                        "Transfer-Encoding");
+    if (l.differ || l.n)
+        meter_http_reply_problem(rq, 400, "invalid-framing", "Invalid framing",
+                                 NULL,
+                                 l.differ ? "two different Content-Length "
+                                            "headers"
+                                          : "Content-Length beside "
+                                            "Transfer-Encoding");
+    else
+        meter_http_reply_problem(
+            rq, 400, "invalid-framing", "Invalid framing", NULL,
+            "Transfer-Encoding '%s' is not accepted: send the body with a "
+            "Content-Length",
+            meter_text_check(te, strlen(te)) == strlen(te) ? te : "(not text)");
     return false;
 }
 
@@ -252,6 +330,8 @@ admit(struct meter_http_request *rq)
     if (!route(rq))
         return false;
     if (rq->route->roles && !http_authenticate(rq))
+        return false;
+    if (!params_text(rq))
         return false;
     if (rq->route->admit && !rq->route->admit(rq)) {
         if (!rq->status) /* a refusal must answer; this one did not */

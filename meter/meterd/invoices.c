@@ -161,6 +161,22 @@ wanted_format(struct meter_http_request *rq, char *ref)
     return NULL;
 }
 
+/* Whether ref names an invoice: a number YYYY-NNNNNN (the column's
+ * CHECK) or a draft's id, a positive integer. */
+static bool
+ref_valid(const char *ref)
+{
+    uint64_t id;
+    if (meter_parse_uint(ref, 1, INT64_MAX, &id) == 0)
+        return true;
+    if (strlen(ref) != 11 || ref[4] != '-')
+        return false;
+    for (size_t i = 0; i < 11; i++)
+        if (i != 4 && (ref[i] < '0' || ref[i] > '9'))
+            return false;
+    return true;
+}
+
 void
 meterd_invoices_get(struct meter_http_request *rq)
 {
@@ -172,6 +188,18 @@ meterd_invoices_get(struct meter_http_request *rq)
                                  NULL,
                                  "invoices are served as json, csv, html or "
                                  "pdf (a suffix or the Accept header)");
+        return;
+    }
+    /* Refused before any statement: the server checked it is text. */
+    if (!ref_valid(ref)) {
+        json_t *errors =
+            json_pack("[{s:s, s:s, s:s}]", "field", "ref", "value", ref,
+                      "reason", "not an invoice number or id");
+        meter_http_reply_problem(rq, 400, "invalid-path", "Invalid path",
+                                 errors,
+                                 "path segment 'ref' value '%s': not an "
+                                 "invoice number (2026-000001) or id",
+                                 ref);
         return;
     }
     struct report_invoice inv;
@@ -217,8 +245,15 @@ meterd_invoices_get(struct meter_http_request *rq)
                                  format);
         return;
     }
-    meter_http_reply_text(rq, 200, report_invoice_media_type(format), text,
-                          len);
+    if (strcmp(format, "html") == 0) {
+        /* In a browser, the pages' policy: no script, never framed. */
+        char style[REPORT_STYLE_HASH_LEN];
+        report_invoice_html_style_hash(style);
+        meter_http_reply_html_style(rq, 200, text, len, style);
+    } else {
+        meter_http_reply_text(rq, 200, report_invoice_media_type(format), text,
+                              len);
+    }
     free(text);
 }
 

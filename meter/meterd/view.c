@@ -54,7 +54,8 @@ cell_link(struct meter_buf *out, const struct meterd_col *c, const char *v)
 void
 meterd_table(struct meter_buf *out, const struct meterd_table *t, json_t *rows)
 {
-    meter_buf_str(out, "<div class=\"table-wrap\">\n<table class=\"data\" id=\"");
+    meter_buf_str(out,
+                  "<div class=\"table-wrap\">\n<table class=\"data\" id=\"");
     meter_buf_html(out, t->id);
     meter_buf_str(out, "\" data-table=\"");
     meter_buf_html(out, t->id);
@@ -63,17 +64,20 @@ meterd_table(struct meter_buf *out, const struct meterd_table *t, json_t *rows)
     meter_buf_str(out, "</caption>\n<thead><tr>");
     for (size_t i = 0; i < t->ncols; i++) {
         const struct meterd_col *c = &t->cols[i];
-        meter_buf_str(out, c->num ? "<th scope=\"col\" class=\"num\"" :
-                                    "<th scope=\"col\"");
+        meter_buf_str(out, c->num ? "<th scope=\"col\" class=\"num\""
+                                  : "<th scope=\"col\"");
         if (c->sort_href) {
-            meter_buf_str(out, c->sorted ? (c->sorted > 0 ?
-                                            " aria-sort=\"ascending\"><a href=\"" :
-                                            " aria-sort=\"descending\"><a href=\"")
-                                         : "><a href=\"");
+            meter_buf_str(
+                out, c->sorted ? (c->sorted > 0
+                                      ? " aria-sort=\"ascending\"><a href=\""
+                                      : " aria-sort=\"descending\"><a href=\"")
+                               : "><a href=\"");
             meter_buf_html(out, c->sort_href);
             meter_buf_str(out, "\">");
             meter_buf_html(out, c->label);
-            meter_buf_str(out, c->sorted > 0 ? " ▲" : c->sorted < 0 ? " ▼" : "");
+            meter_buf_str(out, c->sorted > 0   ? " ▲"
+                               : c->sorted < 0 ? " ▼"
+                                               : "");
             meter_buf_str(out, "</a></th>");
         } else {
             meter_buf_str(out, ">");
@@ -84,15 +88,16 @@ meterd_table(struct meter_buf *out, const struct meterd_table *t, json_t *rows)
     meter_buf_str(out, "</tr></thead>\n<tbody>\n");
     size_t i;
     json_t *row;
-    json_array_foreach(rows, i, row) {
+    json_array_foreach(rows, i, row)
+    {
         meter_buf_str(out, "<tr>");
         for (size_t k = 0; k < t->ncols; k++) {
             const struct meterd_col *c = &t->cols[k];
             char buf[32];
             const char *v = meterd_cell(row, c->key, buf);
             meter_buf_str(out, k == 0 ? "<th scope=\"row\"" : "<td");
-            meter_buf_str(out, c->num ? " class=\"num\" data-key=\"" :
-                                        " data-key=\"");
+            meter_buf_str(out, c->num ? " class=\"num\" data-key=\""
+                                      : " data-key=\"");
             meter_buf_html(out, c->key);
             meter_buf_str(out, "\">");
             if (c->link && *v)
@@ -104,55 +109,15 @@ meterd_table(struct meter_buf *out, const struct meterd_table *t, json_t *rows)
         meter_buf_str(out, "</tr>\n");
     }
     if (json_array_size(rows) == 0)
-        meter_buf_printf(out, "<tr><td colspan=\"%zu\" class=\"empty\">%s</td></tr>\n",
-                         t->ncols, "Nothing in this range.");
+        meter_buf_printf(
+            out, "<tr><td colspan=\"%zu\" class=\"empty\">%s</td></tr>\n",
+            t->ncols, "Nothing in this range.");
     meter_buf_str(out, "</tbody>\n</table>\n</div>\n");
     if (t->csv_href) {
         meter_buf_str(out, "<p class=\"csv\"><a href=\"");
         meter_buf_html(out, t->csv_href);
         meter_buf_str(out, "\" download>Download this table as CSV</a></p>\n");
     }
-}
-
-/* Whether v is a plain decimal number, "-?[0-9]+(.[0-9]+)?". */
-static bool
-is_number(const char *v)
-{
-    const char *p = v + (*v == '-');
-    size_t whole = strspn(p, "0123456789");
-    if (!whole)
-        return false;
-    p += whole;
-    if (*p == '.') {
-        size_t frac = strspn(p + 1, "0123456789");
-        if (!frac)
-            return false;
-        p += 1 + frac;
-    }
-    return *p == '\0';
-}
-
-/* A CSV field (RFC 4180); one that a spreadsheet would run as a formula
- * (starting = + - @, a tab or a carriage return, a negative number
- * aside) is quoted and prefixed with an apostrophe. */
-static void
-csv_field(struct meter_buf *out, const char *v)
-{
-    bool formula = strchr("=+-@\t\r", *v) && *v && !is_number(v);
-    if (!formula && !strpbrk(v, ",\"\r\n")) {
-        meter_buf_str(out, v);
-        return;
-    }
-    meter_buf_str(out, "\"");
-    if (formula)
-        meter_buf_str(out, "'");
-    for (const char *p = v; *p; p++) {
-        if (*p == '"')
-            meter_buf_str(out, "\"\"");
-        else
-            meter_buf_add(out, p, 1);
-    }
-    meter_buf_str(out, "\"");
 }
 
 void
@@ -162,12 +127,13 @@ meterd_table_csv(struct meter_buf *out, const struct meterd_table *t,
     for (size_t k = 0; k < t->ncols; k++) {
         if (k)
             meter_buf_str(out, ",");
-        csv_field(out, t->cols[k].label);
+        meter_buf_csv(out, t->cols[k].label);
     }
     meter_buf_str(out, "\r\n");
     size_t i;
     json_t *row;
-    json_array_foreach(rows, i, row) {
+    json_array_foreach(rows, i, row)
+    {
         for (size_t k = 0; k < t->ncols; k++) {
             const struct meterd_col *c = &t->cols[k];
             char buf[32];
@@ -175,7 +141,7 @@ meterd_table_csv(struct meter_buf *out, const struct meterd_table *t,
             if (k)
                 meter_buf_str(out, ",");
             if (!c->text || !*v) {
-                csv_field(out, v);
+                meter_buf_csv(out, v);
                 continue;
             }
             /* A link shown by its text ("PDF"): its address. */
@@ -183,7 +149,7 @@ meterd_table_csv(struct meter_buf *out, const struct meterd_table *t,
             meter_buf_str(&url, c->link);
             meter_buf_urlencode(&url, v);
             meter_buf_str(&url, c->link_query ? c->link_query : "");
-            csv_field(out, url.failed ? "" : url.p);
+            meter_buf_csv(out, url.failed ? "" : url.p);
             meter_buf_release(&url);
         }
         meter_buf_str(out, "\r\n");
@@ -214,7 +180,8 @@ meterd_bar_chart(struct meter_buf *out, const char *id, const char *title,
     size_t n = json_array_size(rows), i;
     json_t *row;
     double lo = 0, hi = 0;
-    json_array_foreach(rows, i, row) {
+    json_array_foreach(rows, i, row)
+    {
         char buf[32];
         double v = magnitude(meterd_cell(row, value_key, buf));
         if (v > hi)
@@ -224,9 +191,11 @@ meterd_bar_chart(struct meter_buf *out, const char *id, const char *title,
     }
     if (hi == lo)
         hi = lo + 1;
-    meter_buf_str(out, "<figure class=\"chart\">\n<svg xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" ");
-    meter_buf_printf(out, "viewBox=\"0 0 %d %d\" aria-labelledby=\"%s-t %s-d\" "
-                          "data-chart=\"%s\" data-points=\"%zu\">\n",
+    meter_buf_str(out, "<figure class=\"chart\">\n<svg "
+                       "xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" ");
+    meter_buf_printf(out,
+                     "viewBox=\"0 0 %d %d\" aria-labelledby=\"%s-t %s-d\" "
+                     "data-chart=\"%s\" data-points=\"%zu\">\n",
                      CHART_W, CHART_H, id, id, id, n);
     meter_buf_printf(out, "<title id=\"%s-t\">", id);
     meter_buf_html(out, title);
@@ -238,7 +207,8 @@ meterd_bar_chart(struct meter_buf *out, const char *id, const char *title,
         char buf[32], lbuf[32];
         size_t imax = 0;
         double best = -INFINITY;
-        json_array_foreach(rows, i, row) {
+        json_array_foreach(rows, i, row)
+        {
             double v = magnitude(meterd_cell(row, value_key, buf));
             if (v > best) {
                 best = v;
@@ -259,31 +229,36 @@ meterd_bar_chart(struct meter_buf *out, const char *id, const char *title,
     double plot_w = CHART_W - PAD_L - 8, plot_h = CHART_H - PAD_T - PAD_B;
     double zero = PAD_T + plot_h * hi / (hi - lo);
     /* Axis: the top value, zero, and the bottom one if negative. */
-    meter_buf_printf(out, "<g class=\"axis\" aria-hidden=\"true\">"
-                          "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>",
+    meter_buf_printf(out,
+                     "<g class=\"axis\" aria-hidden=\"true\">"
+                     "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/>",
                      PAD_L, zero, CHART_W - 8, zero);
-    meter_buf_printf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.6g</text>",
+    meter_buf_printf(out,
+                     "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.6g</text>",
                      PAD_L - 6, PAD_T + 10, hi);
-    meter_buf_printf(out, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">0</text>",
+    meter_buf_printf(out,
+                     "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">0</text>",
                      PAD_L - 6, zero + 4);
     if (lo < 0)
-        meter_buf_printf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.6g</text>",
-                         PAD_L - 6, CHART_H - PAD_B, lo);
+        meter_buf_printf(
+            out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.6g</text>",
+            PAD_L - 6, CHART_H - PAD_B, lo);
     meter_buf_str(out, "</g>\n<g class=\"bars\">");
     /* A slot per bar; a bar at most 48 units wide, centred in it. */
     double slot = n ? plot_w / (double)n : plot_w;
     double bw = slot * 0.8 > 48 ? 48 : slot * 0.8;
-    json_array_foreach(rows, i, row) {
+    json_array_foreach(rows, i, row)
+    {
         char buf[32], lbuf[32];
         const char *s = meterd_cell(row, value_key, buf);
         double v = magnitude(s);
         double y = PAD_T + plot_h * (hi - (v > 0 ? v : 0)) / (hi - lo);
         double h = plot_h * fabs(v) / (hi - lo);
-        meter_buf_printf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
-                              "height=\"%.1f\" class=\"%s\"><title>",
+        meter_buf_printf(out,
+                         "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                         "height=\"%.1f\" class=\"%s\"><title>",
                          PAD_L + slot * (double)i + (slot - bw) / 2, y, bw,
-                         h < 0.5 && v != 0 ? 0.5 : h,
-                         v < 0 ? "neg" : "pos");
+                         h < 0.5 && v != 0 ? 0.5 : h, v < 0 ? "neg" : "pos");
         meter_buf_html(out, meterd_cell(row, label_key, lbuf));
         meter_buf_str(out, ": ");
         meter_buf_html(out, s);
@@ -299,10 +274,11 @@ meterd_bar_chart(struct meter_buf *out, const char *id, const char *title,
         if (k && marks[k] == marks[k - 1])
             continue;
         char lbuf[32];
-        meter_buf_printf(out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">",
+        meter_buf_printf(out,
+                         "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">",
                          PAD_L + slot * ((double)marks[k] + 0.5), CHART_H - 8);
-        meter_buf_html(out, meterd_cell(json_array_get(rows, marks[k]),
-                                        label_key, lbuf));
+        meter_buf_html(
+            out, meterd_cell(json_array_get(rows, marks[k]), label_key, lbuf));
         meter_buf_str(out, "</text>");
     }
     meter_buf_str(out, "</g>\n</svg>\n</figure>\n");

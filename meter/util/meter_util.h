@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* ---- errors ------------------------------------------------------------ */
 
@@ -92,6 +93,19 @@ void meter_buf_html(struct meter_buf *b, const char *s);
 /* Appends s percent-encoded: every byte but RFC 3986's unreserved
  * (A-Z a-z 0-9 - . _ ~) as %XX, for a query value or a path segment. */
 void meter_buf_urlencode(struct meter_buf *b, const char *s);
+/* The same of len bytes, a NUL among them encoded %00: for showing a
+ * client what it sent, whatever the bytes. */
+void meter_buf_urlencode_n(struct meter_buf *b, const char *s, size_t len);
+/* Appends v as a CSV field (RFC 4180): quoted when it holds a comma, a
+ * quote, CR or LF, its quotes doubled. A field a spreadsheet would run
+ * as a formula (starting = + - @, a tab or a CR) is quoted with a leading
+ * apostrophe, shown and not evaluated; a plain decimal number
+ * ("-?[0-9]+(.[0-9]+)?", a credit's -1.50) is a number and written as
+ * it is. The one guard of every CSV of the project. */
+void meter_buf_csv(struct meter_buf *b, const char *v);
+/* The same field written to f: 0, or -1 if it could not be (no memory,
+ * a write error). */
+int meter_csv_write(FILE *f, const char *v);
 /* Whether secrets a and b are equal, in time that depends on their
  * length only (not on where they differ): for tokens. */
 bool meter_secret_equal(const char *a, const char *b);
@@ -99,6 +113,12 @@ bool meter_secret_equal(const char *a, const char *b);
 /* Cuts the string s to at most max bytes, and further back to the end of
  * the last whole UTF-8 character; returns its new length. */
 size_t meter_utf8_cut(char *s, size_t max);
+/* Where s[0..len) stops being text: the offset of the first byte that
+ * is not valid UTF-8 (an overlong form, a surrogate, a code point past
+ * U+10FFFF, a sequence cut short) or that is a control character
+ * (U+0000-U+001F, U+007F); len if all of it is text. For what a client
+ * sends in a path or a query before it reaches a statement. */
+size_t meter_text_check(const char *s, size_t len);
 
 /* ---- time -------------------------------------------------------------- */
 

@@ -1,7 +1,9 @@
 /*
  * utf8.c - cutting text for messages without splitting a character: a
  * message cut in the middle of a UTF-8 sequence is not valid UTF-8, and
- * a JSON encoder then drops it.
+ * a JSON encoder then drops it; and checking that what a client sent is
+ * text, since PostgreSQL refuses a parameter that is not UTF-8 with an
+ * error that reads as the database failing.
  */
 #include "meter_util.h"
 
@@ -29,4 +31,41 @@ meter_utf8_cut(char *s, size_t max)
     }
     s[n] = '\0';
     return n;
+}
+
+size_t
+meter_text_check(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = p[i];
+        if (c < 0x80) {
+            if (c < 0x20 || c == 0x7F)
+                return i;
+            i++;
+            continue;
+        }
+        /* The sequence's length and the range of its second byte, which
+         * rules out overlong forms (C0, C1, E0 80-9F, F0 80-8F),
+         * surrogates (ED A0-BF) and code points past U+10FFFF (F4 90-,
+         * F5-FF) as RFC 3629's table does. */
+        size_t n;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF)
+            n = 2;
+        else if (c >= 0xE0 && c <= 0xEF)
+            n = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+        else if (c >= 0xF0 && c <= 0xF4)
+            n = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+        else
+            return i;
+        if (len - i < n || p[i + 1] < lo || p[i + 1] > hi)
+            return i;
+        for (size_t k = 2; k < n; k++)
+            if ((p[i + k] & 0xC0) != 0x80)
+                return i;
+        i += n;
+    }
+    return len;
 }

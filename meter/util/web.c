@@ -1,12 +1,14 @@
 /*
  * web.c - text for the web, where a missed escape is a vulnerability:
  * HTML-escaping (every page writes request and database values through
- * it), percent-encoding for URLs, and comparing secrets in constant time
+ * it), percent-encoding for URLs, CSV fields with the one formula guard
+ * of every CSV the project writes, and comparing secrets in constant time
  * (a comparison that stops at the first difference tells an attacker,
  * by its timing, how much of a guessed token was right).
  */
 #include "meter_util.h"
 
+#include <stdio.h>
 #include <string.h>
 
 void
@@ -44,11 +46,17 @@ meter_buf_html(struct meter_buf *b, const char *s)
 void
 meter_buf_urlencode(struct meter_buf *b, const char *s)
 {
+    meter_buf_urlencode_n(b, s, strlen(s));
+}
+
+void
+meter_buf_urlencode_n(struct meter_buf *b, const char *s, size_t len)
+{
     static const char hex[] = "0123456789ABCDEF";
     /* RFC 3986's unreserved characters pass; every other byte is
      * %XX, so the result is safe as a query value, a path segment and
      * inside a header. */
-    for (; *s; s++) {
+    for (const char *end = s + len; s < end; s++) {
         unsigned char c = (unsigned char)*s;
         if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
             (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
@@ -59,6 +67,60 @@ meter_buf_urlencode(struct meter_buf *b, const char *s)
             meter_buf_add(b, esc, 3);
         }
     }
+}
+
+/* Whether v is a plain decimal number, "-?[0-9]+(.[0-9]+)?": a
+ * spreadsheet reads it as a number, never as a formula. */
+static bool
+is_number(const char *v)
+{
+    const char *p = v + (*v == '-');
+    size_t whole = strspn(p, "0123456789");
+    if (!whole)
+        return false;
+    p += whole;
+    if (*p == '.') {
+        size_t frac = strspn(p + 1, "0123456789");
+        if (!frac)
+            return false;
+        p += 1 + frac;
+    }
+    return *p == '\0';
+}
+
+void
+meter_buf_csv(struct meter_buf *b, const char *v)
+{
+    bool formula = *v && strchr("=+-@\t\r", *v) && !is_number(v);
+    if (!formula && !strpbrk(v, ",\"\r\n")) {
+        meter_buf_str(b, v);
+        return;
+    }
+    meter_buf_str(b, formula ? "\"'" : "\"");
+    while (*v) {
+        size_t run = strcspn(v, "\"");
+        meter_buf_add(b, v, run);
+        v += run;
+        if (*v) {
+            meter_buf_str(b, "\"\"");
+            v++;
+        }
+    }
+    meter_buf_str(b, "\"");
+}
+
+int
+meter_csv_write(FILE *f, const char *v)
+{
+    struct meter_buf b = {0};
+    int rc = 0;
+    meter_buf_csv(&b, v);
+    if (b.failed)
+        rc = -1;
+    else if (b.len && fwrite(b.p, 1, b.len, f) != b.len)
+        rc = -1;
+    meter_buf_release(&b);
+    return rc;
 }
 
 bool
