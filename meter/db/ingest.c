@@ -188,16 +188,30 @@ check_account(const struct batch *b, const struct group *g, const char *account,
     }
 }
 
-/* Orders the batch and splits it by sandbox; checks what needs no
- * database: seconds in the future or older than max_age (0: no bound),
- * a sandbox under two accounts. */
-static int
-prepare(struct batch *b, int64_t now, int64_t max_age,
-        struct meter_problems *probs)
+/* Orders the batch (b->ord); returns its distinct sandboxes, or -1 when
+ * out of memory. */
+static long
+sort_batch(struct batch *b)
 {
     b->ord = malloc((b->n ? b->n : 1) * sizeof(*b->ord));
-    b->groups = malloc((b->n ? b->n : 1) * sizeof(*b->groups));
-    if (!b->ord || !b->groups)
+    if (!b->ord || order(b) < 0)
+        return -1;
+    long n = 0;
+    for (size_t k = 0; k < b->n; k++)
+        n += k == 0 || strcmp(b->s[b->ord[k]].sandbox_id,
+                              b->s[b->ord[k - 1]].sandbox_id) != 0;
+    return n;
+}
+
+/* Splits the ordered batch into its `sandboxes` groups; checks what
+ * needs no database: seconds in the future or older than max_age (0: no
+ * bound), a sandbox under two accounts. */
+static int
+prepare(struct batch *b, size_t sandboxes, int64_t now, int64_t max_age,
+        struct meter_problems *probs)
+{
+    b->groups = malloc((sandboxes ? sandboxes : 1) * sizeof(*b->groups));
+    if (!b->groups)
         return -1;
     for (size_t i = 0; i < b->n; i++) {
         int64_t ts = b->s[i].s.ts;
@@ -215,8 +229,6 @@ prepare(struct batch *b, int64_t now, int64_t max_age,
             meter_problems_add(probs, i, "ts", v, why);
         }
     }
-    if (order(b) < 0)
-        return -1;
     for (size_t i = 0; i < b->n;) {
         struct group *g = &b->groups[b->ngroups++];
         const struct meter_sample *first = &b->s[b->ord[i]];
@@ -475,9 +487,9 @@ drop_packed(struct batch *b, size_t first, const uint8_t *data, size_t len,
                        (long long)hour);
     enum meter_db_status st = METER_DB_NONE;
     /* The sandbox's blocks are in minute order: the hour's come first. */
-    for (size_t i = first; st == METER_DB_NONE && i < b->nblocks &&
-                           b->blocks[i].group == group &&
-                           b->blocks[i].minute / 60 == hour;
+    for (size_t i = first;
+         st == METER_DB_NONE && i < b->nblocks && b->blocks[i].group == group &&
+         b->blocks[i].minute / 60 == hour;
          i++)
         for (size_t x = 0; st == METER_DB_NONE && x < n; x++)
             if (v[x].minute == b->blocks[i].minute &&
@@ -526,8 +538,7 @@ check_stored(PGconn *db, struct batch *b, struct meter_err *e)
     const char *p[] = {acct.p, sb.p, min.p, mask.p, los, his, first.p};
     int rc = METER_DB_NONE;
     PGresult *r = NULL;
-    if (acct.failed || sb.failed || min.failed || mask.failed ||
-        first.failed) {
+    if (acct.failed || sb.failed || min.failed || mask.failed || first.failed) {
         rc = db_hard(e, "out of memory");
         goto out;
     }
@@ -572,8 +583,8 @@ out:
 
 /* Writes the blocks (binary COPY) and the rollups of their seconds. */
 static enum meter_db_status
-write_blocks(PGconn *db, struct batch *b,
-             const struct meter_ingest_origin *o, struct meter_err *e)
+write_blocks(PGconn *db, struct batch *b, const struct meter_ingest_origin *o,
+             struct meter_err *e)
 {
     /* The rollups' columns, each an array parameter ("{1,2}"): the
      * statement stays a constant, whatever the batch. */
@@ -647,10 +658,11 @@ write_blocks(PGconn *db, struct batch *b,
     if (b->res.accepted == 0)
         goto out;
 
-    rc = db_copy_in(db,
-                    "COPY usage_blocks (account_pk, sandbox_pk, minute,"
-                    " seconds, arrived_at, data, key_id) FROM STDIN (FORMAT binary)",
-                    copy.p, copy.len, "cannot store usage", e);
+    rc = db_copy_in(
+        db,
+        "COPY usage_blocks (account_pk, sandbox_pk, minute,"
+        " seconds, arrived_at, data, key_id) FROM STDIN (FORMAT binary)",
+        copy.p, copy.len, "cannot store usage", e);
     if (rc < 0)
         goto out;
 
@@ -974,13 +986,27 @@ ingest_attempt(PGconn *db, void *arg, struct meter_err *e)
 enum meter_ingest_status
 meter_ingest(PGconn *db, struct meter_registry *reg,
              const struct meter_sample *s, size_t n,
-             const struct meter_ingest_origin *o, struct meter_ingest_result *res,
-             struct meter_problems *probs, struct meter_err *e)
+             const struct meter_ingest_origin *o,
+             struct meter_ingest_result *res, struct meter_problems *probs,
+             struct meter_err *e)
 {
     struct batch b = {.s = s, .n = n};
     enum meter_ingest_status st = METER_INGEST_ERROR;
     memset(res, 0, sizeof(*res));
-    if (prepare(&b, o->now_us / 1000000, o->max_age, probs) < 0) {
+    long sandboxes = sort_batch(&b);
+    if (sandboxes < 0) {
+        meter_fail(e, "out of memory");
+        goto out;
+    }
+    /* Refused before anything grows with the sandboxes: their groups,
+     * blocks, registrations and locks. */
+    res->sandboxes = (size_t)sandboxes;
+    if (o->max_sandboxes && res->sandboxes > o->max_sandboxes) {
+        st = METER_INGEST_TOO_LARGE;
+        goto out;
+    }
+    if (prepare(&b, res->sandboxes, o->now_us / 1000000, o->max_age, probs) <
+        0) {
         meter_fail(e, "out of memory");
         goto out;
     }
@@ -1027,6 +1053,7 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
     case METER_DB_NONE:
     case METER_DB_ROWS:
         *res = b.res;
+        res->sandboxes = (size_t)sandboxes;
         for (size_t i = 0; i < b.ngroups; i++) {
             const struct group *g = &b.groups[i];
             if (g->fresh)

@@ -326,6 +326,7 @@ struct meter_ingest_result {
     uint64_t accepted;   /* new seconds stored */
     uint64_t duplicates; /* seconds already known with equal values */
     uint64_t conflicts;  /* seconds already known with other values */
+    size_t sandboxes;    /* distinct sandboxes of the batch, once counted */
 };
 
 enum meter_ingest_status {
@@ -333,6 +334,9 @@ enum meter_ingest_status {
     METER_INGEST_INVALID,     /* refused, nothing stored; see problems */
     METER_INGEST_FORBIDDEN,   /* refused, nothing stored: accounts the key
                                  may not write; see problems */
+    METER_INGEST_TOO_LARGE,   /* refused, nothing stored: more distinct
+                                 sandboxes (res->sandboxes) than
+                                 o->max_sandboxes */
     METER_INGEST_UNAVAILABLE, /* the database is unreachable or too busy:
                                  retry later */
     METER_INGEST_ERROR,       /* another database error, in e */
@@ -340,22 +344,25 @@ enum meter_ingest_status {
 
 /* Where and when a batch comes from. */
 struct meter_ingest_origin {
-    int64_t now_us;  /* Unix microseconds: the arrival time stored */
-    int64_t max_age; /* seconds before now a sample may be; 0: no bound */
-    int64_t key_id;  /* the API key that sent it, stored with its blocks
-                        (provenance); 0: none */
-    bool scoped;     /* key_id may write only its accounts
-                        (host_key_accounts) */
+    int64_t now_us;       /* Unix microseconds: the arrival time stored */
+    int64_t max_age;      /* seconds before now a sample may be; 0: no bound */
+    int64_t key_id;       /* the API key that sent it, stored with its blocks
+                             (provenance); 0: none */
+    bool scoped;          /* key_id may write only its accounts
+                             (host_key_accounts) */
+    size_t max_sandboxes; /* distinct sandboxes a batch may hold; 0: no
+                             bound */
 };
 
 /*
  * Stores the n validated samples s exactly once, atomically: all of it
  * commits, or nothing does. A second already stored (or earlier in the
  * batch) is a duplicate if equal, a conflict if not; the first stands.
- * Refused: samples more than 5 minutes after o->now_us, samples more
- * than o->max_age seconds before it, and a sandbox under another
- * account (INVALID); an account o->key_id may not write (FORBIDDEN). A
- * refused batch creates nothing.
+ * Refused: more distinct sandboxes than o->max_sandboxes (TOO_LARGE,
+ * before anything else is checked); samples more than 5 minutes after
+ * o->now_us, samples more than o->max_age seconds before it, and a
+ * sandbox under another account (INVALID); an account o->key_id may not
+ * write (FORBIDDEN). A refused batch creates nothing.
  */
 enum meter_ingest_status meter_ingest(PGconn *db, struct meter_registry *reg,
                                       const struct meter_sample *s, size_t n,
@@ -475,10 +482,9 @@ struct meter_report_query {
 };
 /* A page of accounts with their book, revenue and usage in the period,
  * and how many match. */
-enum meter_db_status meter_db_report_accounts(PGconn *db,
-                                              const struct meter_report_query *q,
-                                              json_t **out,
-                                              struct meter_err *e);
+enum meter_db_status
+meter_db_report_accounts(PGconn *db, const struct meter_report_query *q,
+                         json_t **out, struct meter_err *e);
 /* One account in the period: its usage and revenue by day, its books,
  * its documents, and the period's draft as the unbilled estimate. NONE
  * (and *out NULL) if there is no such account. */
@@ -493,7 +499,7 @@ enum meter_db_status meter_db_report_usage(PGconn *db, int64_t from, int64_t to,
 
 /* Which documents. */
 struct meter_report_invoices {
-    int year, month;    /* the period; 0: any */
+    int year, month;     /* the period; 0: any */
     const char *account; /* NULL: any */
     const char *status;  /* draft, final or void (voided by a final credit
                             note); NULL: any */
@@ -502,10 +508,9 @@ struct meter_report_invoices {
 /* A page of documents, newest period first, each with its status and
  * its ref (the number once final, else the id: how GET
  * /v1/invoices/{ref} names it), and how many match. */
-enum meter_db_status meter_db_report_invoices(PGconn *db,
-                                              const struct meter_report_invoices *q,
-                                              json_t **out,
-                                              struct meter_err *e);
+enum meter_db_status
+meter_db_report_invoices(PGconn *db, const struct meter_report_invoices *q,
+                         json_t **out, struct meter_err *e);
 
 /* ---- watching the database's answers ------------------------------------ */
 

@@ -15,12 +15,14 @@
  * server starts. */
 struct meterd {
     struct meter_registry *registry;
-    int64_t max_age;      /* seconds: older samples are refused */
-    unsigned session_ttl; /* seconds a browser session lasts */
-    unsigned merge_every; /* --merge-every: seconds between merges of
-                             the rollups; 0: never */
-    unsigned pack_after;  /* --pack-after: seconds after an hour ends
-                             that its blocks are packed; 0: never */
+    int64_t max_age;            /* seconds: older samples are refused */
+    size_t max_batch_sandboxes; /* --max-batch-sandboxes: distinct
+                                   sandboxes a batch may hold */
+    unsigned session_ttl;       /* seconds a browser session lasts */
+    unsigned merge_every;       /* --merge-every: seconds between merges of
+                                   the rollups; 0: never */
+    unsigned pack_after;        /* --pack-after: seconds after an hour ends
+                                   that its blocks are packed; 0: never */
 };
 extern struct meterd meterd;
 
@@ -93,11 +95,11 @@ void meterd_cache_clear(void);
 /* A column of a table: the member key of each row, shown under label. */
 struct meterd_col {
     const char *key, *label;
-    bool num;                     /* a number: right-aligned */
+    bool num;                      /* a number: right-aligned */
     const char *link, *link_query; /* cells link to link + value + query */
-    const char *sort_href;        /* the header sorts by it (escaped) */
-    int sorted;                   /* 1 ascending, -1 descending, 0 not */
-    const char *text;             /* a link's text, if not the value */
+    const char *sort_href;         /* the header sorts by it (escaped) */
+    int sorted;                    /* 1 ascending, -1 descending, 0 not */
+    const char *text;              /* a link's text, if not the value */
 };
 struct meterd_table {
     const char *id, *caption;
