@@ -17,11 +17,11 @@ HOST=$(ctl keys create --role host --name h 2>/dev/null)
 # One backend: the request thread's (no merging thread).
 start_meterd main "$wdb" --db-timeout 2 --threads 1 --merge-every 0 || { finish; exit; }
 T=$(($(date +%s) - 600))
-rows() { # FILE SANDBOX: three seconds of one sandbox
+rows() { # FILE SANDBOX [FROM]: three seconds of one sandbox, from T + FROM
     printf '[' >"$1"
     for i in 0 1 2; do
         printf '%s{"ts": %d, "account_id": "acme", "sandbox_id": "%s", "state": "running", "vcpu": 1, "cpu_used": 0.5, "mem_bytes": 1073741824, "disk_bytes": 0}' \
-            "$([ $i = 0 ] || echo ,)" $((T + i)) "$2" >>"$1"
+            "$([ $i = 0 ] || echo ,)" $((T + ${3:-0} + i)) "$2" >>"$1"
     done
     printf ']' >>"$1"
 }
@@ -66,19 +66,20 @@ checks=$((checks + 1))
 [ "$(stored)" = 6 ] || fail "seconds stored after the stopped backend: $(stored), want 6"
 
 # --- a batch stuck inside its transaction ----------------------------------
-# Another session holds every sandbox lock (the advisory lock class of
-# meter/db/ingest.c); the batch waits on them past the timeout.
+# Another session holds the lock of the batch's sandbox (its row in
+# sandboxes, as meter/db/ingest.c locks it, in a transaction left open);
+# the batch waits on it past the timeout.
 mkfifo hold
 psql "$db" -XAq <hold >/dev/null 2>&1 &
 holder=$!
 exec 7>hold
-echo "SELECT pg_advisory_lock(7243613, k) FROM generate_series(0, 255) k;" >&7
+echo "BEGIN; SELECT 1 FROM sandboxes WHERE sandbox_id = 's-1' FOR NO KEY UPDATE;" >&7
 for i in $(seq 50); do
-    n=$(psql "$db" -XAtc "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND classid = 7243613 AND granted")
-    [ "$n" = 256 ] && break
+    n=$(psql "$db" -XAtc "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle in transaction'")
+    [ "$n" = 1 ] && break
     sleep 0.1
 done
-rows third.json s-3
+rows third.json s-1 3
 t_post=$(date +%s%N)
 post third.json
 checks=$((checks + 1))

@@ -95,12 +95,43 @@ printf '[{"ts":%d,"account_id":"acme","sandbox_id":"sb-9","state":"paused","disk
 post $A "$HOST" application/json inbatch.json
 contains "$body" '{"accepted":1,"duplicates":1,"conflicts":1}' "repeats within a batch"
 
-# A batch of many sandboxes (one second each) takes a bounded number of
-# locks and registers them all.
-awk -v t=$T 'BEGIN { printf "{\"sandboxes\":["; for (i = 0; i < 20000; i++) printf "%s{\"account_id\":\"wide\",\"sandbox_id\":\"w-%d\",\"start\":%d,\"seconds\":1,\"state\":\"paused\",\"disk_bytes\":0}", i ? "," : "", i, t; print "]}" }' >wide.json
+# --max-batch-sandboxes (default 10,000): a batch at the limit (one
+# second each) is taken, registered whole; one sandbox more is a 413
+# naming the limit and the batch's count, and stores nothing (not even
+# its sandboxes).
+wide() { # COUNT PREFIX FILE: a columnar batch of COUNT sandboxes
+    awk -v t=$T -v n="$1" -v p="$2" 'BEGIN { printf "{\"sandboxes\":["; for (i = 0; i < n; i++) printf "%s{\"account_id\":\"wide\",\"sandbox_id\":\"%s-%d\",\"start\":%d,\"seconds\":1,\"state\":\"paused\",\"disk_bytes\":0}", i ? "," : "", p, i, t; print "]}" }' >"$3"
+}
+wide 10000 w wide.json
 post $A "$HOST" application/json wide.json
-expect_http 200 "20,000 sandboxes in one batch"
-contains "$body" '"accepted":20000' "20,000 sandboxes in one batch"
+expect_http 200 "10,000 sandboxes in one batch"
+contains "$body" '"accepted":10000' "10,000 sandboxes in one batch"
+wide 10001 o over.json
+post $A "$HOST" application/json over.json
+expect_http 413 "10,001 sandboxes in one batch"
+contains "$body" '"type":"urn:meter:problem:too-many-sandboxes"' "too many sandboxes: problem type"
+contains "$body" "holds 10001 distinct sandboxes, more than the 10000 a batch may hold (--max-batch-sandboxes); nothing was stored" "too many sandboxes: the count and the limit"
+checks=$((checks + 1))
+n=$(psql "$db" -qAtc "SELECT count(*) FROM sandboxes WHERE sandbox_id LIKE 'o-%'")
+[ "$n" = 0 ] || fail "a batch over --max-batch-sandboxes registered $n sandboxes"
+# Its seconds are free: a repeat counts duplicates only against what a
+# batch at the limit stored (the 10,000 of them), none of the other's.
+post $A "$HOST" application/json wide.json
+contains "$body" '{"accepted":0,"duplicates":10000,"conflicts":0}' "the batch at the limit stored once"
+# The environment sets it as the option does; repeats of one sandbox
+# count once.
+METER_MAX_BATCH_SANDBOXES=2 start_meterd lim "$db" || { finish; exit; }
+printf '[{"ts":%d,"account_id":"acme","sandbox_id":"l-1","state":"paused","disk_bytes":0},{"ts":%d,"account_id":"acme","sandbox_id":"l-1","state":"paused","disk_bytes":0},{"ts":%d,"account_id":"acme","sandbox_id":"l-2","state":"paused","disk_bytes":0}]' $T $((T + 1)) $T >two.json
+post $url_lim "$HOST" application/json two.json
+expect_http 200 "two sandboxes under METER_MAX_BATCH_SANDBOXES=2"
+printf '[{"ts":%d,"account_id":"acme","sandbox_id":"l-3","state":"paused","disk_bytes":0},{"ts":%d,"account_id":"acme","sandbox_id":"l-1","state":"paused","disk_bytes":0},{"ts":%d,"account_id":"acme","sandbox_id":"l-2","state":"paused","disk_bytes":0}]' $((T + 2)) $((T + 2)) $((T + 2)) >three.json
+post $url_lim "$HOST" application/json three.json
+expect_http 413 "three sandboxes under METER_MAX_BATCH_SANDBOXES=2"
+contains "$body" "holds 3 distinct sandboxes, more than the 2 a batch" "METER_MAX_BATCH_SANDBOXES is read"
+checks=$((checks + 1))
+n=$(psql "$db" -qAtc "SELECT count(*) FROM sandboxes WHERE sandbox_id = 'l-3'")
+[ "$n" = 0 ] || fail "a batch over METER_MAX_BATCH_SANDBOXES registered its sandbox"
+kill $pid_lim
 
 # --- refused batches: nothing stored -------------------------------------
 before=$("$METERCTL" --db "$wdb" export --from 0 --to 9999999999 | wc -l)
@@ -392,6 +423,12 @@ expect_status 2 "$METERD" --pack-after -1
 contains "$err" "--pack-after '-1'" "a negative --pack-after is named with its value"
 expect_status 2 "$METERD" --report-ttl -1
 contains "$err" "--report-ttl '-1'" "a bad --report-ttl is named with its value"
+for v in 0 500001 -1 10k; do
+    expect_status 2 "$METERD" --max-batch-sandboxes "$v"
+    contains "$err" "--max-batch-sandboxes '$v' is not a number from 1 to 500000" "a bad --max-batch-sandboxes is named with its value"
+done
+expect_status 2 env METER_MAX_BATCH_SANDBOXES=none "$METERD"
+contains "$err" "--max-batch-sandboxes 'none' is not a number" "a bad METER_MAX_BATCH_SANDBOXES is named with its value"
 expect_status 0 "$METERD" --help
 contains "$out" "--max-body" "help documents options"
 

@@ -3,11 +3,14 @@
  * without HTTP: exactly once (duplicates and conflicts, across batches
  * and within one, the first value standing), the future cutoff on both
  * sides, a sandbox's account, atomicity, a second process's registry,
- * month boundaries, the read-back range's ends, and the rollups; and
- * the transaction runner it goes through.
+ * month boundaries, the read-back range's ends, and the rollups; a
+ * batch that waits for another only if they share a sandbox; and the
+ * transaction runner it goes through.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "meter_db.h"
 #include "testdb.h"
@@ -356,6 +359,110 @@ test_months_and_ranges(PGconn *db, struct meter_registry *reg)
     CHECK(hourly == (long)all);
 }
 
+/* A batch ingested on a connection of its own, in a thread. */
+struct slow_batch {
+    const char *conninfo;
+    struct meter_registry *reg;
+    const struct meter_sample *s;
+    size_t n;
+    struct outcome o;
+};
+
+static void *
+slow_thread(void *arg)
+{
+    struct slow_batch *a = arg;
+    struct meter_err e = {{0}};
+    PGconn *db = meter_db_connect(a->conninfo, &e);
+    if (!db) {
+        fprintf(stderr, "slow batch: %s\n", e.msg);
+        a->o.st = METER_INGEST_ERROR;
+        return NULL;
+    }
+    a->o = ingest(db, a->reg, a->s, a->n, JAN);
+    PQfinish(db);
+    return NULL;
+}
+
+static double
+seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Whether a batch of account 'slow' sleeps in its rollups' trigger. */
+static bool
+slow_sleeping(PGconn *db)
+{
+    return testdb_count(db, "SELECT count(*) FROM pg_stat_activity"
+                            " WHERE wait_event = 'PgSleep'"
+                            " AND datname = current_database()") == 1;
+}
+
+/* A batch of 300 new sandboxes holds their locks from the lock to its
+ * commit: made 3 s long here by a trigger on its rollups. A batch of
+ * another sandbox meanwhile does not wait for it (issue 26: 256 lock
+ * buckets, which 300 sandboxes fill, made every batch wait); a batch
+ * that shares a second with it waits, then finds it stored. */
+static void
+test_neighbours(const struct testdb *t, PGconn *db, struct meter_registry *reg)
+{
+    /* Registered first: a batch that shares a sandbox must wait for the
+     * lock, not for a registration. */
+    enum { WIDE = 300 };
+    static struct meter_sample wide[WIDE];
+    for (int i = 0; i < WIDE; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "slow-%d", i);
+        wide[i] = paused("slow", id, JAN + 5, 1);
+    }
+    struct outcome o = ingest(db, reg, wide, WIDE, JAN);
+    CHECK(result_is(&o, WIDE, 0, 0));
+    for (int i = 0; i < WIDE; i++)
+        wide[i].s.ts = JAN + 10;
+    PQclear(PQexec(db, "CREATE FUNCTION slow_rollup() RETURNS trigger"
+                       " LANGUAGE plpgsql AS $$ BEGIN"
+                       " IF NEW.account_pk = (SELECT account_pk FROM accounts"
+                       "  WHERE account_id = 'slow') THEN"
+                       "  PERFORM pg_sleep(3); END IF;"
+                       " RETURN NEW; END $$"));
+    PQclear(PQexec(db, "CREATE TRIGGER slow_rollup BEFORE INSERT ON"
+                       " usage_hourly FOR EACH ROW EXECUTE FUNCTION"
+                       " slow_rollup()"));
+    struct slow_batch a = {t->conninfo, reg, wide, WIDE, {0}};
+    pthread_t th;
+    pthread_create(&th, NULL, slow_thread, &a);
+    bool sleeping = false;
+    for (int i = 0; i < 200 && !sleeping; i++) {
+        struct timespec nap = {0, 50000000};
+        nanosleep(&nap, NULL);
+        sleeping = slow_sleeping(db);
+    }
+    CHECK(sleeping);
+    /* Another sandbox: stored at once, the wide batch still running. */
+    struct meter_sample quick = paused("fast", "quick-1", JAN + 10, 7);
+    double t0 = seconds_now();
+    o = ingest(db, reg, &quick, 1, JAN);
+    double waited = seconds_now() - t0;
+    CHECK(result_is(&o, 1, 0, 0));
+    if (waited >= 1.0)
+        fprintf(stderr, "a batch of another sandbox waited %.1f s\n", waited);
+    CHECK(waited < 1.0);
+    CHECK(slow_sleeping(db));
+    /* One of its sandboxes: waits for it, then finds the second stored
+     * (without the lock, it would store it a second time). */
+    struct meter_sample share[] = {paused("slow", "slow-7", JAN + 10, 1),
+                                   paused("slow", "slow-7", JAN + 11, 1)};
+    o = ingest(db, reg, share, 2, JAN);
+    CHECK(result_is(&o, 1, 1, 0));
+    pthread_join(th, NULL);
+    CHECK(result_is(&a.o, WIDE, 0, 0));
+    PQclear(PQexec(db, "DROP TRIGGER slow_rollup ON usage_hourly"));
+    PQclear(PQexec(db, "DROP FUNCTION slow_rollup()"));
+}
+
 /* A transaction function: inserts its attempt number, then returns the
  * status planned for that attempt (or fails a statement first). */
 struct plan {
@@ -439,6 +546,7 @@ main(void)
     test_second_process(db);
     test_months_and_ranges(db, reg);
     test_archived(db, reg);
+    test_neighbours(&t, db, reg);
     test_runner(db);
     meter_registry_free(reg);
     testdb_drop(&t, db);

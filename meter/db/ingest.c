@@ -5,11 +5,16 @@
  * duplicates and conflicts, new seconds written as per-minute blocks
  * (binary COPY), and the hourly rollups of exactly those seconds.
  *
- * Exactly once with several writers: the transaction takes an advisory
- * lock per sandbox (in sandbox order, so writers cannot deadlock) before
- * it reads what is stored, so two batches with seconds of one sandbox
- * are checked and written one after the other; batches of other
- * sandboxes do not wait. Nothing is stored unless the batch commits.
+ * Exactly once with several writers: the transaction locks the row of
+ * each of its sandboxes in `sandboxes` (in sandbox order, so writers
+ * cannot deadlock) before it reads what is stored, so two batches with
+ * seconds of one sandbox are checked and written one after the other;
+ * batches of other sandboxes do not wait. Row locks, not advisory ones:
+ * PostgreSQL keeps them in the rows, not in its shared lock table, so a
+ * batch locks exactly its sandboxes however many, where advisory locks
+ * had to share 256 buckets among them and a batch of a few hundred
+ * sandboxes held nearly all of them, making every other batch wait for
+ * it. Nothing is stored unless the batch commits.
  */
 #define _GNU_SOURCE /* qsort_r */
 #include "db_int.h"
@@ -19,11 +24,6 @@
 #include <string.h>
 #include <time.h>
 
-/* Advisory locks of sandboxes: class 7243613 (0002_usage.sql's partition
- * lock is 7243612), LOCK_BUCKETS keys, so that a batch of any size takes
- * a bounded share of the server's lock table. */
-#define LOCK_CLASS "7243613"
-#define LOCK_BUCKETS 256
 #define FUTURE_S 300
 
 /* One sandbox of a batch, and what the registry knows of it. */
@@ -188,16 +188,30 @@ check_account(const struct batch *b, const struct group *g, const char *account,
     }
 }
 
-/* Orders the batch and splits it by sandbox; checks what needs no
- * database: seconds in the future or older than max_age (0: no bound),
- * a sandbox under two accounts. */
-static int
-prepare(struct batch *b, int64_t now, int64_t max_age,
-        struct meter_problems *probs)
+/* Orders the batch (b->ord); returns its distinct sandboxes, or -1 when
+ * out of memory. */
+static long
+sort_batch(struct batch *b)
 {
     b->ord = malloc((b->n ? b->n : 1) * sizeof(*b->ord));
-    b->groups = malloc((b->n ? b->n : 1) * sizeof(*b->groups));
-    if (!b->ord || !b->groups)
+    if (!b->ord || order(b) < 0)
+        return -1;
+    long n = 0;
+    for (size_t k = 0; k < b->n; k++)
+        n += k == 0 || strcmp(b->s[b->ord[k]].sandbox_id,
+                              b->s[b->ord[k - 1]].sandbox_id) != 0;
+    return n;
+}
+
+/* Splits the ordered batch into its `sandboxes` groups; checks what
+ * needs no database: seconds in the future or older than max_age (0: no
+ * bound), a sandbox under two accounts. */
+static int
+prepare(struct batch *b, size_t sandboxes, int64_t now, int64_t max_age,
+        struct meter_problems *probs)
+{
+    b->groups = malloc((sandboxes ? sandboxes : 1) * sizeof(*b->groups));
+    if (!b->groups)
         return -1;
     for (size_t i = 0; i < b->n; i++) {
         int64_t ts = b->s[i].s.ts;
@@ -215,8 +229,6 @@ prepare(struct batch *b, int64_t now, int64_t max_age,
             meter_problems_add(probs, i, "ts", v, why);
         }
     }
-    if (order(b) < 0)
-        return -1;
     for (size_t i = 0; i < b->n;) {
         struct group *g = &b->groups[b->ngroups++];
         const struct meter_sample *first = &b->s[b->ord[i]];
@@ -941,31 +953,27 @@ ensure_partitions_retried(PGconn *db, struct meter_registry *reg,
     return st;
 }
 
-/* Locks the batch's sandboxes by bucket (sandbox_pk % LOCK_BUCKETS), in
- * bucket order: a bounded number of locks per transaction, and no
- * deadlock between writers. */
+/* Locks the rows of the batch's sandboxes, in sandbox_pk order (the
+ * sort below the lock: no deadlock between writers). FOR NO KEY UPDATE
+ * lets the foreign keys of usage_blocks (FOR KEY SHARE) through. */
 static enum meter_db_status
 lock_sandboxes(PGconn *db, const struct batch *b, struct meter_err *e)
 {
-    uint64_t used[LOCK_BUCKETS / 64] = {0};
-    for (size_t i = 0; i < b->ngroups; i++) {
-        uint32_t k = (uint32_t)b->groups[i].sb.sandbox_pk % LOCK_BUCKETS;
-        used[k / 64] |= (uint64_t)1 << (k % 64);
-    }
-    struct meter_buf keys = {0};
-    meter_buf_str(&keys, "{");
-    for (uint32_t k = 0; k < LOCK_BUCKETS; k++)
-        if (used[k / 64] & ((uint64_t)1 << (k % 64)))
-            meter_buf_printf(&keys, "%s%u", keys.len > 1 ? "," : "", k);
-    meter_buf_str(&keys, "}");
-    const char *p[] = {keys.p};
+    struct meter_buf pks = {0};
+    meter_buf_str(&pks, "{");
+    for (size_t i = 0; i < b->ngroups; i++)
+        meter_buf_printf(&pks, "%s%d", i ? "," : "",
+                         b->groups[i].sb.sandbox_pk);
+    meter_buf_str(&pks, "}");
+    const char *p[] = {pks.p};
     enum meter_db_status rc =
-        keys.failed ? db_hard(e, "out of memory")
-                    : exec_cmd(db,
-                               "SELECT pg_advisory_xact_lock(" LOCK_CLASS
-                               ", x) FROM unnest($1::int[]) x",
-                               1, p, "cannot lock sandboxes", e);
-    meter_buf_release(&keys);
+        pks.failed ? db_hard(e, "out of memory")
+                   : exec_cmd(db,
+                              "SELECT count(*) FROM (SELECT 1 FROM sandboxes"
+                              " WHERE sandbox_pk = ANY ($1::int[])"
+                              " ORDER BY sandbox_pk FOR NO KEY UPDATE) l",
+                              1, p, "cannot lock sandboxes", e);
+    meter_buf_release(&pks);
     return rc;
 }
 
@@ -1019,7 +1027,20 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
     struct batch b = {.s = s, .n = n};
     enum meter_ingest_status st = METER_INGEST_ERROR;
     memset(res, 0, sizeof(*res));
-    if (prepare(&b, o->now_us / 1000000, o->max_age, probs) < 0) {
+    long sandboxes = sort_batch(&b);
+    if (sandboxes < 0) {
+        meter_fail(e, "out of memory");
+        goto out;
+    }
+    /* Refused before anything grows with the sandboxes: their groups,
+     * blocks, registrations and locks. */
+    res->sandboxes = (size_t)sandboxes;
+    if (o->max_sandboxes && res->sandboxes > o->max_sandboxes) {
+        st = METER_INGEST_TOO_LARGE;
+        goto out;
+    }
+    if (prepare(&b, res->sandboxes, o->now_us / 1000000, o->max_age, probs) <
+        0) {
         meter_fail(e, "out of memory");
         goto out;
     }
@@ -1066,6 +1087,7 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
     case METER_DB_NONE:
     case METER_DB_ROWS:
         *res = b.res;
+        res->sandboxes = (size_t)sandboxes;
         for (size_t i = 0; i < b.ngroups; i++) {
             const struct group *g = &b.groups[i];
             if (g->fresh)

@@ -341,6 +341,7 @@ struct meter_ingest_result {
     uint64_t accepted;   /* new seconds stored */
     uint64_t duplicates; /* seconds already known with equal values */
     uint64_t conflicts;  /* seconds already known with other values */
+    size_t sandboxes;    /* distinct sandboxes of the batch, once counted */
 };
 
 enum meter_ingest_status {
@@ -348,6 +349,9 @@ enum meter_ingest_status {
     METER_INGEST_INVALID,     /* refused, nothing stored; see problems */
     METER_INGEST_FORBIDDEN,   /* refused, nothing stored: accounts the key
                                  may not write; see problems */
+    METER_INGEST_TOO_LARGE,   /* refused, nothing stored: more distinct
+                                 sandboxes (res->sandboxes) than
+                                 o->max_sandboxes */
     METER_INGEST_UNAVAILABLE, /* the database is unreachable or too busy:
                                  retry later */
     METER_INGEST_ERROR,       /* another database error, in e */
@@ -355,22 +359,25 @@ enum meter_ingest_status {
 
 /* Where and when a batch comes from. */
 struct meter_ingest_origin {
-    int64_t now_us;  /* Unix microseconds: the arrival time stored */
-    int64_t max_age; /* seconds before now a sample may be; 0: no bound */
-    int64_t key_id;  /* the API key that sent it, stored with its blocks
-                        (provenance); 0: none */
-    bool scoped;     /* key_id may write only its accounts
-                        (host_key_accounts) */
+    int64_t now_us;       /* Unix microseconds: the arrival time stored */
+    int64_t max_age;      /* seconds before now a sample may be; 0: no bound */
+    int64_t key_id;       /* the API key that sent it, stored with its blocks
+                             (provenance); 0: none */
+    bool scoped;          /* key_id may write only its accounts
+                             (host_key_accounts) */
+    size_t max_sandboxes; /* distinct sandboxes a batch may hold; 0: no
+                             bound */
 };
 
 /*
  * Stores the n validated samples s exactly once, atomically: all of it
  * commits, or nothing does. A second already stored (or earlier in the
  * batch) is a duplicate if equal, a conflict if not; the first stands.
- * Refused: samples more than 5 minutes after o->now_us, samples more
- * than o->max_age seconds before it, and a sandbox under another
- * account (INVALID); an account o->key_id may not write (FORBIDDEN). A
- * refused batch creates nothing.
+ * Refused: more distinct sandboxes than o->max_sandboxes (TOO_LARGE,
+ * before anything else is checked); samples more than 5 minutes after
+ * o->now_us, samples more than o->max_age seconds before it, and a
+ * sandbox under another account (INVALID); an account o->key_id may not
+ * write (FORBIDDEN). A refused batch creates nothing.
  */
 enum meter_ingest_status meter_ingest(PGconn *db, struct meter_registry *reg,
                                       const struct meter_sample *s, size_t n,

@@ -118,6 +118,10 @@ static const char usage_more[] =
     "  --max-age DAYS       samples older than this are refused (late\n"
     "                       samples within it become late usage)\n"
     "                       ($METER_MAX_AGE; default 400)\n"
+    "  --max-batch-sandboxes N\n"
+    "                       distinct sandboxes a batch may hold; past it\n"
+    "                       413 and nothing stored\n"
+    "                       ($METER_MAX_BATCH_SANDBOXES; default 10000)\n"
     "  --session-ttl S      a browser signed in with a key stays signed in\n"
     "                       S seconds, unless it signs out or the key is\n"
     "                       revoked ($METER_SESSION_TTL; default 43200)\n"
@@ -167,6 +171,7 @@ enum {
     OPT_DB_TIMEOUT,
     OPT_RATE_LIMIT,
     OPT_MAX_AGE,
+    OPT_MAX_BATCH_SANDBOXES,
     OPT_SESSION_TTL,
     OPT_MAX_SESSIONS,
     OPT_SIGN_IN_LIMIT,
@@ -195,6 +200,7 @@ static const struct {
     {"db-timeout", "METER_DB_TIMEOUT"},
     {"rate-limit", "METER_RATE_LIMIT"},
     {"max-age", "METER_MAX_AGE"},
+    {"max-batch-sandboxes", "METER_MAX_BATCH_SANDBOXES"},
     {"session-ttl", "METER_SESSION_TTL"},
     {"max-sessions", "METER_MAX_SESSIONS"},
     {"sign-in-limit", "METER_SIGN_IN_LIMIT"},
@@ -284,7 +290,7 @@ static int
 configure(const struct options *o, struct meter_http_config *cfg)
 {
     uint64_t body, threads, buffered, conns, per_ip, idle, header_s, body_s,
-        db_s, rate, age, ttl, max_sessions;
+        db_s, rate, age, ttl, max_sessions, sandboxes;
     const char *listen = o->v[OPT_LISTEN] ? o->v[OPT_LISTEN] : "127.0.0.1:8080";
     if (parse_listen(listen, &cfg->listen) < 0) {
         fprintf(stderr, "meterd: --listen '%s' is not IPV4:PORT\n", listen);
@@ -310,6 +316,13 @@ configure(const struct options *o, struct meter_http_config *cfg)
                      "a number of seconds from 1 to 3600", 30, &db_s) < 0 ||
         count_option("max-age", o->v[OPT_MAX_AGE], 1, 36500,
                      "a number of days from 1 to 36500", 400, &age) < 0 ||
+        /* A host runs a few hundred to a few thousand sandboxes at once
+         * (some more in a batch's window as they come and go); a batch's
+         * registrations, locks and memory grow with its sandboxes. At
+         * most the samples a batch may hold. */
+        count_option("max-batch-sandboxes", o->v[OPT_MAX_BATCH_SANDBOXES], 1,
+                     500000, "a number from 1 to 500000", 10000,
+                     &sandboxes) < 0 ||
         count_option("session-ttl", o->v[OPT_SESSION_TTL], 1, 31536000,
                      "a number of seconds from 1 to 31536000", 43200,
                      &ttl) < 0 ||
@@ -339,6 +352,7 @@ configure(const struct options *o, struct meter_http_config *cfg)
     meterd.merge_every = (unsigned)merge_every;
     meterd.pack_after = (unsigned)pack_after;
     meterd.max_age = (int64_t)age * 86400;
+    meterd.max_batch_sandboxes = (size_t)sandboxes;
     meterd.session_ttl = (unsigned)ttl;
     meterd.max_sessions = (unsigned)max_sessions;
     cfg->db_timeout_s = (unsigned)db_s;

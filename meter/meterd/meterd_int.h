@@ -15,14 +15,16 @@
  * server starts. */
 struct meterd {
     struct meter_registry *registry;
-    int64_t max_age;       /* seconds: older samples are refused */
-    unsigned session_ttl;  /* seconds a browser session lasts */
-    unsigned max_sessions; /* live sessions a key may hold; past it its
-                              oldest ends */
-    unsigned merge_every;  /* --merge-every: seconds between merges of
-                              the rollups; 0: never */
-    unsigned pack_after;   /* --pack-after: seconds after an hour ends
-                              that its blocks are packed; 0: never */
+    int64_t max_age;            /* seconds: older samples are refused */
+    size_t max_batch_sandboxes; /* --max-batch-sandboxes: distinct
+                                   sandboxes a batch may hold */
+    unsigned session_ttl;       /* seconds a browser session lasts */
+    unsigned max_sessions;      /* live sessions a key may hold; past it
+                                   its oldest ends */
+    unsigned merge_every;       /* --merge-every: seconds between merges of
+                                   the rollups; 0: never */
+    unsigned pack_after;        /* --pack-after: seconds after an hour ends
+                                   that its blocks are packed; 0: never */
 };
 extern struct meterd meterd;
 

@@ -115,6 +115,15 @@ reply(struct meter_http_request *rq, enum meter_ingest_status st, size_t n,
             "stored (the first %zu are listed)",
             probs->total, probs->total == 1 ? "" : "s", probs->n);
         break;
+    case METER_INGEST_TOO_LARGE:
+        atomic_fetch_add(&counts.rejected, n);
+        meter_http_reply_problem(
+            rq, 413, "too-many-sandboxes", "Too many sandboxes", NULL,
+            "the batch holds %zu distinct sandboxes, more than the %zu a "
+            "batch may hold (--max-batch-sandboxes); nothing was stored: "
+            "send them in smaller batches",
+            res->sandboxes, meterd.max_batch_sandboxes);
+        break;
     case METER_INGEST_FORBIDDEN:
         atomic_fetch_add(&counts.rejected, n);
         meter_http_reply_problem(rq, 403, "forbidden", "Accounts not allowed",
@@ -172,7 +181,8 @@ meterd_samples(struct meter_http_request *rq)
         PGconn *db = meter_http_db(rq);
         const struct meter_principal *who = meter_http_principal(rq);
         struct meter_ingest_origin o = {now_us(), meterd.max_age, who->key_id,
-                                        who->scoped};
+                                        who->scoped,
+                                        meterd.max_batch_sandboxes};
         st = db ? meter_ingest(db, meterd.registry, s, n, &o, &res, &probs, &e)
                 : METER_INGEST_UNAVAILABLE;
     }
