@@ -26,6 +26,17 @@ COMMENT ON COLUMN usage_revisions.period IS 'first day of the month (UTC)';
 COMMENT ON COLUMN usage_revisions.revision IS
     'how many changes took seconds away from the period''s usage';
 
+-- Quarantines made before this migration count: each period they took
+-- seconds from is rated again once by its account's next invoice (a
+-- difference of zero bills nothing).
+INSERT INTO usage_revisions (account_pk, period, revision)
+SELECT account_pk,
+       date_trunc('month', to_timestamp(minute::bigint * 60)
+                           AT TIME ZONE 'UTC')::date,
+       count(DISTINCT quarantine_id)
+  FROM usage_blocks_quarantined
+ GROUP BY 1, 2;
+
 ALTER TABLE invoice_usage ADD COLUMN revision bigint CHECK (revision >= 0);
 COMMENT ON COLUMN invoice_usage.revision IS
     'the usage_revisions.revision of the period it rated, read before the '

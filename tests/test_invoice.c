@@ -1026,12 +1026,15 @@ test_late_currency(PGconn *db, struct meter_registry *reg)
     /* One late second, 2026-02-28T23:59:02Z, billed a minute: 0.06. */
     const int64_t late = MAR - 58;
     int64_t key = host_key(db, "zed-host");
+    /* April's own usage, in euros: 100 s billed 120 s and a run. */
+    const int64_t apr = MAR + 31 * DAY;
+    run(db, reg, "zed", "zed-2", apr + 100, 100);
     store(db, reg, "zed", "zed-1", late, 1, PRICING_CPU_UNIT, 0, key,
           (MAR + 40 * DAY) * 1000000);
     struct meter_invoice_outcome o = invoice(db, "zed", 2026, 4, false);
     CHECK(o.written && !o.number[0]);
     CHECK_STR(o.currency, "EUR");
-    CHECK_STR(amount(o.total, a), "0.000000");
+    CHECK_STR(amount(o.total, a), "0.620000");
     struct report_invoice usd = other_doc(db, &o, "USD", "0.000000");
     CHECK_STR(usd.currency, "USD");
     CHECK(usd.year == 2026 && usd.month == 4);
@@ -1048,9 +1051,19 @@ test_late_currency(PGconn *db, struct meter_registry *reg)
     char ref[24];
     snprintf(ref, sizeof(ref), "%" PRId64, o.id);
     d = get(db, ref);
-    CHECK(d.nlines == 0);
+    CHECK(d.nlines == 2);
+    CHECK_STR(amount(sum_lines(&d, "late_usage", 2026, 2), a), "0.000000");
+    CHECK(grant_line(&d, id) == NULL);
     CHECK_STR(d.currency, "EUR");
     report_invoice_release(&d);
+    /* The account's estimate is the period's own draft. */
+    json_t *rep = NULL;
+    CHECK(meter_db_report_account(db, "zed", 2026, 4, &rep, &e) ==
+          METER_DB_ROWS);
+    json_t *est = json_object_get(rep, "estimate");
+    CHECK(json_integer_value(json_object_get(est, "invoice_id")) == o.id);
+    CHECK_STR(json_string_value(json_object_get(est, "currency")), "EUR");
+    json_decref(rep);
     /* Run again, the same drafts, by id. */
     struct meter_invoice_outcome o2 = invoice(db, "zed", 2026, 4, false);
     CHECK(o2.id == o.id && o2.nother == 1 && o2.other[0].id == o.other[0].id);
@@ -1087,8 +1100,14 @@ test_late_currency(PGconn *db, struct meter_registry *reg)
                        y = fresh(db, "zed", 2026, 2, books[0]);
     CHECK(pricing_dec_cmp(x, y) == 0);
     CHECK_STR(amount(x, a), "0.680000");
+    /* A late second of April, in euros, once April's invoices (its own,
+     * and the USD one with a grant line of April) are final: May bills
+     * it, and May alone. */
+    run(db, reg, "zed", "zed-2", apr + 30 * DAY - 58, 1);
     o = invoice(db, "zed", 2026, 5, true);
     CHECK(o.number[0] && o.nother == 0);
+    CHECK_STR(o.currency, "EUR");
+    CHECK_STR(amount(o.total, a), "0.060000");
     /* The April invoice in EUR stands; the period is done. */
     o = invoice(db, "zed", 2026, 4, true);
     CHECK(o.already_final && !o.written);

@@ -258,10 +258,13 @@ quarantine_attempt(PGconn *db, void *arg, struct meter_err *e)
         "  WHERE t.account_pk = d.account_pk AND t.hour = d.hour),"
         /* A sandbox whose first running minute was in a block moved
          * loses it, until restore_first_runs finds it in what is left. */
+        /* Locked in sandbox_pk order, as ingestion locks them. */
         " stale AS (UPDATE sandboxes s SET first_running_minute = NULL"
-        "  FROM (SELECT DISTINCT account_pk, sandbox_pk, minute FROM moved) m"
-        "  WHERE s.account_pk = m.account_pk AND s.sandbox_pk = m.sandbox_pk"
-        "  AND s.first_running_minute = m.minute"
+        "  FROM (SELECT l.sandbox_pk, l.first_running_minute AS minute"
+        "  FROM sandboxes l WHERE (l.account_pk, l.sandbox_pk,"
+        "  l.first_running_minute) IN (SELECT account_pk, sandbox_pk, minute"
+        "  FROM moved) ORDER BY l.sandbox_pk FOR NO KEY UPDATE) m"
+        "  WHERE s.sandbox_pk = m.sandbox_pk"
         "  RETURNING s.account_pk, s.sandbox_pk, s.sandbox_id, m.minute)"
         " SELECT quarantine_id, blocks, seconds, (SELECT coalesce(json_agg("
         "  json_build_array(a.account_id, x.sandbox_pk, x.sandbox_id,"

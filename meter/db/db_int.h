@@ -186,15 +186,19 @@ struct db_sandbox {
 bool db_registry_get(struct meter_registry *r, const char *sandbox_id,
                      struct db_sandbox *out);
 /* Remembers a sandbox stored (committed), or a lower first_run of one
- * remembered; a cache, so failures to remember are ignored. */
+ * remembered, as read under first_run_epoch epoch: nothing if the
+ * registry has seen another epoch since; a cache, so failures to
+ * remember are ignored. */
 void db_registry_put(struct meter_registry *r, const char *sandbox_id,
-                     const struct db_sandbox *s);
+                     const struct db_sandbox *s, int64_t epoch);
+/* The first_run_epoch the registry's sandboxes were read under. */
+int64_t db_registry_epoch(struct meter_registry *r);
+/* The database's first_run_epoch is epoch: if it is another than the
+ * registry's, the registry forgets its sandboxes (a quarantine changed
+ * first runs) and takes it. */
+void db_registry_epoch_seen(struct meter_registry *r, int64_t epoch);
 /* Whether the partition of month key (year * 12 + month) is known to
  * exist; and remembering that it does. */
-/* Whether epoch (first_run_epoch, read in the batch's transaction) is
- * another than the one the sandboxes were read under: then they are
- * forgotten, and the batch must not trust the first runs it was given. */
-bool db_registry_epoch(struct meter_registry *r, int64_t epoch);
 bool db_registry_month_known(struct meter_registry *r, int64_t key);
 void db_registry_month_add(struct meter_registry *r, int64_t key);
 /* Forgets every month known (one may have been archived since). */

@@ -81,6 +81,7 @@ struct batch {
     struct extra *extras;
     size_t nextras;
     struct meter_ingest_result res;
+    int64_t epoch; /* the registry's first_run_epoch when it was read */
 };
 
 /* The stored value of sample i. */
@@ -299,6 +300,7 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
         struct meter_problems *probs, struct meter_err *e)
 {
     size_t unknown = 0;
+    b->epoch = db_registry_epoch(reg);
     for (size_t i = 0; i < b->ngroups; i++) {
         const struct meter_sample *x = &b->s[b->ord[b->groups[i].first]];
         b->groups[i].known =
@@ -774,10 +776,11 @@ lower_first_runs(PGconn *db, struct batch *b, bool trust_cache, int64_t *epoch,
 
 /* Lowers the first running minute of the sandboxes whose batch stores
  * an earlier one than known (rarely more than their first batch). What
- * the registry knows is trusted while first_run_epoch stays as it was
- * when it learnt it: a quarantine that took a first run away raises it,
- * and then every sandbox of the batch is checked, and the registry
- * starts over. */
+ * the batch was told is trusted while first_run_epoch stays as it was
+ * when the registry was read (resolve): a quarantine that took a first
+ * run away raises it, and then every sandbox of the batch is checked,
+ * and the registry starts over. The sandboxes' row locks
+ * (lock_sandboxes) order this after such a quarantine's commit. */
 static enum meter_db_status
 note_first_runs(PGconn *db, struct meter_registry *reg, struct batch *b,
                 struct meter_err *e)
@@ -786,7 +789,8 @@ note_first_runs(PGconn *db, struct meter_registry *reg, struct batch *b,
     enum meter_db_status rc = lower_first_runs(db, b, true, &epoch, e);
     if (rc < 0)
         return rc;
-    bool stale = db_registry_epoch(reg, epoch);
+    bool stale = epoch != b->epoch;
+    db_registry_epoch_seen(reg, epoch);
     if (stale && (rc = lower_first_runs(db, b, false, &epoch, e)) < 0)
         return rc;
     for (size_t i = 0; i < b->ngroups; i++) {
@@ -1091,7 +1095,8 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
         for (size_t i = 0; i < b.ngroups; i++) {
             const struct group *g = &b.groups[i];
             if (g->fresh)
-                db_registry_put(reg, b.s[b.ord[g->first]].sandbox_id, &g->sb);
+                db_registry_put(reg, b.s[b.ord[g->first]].sandbox_id, &g->sb,
+                                b.epoch);
         }
         st = METER_INGEST_OK;
         break;

@@ -180,7 +180,9 @@ line_from_row(PGresult *r, int i, struct report_invoice *inv,
 
 /* The lines that final documents of the account bill for a period
  * (credit notes cancel the invoices they void), into billed, with their
- * currency (a period's documents bill it in its books' one currency). */
+ * currency (a period's documents bill it in its books' one currency).
+ * Grant lines are left out: they are never rated again, and those of an
+ * invoice of late usage in another currency are the period's too. */
 static enum meter_db_status
 billed_lines(PGconn *db, const struct db_account *acct, int year, int month,
              struct report_invoice *billed, struct meter_err *e)
@@ -194,6 +196,7 @@ billed_lines(PGconn *db, const struct db_account *acct, int year, int month,
         "SELECT " LINE_COLUMNS ", i.currency FROM invoice_lines l"
         " JOIN invoices i USING (account_id, invoice_id)"
         " WHERE l.account_id = $1 AND i.status = 'final' AND l.period = $2"
+        " AND l.kind <> 'credit_grant'"
         " ORDER BY i.invoice_id, l.line_no",
         2, v, NULL, NULL, &r, e);
     for (int i = 0; st >= 0 && i < PQntuples(r); i++) {

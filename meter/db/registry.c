@@ -1,9 +1,11 @@
 /*
  * registry.c - what a meterd process knows of sandboxes: sandbox ->
- * account and keys, immutable once stored, and the monthly partitions
- * that exist. A bounded cache in front of the database (past
- * REGISTRY_MAX sandboxes it starts over), so two meterd processes need
- * not share it.
+ * account and keys, immutable once stored, and the first running minute,
+ * which ingestion only lowers and a quarantine may raise (it then raises
+ * first_run_epoch, and the registry starts over: ingest.c); and the
+ * monthly partitions that exist. A bounded cache in front of the
+ * database (past REGISTRY_MAX sandboxes it starts over), so two meterd
+ * processes need not share it.
  */
 #include "db_int.h"
 
@@ -75,9 +77,11 @@ db_registry_get(struct meter_registry *r, const char *sandbox_id,
 
 void
 db_registry_put(struct meter_registry *r, const char *sandbox_id,
-                const struct db_sandbox *s)
+                const struct db_sandbox *s, int64_t epoch)
 {
     pthread_rwlock_wrlock(&r->lock);
+    if (epoch != r->epoch)
+        goto out; /* read before a quarantine changed first runs */
     if (r->sandboxes.n >= REGISTRY_MAX) {
         /* Bounded: past the cap start over; the database has it all. */
         meter_strtab_clear(&r->sandboxes);
@@ -112,18 +116,25 @@ out:
     pthread_rwlock_unlock(&r->lock);
 }
 
-bool
-db_registry_epoch(struct meter_registry *r, int64_t epoch)
+int64_t
+db_registry_epoch(struct meter_registry *r)
+{
+    pthread_rwlock_rdlock(&r->lock);
+    int64_t epoch = r->epoch;
+    pthread_rwlock_unlock(&r->lock);
+    return epoch;
+}
+
+void
+db_registry_epoch_seen(struct meter_registry *r, int64_t epoch)
 {
     pthread_rwlock_wrlock(&r->lock);
-    bool changed = epoch != r->epoch;
-    if (changed) {
+    if (epoch != r->epoch) {
         meter_strtab_clear(&r->sandboxes);
         meter_strtab_clear(&r->accounts);
         r->epoch = epoch;
     }
     pthread_rwlock_unlock(&r->lock);
-    return changed;
 }
 
 bool

@@ -267,7 +267,10 @@ meter_db_report_account(PGconn *db, const char *account, int year, int month,
         "   'total', i.total::text, 'as_of', to_char(i.created_at AT TIME ZONE"
         "   'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')) FROM invoices i"
         "   WHERE i.account_id = $1 AND i.period = $2::date"
-        "   AND i.status = 'draft' AND i.kind = 'invoice'),"
+        "   AND i.status = 'draft' AND i.kind = 'invoice'"
+        /* the period's own; late usage in another currency has its own
+         * draft, written after it (docs/invoicing.md) */
+        "   ORDER BY i.invoice_id LIMIT 1),"
         "  'invoices', coalesce((SELECT json_agg(json_build_object("
         "   'invoice_id', i.invoice_id, 'number', i.number, 'kind', i.kind,"
         "   'ref', coalesce(i.number, i.invoice_id::text),"

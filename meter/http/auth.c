@@ -205,11 +205,8 @@ meter_http_signin_admit(struct meter_http_request *rq, int64_t key_id)
 
 /* ---- who it is ----------------------------------------------------------- */
 
-/* Whether s has the shape of a token with prefix ("mtr_" for a key,
- * "mts_" for a session) and 64 lowercase hex digits: anything else is
- * refused without asking the database. */
-static bool
-token_shaped(const char *s, const char *prefix)
+bool
+meter_http_token_shaped(const char *s, const char *prefix)
 {
     return strncmp(s, prefix, 4) == 0 && strlen(s) == METER_TOKEN_LEN &&
            strspn(s + 4, "0123456789abcdef") == METER_TOKEN_LEN - 4;
@@ -222,7 +219,8 @@ static enum meter_db_status
 look_up(struct meter_http_request *rq, const char *bearer, const char *session,
         struct meter_err *e)
 {
-    if (!token_shaped(bearer ? bearer : session, bearer ? "mtr_" : "mts_"))
+    if (!meter_http_token_shaped(bearer ? bearer : session,
+                                 bearer ? "mtr_" : "mts_"))
         return METER_DB_NONE;
     PGconn *db = meter_http_db(rq);
     if (!db)

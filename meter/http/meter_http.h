@@ -214,6 +214,11 @@ bool meter_http_form_or_reply(struct meter_http_request *rq);
  * Valid until the request completes. */
 const char *meter_http_form(struct meter_http_request *rq, const char *name);
 
+/* Whether s has the shape of a token with prefix ("mtr_" for a key,
+ * "mts_" for a session) and 64 lowercase hex digits: anything else is
+ * refused without asking the database. */
+bool meter_http_token_shaped(const char *s, const char *prefix);
+
 /* Credentials a handler checked and found unknown (a sign-in form's
  * key) count against the client's address as unknown bearer keys do:
  * counts one failure; false, after answering 429, when the address has

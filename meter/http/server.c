@@ -244,6 +244,14 @@ finish_body(struct meter_http_request *rq)
     size_t len;
     int rc = http_gunzip(rq->body.p ? rq->body.p : "", rq->body.len,
                          h->cfg.max_body, reserve_inflated, rq, &plain, &len);
+    if (rc == -3 && rq->reserved > h->cfg.max_buffered) {
+        /* Alone past the budget: no retry would ever fit. */
+        meter_http_reply_problem(rq, 413, "too-large", "Body too large", NULL,
+                                 "the body and what it inflates to need "
+                                 "more than the %zu bytes of --max-buffered",
+                                 h->cfg.max_buffered);
+        return false;
+    }
     if (rc == -3)
         return saturated(rq);
     if (rc == -2) {

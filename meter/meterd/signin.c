@@ -269,7 +269,9 @@ meterd_signin(struct meter_http_request *rq)
         show_form(rq, 400, "Enter an API key.", next);
         return;
     }
-    /* Longer than any key: not one, and not worth a lookup. */
+    /* Not a key's shape: not one, and not worth a lookup. */
+    if (typed > 0 && !meter_http_token_shaped(key, "mtr_"))
+        typed = -1;
     PGconn *db = typed < 0 ? NULL : meter_http_db(rq);
     struct meter_err e = {{0}};
     struct meter_principal who = {0};
