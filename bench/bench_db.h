@@ -48,9 +48,9 @@ static inline void
 bench_db_attach(struct bench_db *b, const char *name)
 {
     struct meter_err e = {{0}};
-    if (!(b->admin = meter_db_connect(NULL, &e)))
-        bench_db_die("database", e.msg);
     snprintf(b->name, sizeof(b->name), "%s", name);
+    /* The owner's: the bench creates, migrates and drops databases (the
+     * worker role, meter_db_connect's default, may not). */
     const char *base = getenv("METER_DATABASE_URL");
     b->cluster = NULL;
     if (!base || !*base) {
@@ -58,6 +58,8 @@ bench_db_attach(struct bench_db *b, const char *name)
             bench_db_die("database", e.msg);
         base = meter_cluster_conninfo(b->cluster);
     }
+    if (!(b->admin = meter_db_connect(base, &e)))
+        bench_db_die("database", e.msg);
     snprintf(b->conninfo, sizeof(b->conninfo), "%s dbname=%s", base, b->name);
 }
 
