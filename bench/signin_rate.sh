@@ -13,28 +13,9 @@ set -u
 build=$(cd "${1:?usage: signin_rate.sh BUILD_DIR [N [METERD OPTIONS...]]}" && pwd)
 n=${2:-2000}
 shift $(($# < 2 ? $# : 2))
-meterctl=$build/bin/meterctl meterd=$build/bin/meterd
-tmp=$(mktemp -d)
-mpid=
-cleanup() {
-    [ -n "$mpid" ] && kill "$mpid" 2>/dev/null && wait "$mpid" 2>/dev/null
-    (cd "$tmp" && "$meterctl" db destroy --yes >/dev/null 2>&1)
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-cd "$tmp" || exit 1
-unset METER_DATABASE_URL
-"$meterctl" db start >db.log 2>&1 || { echo "db start: $(tail -n 3 db.log)" >&2; exit 1; }
-db=$("$meterctl" db url)
-"$meterctl" --db "$db" migrate >/dev/null || exit 1
+. "$(dirname "$0")/private_meterd.sh"
 key=$("$meterctl" --db "$db" keys create --role account --account acme --name bench 2>/dev/null)
-port=$((20000 + RANDOM % 30000))
-"$meterd" --listen 127.0.0.1:$port --db "$db" --log-level warn "$@" >meterd.log 2>&1 &
-mpid=$!
-for i in $(seq 1 100); do
-    curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
-    sleep 0.1
-done
+private_meterd "$@"
 csrf=$(printf 'c%.0s' $(seq 1 64) | tr c a)
 urls=()
 for i in $(seq 1 "$n"); do urls+=(-o /dev/null "http://127.0.0.1:$port/sign-in"); done

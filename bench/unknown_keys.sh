@@ -14,29 +14,9 @@
 set -u
 build=$(cd "${1:?usage: unknown_keys.sh BUILD_DIR [N]}" && pwd)
 n=${2:-2000}
-meterctl=$build/bin/meterctl meterd=$build/bin/meterd
-tmp=$(mktemp -d)
-mpid=
-cleanup() {
-    [ -n "$mpid" ] && kill "$mpid" 2>/dev/null && wait "$mpid" 2>/dev/null
-    (cd "$tmp" && "$meterctl" db destroy --yes >/dev/null 2>&1)
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-cd "$tmp" || exit 1
-unset METER_DATABASE_URL
-"$meterctl" db start >db.log 2>&1 || { echo "db start: $(tail -n 3 db.log)" >&2; exit 1; }
-db=$("$meterctl" db url)
-"$meterctl" --db "$db" migrate >/dev/null || exit 1
+. "$(dirname "$0")/private_meterd.sh"
 host=$("$meterctl" --db "$db" keys create --role host --name bench 2>/dev/null)
-port=$((20000 + RANDOM % 30000))
-"$meterd" --listen 127.0.0.1:$port --db "$db" --log-level warn --rate-limit 1 \
-    --merge-every 0 >meterd.log 2>&1 &
-mpid=$!
-for i in $(seq 1 100); do
-    curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
-    sleep 0.1
-done
+private_meterd --rate-limit 1 --merge-every 0
 lookups() {
     psql "$db" -XAtc "SELECT coalesce(sum(idx_scan), 0) FROM pg_stat_user_indexes WHERE relname = 'api_keys'"
 }

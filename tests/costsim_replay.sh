@@ -29,19 +29,7 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$tmp" || exit 1
-# The cluster of this directory is the database, whatever the
-# environment says.
-unset METER_DATABASE_URL
-if ! "$METERCTL" db start >db.log 2>&1; then
-    echo "cannot start a private PostgreSQL cluster: $(cat db.log)" >&2
-    [ "${CI:-}" = true ] && { echo "failing: CI=true requires a database" >&2; exit 1; }
-    exit 77
-fi
-# $db as the owner (migrate, SQL by hand), $wdb as meter_worker (meterd,
-# meterctl and costsim replay, as in production).
-db=$("$METERCTL" db url 2>/dev/null)
-wdb=$("$METERCTL" db url --worker 2>/dev/null)
-need_database "$db"
+private_cluster
 sql() { psql "$db" -XAtc "$1"; }
 # Nothing but this test writes: autovacuum's ANALYZE would take a
 # transaction id while replay runs.

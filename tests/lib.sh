@@ -117,3 +117,42 @@ finish() {
     echo "$((checks - fails)) passed, $fails failed"
     [ "$fails" -eq 0 ]
 }
+
+# ---- a private PostgreSQL cluster, for tests that stop or crash it ----
+
+# private_cluster: the embedded cluster of the current directory (the
+# test's own, whatever the environment says) started; $db as the owner
+# (migrate, SQL by hand), $wdb as meter_worker (meterd and meterctl, as
+# in production). Skips (77), or fails under CI=true, if it cannot start.
+private_cluster() {
+    unset METER_DATABASE_URL
+    if ! "$METERCTL" db start >db.log 2>&1; then
+        echo "cannot start a private PostgreSQL cluster: $(cat db.log)" >&2
+        [ "${CI:-}" = true ] && { echo "failing: CI=true requires a database" >&2; exit 1; }
+        exit 77
+    fi
+    db=$("$METERCTL" db url 2>/dev/null)
+    wdb=$("$METERCTL" db url --worker 2>/dev/null)
+    need_database "$db"
+}
+
+# The database stopped under meterd: `db stop` is pg_ctl's fast
+# shutdown (sessions terminated, transactions rolled back).
+db_stop() { "$METERCTL" db stop >>db.log 2>&1 || fail "db stop: $(tail -n 3 db.log)"; }
+db_start() { "$METERCTL" db start >>db.log 2>&1 || fail "db start: $(tail -n 3 db.log)"; }
+# db_crash: PostgreSQL stopped as by a crash: SIGQUIT to the postmaster
+# is pg_ctl's immediate shutdown (no checkpoint; the next start replays
+# the WAL).
+db_crash() {
+    local data pm i
+    data=$("$METERCTL" db status 2>/dev/null | sed -n 's/^data: //p')
+    pm=$(head -n 1 "$data/postmaster.pid" 2>/dev/null)
+    [ -n "$pm" ] && kill -QUIT "$pm" || { fail "no postmaster to crash in '$data'"; return; }
+    # Its pid file goes once its children are gone (the process may stay
+    # a zombie a while, until whoever adopted it reaps it).
+    for i in $(seq 1 500); do
+        [ -e "$data/postmaster.pid" ] || return 0
+        sleep 0.01
+    done
+    fail "the postmaster does not end after SIGQUIT"
+}

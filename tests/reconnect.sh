@@ -21,32 +21,11 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$tmp" || exit 1
-unset METER_DATABASE_URL
-if ! "$METERCTL" db start >db.log 2>&1; then
-    echo "cannot start a private PostgreSQL cluster: $(cat db.log)" >&2
-    [ "${CI:-}" = true ] && { echo "failing: CI=true requires a database" >&2; exit 1; }
-    exit 77
-fi
-db=$("$METERCTL" db url 2>/dev/null)
-need_database "$db"
+private_cluster
 ctl() { "$METERCTL" --db "$db" "$@"; }
 ctl migrate >/dev/null || { fail "migrate"; finish; exit; }
 HOST=$(ctl keys create --role host --name h 2>/dev/null)
 FIN=$(ctl keys create --role finance --name f 2>/dev/null)
-db_stop() { "$METERCTL" db stop >>db.log 2>&1 || fail "db stop: $(tail -n 3 db.log)"; }
-db_start() { "$METERCTL" db start >>db.log 2>&1 || fail "db start: $(tail -n 3 db.log)"; }
-# db_crash: immediate shutdown (SIGQUIT to the postmaster), as faults.sh.
-db_crash() {
-    local data pm i
-    data=$("$METERCTL" db status 2>/dev/null | sed -n 's/^data: //p')
-    pm=$(head -n 1 "$data/postmaster.pid" 2>/dev/null)
-    [ -n "$pm" ] && kill -QUIT "$pm" || { fail "no postmaster to crash in '$data'"; return; }
-    for i in $(seq 1 500); do
-        [ -e "$data/postmaster.pid" ] || return 0
-        sleep 0.01
-    done
-    fail "the postmaster does not end after SIGQUIT"
-}
 
 # One request thread, no merging thread: only the requests' connection.
 for attempt in 1 2 3 4 5; do

@@ -1114,14 +1114,9 @@ test_free_parts(PGconn *db, struct meter_registry *reg)
         "\"0.000\", \"per\": \"second\"}, \"memory\": null, \"storage\": null, "
         "\"egress\": {\"rate\": \"1\", \"free_gb\": \"1\"}, \"per_run\": "
         "\"0\"}";
-    struct pricing_err pe = {{0}};
-    struct meter_err e = {{0}};
-    int version;
-    struct pricing_book *b1 = pricing_book_parse(v1, strlen(v1), "v1", &pe);
-    struct pricing_book *b2 = pricing_book_parse(v2, strlen(v2), "v2", &pe);
-    CHECK(meter_db_book_add(db, b1, v1, &version, &e) == METER_DB_ROWS);
+    struct pricing_book *b1 = testdb_book_add(db, v1);
     testdb_account_add(db, "fay", "book-f", "2026-01-01");
-    CHECK(meter_db_book_add(db, b2, v2, &version, &e) == METER_DB_ROWS);
+    struct pricing_book *b2 = testdb_book_add(db, v2);
     testdb_account_add(db, "fay", "book-f", "2026-01-16");
     /* 500 MB a second: 2 s on the 5th, 3 s on the 20th. */
     store(db, reg, "fay", "fay-1", JAN + 4 * DAY, 2, PRICING_CPU_UNIT,
