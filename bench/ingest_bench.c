@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_http.h"
 #include "bench_db.h"
 #include "meter_sample.h"
 #include "sim.h"
@@ -48,7 +49,6 @@ die(const char *what, const char *detail)
     fprintf(stderr, "ingest_bench: %s: %s\n", what, detail);
     exit(1);
 }
-
 
 static long long
 sql_int(PGconn *db, const char *q)
@@ -272,10 +272,11 @@ pack_settled(PGconn *db, int64_t now, struct figures *f)
     f->pack_rate = (double)(stored - blocked) / (bench_now() - t);
     PQclear(bench_sql(db, "VACUUM usage_blocks, usage_packs"));
     PQclear(bench_sql(db, "CHECKPOINT"));
-    f->packs_bytes = (double)sql_int(db, "SELECT sum(pg_total_relation_size("
-                                         "inhrelid)) FROM pg_inherits WHERE"
-                                         " inhparent = 'usage_packs'::regclass") /
-                     (double)(stored - blocked);
+    f->packs_bytes =
+        (double)sql_int(db, "SELECT sum(pg_total_relation_size("
+                            "inhrelid)) FROM pg_inherits WHERE"
+                            " inhparent = 'usage_packs'::regclass") /
+        (double)(stored - blocked);
     f->at_rest_bytes =
         (double)sql_int(db, "SELECT sum(pg_total_relation_size(inhrelid))"
                             " FROM pg_inherits WHERE inhparent IN"
@@ -312,11 +313,12 @@ one_run(size_t sandboxes, unsigned seconds, int conns, bool noisy,
     f->body_bytes = (double)body_bytes / (double)total;
 
     /* (a) psql \copy into a naive table. */
-    PQclear(bench_sql(db, "CREATE TABLE naive (sandbox_id text, ts bigint,"
-                    " account_id text, state text, vcpu numeric,"
-                    " cpu_used numeric, mem_bytes bigint,"
-                    " mem_used_bytes bigint, disk_bytes bigint,"
-                    " egress_bytes bigint, PRIMARY KEY (sandbox_id, ts))"));
+    PQclear(bench_sql(db,
+                      "CREATE TABLE naive (sandbox_id text, ts bigint,"
+                      " account_id text, state text, vcpu numeric,"
+                      " cpu_used numeric, mem_bytes bigint,"
+                      " mem_used_bytes bigint, disk_bytes bigint,"
+                      " egress_bytes bigint, PRIMARY KEY (sandbox_id, ts))"));
     snprintf(q, sizeof(q),
              "psql -q -v ON_ERROR_STOP=1 \"%s\" -c \"\\copy naive FROM '%s' "
              "WITH (FORMAT csv)\"",
@@ -356,25 +358,11 @@ one_run(size_t sandboxes, unsigned seconds, int conns, bool noisy,
          * the rollups are not merged while it is measured. */
         const char *path = getenv("INGEST_BENCH_METERD");
         execl(path && *path ? path : METERD_PATH, "meterd", "--listen", listen,
-              "--db", conninfo,
-              "--log-level", "warn", "--threads", "4", "--max-age", "36500",
-              "--merge-every", "0", (char *)NULL);
+              "--db", conninfo, "--log-level", "warn", "--threads", "4",
+              "--max-age", "36500", "--merge-every", "0", (char *)NULL);
         _exit(127);
     }
-    char health[128];
-    snprintf(health, sizeof(health), "http://%s/readyz", listen);
-    for (int i = 0;; i++) {
-        CURL *c = curl_easy_init();
-        curl_easy_setopt(c, CURLOPT_URL, health);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-        CURLcode rc = curl_easy_perform(c);
-        curl_easy_cleanup(c);
-        if (rc == CURLE_OK)
-            break;
-        if (i > 100)
-            die("meterd", "did not start");
-        usleep(100000);
-    }
+    bench_wait_ready(listen);
     f->col_rate = push_all(url, token, "Content-Type: application/json",
                            batches, nb, conns, &f->p50, &f->p99);
     PQclear(bench_sql(db, "CHECKPOINT"));

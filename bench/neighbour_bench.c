@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "bench_http.h"
 #include "bench_db.h"
 #include "meter_sample.h"
 #include "sim.h"
@@ -218,20 +219,8 @@ start_meterd(const char *conninfo, const char *listen)
               (char *)NULL);
         _exit(127);
     }
-    char health[128];
-    snprintf(health, sizeof(health), "http://%s/readyz", listen);
-    for (int i = 0;; i++) {
-        CURL *c = curl_easy_init();
-        curl_easy_setopt(c, CURLOPT_URL, health);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-        CURLcode rc = curl_easy_perform(c);
-        curl_easy_cleanup(c);
-        if (rc == CURLE_OK)
-            return pid;
-        if (i > 100)
-            die("meterd", "did not start");
-        usleep(100000);
-    }
+    bench_wait_ready(listen);
+    return pid;
 }
 
 /* meterd's peak resident memory, MiB (VmHWM). */
