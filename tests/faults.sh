@@ -320,12 +320,13 @@ INSERT INTO account_price_books (account_id, valid_from, price_book_id, version)
 SQL
 naccounts=304
 seller="Faults Test Ltd"
-run() { "$METERCTL" --db "$wdb" invoice run --period $period --jobs 2 --seller "$seller" "$@"; }
+# Batches of 8 accounts: a kill falls between batches, or inside one.
+run() { "$METERCTL" --db "$wdb" invoice run --period $period --jobs 2 --batch 8 --seller "$seller" "$@"; }
 # run_bg ARGS: the run in the background, its pid in $! (the program's:
 # a function's would be the subshell's, and killing that one would leave
 # the run going).
 run_bg() {
-    "$METERCTL" --db "$wdb" invoice run --period $period --jobs 2 --seller "$seller" "$@" &
+    "$METERCTL" --db "$wdb" invoice run --period $period --jobs 2 --batch 8 --seller "$seller" "$@" &
 }
 
 # canon CONNINFO: the period's documents, one line each, without what

@@ -293,14 +293,17 @@ test_drafts(PGconn *db, struct meter_registry *reg)
             "UPDATE invoices SET status = 'final', number = '2026-000042',"
             " sha256 = decode(repeat('00', 32), 'hex'), finalized_at = now()"
             " WHERE status = 'draft'",
-            "is not the next of its year");
+            "has not been taken");
     refused(db,
             "INSERT INTO invoices (account_id, kind, period, status, number,"
             " currency, total, seller, sha256, finalized_at) VALUES ('acme',"
             " 'invoice', '2026-02-01', 'final', '2026-000043', 'USD', 0, 'x',"
             " decode(repeat('00', 32), 'hex'), now())",
             "created as a draft");
-    refused(db, "INSERT INTO invoice_numbers VALUES (2031, 7)", "start at 1");
+    refused(db, "INSERT INTO invoice_numbers VALUES (2031, 0)", "start at 1");
+    /* A year's numbers taken must all be given, by commit. */
+    refused(db, "INSERT INTO invoice_numbers VALUES (2031, 7)",
+            "numbers 1 to 7 of 2031 are not all given");
 }
 
 /* ---- finalization, concurrent ---- */
@@ -400,8 +403,10 @@ test_finalize(PGconn *db, struct testdb *t, struct meter_registry *reg)
     refused(db, "UPDATE invoice_usage SET samples = 0", "never change");
     refused(db, "TRUNCATE invoices CASCADE", "never truncated");
     refused(db, "UPDATE invoice_numbers SET last = last + 2",
-            "only ever advance by one");
-    refused(db, "DELETE FROM invoice_numbers", "only ever advance by one");
+            "are not all given");
+    refused(db, "UPDATE invoice_numbers SET last = last - 1",
+            "only ever advance");
+    refused(db, "DELETE FROM invoice_numbers", "only ever advance");
     /* The books of an invoiced period are settled. */
     refused(db,
             "UPDATE account_price_books SET version = 1 WHERE account_id ="

@@ -53,6 +53,19 @@ void db_copy_null(struct meter_buf *b);
 void db_copy_int8_array(struct meter_buf *b, const int64_t *v, size_t n);
 void db_copy_end(struct meter_buf *b);
 
+/* Array parameters in text: an element appended to "{" or to the
+ * previous element (a text quoted, NULL for none; an integer), closed
+ * by the caller's "}"; db_int4_array writes a whole one. */
+void db_array_text(struct meter_buf *b, const char *s);
+void db_array_int(struct meter_buf *b, int64_t v);
+void db_int4_array(struct meter_buf *b, const int32_t *v, size_t n);
+
+/* COPY rows in text format: each field after a tab (but the first of a
+ * row), escaped (NULL: \N), and the row's end. */
+void db_tsv_text(struct meter_buf *b, const char *s);
+void db_tsv_int(struct meter_buf *b, int64_t v);
+void db_tsv_end(struct meter_buf *b);
+
 /* Unix microseconds and PostgreSQL's binary timestamptz (microseconds
  * since 2000-01-01), both ways. */
 #define DB_PG_EPOCH_US (946684800LL * 1000000)
@@ -115,7 +128,28 @@ struct db_account {
     struct db_assignment *a;
     size_t na;
     const struct pricing_book *override; /* preview: this book instead */
+    bool borrowed; /* its books are a cache's (db_accounts_load) */
 };
+
+/* Price books parsed once for a run: version `version` of `id`. */
+struct db_book_entry {
+    char id[PRICING_ID_MAX + 1];
+    int version;
+    struct pricing_book *book;
+};
+struct db_books {
+    struct db_book_entry *v;
+    size_t n, cap;
+};
+void db_books_release(struct db_books *c);
+
+/* Reads the accounts accts[0..n) name by their id (an account not found
+ * keeps pk 0), locking their rows in id order when lock, and their
+ * assignments, with books from cache (read into it as needed). */
+enum meter_db_status db_accounts_load(PGconn *db, struct db_account *const *accts,
+                                      size_t n, bool lock,
+                                      struct db_books *cache,
+                                      struct meter_err *e);
 
 /* Reads the account (locking its row FOR NO KEY UPDATE when lock) and
  * its assignments; HARD with "no account" if there is none. */
@@ -146,11 +180,28 @@ enum meter_db_status db_exec_prepared(PGconn *db, const char *what,
                                       const int *lengths, const int *formats,
                                       PGresult **res, struct meter_err *e);
 
-/* Writes the revenue by day of document inv (a draft of acct, its id
- * and lines set): its total spread over the days it bills (revenue.c). */
-enum meter_db_status db_revenue_store(PGconn *db, const struct db_account *acct,
-                                      const struct report_invoice *inv,
-                                      struct meter_err *e);
+/* The drivers of one period's days: weights out of 10^9 of the period's
+ * whole, per driver (running seconds, vCPU, memory, disk, egress), so
+ * that a product with an amount never overflows. */
+struct db_period_days {
+    int year, month;
+    int64_t first_day; /* Unix day of the period's first */
+    int ndays;
+    int64_t w[31][5];
+};
+/* out[k]: the drivers of (year, month) for account pks[k], n ascending. */
+enum meter_db_status db_revenue_drivers(PGconn *db, const int32_t *pks,
+                                        size_t n, int year, int month,
+                                        struct db_period_days *const *out,
+                                        struct meter_err *e);
+/* Appends to tsv the invoice_revenue rows (COPY text) of document inv (a
+ * draft of acct, its id and lines set): its total spread over the days
+ * it bills; known: the drivers of one period already read, or NULL. */
+enum meter_db_status db_revenue_rows(PGconn *db, const struct db_account *acct,
+                                     const struct report_invoice *inv,
+                                     const struct db_period_days *known,
+                                     struct meter_buf *tsv,
+                                     struct meter_err *e);
 /* Writes the revenue of credit note `note`: that of `voided`, negated. */
 enum meter_db_status db_revenue_negate(PGconn *db, const char *account,
                                        int64_t note, int64_t voided,
@@ -167,6 +218,11 @@ enum meter_db_status db_account_grants(PGconn *db,
                                        struct db_grants *out,
                                        struct meter_err *e);
 void db_grants_release(struct db_grants *gs);
+/* The same for n accounts at once: out[k] for accts[k]. */
+enum meter_db_status db_accounts_grants(PGconn *db,
+                                        const struct db_account *const *accts,
+                                        struct db_grants *const *out, size_t n,
+                                        struct meter_err *e);
 
 /* Runs sql (n text parameters) and adds the first column of every row
  * to out: NONE, ROWS or the failure, with "what: ..." in e. */
@@ -215,6 +271,20 @@ struct meter_usage_reader *db_usage_open(PGconn *db, const char *account,
  * them; the caller holds the quarantine's lock (usage_pack.c). */
 enum meter_db_status db_usage_unpack(PGconn *db, int64_t key_id, int64_t from,
                                      int64_t to, struct meter_err *e);
+
+/* A reader of the stored usage of a batch's accounts (their keys pks,
+ * ascending, and ids; both kept by the caller until it is freed) in
+ * [from, to), inside the caller's transaction; then one source per
+ * account, asked for in ascending order: the blocks of accounts not
+ * asked for are passed over. */
+struct meter_usage_reader *db_usage_open_batch(PGconn *db, const int32_t *pks,
+                                               const char *const *ids, size_t n,
+                                               int64_t from, int64_t to,
+                                               struct meter_err *e);
+struct pricing_source db_usage_account_source(struct meter_usage_reader *r,
+                                              int32_t account_pk);
+/* Seconds the last account's source returned. */
+uint64_t db_usage_account_seconds(const struct meter_usage_reader *r);
 
 /* Seconds the reader has returned so far. */
 uint64_t db_usage_seconds(const struct meter_usage_reader *r);

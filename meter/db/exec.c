@@ -319,3 +319,82 @@ meter_db_transaction(PGconn *db, const char *begin, int attempts,
     }
     return rc;
 }
+
+/* ---- array parameters and text COPY rows ------------------------------- */
+
+/* Whether b is just past an array's opening brace. */
+static bool
+first_of(const struct meter_buf *b, char start)
+{
+    return b->len == 0 || b->p[b->len - 1] == start;
+}
+
+void
+db_array_text(struct meter_buf *b, const char *s)
+{
+    if (!first_of(b, '{'))
+        meter_buf_add(b, ",", 1);
+    if (!s) {
+        meter_buf_str(b, "NULL");
+        return;
+    }
+    meter_buf_add(b, "\"", 1);
+    for (const char *p = s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            meter_buf_add(b, "\\", 1);
+        meter_buf_add(b, p, 1);
+    }
+    meter_buf_add(b, "\"", 1);
+}
+
+void
+db_array_int(struct meter_buf *b, int64_t v)
+{
+    if (!first_of(b, '{'))
+        meter_buf_add(b, ",", 1);
+    meter_buf_printf(b, "%lld", (long long)v);
+}
+
+void
+db_int4_array(struct meter_buf *b, const int32_t *v, size_t n)
+{
+    meter_buf_str(b, "{");
+    for (size_t i = 0; i < n; i++)
+        db_array_int(b, v[i]);
+    meter_buf_str(b, "}");
+}
+
+/* Each field ends with a tab, which the row's end makes its newline. */
+void
+db_tsv_text(struct meter_buf *b, const char *s)
+{
+    if (!s) {
+        meter_buf_str(b, "\\N\t");
+        return;
+    }
+    for (const char *p = s; *p; p++) {
+        const char *esc = *p == '\\'   ? "\\\\"
+                          : *p == '\t' ? "\\t"
+                          : *p == '\n' ? "\\n"
+                          : *p == '\r' ? "\\r"
+                                       : NULL;
+        if (esc)
+            meter_buf_str(b, esc);
+        else
+            meter_buf_add(b, p, 1);
+    }
+    meter_buf_add(b, "\t", 1);
+}
+
+void
+db_tsv_int(struct meter_buf *b, int64_t v)
+{
+    meter_buf_printf(b, "%lld\t", (long long)v);
+}
+
+void
+db_tsv_end(struct meter_buf *b)
+{
+    if (!b->failed && b->len && b->p[b->len - 1] == '\t')
+        b->p[b->len - 1] = '\n';
+}

@@ -50,13 +50,11 @@ push(struct db_grants *gs, const struct pricing_grant *g)
     return 0;
 }
 
-enum meter_db_status
-db_account_grants(PGconn *db, const struct db_account *acct,
-                  struct db_grants *out, struct meter_err *e)
+/* A book's: received in the period of the first assignment to a version
+ * that lists it, with that version's amount and expiry. */
+static int
+book_grants(const struct db_account *acct, struct db_grants *out)
 {
-    memset(out, 0, sizeof(*out));
-    /* A book's: received in the period of the first assignment to a
-     * version that lists it, with that version's amount and expiry. */
     for (size_t i = 0; i < acct->na; i++) {
         int y, m;
         int64_t start, end;
@@ -66,52 +64,104 @@ db_account_grants(PGconn *db, const struct db_account *acct,
             pricing_book_grants(acct->a[i].book, y, m, g, PRICING_GRANTS_MAX);
         for (size_t j = 0; j < k; j++)
             if (!find(out, g[j].id) && push(out, &g[j]) < 0)
-                return db_hard(e, "out of memory");
+                return -1;
     }
-    const char *v[] = {acct->id};
+    return 0;
+}
+
+/* The index among ids[0..n) of row i's first column, from hint on. */
+static size_t
+row_account(PGresult *r, int i, const struct db_account *const *accts,
+            size_t n, size_t hint)
+{
+    const char *id = PQgetvalue(r, i, 0);
+    for (size_t k = 0; k < n; k++) {
+        size_t x = (hint + k) % n;
+        if (strcmp(accts[x]->id, id) == 0)
+            return x;
+    }
+    return SIZE_MAX;
+}
+
+enum meter_db_status
+db_accounts_grants(PGconn *db, const struct db_account *const *accts,
+                   struct db_grants *const *out, size_t n,
+                   struct meter_err *e)
+{
+    struct meter_buf ids = {0};
+    meter_buf_str(&ids, "{");
+    for (size_t k = 0; k < n; k++) {
+        memset(out[k], 0, sizeof(*out[k]));
+        if (book_grants(accts[k], out[k]) < 0) {
+            meter_buf_release(&ids);
+            return db_hard(e, "out of memory");
+        }
+        db_array_text(&ids, accts[k]->id);
+    }
+    meter_buf_str(&ids, "}");
+    if (ids.failed)
+        return db_hard(e, "out of memory");
+    const char *v[] = {ids.p};
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
-        db, "cannot read the account's grants",
-        "SELECT grant_id, amount, currency, to_char(period, 'YYYY-MM'),"
-        " coalesce(expires_after, 0) FROM credit_grants"
-        " WHERE account_id = $1 ORDER BY period, grant_id",
+        db, "cannot read the accounts' grants",
+        "SELECT account_id, grant_id, amount, currency,"
+        " to_char(period, 'YYYY-MM'), coalesce(expires_after, 0)"
+        " FROM credit_grants WHERE account_id = ANY ($1::text[])"
+        " ORDER BY account_id, period, grant_id",
         1, v, NULL, NULL, &r, e);
+    size_t at = 0;
     for (int i = 0; st >= 0 && i < PQntuples(r); i++) {
+        if ((at = row_account(r, i, accts, n, at)) == SIZE_MAX)
+            continue;
         struct pricing_grant g;
         memset(&g, 0, sizeof(g));
         int y = 0, m = 0;
-        snprintf(g.id, sizeof(g.id), "%s", PQgetvalue(r, i, 0));
-        snprintf(g.currency, sizeof(g.currency), "%s", PQgetvalue(r, i, 2));
-        meter_period_parse(PQgetvalue(r, i, 3), &y, &m);
+        snprintf(g.id, sizeof(g.id), "%s", PQgetvalue(r, i, 1));
+        snprintf(g.currency, sizeof(g.currency), "%s", PQgetvalue(r, i, 3));
+        meter_period_parse(PQgetvalue(r, i, 4), &y, &m);
         g.received = pricing_period_index(y, m);
-        g.expires_after = (int)strtol(PQgetvalue(r, i, 4), NULL, 10);
-        if (db_parse_dec(PQgetvalue(r, i, 1), &g.amount) < 0)
+        g.expires_after = (int)strtol(PQgetvalue(r, i, 5), NULL, 10);
+        if (db_parse_dec(PQgetvalue(r, i, 2), &g.amount) < 0)
             st = db_hard(e, "grant '%s': its amount does not read back", g.id);
         g.balance = g.amount;
-        if (st >= 0 && push(out, &g) < 0)
+        if (st >= 0 && push(out[at], &g) < 0)
             st = db_hard(e, "out of memory");
     }
     PQclear(r);
-    if (st < 0)
-        return st;
-    st = meter_db_exec(db, "cannot read what grants paid",
-                       "SELECT l.grant_id, sum(l.amount) FROM invoice_lines l"
-                       " JOIN invoices i USING (account_id, invoice_id)"
-                       " WHERE l.account_id = $1 AND l.kind = 'credit_grant'"
-                       " AND i.status = 'final' GROUP BY l.grant_id",
-                       1, v, NULL, NULL, &r, e);
+    if (st >= 0)
+        st = meter_db_exec(
+            db, "cannot read what grants paid",
+            "SELECT l.account_id, l.grant_id, sum(l.amount)"
+            " FROM invoice_lines l JOIN invoices i USING (account_id,"
+            " invoice_id) WHERE l.account_id = ANY ($1::text[])"
+            " AND l.kind = 'credit_grant' AND i.status = 'final'"
+            " GROUP BY l.account_id, l.grant_id",
+            1, v, NULL, NULL, &r, e);
+    else
+        r = NULL;
     for (int i = 0; st >= 0 && i < PQntuples(r); i++) {
-        struct pricing_grant *g = find(out, PQgetvalue(r, i, 0));
+        if ((at = row_account(r, i, accts, n, at)) == SIZE_MAX)
+            continue;
+        struct pricing_grant *g = find(out[at], PQgetvalue(r, i, 1));
         struct pricing_dec paid;
-        if (db_parse_dec(PQgetvalue(r, i, 1), &paid) < 0)
+        if (db_parse_dec(PQgetvalue(r, i, 2), &paid) < 0)
             st = db_hard(e, "grant '%s': what it paid does not read back",
-                         PQgetvalue(r, i, 0));
+                         PQgetvalue(r, i, 1));
         else if (g &&
                  pricing_dec_add(g->amount, paid, &g->balance) != PRICING_OK)
             st = db_hard(e, "grant '%s': balance overflow", g->id);
     }
     PQclear(r);
+    meter_buf_release(&ids);
     return st < 0 ? st : METER_DB_ROWS;
+}
+
+enum meter_db_status
+db_account_grants(PGconn *db, const struct db_account *acct,
+                  struct db_grants *out, struct meter_err *e)
+{
+    return db_accounts_grants(db, &acct, &out, 1, e);
 }
 
 /* ---- listing and giving ------------------------------------------------- */

@@ -421,6 +421,8 @@ struct meter_invoice_outcome {
     struct meter_invoice_doc other[METER_INVOICE_DOCS - 1];
     size_t nother;
     uint64_t samples; /* stored seconds rated, late periods included */
+    bool failed;      /* nothing written: error says why */
+    char error[sizeof(((struct meter_err *)0)->msg)];
 };
 
 /*
@@ -433,14 +435,33 @@ struct meter_invoice_outcome {
  * per currency (out->other), written and finalized with the first.
  * seller names the issuer. An account whose invoice for the period in
  * its books' currency is final gets nothing new (already_final); one
- * with no book in the period loses its drafts. ROWS if written, NONE if
- * not, or the failure.
+ * with no book in the period loses its drafts. ROWS, or the failure
+ * (out->error's, HARD, for one the account's).
  */
 enum meter_db_status meter_db_invoice_run(PGconn *db, const char *account,
                                           int year, int month, bool finalize,
                                           const char *seller,
                                           struct meter_invoice_outcome *out,
                                           struct meter_err *e);
+
+/*
+ * The same run for accounts[0..n) in one transaction (the batch's rows
+ * locked in id order), with a few statements for the whole batch: their
+ * books, invoices, grants and state read at once, their usage in one
+ * ordered read, their drafts written with one statement or COPY per
+ * table, finalized and numbered at once in the accounts' order, each
+ * account's own invoice first. out[k] says what the run of accounts[k]
+ * did, or why it failed (failed, error): an account's failure leaves the
+ * others' documents written (a statement the server refused runs the
+ * batch again account by account). The failure only if the batch could
+ * not run: the database lost (meter_db_lost) or busy.
+ */
+enum meter_db_status meter_db_invoice_batch(PGconn *db,
+                                            const char *const *accounts,
+                                            size_t n, int year, int month,
+                                            bool finalize, const char *seller,
+                                            struct meter_invoice_outcome *out,
+                                            struct meter_err *e);
 
 /* The invoice the run would compute for the period, every part priced
  * with book instead of the account's (NULL: its own), in inv (release

@@ -48,14 +48,7 @@ driver_of(const char *kind)
     return D_EVEN;
 }
 
-/* The drivers of one period's days: weights out of 10^9 of the period's
- * whole, per driver (so that a product with an amount never overflows). */
-struct period_days {
-    int year, month;
-    int64_t first_day; /* Unix day of the period's first */
-    int ndays;
-    int64_t w[31][D_N];
-};
+#define period_days db_period_days
 
 struct cell {
     int64_t day;
@@ -81,6 +74,75 @@ floor_div(pricing_i128 a, pricing_i128 b)
     return q;
 }
 
+/* Each driver of the accounts' days as a share of the period's whole,
+ * out of 10^9: account_pk, day, then the drivers. */
+#define DRIVERS_SQL                                                            \
+    "WITH d AS (SELECT h.account_pk, h.hour / 24 AS day,"                      \
+    "  sum(h.running_s) AS r, sum(h.vcpu_s) AS v, sum(h.mem_byte_s) AS m,"     \
+    "  sum(h.disk_byte_s) AS k, sum(h.egress_bytes) AS x"                      \
+    "  FROM usage_hourly_totals h WHERE h.account_pk = ANY ($1::int[])"        \
+    "  AND h.hour >= $2::bigint AND h.hour < $3::bigint GROUP BY 1, 2)"        \
+    " SELECT account_pk, day, coalesce(floor(r * 1e9 / nullif(sum(r)"          \
+    "  OVER (PARTITION BY account_pk), 0)), 0),"                               \
+    "  coalesce(floor(v * 1e9 / nullif(sum(v) OVER (PARTITION BY account_pk),"  \
+    "  0)), 0),"                                                               \
+    "  coalesce(floor(m * 1e9 / nullif(sum(m) OVER (PARTITION BY account_pk),"  \
+    "  0)), 0),"                                                               \
+    "  coalesce(floor(k * 1e9 / nullif(sum(k) OVER (PARTITION BY account_pk),"  \
+    "  0)), 0),"                                                               \
+    "  coalesce(floor(x * 1e9 / nullif(sum(x) OVER (PARTITION BY account_pk),"  \
+    "  0)), 0)"                                                                \
+    " FROM d ORDER BY account_pk, day"
+
+/* Sets out[k] to the drivers of (year, month) of account pks[k] (n of
+ * them, ascending), in one statement. */
+enum meter_db_status
+db_revenue_drivers(PGconn *db, const int32_t *pks, size_t n, int year,
+                   int month, struct db_period_days *const *out,
+                   struct meter_err *e)
+{
+    int64_t from = db_period_start(year, month), to = db_period_end(year, month);
+    for (size_t k = 0; k < n; k++) {
+        memset(out[k], 0, sizeof(*out[k]));
+        out[k]->year = year;
+        out[k]->month = month;
+        out[k]->first_day = from / 86400;
+        out[k]->ndays = (int)((to - from) / 86400);
+    }
+    struct meter_buf arr = {0};
+    db_int4_array(&arr, pks, n);
+    char lo[24], hi[24];
+    snprintf(lo, sizeof(lo), "%" PRId64, from / 3600);
+    snprintf(hi, sizeof(hi), "%" PRId64, to / 3600);
+    const char *v[] = {arr.p, lo, hi};
+    PGresult *r;
+    enum meter_db_status st =
+        arr.failed ? db_hard(e, "out of memory")
+                   : meter_db_exec(db, "cannot read the usage by day",
+                                   DRIVERS_SQL, 3, v, NULL, NULL, &r, e);
+    meter_buf_release(&arr);
+    if (st < 0)
+        return st;
+    size_t k = 0;
+    for (int i = 0; i < PQntuples(r); i++) {
+        int32_t pk = (int32_t)strtol(PQgetvalue(r, i, 0), NULL, 10);
+        while (k < n && pks[k] < pk)
+            k++;
+        if (k == n)
+            break;
+        if (pks[k] != pk)
+            continue;
+        struct period_days *p = out[k];
+        int64_t day = strtoll(PQgetvalue(r, i, 1), NULL, 10) - p->first_day;
+        if (day < 0 || day >= p->ndays)
+            continue;
+        for (int d = 0; d < D_N; d++)
+            p->w[day][d] = strtoll(PQgetvalue(r, i, d + 2), NULL, 10);
+    }
+    PQclear(r);
+    return METER_DB_ROWS;
+}
+
 /* The drivers of (year, month), read once per period. */
 static enum meter_db_status
 load_period(PGconn *db, const struct db_account *acct, int year, int month,
@@ -96,44 +158,10 @@ load_period(PGconn *db, const struct db_account *acct, int year, int month,
         return db_hard(e, "out of memory");
     s->p = np;
     struct period_days *p = &s->p[s->np];
-    memset(p, 0, sizeof(*p));
-    p->year = year;
-    p->month = month;
-    int64_t from = db_period_start(year, month), to = db_period_end(year, month);
-    p->first_day = from / 86400;
-    p->ndays = (int)((to - from) / 86400);
-    char pk[16], lo[24], hi[24];
-    snprintf(pk, sizeof(pk), "%d", acct->pk);
-    snprintf(lo, sizeof(lo), "%" PRId64, from / 3600);
-    snprintf(hi, sizeof(hi), "%" PRId64, to / 3600);
-    const char *v[] = {pk, lo, hi};
-    PGresult *r;
-    /* Each driver as a share of the period's whole, out of 10^9. */
-    enum meter_db_status st = meter_db_exec(
-        db, "cannot read the usage by day",
-        "WITH d AS (SELECT h.hour / 24 AS day, sum(h.running_s) AS r,"
-        "  sum(h.vcpu_s) AS v, sum(h.mem_byte_s) AS m,"
-        "  sum(h.disk_byte_s) AS k, sum(h.egress_bytes) AS x"
-        "  FROM usage_hourly_totals h WHERE h.account_pk = $1::int"
-        "  AND h.hour >= $2::bigint AND h.hour < $3::bigint GROUP BY 1)"
-        " SELECT day,"
-        "  coalesce(floor(r * 1e9 / nullif(sum(r) OVER (), 0)), 0),"
-        "  coalesce(floor(v * 1e9 / nullif(sum(v) OVER (), 0)), 0),"
-        "  coalesce(floor(m * 1e9 / nullif(sum(m) OVER (), 0)), 0),"
-        "  coalesce(floor(k * 1e9 / nullif(sum(k) OVER (), 0)), 0),"
-        "  coalesce(floor(x * 1e9 / nullif(sum(x) OVER (), 0)), 0)"
-        " FROM d",
-        3, v, NULL, NULL, &r, e);
+    enum meter_db_status st =
+        db_revenue_drivers(db, &acct->pk, 1, year, month, &p, e);
     if (st < 0)
         return st;
-    for (int i = 0; i < PQntuples(r); i++) {
-        int64_t day = strtoll(PQgetvalue(r, i, 0), NULL, 10) - p->first_day;
-        if (day < 0 || day >= p->ndays)
-            continue;
-        for (int d = 0; d < D_N; d++)
-            p->w[day][d] = strtoll(PQgetvalue(r, i, d + 1), NULL, 10);
-    }
-    PQclear(r);
     s->np++;
     *out = p;
     return METER_DB_ROWS;
@@ -329,11 +357,12 @@ round_cells(struct spread *s, pricing_i128 total, int minor)
     return 0;
 }
 
-static char *
-cells_json(const struct spread *s, int minor)
+/* Appends the cells of document inv as invoice_revenue rows. */
+static void
+cells_tsv(const struct spread *s, const struct report_invoice *inv, int minor,
+          struct meter_buf *tsv)
 {
-    json_t *arr = json_array();
-    for (size_t i = 0; arr && i < s->nc; i++) {
+    for (size_t i = 0; i < s->nc; i++) {
         const struct cell *c = &s->c[i];
         if (c->v == 0)
             continue;
@@ -344,31 +373,36 @@ cells_json(const struct spread *s, int minor)
         strftime(day, sizeof(day), "%Y-%m-%d", &tm);
         pricing_dec_format((struct pricing_dec){c->v}, (unsigned)minor, amount,
                            sizeof(amount));
-        json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:s}", "day", day, "kind",
-                              c->kind, "price_book_id",
-                              c->book[0] ? json_string(c->book) : json_null(),
-                              "version",
-                              c->book[0] ? json_integer(c->version) : json_null(),
-                              "amount", amount);
-        if (!o || json_array_append_new(arr, o) < 0) {
-            json_decref(arr);
-            return NULL;
-        }
+        db_tsv_text(tsv, inv->account_id);
+        db_tsv_int(tsv, inv->id);
+        db_tsv_text(tsv, day);
+        db_tsv_text(tsv, c->kind);
+        db_tsv_text(tsv, c->book[0] ? c->book : NULL);
+        if (c->book[0])
+            db_tsv_int(tsv, c->version);
+        else
+            db_tsv_text(tsv, NULL);
+        db_tsv_text(tsv, amount);
+        db_tsv_end(tsv);
     }
-    char *out = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
-    json_decref(arr);
-    return out;
 }
 
 enum meter_db_status
-db_revenue_store(PGconn *db, const struct db_account *acct,
-                 const struct report_invoice *inv, struct meter_err *e)
+db_revenue_rows(PGconn *db, const struct db_account *acct,
+                const struct report_invoice *inv,
+                const struct db_period_days *known, struct meter_buf *tsv,
+                struct meter_err *e)
 {
     int minor = pricing_currency_minor_unit(inv->currency);
     if (minor < 0)
         minor = 6;
     struct spread s = {0};
     enum meter_db_status st = METER_DB_ROWS;
+    if (known) {
+        if (!(s.p = malloc(sizeof(*s.p))))
+            return db_hard(e, "out of memory");
+        s.p[s.np++] = *known;
+    }
     /* The charges first, then the grants that pay them. */
     for (size_t i = 0; i < inv->nlines && st >= 0; i++)
         if (strcmp(inv->lines[i].kind, "credit_grant") != 0)
@@ -377,24 +411,10 @@ db_revenue_store(PGconn *db, const struct db_account *acct,
         if (strcmp(inv->lines[i].kind, "credit_grant") == 0 &&
             spread_grant(&inv->lines[i], &s) < 0)
             st = db_hard(e, "out of memory");
-    char *rows = NULL;
-    if (st >= 0 && (round_cells(&s, inv->total.v, minor) < 0 ||
-                    !(rows = cells_json(&s, minor))))
+    if (st >= 0 && round_cells(&s, inv->total.v, minor) < 0)
         st = db_hard(e, "out of memory");
-    if (st >= 0) {
-        char id[24];
-        snprintf(id, sizeof(id), "%" PRId64, inv->id);
-        const char *v[] = {inv->account_id, id, rows};
-        st = meter_db_exec(
-            db, "cannot store the revenue by day",
-            "INSERT INTO invoice_revenue (account_id, invoice_id, day, kind,"
-            " price_book_id, version, amount)"
-            " SELECT $1, $2::bigint, x.* FROM json_to_recordset($3::json) AS x"
-            " (day date, kind text, price_book_id text, version int,"
-            "  amount numeric)",
-            3, v, NULL, NULL, NULL, e);
-    }
-    free(rows);
+    if (st >= 0)
+        cells_tsv(&s, inv, minor, tsv);
     free(s.p);
     free(s.c);
     return st;

@@ -20,6 +20,12 @@
 
 #define FETCH_ROWS "2000"
 
+/* A sandbox of a batch's accounts. */
+struct sandbox_key {
+    int32_t pk, first_run;
+    const char *id; /* in the reader's sandboxes result */
+};
+
 struct meter_usage_reader {
     PGconn *db;
     PGresult *rows;
@@ -39,6 +45,23 @@ struct meter_usage_reader {
     char pack_account[PRICING_ID_MAX + 1];
     char pack_sandbox[PRICING_ID_MAX + 1];
     int32_t pack_first_run;
+    /* A batch's reader (db_usage_open_batch): rows carry the account's
+     * and the sandbox's keys, named from the sandboxes read once. */
+    bool batch;
+    PGresult *sandboxes; /* their ids */
+    struct sandbox_key *sbx; /* by sandbox_pk */
+    size_t nsbx;
+    const int32_t *pks; /* the batch's accounts, ascending */
+    const char *const *ids;
+    size_t naccounts;
+    int32_t block_account; /* the account of the last block read */
+    int32_t pack_account_pk;
+    /* The account a source is limited to, and a block read ahead that
+     * belongs to a later one. */
+    int32_t limit;
+    bool pending;
+    struct pricing_block ahead;
+    uint64_t limit_seconds;
 };
 
 struct meter_usage_reader *
@@ -135,6 +158,8 @@ meter_usage_reader_free(struct meter_usage_reader *r)
     if (!r)
         return;
     PQclear(r->rows);
+    PQclear(r->sandboxes);
+    free(r->sbx);
     PQclear(PQexec(r->db, r->own_tx ? "ROLLBACK" : "CLOSE usage_cursor"));
     free(r->pack);
     free(r->pack_data);
@@ -168,13 +193,55 @@ have_row(struct meter_usage_reader *r, struct meter_err *e)
 /* A stored block: a row's, or one of the opened pack's. */
 struct part {
     const char *account, *sandbox;
-    int32_t first_run;
+    int32_t first_run, account_pk;
     int64_t minute;
     uint64_t mask;
     const uint8_t *data;
     size_t len;
     bool packed;
 };
+
+/* The account, sandbox and first running minute of row i: its columns,
+ * or, in a batch, those its keys name. -1 for a sandbox not known. */
+static int
+row_names(const struct meter_usage_reader *r, int i, const char **account,
+          const char **sandbox, int32_t *first_run, int32_t *account_pk)
+{
+    PGresult *x = r->rows;
+    if (!r->batch) {
+        *account = PQgetvalue(x, i, 0);
+        *sandbox = PQgetvalue(x, i, 1);
+        *first_run = (int32_t)meter_be32(PQgetvalue(x, i, 5));
+        *account_pk = 0;
+        return 0;
+    }
+    int32_t apk = (int32_t)meter_be32(PQgetvalue(x, i, 0));
+    int32_t spk = (int32_t)meter_be32(PQgetvalue(x, i, 1));
+    size_t lo = 0, hi = r->nsbx;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->sbx[mid].pk < spk)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t a = 0, b = r->naccounts;
+    while (a < b) {
+        size_t mid = a + (b - a) / 2;
+        if (r->pks[mid] < apk)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    if (lo == r->nsbx || r->sbx[lo].pk != spk || a == r->naccounts ||
+        r->pks[a] != apk)
+        return -1;
+    *account = r->ids[a];
+    *sandbox = r->sbx[lo].id;
+    *first_run = r->sbx[lo].first_run;
+    *account_pk = apk;
+    return 0;
+}
 
 /* Opens the pack of row r->row (its data copied: the row goes with the
  * next fetch) and moves past the row. */
@@ -206,11 +273,16 @@ open_pack(struct meter_usage_reader *r, struct pricing_err *pe)
                  PQgetvalue(x, i, 1), (long long)(minute / 60));
         return -1;
     }
-    snprintf(r->pack_account, sizeof(r->pack_account), "%s",
-             PQgetvalue(x, i, 0));
-    snprintf(r->pack_sandbox, sizeof(r->pack_sandbox), "%s",
-             PQgetvalue(x, i, 1));
-    r->pack_first_run = (int32_t)meter_be32(PQgetvalue(x, i, 5));
+    const char *account, *sandbox;
+    if (row_names(r, i, &account, &sandbox, &r->pack_first_run,
+                  &r->pack_account_pk) < 0) {
+        snprintf(pe->msg, sizeof(pe->msg),
+                 "a stored pack of an unknown sandbox (%d)",
+                 (int)meter_be32(PQgetvalue(x, i, 1)));
+        return -1;
+    }
+    snprintf(r->pack_account, sizeof(r->pack_account), "%s", account);
+    snprintf(r->pack_sandbox, sizeof(r->pack_sandbox), "%s", sandbox);
     r->row++;
     return 0;
 }
@@ -231,15 +303,26 @@ peek(struct meter_usage_reader *r, struct part *p, struct pricing_err *pe)
         PGresult *x = r->rows;
         int i = r->row;
         bool row_packed = got && meter_be64(PQgetvalue(x, i, 3)) == 0;
+        const char *account = NULL, *sandbox = NULL;
+        int32_t first_run = 0, account_pk = 0;
+        if (got &&
+            row_names(r, i, &account, &sandbox, &first_run, &account_pk) < 0) {
+            snprintf(pe->msg, sizeof(pe->msg),
+                     "a stored block of an unknown sandbox (%d)",
+                     (int)meter_be32(PQgetvalue(x, i, 1)));
+            return -1;
+        }
         if (r->taken < r->npack) {
             /* The pack's next block goes first unless the row is of the
              * same sandbox and an earlier minute (or the same: both). */
             const struct meter_pack_part *q = &r->pack[r->taken];
-            if (!got || strcmp(PQgetvalue(x, i, 1), r->pack_sandbox) != 0 ||
+            if (!got || strcmp(sandbox, r->pack_sandbox) != 0 ||
                 q->minute <= (int32_t)meter_be32(PQgetvalue(x, i, 2))) {
-                *p = (struct part){r->pack_account, r->pack_sandbox,
-                                   r->pack_first_run, q->minute, q->mask,
-                                   q->data, q->len, true};
+                *p = (struct part){r->pack_account,   r->pack_sandbox,
+                                   r->pack_first_run, r->pack_account_pk,
+                                   q->minute,         q->mask,
+                                   q->data,           q->len,
+                                   true};
                 return 1;
             }
         } else if (row_packed) {
@@ -250,9 +333,10 @@ peek(struct meter_usage_reader *r, struct part *p, struct pricing_err *pe)
         if (!got)
             return 0;
         *p = (struct part){
-            PQgetvalue(x, i, 0),
-            PQgetvalue(x, i, 1),
-            (int32_t)meter_be32(PQgetvalue(x, i, 5)),
+            account,
+            sandbox,
+            first_run,
+            account_pk,
             (int32_t)meter_be32(PQgetvalue(x, i, 2)),
             meter_be64(PQgetvalue(x, i, 3)),
             (const uint8_t *)PQgetvalue(x, i, 4),
@@ -295,6 +379,7 @@ next_block(void *ctx, struct pricing_block *b, struct pricing_err *pe)
                 snprintf(r->account, sizeof(r->account), "%s", p.account);
                 snprintf(r->sandbox, sizeof(r->sandbox), "%s", p.sandbox);
                 r->first_run = p.first_run;
+                r->block_account = p.account_pk;
                 minute = p.minute;
             } else if (!merged) {
                 /* A second block of the minute: merge by second. */
@@ -356,4 +441,128 @@ meter_usage_source(struct meter_usage_reader *r)
 {
     struct pricing_source src = {next_block, r};
     return src;
+}
+
+/* ---- a batch of accounts ------------------------------------------------ */
+
+struct meter_usage_reader *
+db_usage_open_batch(PGconn *db, const int32_t *pks, const char *const *ids,
+                    size_t n, int64_t from, int64_t to, struct meter_err *e)
+{
+    struct meter_usage_reader *r = calloc(1, sizeof(*r));
+    struct meter_buf arr = {0};
+    if (!r) {
+        meter_fail(e, "out of memory");
+        return NULL;
+    }
+    r->db = db;
+    r->batch = true;
+    r->from = from;
+    r->to = to;
+    r->pks = pks;
+    r->ids = ids;
+    r->naccounts = n;
+    db_int4_array(&arr, pks, n);
+    char lo[32], hi[32], lo_h[32], first[16], last[16];
+    int64_t lo_m = from / 60, hi_m = (to + 59) / 60;
+    lo_m = lo_m < INT32_MAX ? lo_m : INT32_MAX;
+    snprintf(lo, sizeof(lo), "%lld", (long long)lo_m);
+    snprintf(hi, sizeof(hi), "%lld",
+             (long long)(hi_m < INT32_MAX ? hi_m : INT32_MAX));
+    snprintf(lo_h, sizeof(lo_h), "%lld", (long long)(lo_m - lo_m % 60));
+    snprintf(first, sizeof(first), "%d", n ? pks[0] : 0);
+    snprintf(last, sizeof(last), "%d", n ? pks[n - 1] : -1);
+    const char *values[] = {lo, hi, lo_h, first, last, arr.p};
+    /* The accounts' range first, so the scans are ordered index ranges
+     * of (account_pk, sandbox_pk, minute); ids are joined in memory. */
+    PGresult *res = PQexecParams(
+        db,
+        "DECLARE usage_cursor BINARY NO SCROLL CURSOR FOR"
+        " SELECT account_pk, sandbox_pk, minute, seconds, data FROM"
+        " (SELECT account_pk, sandbox_pk, minute, seconds, data"
+        "  FROM usage_blocks WHERE account_pk BETWEEN $4::int AND $5::int"
+        "  AND account_pk = ANY ($6::int[])"
+        "  AND minute >= $1::int AND minute < $2::int"
+        "  UNION ALL SELECT account_pk, sandbox_pk, minute, 0, data"
+        "  FROM usage_packs WHERE account_pk BETWEEN $4::int AND $5::int"
+        "  AND account_pk = ANY ($6::int[])"
+        "  AND minute >= $3::int AND minute < $2::int) b"
+        " ORDER BY account_pk, sandbox_pk, minute",
+        6, NULL, values, NULL, NULL, 0);
+    bool ok = !arr.failed && PQresultStatus(res) == PGRES_COMMAND_OK;
+    PQclear(res);
+    db_answered(db);
+    /* After the cursor: every sandbox it can return is seen. */
+    if (ok) {
+        const char *v[] = {arr.p};
+        r->sandboxes = PQexecParams(
+            db,
+            "SELECT sandbox_pk, coalesce(first_running_minute, 2147483647),"
+            " sandbox_id FROM sandboxes WHERE account_pk = ANY ($1::int[])"
+            " ORDER BY sandbox_pk",
+            1, NULL, v, NULL, NULL, 0);
+        ok = PQresultStatus(r->sandboxes) == PGRES_TUPLES_OK;
+    }
+    if (ok) {
+        int ns = PQntuples(r->sandboxes);
+        r->sbx = calloc(ns ? (size_t)ns : 1, sizeof(*r->sbx));
+        for (int i = 0; r->sbx && i < ns; i++) {
+            r->sbx[i].pk =
+                (int32_t)strtol(PQgetvalue(r->sandboxes, i, 0), NULL, 10);
+            r->sbx[i].first_run =
+                (int32_t)strtol(PQgetvalue(r->sandboxes, i, 1), NULL, 10);
+            r->sbx[i].id = PQgetvalue(r->sandboxes, i, 2);
+        }
+        r->nsbx = r->sbx ? (size_t)ns : 0;
+    }
+    meter_buf_release(&arr);
+    if (!ok || !r->sbx) {
+        meter_fail(e, "cannot read stored usage: %s", PQerrorMessage(db));
+        if (ok)
+            PQclear(PQexec(db, "CLOSE usage_cursor"));
+        PQclear(r->sandboxes);
+        free(r->sbx);
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* The next block of the limited account: those of accounts before it
+ * (not rated) are passed over, one of a later account is kept. */
+static int
+next_of_account(void *ctx, struct pricing_block *b, struct pricing_err *pe)
+{
+    struct meter_usage_reader *r = ctx;
+    for (;;) {
+        if (!r->pending) {
+            int got = next_block(r, &r->ahead, pe);
+            if (got <= 0)
+                return got;
+            r->pending = true;
+        }
+        if (r->block_account > r->limit)
+            return 0;
+        r->pending = false;
+        if (r->block_account == r->limit) {
+            *b = r->ahead;
+            r->limit_seconds += b->n;
+            return 1;
+        }
+    }
+}
+
+struct pricing_source
+db_usage_account_source(struct meter_usage_reader *r, int32_t account_pk)
+{
+    r->limit = account_pk;
+    r->limit_seconds = 0;
+    struct pricing_source src = {next_of_account, r};
+    return src;
+}
+
+uint64_t
+db_usage_account_seconds(const struct meter_usage_reader *r)
+{
+    return r->limit_seconds;
 }

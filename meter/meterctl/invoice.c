@@ -22,7 +22,7 @@ struct inv_args {
         *output;
     bool finalize;
     int year, month;
-    uint64_t after, limit, jobs;
+    uint64_t after, limit, jobs, batch;
 };
 
 enum {
@@ -37,6 +37,7 @@ enum {
     OPT_PAGE = 1 << 8,
     OPT_OUTPUT = 1 << 9,
     OPT_JOBS = 1 << 10,
+    OPT_BATCH = 1 << 11,
 };
 
 /* Parses the options `allowed` of subcommand cmd; positional arguments
@@ -58,6 +59,7 @@ parse(const char *cmd, int argc, char **argv, unsigned allowed,
         {"limit", required_argument, NULL, 'l'},
         {"output", required_argument, NULL, 'o'},
         {"jobs", required_argument, NULL, 'j'},
+        {"batch", required_argument, NULL, 'B'},
         {NULL, 0, NULL, 0},
     };
     static const unsigned need[128] = {
@@ -65,6 +67,7 @@ parse(const char *cmd, int argc, char **argv, unsigned allowed,
         ['f'] = OPT_FORMAT, ['S'] = OPT_SELLER,   ['r'] = OPT_REASON,
         ['b'] = OPT_BOOK,   ['F'] = OPT_FINALIZE, ['A'] = OPT_PAGE,
         ['l'] = OPT_PAGE,   ['o'] = OPT_OUTPUT,   ['j'] = OPT_JOBS,
+        ['B'] = OPT_BATCH,
     };
     int opt, index = -1;
     ctl_getopt_reset();
@@ -136,12 +139,21 @@ parse(const char *cmd, int argc, char **argv, unsigned allowed,
                 return ctl_usage_error("%s: --jobs '%s' is not 1-64", cmd,
                                        optarg);
             break;
+        case 'B':
+            if (meter_parse_uint(optarg, 1, 10000, &a->batch) < 0)
+                return ctl_usage_error("%s: --batch '%s' is not 1-10000", cmd,
+                                       optarg);
+            break;
         }
     }
     return 0;
 }
 
 /* ---- run ----------------------------------------------------------------- */
+
+/* The most accounts one transaction of the run invoices by default
+ * (--batch): bounds its memory and how long it holds their rows. */
+#define INVOICE_BATCH 500
 
 /* The progress bar on a terminal: accounts done, samples per second,
  * time left. */
@@ -164,6 +176,7 @@ struct run {
     const struct inv_args *a;
     const struct meter_strtab *accounts;
     pthread_mutex_t lock;
+    size_t batch; /* accounts a worker takes at once */
     size_t next, done, drafts, finals, already, failed;
     uint64_t samples;
     bool tty;
@@ -190,37 +203,51 @@ run_worker(void *arg)
         pthread_mutex_unlock(&run->lock);
         return NULL;
     }
-    for (;;) {
+    struct meter_invoice_outcome *outs = calloc(run->batch, sizeof(*outs));
+    while (outs) {
         pthread_mutex_lock(&run->lock);
-        size_t i = run->next < run->accounts->n ? run->next++ : SIZE_MAX;
+        size_t first = run->next,
+               n = run->accounts->n - first < run->batch
+                       ? run->accounts->n - first
+                       : run->batch;
+        run->next += n;
         pthread_mutex_unlock(&run->lock);
-        if (i == SIZE_MAX)
+        if (n == 0)
             break;
-        const char *id = run->accounts->str[i];
-        struct meter_invoice_outcome o;
-        int rc = meter_db_invoice_run(db, id, run->a->year, run->a->month,
-                                      run->a->finalize, run->a->seller, &o, &e);
+        const char *const *ids = (const char *const *)run->accounts->str + first;
+        int rc = meter_db_invoice_batch(db, ids, n, run->a->year,
+                                        run->a->month, run->a->finalize,
+                                        run->a->seller, outs, &e);
         pthread_mutex_lock(&run->lock);
-        run->done++;
+        run->done += n;
         if (rc < 0) {
-            fprintf(stderr, "%smeterctl: account %s: %s\n",
-                    run->tty ? "\n" : "", id, e.msg);
-            run->failed++;
-        } else {
-            run->samples += o.samples;
-            run->already += o.already_final;
+            fprintf(stderr, "%smeterctl: accounts %s to %s: %s\n",
+                    run->tty ? "\n" : "", ids[0], ids[n - 1], e.msg);
+            run->failed += n;
+        }
+        for (size_t k = 0; k < n && rc >= 0; k++) {
+            const struct meter_invoice_outcome *o = &outs[k];
+            if (o->failed) {
+                fprintf(stderr, "%smeterctl: account %s: %s\n",
+                        run->tty ? "\n" : "", ids[k], o->error);
+                run->failed++;
+                continue;
+            }
+            run->samples += o->samples;
+            run->already += o->already_final;
             /* Late usage in another currency is a document of its own. */
-            size_t docs = o.written ? 1 + o.nother : 0;
-            run->finals += o.number[0] ? docs : 0;
-            run->drafts += o.number[0] ? 0 : docs;
+            size_t docs = o->written ? 1 + o->nother : 0;
+            run->finals += o->number[0] ? docs : 0;
+            run->drafts += o->number[0] ? 0 : docs;
         }
         if (run->tty)
             progress(run->done, run->accounts->n, run->samples,
                      ctl_now() - run->t0);
         pthread_mutex_unlock(&run->lock);
-        if (rc < 0 && meter_db_lost(db))
+        if (rc < 0)
             break;
     }
+    free(outs);
     PQfinish(db);
     return NULL;
 }
@@ -231,7 +258,9 @@ invoice_run(struct ctl *ctl, int argc, char **argv)
     struct inv_args a = {0};
     int rc = parse(
         "invoice run", argc, argv,
-        OPT_PERIOD | OPT_ACCOUNT | OPT_FINALIZE | OPT_SELLER | OPT_JOBS, &a);
+        OPT_PERIOD | OPT_ACCOUNT | OPT_FINALIZE | OPT_SELLER | OPT_JOBS |
+            OPT_BATCH,
+        &a);
     if (rc)
         return rc;
     if (optind < argc)
@@ -243,6 +272,8 @@ invoice_run(struct ctl *ctl, int argc, char **argv)
         a.seller = getenv("METER_SELLER");
     if (!a.seller || !*a.seller)
         a.seller = "Unnamed seller";
+    if (!a.batch)
+        a.batch = INVOICE_BATCH;
     if (!a.jobs) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         a.jobs = cpus > 0 ? (uint64_t)cpus : 1;
@@ -268,7 +299,12 @@ invoice_run(struct ctl *ctl, int argc, char **argv)
                       .tty = isatty(STDERR_FILENO),
                       .t0 = ctl_now()};
     pthread_mutex_init(&run.lock, NULL);
+    /* Batches of up to --batch accounts, smaller when there are few, so
+     * that every worker has one. */
     size_t n = a.jobs < accounts.n ? (size_t)a.jobs : accounts.n;
+    run.batch = n ? (accounts.n + n - 1) / n : 1;
+    if (run.batch > a.batch)
+        run.batch = a.batch;
     pthread_t *th = calloc(n ? n : 1, sizeof(*th));
     size_t started = 0;
     while (th && started < n &&

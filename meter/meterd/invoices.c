@@ -13,6 +13,8 @@
 #include <string.h>
 
 #define PAGE_DEFAULT 100
+/* Accounts invoiced in one transaction (meter_db_invoice_batch). */
+#define RUN_BATCH 500
 #define PAGE_MAX 1000
 
 /* The account a key of role account is limited to, else NULL. */
@@ -319,63 +321,68 @@ meterd_invoices_run(struct meter_http_request *rq)
     struct meter_strtab ids = {0};
     json_t *items = json_array();
     int failed = 0;
+    struct meter_invoice_outcome *outs = calloc(RUN_BATCH, sizeof(*outs));
     /* Finalizations are audited as done by this request's key; the
      * connection serves other keys after it (reset at out). */
     const struct meter_principal *who = meter_http_principal(rq);
     char actor[64];
     snprintf(actor, sizeof(actor), "meterd:key %" PRId64 " (%s)", who->key_id,
              meter_role_name(who->role));
-    if (!db || meter_db_set_actor(db, actor, &e) < 0 ||
+    if (!outs || !db || meter_db_set_actor(db, actor, &e) < 0 ||
         meter_db_invoice_accounts(db, year, month, account, &ids, &e) < 0) {
         meter_http_count_db_error(rq);
         meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
                                  NULL, "the run cannot start now");
         goto out;
     }
-    for (size_t i = 0; i < ids.n; i++) {
-        struct meter_invoice_outcome r;
-        json_t *item = json_pack("{s:s}", "account_id", ids.str[i]);
-        if (meter_db_invoice_run(db, ids.str[i], year, month, finalize, seller,
-                                 &r, &e) < 0) {
-            if (meter_db_lost(db)) {
-                /* Gone (or past --db-timeout): the accounts done are
-                 * done; running it again redoes the rest. */
-                json_decref(item);
-                meter_http_count_db_error(rq);
-                meter_http_reply_problem(rq, 503, "unavailable",
-                                         "Database unavailable", NULL,
-                                         "the run stopped at account '%s' "
-                                         "(%zu of %zu); run it again",
-                                         ids.str[i], i + 1, ids.n);
-                goto out;
+    for (size_t first = 0; first < ids.n; first += RUN_BATCH) {
+        size_t n = ids.n - first < RUN_BATCH ? ids.n - first : RUN_BATCH;
+        const char *const *batch = (const char *const *)ids.str + first;
+        if (meter_db_invoice_batch(db, batch, n, year, month, finalize, seller,
+                                   outs, &e) < 0) {
+            /* Gone (or past --db-timeout): the accounts done are done;
+             * running it again redoes the rest. */
+            meter_http_count_db_error(rq);
+            meter_http_reply_problem(rq, 503, "unavailable",
+                                     "Database unavailable", NULL,
+                                     "the run stopped at account '%s' (%zu "
+                                     "of %zu); run it again",
+                                     batch[0], first + 1, ids.n);
+            goto out;
+        }
+        for (size_t k = 0; k < n; k++) {
+            const struct meter_invoice_outcome *r = &outs[k];
+            json_t *item = json_pack("{s:s}", "account_id", batch[k]);
+            if (r->failed) {
+                failed++;
+                json_object_set_new(item, "error", json_string(r->error));
+                json_array_append_new(items, item);
+                continue;
             }
-            failed++;
-            json_object_set_new(item, "error", json_string(e.msg));
-        } else {
             json_object_set_new(item, "status",
-                                json_string(r.already_final ? "already_final"
-                                            : r.number[0]   ? "final"
-                                            : r.written     ? "draft"
-                                                            : "none"));
-            if (r.written) {
-                struct meter_invoice_doc own = {.id = r.id, .total = r.total};
-                snprintf(own.number, sizeof(own.number), "%s", r.number);
-                snprintf(own.currency, sizeof(own.currency), "%s", r.currency);
+                                json_string(r->already_final ? "already_final"
+                                            : r->number[0]   ? "final"
+                                            : r->written     ? "draft"
+                                                             : "none"));
+            if (r->written) {
+                struct meter_invoice_doc own = {.id = r->id, .total = r->total};
+                snprintf(own.number, sizeof(own.number), "%s", r->number);
+                snprintf(own.currency, sizeof(own.currency), "%s", r->currency);
                 set_document(item, &own);
-            } else if (r.number[0]) {
-                json_object_set_new(item, "number", json_string(r.number));
+            } else if (r->number[0]) {
+                json_object_set_new(item, "number", json_string(r->number));
             }
-            if (r.nother) {
+            if (r->nother) {
                 json_t *other = json_array();
-                for (size_t k = 0; k < r.nother; k++) {
+                for (size_t x = 0; x < r->nother; x++) {
                     json_t *d = json_object();
-                    set_document(d, &r.other[k]);
+                    set_document(d, &r->other[x]);
                     json_array_append_new(other, d);
                 }
                 json_object_set_new(item, "other_documents", other);
             }
+            json_array_append_new(items, item);
         }
-        json_array_append_new(items, item);
     }
     meter_http_reply_json(rq, failed ? 500 : 200,
                           json_pack("{s:s, s:o, s:i}", "period", period,
@@ -385,6 +392,7 @@ out:
     if (db && !meter_db_lost(db))
         meter_db_set_actor(db, NULL, &e);
     json_decref(items);
+    free(outs);
     meter_strtab_release(&ids);
     json_decref(o);
 }
