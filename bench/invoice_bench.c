@@ -129,7 +129,8 @@ main(int argc, char **argv)
         printf("  (b) meterctl invoice run:     best %6.2f s  %6.1f M "
                "samples/s  (median %.1f)\n",
                bb, (double)stored / bb / 1e6, (double)stored / bm / 1e6);
-        printf("  (b)/(a) time: %.2f\n", bb / ab);
+        printf("  (b)/(a) time: %.2f; (b) per account: %.3f ms\n", bb / ab,
+               bb * 1e3 / (double)accounts);
     }
     struct rusage ru;
     getrusage(RUSAGE_CHILDREN, &ru);

@@ -333,6 +333,78 @@ fin_thread(void *p)
     return NULL;
 }
 
+/* Two batches that share accounts, finalized from two connections at
+ * once. */
+struct batch_arg {
+    const char *conninfo;
+    const char *const *accounts;
+    size_t n;
+    int finals, already, failed;
+};
+
+static void *
+batch_thread(void *p)
+{
+    struct batch_arg *a = p;
+    struct meter_err e = {{0}};
+    struct meter_invoice_outcome out[8];
+    PGconn *db = meter_db_connect(a->conninfo, &e);
+    if (db && meter_db_invoice_batch(db, a->accounts, a->n, 2026, 1, true,
+                                     "Seller", out, &e) == METER_DB_ROWS) {
+        for (size_t i = 0; i < a->n; i++) {
+            a->finals += out[i].written && out[i].number[0];
+            a->already += out[i].already_final;
+            a->failed += out[i].failed;
+        }
+    } else {
+        fprintf(stderr, "batch: %s\n", e.msg);
+        a->failed = (int)a->n;
+    }
+    PQfinish(db);
+    return NULL;
+}
+
+static void
+test_finalize_batches(PGconn *db, struct testdb *t, struct meter_registry *reg)
+{
+    static const char *const ids[] = {"f1", "f2", "f3", "f4", "f5",
+                                      "f6", "f7", "f8", "f9"};
+    for (int i = 0; i < 9; i++) {
+        testdb_account_add(db, ids[i], "book-s", "2026-01-01");
+        run(db, reg, ids[i], ids[i], JAN + 100 * i, 10);
+    }
+    long before = testdb_count(db, "SELECT count(*) FROM invoices"
+                                  " WHERE status = 'final'");
+    /* f4-f6 in both, locked by whichever batch comes first. */
+    for (int round = 0; round < 2; round++) {
+        struct batch_arg a = {t->conninfo, ids, 6, 0, 0, 0},
+                         b = {t->conninfo, ids + 3, 6, 0, 0, 0};
+        pthread_t ta, tb;
+        pthread_create(&ta, NULL, batch_thread, &a);
+        pthread_create(&tb, NULL, batch_thread, &b);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        CHECK(a.failed == 0 && b.failed == 0);
+        /* The first round finalizes each account once; the second
+         * finds them all final. */
+        CHECK(a.finals + b.finals == (round == 0 ? 9 : 0));
+        CHECK(a.already + b.already == (round == 0 ? 3 : 12));
+    }
+    CHECK(testdb_count(db, "SELECT count(*) FROM invoices"
+                           " WHERE status = 'final'") == before + 9);
+    CHECK(testdb_count(db, "SELECT count(*) FROM (SELECT account_id FROM"
+                           " invoices WHERE account_id LIKE 'f_'"
+                           " AND status = 'final' GROUP BY account_id"
+                           " HAVING count(*) = 1) x") == 9);
+    /* The year's numbers: each once, none left out. */
+    CHECK(testdb_count(db, "SELECT count(DISTINCT number) FROM invoices"
+                           " WHERE number LIKE to_char(now() AT TIME ZONE"
+                           " 'UTC', 'YYYY') || '-%'") ==
+          testdb_count(db, "SELECT max(substr(number, 6)::int) FROM invoices"
+                           " WHERE number LIKE to_char(now() AT TIME ZONE"
+                           " 'UTC', 'YYYY') || '-%'"));
+}
+
 static void
 test_finalize(PGconn *db, struct testdb *t, struct meter_registry *reg)
 {
@@ -1170,6 +1242,7 @@ main(void)
 
     test_drafts(db, reg);
     test_finalize(db, &t, reg);
+    test_finalize_batches(db, &t, reg);
     test_late(db, reg);
     test_credit_parts(db, reg);
     test_compact(db, reg);
