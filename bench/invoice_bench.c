@@ -48,7 +48,6 @@ die(const char *what, const char *detail)
     exit(1);
 }
 
-
 /* Runs cmd through the shell; its wall time. */
 static double
 timed(const char *cmd)
@@ -96,15 +95,15 @@ main(int argc, char **argv)
              " TO STDOUT (FORMAT binary)\" >/dev/null",
              conninfo, 1767225600LL / 60, 1769904000LL / 60);
     snprintf(run, sizeof(run),
-             "%s --db '%s' invoice run --period %s >/dev/null",
-             METERCTL_PATH, conninfo, FLEET_PERIOD);
+             "%s --db '%s' invoice run --period %s >/dev/null", METERCTL_PATH,
+             conninfo, FLEET_PERIOD);
     /* As stored, packed, then after closing the month. */
     char pack[8192], compact[8192];
     snprintf(pack, sizeof(pack), "%s --db '%s' usage pack --after 0 >/dev/null",
              METERCTL_PATH, conninfo);
     snprintf(compact, sizeof(compact),
-             "%s --db '%s' usage compact --period %s >/dev/null",
-             METERCTL_PATH, conninfo, FLEET_PERIOD);
+             "%s --db '%s' usage compact --period %s >/dev/null", METERCTL_PATH,
+             conninfo, FLEET_PERIOD);
     for (int phase = 0; phase < 3; phase++) {
         if (phase == 1) {
             printf("  packed (usage pack) in %.1f s\n", timed(pack));

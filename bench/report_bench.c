@@ -124,7 +124,6 @@ on_signal(int sig)
     raise(sig);
 }
 
-
 static void
 sql_do(PGconn *db, const char *q)
 {
@@ -471,8 +470,8 @@ main(int argc, char **argv)
      * rows merge in a few seconds, once). */
     double merge_started = bench_now();
     for (int i = 0;; i++) {
-        PGresult *r = bench_sql(
-            db, "SELECT count(*) FROM usage_hourly WHERE NOT merged");
+        PGresult *r =
+            bench_sql(db, "SELECT count(*) FROM usage_hourly WHERE NOT merged");
         long long left = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
         PQclear(r);
         if (!left)

@@ -821,13 +821,13 @@ rate_spans(const struct pricing_book *b, const struct span *sp, size_t n)
             s[k].mem_bytes = s[k].mem_used_bytes = sp[i].mem;
             s[k].disk_bytes = sp[i].disk;
         }
-        struct pricing_block blk = {
-            .account_id = "acme",
-            .sandbox_id = sp[i].sandbox,
-            .s = s,
-            .n = sp[i].n,
-            .history = sp[i].history,
-            .first_run_minute = sp[i].history ? sp[i].ts / 60 - 1 : 0};
+        struct pricing_block blk = {.account_id = "acme",
+                                    .sandbox_id = sp[i].sandbox,
+                                    .s = s,
+                                    .n = sp[i].n,
+                                    .history = sp[i].history,
+                                    .first_run_minute =
+                                        sp[i].history ? sp[i].ts / 60 - 1 : 0};
         int bad = pricing_rater_add(r, &blk, &e);
         free(s);
         if (bad)

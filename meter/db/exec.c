@@ -33,10 +33,10 @@ meter_db_set_statement_timeout(PGconn *db, unsigned ms, struct meter_err *e)
     char v[24];
     snprintf(v, sizeof(v), "%u", ms);
     const char *p[] = {v};
-    enum meter_db_status st = meter_db_exec(
-        db, "cannot set the statement timeout",
-        "SELECT set_config('statement_timeout', $1, false)", 1, p, NULL, NULL,
-        NULL, e);
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot set the statement timeout",
+                      "SELECT set_config('statement_timeout', $1, false)", 1, p,
+                      NULL, NULL, NULL, e);
     return st < 0 ? st : METER_DB_NONE;
 }
 
@@ -58,8 +58,8 @@ meter_db_set_read_only(PGconn *db, struct meter_err *e)
 static void
 drop_if_gone(PGconn *db, const char *state)
 {
-    bool gone = !state || strncmp(state, "08", 2) == 0 ||
-                strncmp(state, "57P", 3) == 0;
+    bool gone =
+        !state || strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0;
     if (gone && PQstatus(db) == CONNECTION_OK && PQsocket(db) >= 0) {
         shutdown(PQsocket(db), SHUT_RDWR);
         PQconsumeInput(db);
@@ -264,8 +264,7 @@ db_copy_in(PGconn *db, const char *sql, const char *data, size_t len,
     if (PQresultStatus(r) != PGRES_COPY_IN)
         return db_failed(db, r, what, e);
     PQclear(r);
-    if (PQputCopyData(db, data, (int)len) != 1 ||
-        PQputCopyEnd(db, NULL) != 1) {
+    if (PQputCopyData(db, data, (int)len) != 1 || PQputCopyEnd(db, NULL) != 1) {
         db_hard(e, "%s: %s", what, PQerrorMessage(db));
         drop_if_gone(db, NULL);
         return METER_DB_HARD;

@@ -44,7 +44,8 @@ report(PGconn *db, const char *what, const char *sql, int n,
 {
     PGresult *r;
     *out = NULL;
-    enum meter_db_status st = meter_db_exec(db, what, sql, n, v, NULL, NULL, &r, e);
+    enum meter_db_status st =
+        meter_db_exec(db, what, sql, n, v, NULL, NULL, &r, e);
     if (st < 0)
         return st;
     json_error_t je;
@@ -69,9 +70,11 @@ meter_db_report_overview(PGconn *db, int year, int month, int64_t now,
     struct bounds b;
     bounds_of(year, month, &b);
     /* Days of the period so far: all of it once it is over. */
-    int64_t start = db_period_start(year, month), end = db_period_end(year, month);
-    int64_t elapsed = now < start ? 0 : now >= end ? (end - start) / 86400
-                                                   : (now - start) / 86400 + 1;
+    int64_t start = db_period_start(year, month),
+            end = db_period_end(year, month);
+    int64_t elapsed = now < start  ? 0
+                      : now >= end ? (end - start) / 86400
+                                   : (now - start) / 86400 + 1;
     char days[24], at[24];
     snprintf(days, sizeof(days), "%" PRId64, elapsed);
     snprintf(at, sizeof(at), "%" PRId64, now);
@@ -164,10 +167,15 @@ meter_db_report_accounts(PGconn *db, const struct meter_report_query *q,
     char limit[16], offset[16];
     snprintf(limit, sizeof(limit), "%d", q->per_page);
     snprintf(offset, sizeof(offset), "%d", (q->page - 1) * q->per_page);
-    const char *v[] = {b.first,   b.next,     b.hour_lo,
-                       b.hour_hi, q->search ? q->search : "",
-                       q->sort,   q->descending ? "t" : "f",
-                       limit,     offset};
+    const char *v[] = {b.first,
+                       b.next,
+                       b.hour_lo,
+                       b.hour_hi,
+                       q->search ? q->search : "",
+                       q->sort,
+                       q->descending ? "t" : "f",
+                       limit,
+                       offset};
     /* The sort column is a parameter: one CASE per column and direction,
      * so the statement's text never changes (scripts/check-sql.sh). */
     return report(

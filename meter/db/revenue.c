@@ -37,9 +37,8 @@ driver_of(const char *kind)
         const char *kind;
         enum driver d;
     } map[] = {
-        {"cpu", D_VCPU},          {"instance", D_VCPU},
-        {"autopause_credit", D_VCPU}, {"memory", D_MEM},
-        {"storage", D_DISK},      {"egress", D_EGRESS},
+        {"cpu", D_VCPU},     {"instance", D_VCPU}, {"autopause_credit", D_VCPU},
+        {"memory", D_MEM},   {"storage", D_DISK},  {"egress", D_EGRESS},
         {"runs", D_RUNNING},
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
@@ -99,7 +98,8 @@ load_period(PGconn *db, const struct db_account *acct, int year, int month,
     memset(p, 0, sizeof(*p));
     p->year = year;
     p->month = month;
-    int64_t from = db_period_start(year, month), to = db_period_end(year, month);
+    int64_t from = db_period_start(year, month),
+            to = db_period_end(year, month);
     p->first_day = from / 86400;
     p->ndays = (int)((to - from) / 86400);
     char pk[16], lo[24], hi[24];
@@ -189,10 +189,12 @@ spread_line(PGconn *db, const struct db_account *acct,
             const struct report_line *l, struct spread *s, struct meter_err *e)
 {
     struct period_days *p = NULL;
-    enum meter_db_status st = load_period(db, acct, l->year, l->month, s, &p, e);
+    enum meter_db_status st =
+        load_period(db, acct, l->year, l->month, s, &p, e);
     if (st < 0)
         return st;
-    const char *kind = strcmp(l->kind, "late_usage") == 0 ? l->corrects : l->kind;
+    const char *kind =
+        strcmp(l->kind, "late_usage") == 0 ? l->corrects : l->kind;
     enum driver d = driver_of(kind);
     struct db_parts parts;
     db_parts_of(acct, l->year, l->month, &parts);
@@ -209,7 +211,8 @@ spread_line(PGconn *db, const struct db_account *acct,
     }
     if (total == 0) { /* no driver on its days: evenly */
         for (int i = 0; i < p->ndays; i++) {
-            bool in = ndays == 0 || on_book(&parts, l, (p->first_day + i) * 86400);
+            bool in =
+                ndays == 0 || on_book(&parts, l, (p->first_day + i) * 86400);
             w[i] = in;
             total += w[i];
             if (in && heaviest < 0)
@@ -222,7 +225,8 @@ spread_line(PGconn *db, const struct db_account *acct,
             continue;
         pricing_i128 part = floor_div(a * w[i], total);
         given += part;
-        if (add_to_cell(s, p->first_day + i, kind, l->book, l->version, part) < 0)
+        if (add_to_cell(s, p->first_day + i, kind, l->book, l->version, part) <
+            0)
             return db_hard(e, "out of memory");
     }
     /* What flooring left (under one unit a day) to the heaviest day. */
@@ -279,7 +283,8 @@ spread_grant(const struct report_line *l, struct spread *s)
 static int
 by_remainder(const void *a, const void *b)
 {
-    const struct cell *x = *(struct cell *const *)a, *y = *(struct cell *const *)b;
+    const struct cell *x = *(struct cell *const *)a,
+                      *y = *(struct cell *const *)b;
     if (x->rem != y->rem)
         return x->rem > y->rem ? -1 : 1;
     return x < y ? -1 : x > y;
@@ -344,12 +349,11 @@ cells_json(const struct spread *s, int minor)
         strftime(day, sizeof(day), "%Y-%m-%d", &tm);
         pricing_dec_format((struct pricing_dec){c->v}, (unsigned)minor, amount,
                            sizeof(amount));
-        json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:s}", "day", day, "kind",
-                              c->kind, "price_book_id",
-                              c->book[0] ? json_string(c->book) : json_null(),
-                              "version",
-                              c->book[0] ? json_integer(c->version) : json_null(),
-                              "amount", amount);
+        json_t *o = json_pack(
+            "{s:s, s:s, s:o, s:o, s:s}", "day", day, "kind", c->kind,
+            "price_book_id", c->book[0] ? json_string(c->book) : json_null(),
+            "version", c->book[0] ? json_integer(c->version) : json_null(),
+            "amount", amount);
         if (!o || json_array_append_new(arr, o) < 0) {
             json_decref(arr);
             return NULL;
@@ -401,8 +405,8 @@ db_revenue_store(PGconn *db, const struct db_account *acct,
 }
 
 enum meter_db_status
-db_revenue_negate(PGconn *db, const char *account, int64_t note,
-                  int64_t voided, struct meter_err *e)
+db_revenue_negate(PGconn *db, const char *account, int64_t note, int64_t voided,
+                  struct meter_err *e)
 {
     char n[24], vd[24];
     snprintf(n, sizeof(n), "%" PRId64, note);

@@ -46,7 +46,8 @@ merge_attempt(PGconn *db, void *arg, struct meter_err *e)
         db, "cannot merge the hourly usage",
         "WITH m AS (UPDATE usage_hourly SET merged = true"
         "  WHERE ctid = ANY (ARRAY(SELECT ctid FROM usage_hourly"
-        "  WHERE NOT merged LIMIT $1::bigint)) RETURNING account_pk, hour, samples, running_s, vcpu_s,"
+        "  WHERE NOT merged LIMIT $1::bigint)) RETURNING account_pk, hour, "
+        "samples, running_s, vcpu_s,"
         "  cpu_used_s, mem_byte_s, mem_used_byte_s, disk_byte_s,"
         "  egress_bytes),"
         " s AS (INSERT INTO usage_hourly_merged AS t SELECT account_pk, hour,"

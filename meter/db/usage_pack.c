@@ -85,9 +85,9 @@ add_pack(struct parts *ps, const PGresult *r, int i, int sb_col, int data_col,
     size_t n;
     if (meter_pack_decode(hour, (const uint8_t *)PQgetvalue(r, i, data_col),
                           (size_t)PQgetlength(r, i, data_col), &v, &n) < 0)
-        return db_hard(e, "the pack of sandbox %" PRId32 " hour %" PRId64
-                          " is corrupt",
-                       sandbox_pk, hour);
+        return db_hard(
+            e, "the pack of sandbox %" PRId32 " hour %" PRId64 " is corrupt",
+            sandbox_pk, hour);
     for (size_t k = 0; k < n; k++)
         if (parts_add(ps, sandbox_pk, &v[k]) < 0) {
             free(v);
@@ -233,19 +233,20 @@ pack_attempt(PGconn *db, void *arg, struct meter_err *e)
         return db_hard(e, "out of memory");
     const char *v[] = {acct, lo, hi, sandboxes};
     if (nsb) {
-        st = db_exec_binary(db, "cannot pack usage",
-                    "DELETE FROM usage_blocks WHERE account_pk = $1::int"
-                    " AND sandbox_pk = ANY ($4::int[]) AND minute >= $2::int"
-                    " AND minute < $3::int RETURNING sandbox_pk, minute,"
-                    " seconds, arrived_at, coalesce(key_id, 0), data",
-                    4, v, &blocks, e);
+        st = db_exec_binary(
+            db, "cannot pack usage",
+            "DELETE FROM usage_blocks WHERE account_pk = $1::int"
+            " AND sandbox_pk = ANY ($4::int[]) AND minute >= $2::int"
+            " AND minute < $3::int RETURNING sandbox_pk, minute,"
+            " seconds, arrived_at, coalesce(key_id, 0), data",
+            4, v, &blocks, e);
         if (st == METER_DB_NONE)
-            st = db_exec_binary(db, "cannot pack usage",
-                        "DELETE FROM usage_packs WHERE account_pk = $1::int"
-                        " AND sandbox_pk = ANY ($3::int[])"
-                        " AND minute = $2::int RETURNING sandbox_pk, data",
-                        3, (const char *const[]){acct, lo, sandboxes}, &old,
-                        e);
+            st = db_exec_binary(
+                db, "cannot pack usage",
+                "DELETE FROM usage_packs WHERE account_pk = $1::int"
+                " AND sandbox_pk = ANY ($3::int[])"
+                " AND minute = $2::int RETURNING sandbox_pk, data",
+                3, (const char *const[]){acct, lo, sandboxes}, &old, e);
         for (int i = 0; st == METER_DB_NONE && i < PQntuples(old); i++)
             st = add_pack(&ps, old, i, 0, 1, hour, e);
         for (int i = 0; st == METER_DB_NONE && i < PQntuples(blocks); i++) {
@@ -273,8 +274,8 @@ pack_attempt(PGconn *db, void *arg, struct meter_err *e)
         st = meter_db_exec(db, "cannot pack usage",
                            "DELETE FROM usage_pack_queue WHERE"
                            " account_pk = $1::int AND hour = $2::int",
-                           2, (const char *const[]){acct, hr}, NULL, NULL,
-                           NULL, e);
+                           2, (const char *const[]){acct, hr}, NULL, NULL, NULL,
+                           e);
     free(ps.v);
     PQclear(blocks);
     PQclear(old);
@@ -283,8 +284,8 @@ pack_attempt(PGconn *db, void *arg, struct meter_err *e)
 }
 
 enum meter_db_status
-meter_db_usage_pack(PGconn *db, int64_t settle_s,
-                    struct meter_pack_result *out, struct meter_err *e)
+meter_db_usage_pack(PGconn *db, int64_t settle_s, struct meter_pack_result *out,
+                    struct meter_err *e)
 {
     struct pack pk = {.out = out};
     snprintf(pk.settle, sizeof(pk.settle), "%" PRId64, settle_s);
@@ -361,11 +362,11 @@ db_usage_unpack(PGconn *db, int64_t key_id, int64_t from, int64_t to,
         struct rest *x = &rest[nrest];
         struct meter_pack_part *v;
         size_t n, moved = 0;
-        if (meter_pack_decode(minute / 60,
-                              (const uint8_t *)PQgetvalue(r, i, 3),
+        if (meter_pack_decode(minute / 60, (const uint8_t *)PQgetvalue(r, i, 3),
                               (size_t)PQgetlength(r, i, 3), &v, &n) < 0) {
-            st = db_hard(e, "the pack of sandbox %" PRId32 " hour %" PRId64
-                            " is corrupt",
+            st = db_hard(e,
+                         "the pack of sandbox %" PRId32 " hour %" PRId64
+                         " is corrupt",
                          sandbox_pk, minute / 60);
             break;
         }
@@ -403,8 +404,8 @@ db_usage_unpack(PGconn *db, int64_t key_id, int64_t from, int64_t to,
     db_copy_end(&blocks);
     for (int i = 0; i < 3; i++)
         meter_buf_str(&gone[i], "}");
-    if (st >= 0 && (blocks.failed || gone[0].failed || gone[1].failed ||
-                    gone[2].failed))
+    if (st >= 0 &&
+        (blocks.failed || gone[0].failed || gone[1].failed || gone[2].failed))
         st = db_hard(e, "out of memory");
     /* The packs out, what is left of them in again, and the blocks. */
     if (st >= 0 && ngone)

@@ -199,8 +199,8 @@ open_pack(struct meter_usage_reader *r, struct pricing_err *pe)
     free(r->pack);
     r->pack = NULL;
     r->npack = r->taken = 0;
-    if (meter_pack_decode(minute / 60, r->pack_data, len, &r->pack,
-                          &r->npack) < 0) {
+    if (meter_pack_decode(minute / 60, r->pack_data, len, &r->pack, &r->npack) <
+        0) {
         snprintf(pe->msg, sizeof(pe->msg),
                  "stored pack of sandbox '%s' hour %lld is corrupt",
                  PQgetvalue(x, i, 1), (long long)(minute / 60));
@@ -224,8 +224,8 @@ peek(struct meter_usage_reader *r, struct part *p, struct pricing_err *pe)
         struct meter_err e = {{0}};
         int got = have_row(r, &e);
         if (got < 0) {
-            snprintf(pe->msg, sizeof(pe->msg), "%.*s",
-                     (int)sizeof(pe->msg) - 1, e.msg);
+            snprintf(pe->msg, sizeof(pe->msg), "%.*s", (int)sizeof(pe->msg) - 1,
+                     e.msg);
             return -1;
         }
         PGresult *x = r->rows;
@@ -237,9 +237,14 @@ peek(struct meter_usage_reader *r, struct part *p, struct pricing_err *pe)
             const struct meter_pack_part *q = &r->pack[r->taken];
             if (!got || strcmp(PQgetvalue(x, i, 1), r->pack_sandbox) != 0 ||
                 q->minute <= (int32_t)meter_be32(PQgetvalue(x, i, 2))) {
-                *p = (struct part){r->pack_account, r->pack_sandbox,
-                                   r->pack_first_run, q->minute, q->mask,
-                                   q->data, q->len, true};
+                *p = (struct part){r->pack_account,
+                                   r->pack_sandbox,
+                                   r->pack_first_run,
+                                   q->minute,
+                                   q->mask,
+                                   q->data,
+                                   q->len,
+                                   true};
                 return 1;
             }
         } else if (row_packed) {
