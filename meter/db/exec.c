@@ -30,13 +30,12 @@ db_answered(PGconn *db)
 enum meter_db_status
 meter_db_set_statement_timeout(PGconn *db, unsigned ms, struct meter_err *e)
 {
-    char v[24];
-    snprintf(v, sizeof(v), "%u", ms);
-    const char *p[] = {v};
+    struct db_params p = {0};
+    db_param_uint64(&p, ms);
     enum meter_db_status st =
         meter_db_exec(db, "cannot set the statement timeout",
-                      "SELECT set_config('statement_timeout', $1, false)", 1, p,
-                      NULL, NULL, NULL, e);
+                      "SELECT set_config('statement_timeout', $1, false)", p.n,
+                      p.v, NULL, NULL, NULL, e);
     return st < 0 ? st : METER_DB_NONE;
 }
 
@@ -90,6 +89,15 @@ db_hard(struct meter_err *e, const char *fmt, ...)
     return METER_DB_HARD;
 }
 
+/* A count of parameters below 0: a struct db_params given more than it
+ * holds (value.c). HARD, before libpq sees it (a NULL result would read
+ * as a lost connection). */
+static enum meter_db_status
+too_many(const char *what, struct meter_err *e)
+{
+    return db_hard(e, "%s: more than %d parameters", what, DB_PARAMS_MAX);
+}
+
 /* The layer's status of result r: ROWS (r to *res, or cleared), NONE,
  * or the failure. */
 static enum meter_db_status
@@ -116,6 +124,8 @@ meter_db_exec(PGconn *db, const char *what, const char *sql, int n,
 {
     if (res)
         *res = NULL;
+    if (n < 0)
+        return too_many(what, e);
     PGresult *r = PQexecParams(db, sql, n, NULL, values, lengths, formats, 0);
     db_answered(db);
     return outcome(db, r, what, res, e);
@@ -129,6 +139,8 @@ db_exec_prepared(PGconn *db, const char *what, const char *name,
 {
     if (res)
         *res = NULL;
+    if (n < 0)
+        return too_many(what, e);
     PGresult *r = PQexecPrepared(db, name, n, values, lengths, formats, 0);
     const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
     if (state && strcmp(state, "26000") == 0) {
@@ -169,6 +181,9 @@ enum meter_db_status
 db_exec_binary(PGconn *db, const char *what, const char *sql, int n,
                const char *const *values, PGresult **res, struct meter_err *e)
 {
+    *res = NULL;
+    if (n < 0)
+        return too_many(what, e);
     *res = PQexecParams(db, sql, n, NULL, values, NULL, NULL, 1);
     db_answered(db);
     if (PQresultStatus(*res) != PGRES_TUPLES_OK) {
