@@ -54,16 +54,16 @@ db_usage_open(PGconn *db, const char *account, int64_t from, int64_t to,
     r->own_tx = own_tx;
     r->from = from;
     r->to = to;
-    char lo[32], hi[32], lo_h[32];
     /* Minutes are int4: clamp a range reaching past their end. */
     int64_t lo_m = from / 60, hi_m = (to + 59) / 60;
     lo_m = lo_m < INT32_MAX ? lo_m : INT32_MAX;
-    snprintf(lo, sizeof(lo), "%lld", (long long)lo_m);
-    snprintf(hi, sizeof(hi), "%lld",
-             (long long)(hi_m < INT32_MAX ? hi_m : INT32_MAX));
+    struct db_params p = {0};
+    db_param_int64(&p, lo_m);
+    db_param_int64(&p, hi_m < INT32_MAX ? hi_m : INT32_MAX);
     /* The pack holding lo_m starts at its hour. */
-    snprintf(lo_h, sizeof(lo_h), "%lld", (long long)(lo_m - lo_m % 60));
-    const char *values[] = {lo, hi, lo_h, account};
+    db_param_int64(&p, lo_m - lo_m % 60);
+    if (account)
+        db_param_text(&p, account);
     bool ok = true;
     PGresult *res;
     if (own_tx) {
@@ -102,7 +102,7 @@ db_usage_open(PGconn *db, const char *account, int64_t from, int64_t to,
                       " JOIN sandboxes s ON s.sandbox_pk = b.sandbox_pk"
                       " JOIN accounts a ON a.account_pk = b.account_pk"
                       " ORDER BY b.account_pk, b.sandbox_pk, b.minute",
-            account ? 4 : 3, NULL, values, NULL, NULL, 0);
+            p.n, NULL, p.v, NULL, NULL, 0);
         ok = PQresultStatus(res) == PGRES_COMMAND_OK;
         PQclear(res);
     }
