@@ -52,8 +52,11 @@ db_account_load(PGconn *db, struct db_account *acct, bool lock,
     }
     if (st < 0)
         return st;
-    acct->pk = (int32_t)strtol(PQgetvalue(r, 0, 0), NULL, 10);
-    snprintf(acct->name, sizeof(acct->name), "%s", PQgetvalue(r, 0, 1));
+    if (db_get_int32(r, 0, 0, &acct->pk, e) < 0 ||
+        db_get_text(r, 0, 1, acct->name, sizeof(acct->name), e) < 0) {
+        PQclear(r);
+        return METER_DB_HARD;
+    }
     PQclear(r);
     st = meter_db_exec(db, "cannot read the account's price books",
                        "SELECT a.valid_from, a.price_book_id, a.version,"
@@ -72,8 +75,11 @@ db_account_load(PGconn *db, struct db_account *acct, bool lock,
     for (int i = 0; i < n; i++) {
         struct db_assignment *x = &acct->a[acct->na++];
         x->from = date_days(PQgetvalue(r, i, 0)) * 86400;
-        snprintf(x->book_id, sizeof(x->book_id), "%s", PQgetvalue(r, i, 1));
-        x->version = (int)strtol(PQgetvalue(r, i, 2), NULL, 10);
+        if (db_get_text(r, i, 1, x->book_id, sizeof(x->book_id), e) < 0 ||
+            db_get_int(r, i, 2, &x->version, e) < 0) {
+            PQclear(r);
+            return METER_DB_HARD;
+        }
         struct pricing_err pe = {{0}};
         char origin[96];
         snprintf(origin, sizeof(origin), "price book %s version %d", x->book_id,

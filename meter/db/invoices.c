@@ -49,14 +49,11 @@ static enum meter_db_status
 period_state(PGconn *db, const struct db_account *acct, int year, int month,
              uint64_t *first_runs, uint64_t *revision, struct meter_err *e)
 {
-    char pk[16], lo[24], hi[24], period[32];
-    snprintf(pk, sizeof(pk), "%d", acct->pk);
-    snprintf(lo, sizeof(lo), "%lld",
-             (long long)(db_period_start(year, month) / 60));
-    snprintf(hi, sizeof(hi), "%lld",
-             (long long)(db_period_end(year, month) / 60));
-    db_period_text(year, month, period);
-    const char *v[] = {pk, lo, hi, period};
+    struct db_params v = {0};
+    db_param_int32(&v, acct->pk);
+    db_param_int64(&v, db_period_start(year, month) / 60);
+    db_param_int64(&v, db_period_end(year, month) / 60);
+    db_param_period(&v, year, month);
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
         db, "cannot read the period's usage state",
@@ -65,11 +62,10 @@ period_state(PGconn *db, const struct db_account *acct, int year, int month,
         "  AND first_running_minute < $3::int),"
         " coalesce((SELECT revision FROM usage_revisions"
         "  WHERE account_pk = $1::int AND period = $4::date), 0)",
-        4, v, NULL, NULL, &r, e);
-    if (st >= 0) {
-        *first_runs = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
-        *revision = strtoull(PQgetvalue(r, 0, 1), NULL, 10);
-    }
+        v.n, v.v, NULL, NULL, &r, e);
+    if (st >= 0 && (db_get_uint64(r, 0, 0, first_runs, e) < 0 ||
+                    db_get_uint64(r, 0, 1, revision, e) < 0))
+        st = METER_DB_HARD;
     PQclear(r);
     return st;
 }
@@ -162,7 +158,8 @@ line_from_row(PGresult *r, int i, struct report_invoice *inv,
     snprintf(l.corrects, sizeof(l.corrects), "%s", PQgetvalue(r, i, 1));
     meter_period_parse(PQgetvalue(r, i, 2), &l.year, &l.month);
     snprintf(l.book, sizeof(l.book), "%s", PQgetvalue(r, i, 3));
-    l.version = (int)strtol(PQgetvalue(r, i, 4), NULL, 10);
+    if (db_get_int(r, i, 4, &l.version, e) < 0)
+        return -1;
     snprintf(l.description, sizeof(l.description), "%s", PQgetvalue(r, i, 5));
     l.has_quantity = !PQgetisnull(r, i, 6);
     snprintf(l.unit, sizeof(l.unit), "%s", PQgetvalue(r, i, 7));
@@ -187,9 +184,9 @@ static enum meter_db_status
 billed_lines(PGconn *db, const struct db_account *acct, int year, int month,
              struct report_invoice *billed, struct meter_err *e)
 {
-    char period[32];
-    db_period_text(year, month, period);
-    const char *v[] = {acct->id, period};
+    struct db_params v = {0};
+    db_param_text(&v, acct->id);
+    db_param_period(&v, year, month);
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
         db, "cannot read billed lines",
@@ -198,7 +195,7 @@ billed_lines(PGconn *db, const struct db_account *acct, int year, int month,
         " WHERE l.account_id = $1 AND i.status = 'final' AND l.period = $2"
         " AND l.kind <> 'credit_grant'"
         " ORDER BY i.invoice_id, l.line_no",
-        2, v, NULL, NULL, &r, e);
+        v.n, v.v, NULL, NULL, &r, e);
     for (int i = 0; st >= 0 && i < PQntuples(r); i++) {
         if (i == 0)
             snprintf(billed->currency, sizeof(billed->currency), "%s",
@@ -311,10 +308,10 @@ static enum meter_db_status
 late_periods(PGconn *db, const struct db_account *acct, int year, int month,
              struct docs *ds, struct rated *rated, struct meter_err *e)
 {
-    char period[32], pk[16];
-    db_period_text(year, month, period);
-    snprintf(pk, sizeof(pk), "%d", acct->pk);
-    const char *v[] = {acct->id, period, pk};
+    struct db_params v = {0};
+    db_param_text(&v, acct->id);
+    db_param_period(&v, year, month);
+    db_param_int32(&v, acct->pk);
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
         db, "cannot look for late usage",
@@ -348,7 +345,7 @@ late_periods(PGconn *db, const struct db_account *acct, int year, int month,
                  "   WHERE v.account_pk = $3::int AND v.period = p.period), 0)"
                  "   <> coalesce(last.revision, 0)"
                  " ORDER BY p.period",
-        3, v, NULL, NULL, &r, e);
+        v.n, v.v, NULL, NULL, &r, e);
     if (st < 0)
         return st;
     for (int i = 0; i < PQntuples(r) && st >= 0; i++) {
@@ -516,15 +513,16 @@ static enum meter_db_status
 store_parts(PGconn *db, const struct report_invoice *inv,
             const struct rated *rated, struct meter_err *e)
 {
-    char id[24];
-    snprintf(id, sizeof(id), "%" PRId64, inv->id);
     char *lines = lines_json(inv), *usage = rated ? rated_json(rated) : NULL;
     if (!lines || (rated && !usage)) {
         free(lines);
         free(usage);
         return db_hard(e, "out of memory");
     }
-    const char *v[] = {inv->account_id, id, lines};
+    struct db_params v = {0};
+    db_param_text(&v, inv->account_id);
+    db_param_int64(&v, inv->id);
+    db_param_text(&v, lines);
     enum meter_db_status st = meter_db_exec(
         db, "cannot store invoice lines",
         "INSERT INTO invoice_lines (account_id, invoice_id, line_no, kind,"
@@ -535,9 +533,12 @@ store_parts(PGconn *db, const struct report_invoice *inv,
         "  price_book_id text, version int, description text,"
         "  quantity numeric, unit text, unit_price numeric, amount numeric,"
         "  instance text, grant_id text)",
-        3, v, NULL, NULL, NULL, e);
+        v.n, v.v, NULL, NULL, NULL, e);
     if (st >= 0 && usage) {
-        const char *u[] = {inv->account_id, id, usage};
+        struct db_params u = {0};
+        db_param_text(&u, inv->account_id);
+        db_param_int64(&u, inv->id);
+        db_param_text(&u, usage);
         st = meter_db_exec(
             db, "cannot store invoice usage",
             "INSERT INTO invoice_usage (account_id, invoice_id, period,"
@@ -547,7 +548,7 @@ store_parts(PGconn *db, const struct report_invoice *inv,
             " FROM json_to_recordset($3::json) AS x (period date,"
             " samples bigint, first_runs bigint, running_s bigint,"
             " idle_s bigint, revision bigint)",
-            3, u, NULL, NULL, NULL, e);
+            u.n, u.v, NULL, NULL, NULL, e);
     }
     free(lines);
     free(usage);
@@ -570,13 +571,15 @@ store_draft(PGconn *db, const struct db_account *acct,
             struct report_invoice *inv, const struct rated *rated,
             struct meter_err *e)
 {
-    char period[32], total[64];
-    db_period_text(inv->year, inv->month, period);
+    char total[64];
     total_text(inv, total, sizeof(total));
-    const char *v[] = {
-        inv->account_id, period,
-        inv->currency,   total,
-        inv->seller,     inv->account_name[0] ? inv->account_name : NULL};
+    struct db_params v = {0};
+    db_param_text(&v, inv->account_id);
+    db_param_period(&v, inv->year, inv->month);
+    db_param_text(&v, inv->currency);
+    db_param_text(&v, total);
+    db_param_text(&v, inv->seller);
+    db_param_text(&v, inv->account_name[0] ? inv->account_name : NULL);
     PGresult *r;
     /* Keep the draft's id across runs: delete its parts, update it. */
     enum meter_db_status st = meter_db_exec(
@@ -602,10 +605,13 @@ store_draft(PGconn *db, const struct db_account *acct,
         "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM upd"
         " UNION ALL SELECT invoice_id, to_char(now() AT TIME ZONE 'UTC',"
         "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM ins",
-        6, v, NULL, NULL, &r, e);
+        v.n, v.v, NULL, NULL, &r, e);
     if (st < 0)
         return st;
-    inv->id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    if (db_get_int64(r, 0, 0, &inv->id, e) < 0) {
+        PQclear(r);
+        return METER_DB_HARD;
+    }
     snprintf(inv->created_at, sizeof(inv->created_at), "%s",
              PQgetvalue(r, 0, 1));
     snprintf(inv->status, sizeof(inv->status), "draft");
@@ -619,8 +625,7 @@ store_draft(PGconn *db, const struct db_account *acct,
 static enum meter_db_status
 drop_other_drafts(PGconn *db, const struct docs *ds, struct meter_err *e)
 {
-    char period[32], keep[8 * METER_INVOICE_DOCS] = "{";
-    db_period_text(ds->d[0].year, ds->d[0].month, period);
+    char keep[8 * METER_INVOICE_DOCS] = "{";
     for (size_t i = 0; i < ds->n; i++) {
         size_t len = strlen(keep);
         snprintf(keep + len, sizeof(keep) - len, "%s%s", i ? "," : "",
@@ -628,13 +633,16 @@ drop_other_drafts(PGconn *db, const struct docs *ds, struct meter_err *e)
     }
     size_t len = strlen(keep);
     snprintf(keep + len, sizeof(keep) - len, "}");
-    const char *v[] = {ds->d[0].account_id, period, keep};
+    struct db_params v = {0};
+    db_param_text(&v, ds->d[0].account_id);
+    db_param_period(&v, ds->d[0].year, ds->d[0].month);
+    db_param_text(&v, keep);
     return meter_db_exec(db, "cannot remove a stale draft",
                          "DELETE FROM invoices WHERE account_id = $1"
                          " AND period = $2::date AND status = 'draft'"
                          " AND kind = 'invoice'"
                          " AND currency <> ALL ($3::text[])",
-                         3, v, NULL, NULL, NULL, e);
+                         v.n, v.v, NULL, NULL, NULL, e);
 }
 
 /* Gives the draft inv its number, hash and final status. */
@@ -652,25 +660,31 @@ finalize(PGconn *db, struct report_invoice *inv, struct meter_err *e)
         0, NULL, NULL, NULL, &r, e);
     if (st < 0)
         return st;
-    snprintf(inv->number, sizeof(inv->number), "%04d-%06d",
-             (int)strtol(PQgetvalue(r, 0, 0), NULL, 10),
-             (int)strtol(PQgetvalue(r, 0, 1), NULL, 10));
+    int year, last;
+    if (db_get_int(r, 0, 0, &year, e) < 0 ||
+        db_get_int(r, 0, 1, &last, e) < 0) {
+        PQclear(r);
+        return METER_DB_HARD;
+    }
+    snprintf(inv->number, sizeof(inv->number), "%04d-%06d", year, last);
     snprintf(inv->finalized_at, sizeof(inv->finalized_at), "%s",
              PQgetvalue(r, 0, 2));
     PQclear(r);
     if (report_invoice_hash(inv, inv->sha256, e) < 0)
         return METER_DB_HARD;
-    char id[24];
-    snprintf(id, sizeof(id), "%" PRId64, inv->id);
-    const char *v[] = {inv->account_id, id, inv->number, inv->sha256,
-                       inv->finalized_at};
+    struct db_params v = {0};
+    db_param_text(&v, inv->account_id);
+    db_param_int64(&v, inv->id);
+    db_param_text(&v, inv->number);
+    db_param_text(&v, inv->sha256);
+    db_param_text(&v, inv->finalized_at);
     st = meter_db_exec(db, "cannot finalize the invoice",
                        "UPDATE invoices SET status = 'final', number = $3,"
                        " sha256 = decode($4, 'hex'),"
                        " finalized_at = $5::timestamptz"
                        " WHERE account_id = $1 AND invoice_id = $2::bigint"
                        " AND status = 'draft'",
-                       5, v, NULL, NULL, NULL, e);
+                       v.n, v.v, NULL, NULL, NULL, e);
     snprintf(inv->status, sizeof(inv->status), "final");
     return st < 0 ? st : METER_DB_ROWS;
 }
@@ -681,11 +695,11 @@ enum meter_db_status
 meter_db_invoice_accounts(PGconn *db, int year, int month, const char *only,
                           struct meter_strtab *out, struct meter_err *e)
 {
-    char from[32], to[32];
-    db_period_text(year, month, from);
-    db_period_text(month == 12 ? year + 1 : year, month == 12 ? 1 : month + 1,
-                   to);
-    const char *v[] = {from, to, only};
+    struct db_params v = {0};
+    db_param_period(&v, year, month);
+    db_param_period(&v, month == 12 ? year + 1 : year,
+                    month == 12 ? 1 : month + 1);
+    db_param_text(&v, only);
     /* An assignment holds until the account's next one. */
     return db_strings(
         db, "cannot list the accounts to invoice",
@@ -696,7 +710,7 @@ meter_db_invoice_accounts(PGconn *db, int year, int month, const char *only,
         "  WHERE n.account_id = a.account_id AND n.valid_from > a.valid_from"
         "  AND n.valid_from <= $1::date)"
         " ORDER BY a.account_id",
-        3, v, out, e);
+        v.n, v.v, out, e);
 }
 
 /* HARD, naming the period, when an earlier period in which the account
@@ -709,16 +723,16 @@ finalized_before(PGconn *db, const struct db_account *acct, int year, int month,
 {
     if (acct->na == 0)
         return METER_DB_NONE;
-    char period[32];
-    db_period_text(year, month, period);
-    const char *v[] = {acct->id, period};
+    struct db_params v = {0};
+    db_param_text(&v, acct->id);
+    db_param_period(&v, year, month);
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
         db, "cannot read the account's invoices",
         "SELECT DISTINCT to_char(period, 'YYYY-MM') FROM invoices"
         " WHERE account_id = $1 AND kind = 'invoice' AND status = 'final'"
         " AND period < $2::date",
-        2, v, NULL, NULL, &r, e);
+        v.n, v.v, NULL, NULL, &r, e);
     if (st < 0)
         return st;
     int y, m;
@@ -758,8 +772,6 @@ run_attempt(PGconn *db, void *arg, struct meter_err *e)
     struct db_account acct = {.id = a->account};
     struct docs ds = {0};
     struct rated rated = {0};
-    char period[32];
-    db_period_text(a->year, a->month, period);
     memset(out, 0, sizeof(*out));
 
     enum meter_db_status st = db_account_load(db, &acct, true, e);
@@ -781,15 +793,17 @@ run_attempt(PGconn *db, void *arg, struct meter_err *e)
     }
     struct db_parts parts;
     db_parts_of(&acct, a->year, a->month, &parts);
-    const char *v[] = {acct.id, period,
-                       parts.n ? pricing_book_currency(parts.p[0].book) : NULL};
+    struct db_params v = {0};
+    db_param_text(&v, acct.id);
+    db_param_period(&v, a->year, a->month);
+    db_param_text(&v, parts.n ? pricing_book_currency(parts.p[0].book) : NULL);
     if (parts.n == 0) {
         /* No book in the period: no invoice, and no stale draft. */
         st = meter_db_exec(db, "cannot remove a stale draft",
                            "DELETE FROM invoices WHERE account_id = $1 AND"
                            " period = $2::date AND status = 'draft'"
                            " AND kind = 'invoice'",
-                           2, v, NULL, NULL, NULL, e);
+                           2, v.v, NULL, NULL, NULL, e);
         goto out;
     }
     /* A live final invoice of the period in its books' currency stands:
@@ -800,7 +814,7 @@ run_attempt(PGconn *db, void *arg, struct meter_err *e)
                        "SELECT i.number FROM invoices i WHERE i.account_id = $1"
                        " AND i.period = $2::date AND i.currency = $3"
                        " AND " LIVE_INVOICE,
-                       3, v, NULL, NULL, &r, e);
+                       v.n, v.v, NULL, NULL, &r, e);
     if (st < 0)
         goto out;
     if (st == METER_DB_ROWS) {
@@ -921,12 +935,14 @@ meter_db_invoice_preview(PGconn *db, const char *account, int year, int month,
     " coalesce(i.reason, ''), coalesce(encode(i.sha256, 'hex'), ''),"          \
     " i.total::text"
 
-/* Fills the header of inv from row i of r (DOC_COLUMNS). */
+/* Fills the header of inv from row i of r (DOC_COLUMNS); -1 if it does
+ * not read back. */
 static int
-doc_header(PGresult *r, int i, struct report_invoice *inv)
+doc_header(PGresult *r, int i, struct report_invoice *inv, struct meter_err *e)
 {
     memset(inv, 0, sizeof(*inv));
-    inv->id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+    if (db_get_int64(r, i, 0, &inv->id, e) < 0)
+        return -1;
     snprintf(inv->kind, sizeof(inv->kind), "%s", PQgetvalue(r, i, 1));
     snprintf(inv->number, sizeof(inv->number), "%s", PQgetvalue(r, i, 3));
     snprintf(inv->account_id, sizeof(inv->account_id), "%s",
@@ -947,23 +963,23 @@ doc_header(PGresult *r, int i, struct report_invoice *inv)
     snprintf(inv->sha256, sizeof(inv->sha256), "%s", PQgetvalue(r, i, 14));
     snprintf(inv->status, sizeof(inv->status), "%s",
              inv->voided_by[0] ? "void" : PQgetvalue(r, i, 2));
-    return db_parse_dec(PQgetvalue(r, i, 15), &inv->total);
+    return db_get_dec(r, i, 15, &inv->total, e);
 }
 
 /* The lines of document inv->id. */
 static enum meter_db_status
 doc_lines(PGconn *db, struct report_invoice *inv, struct meter_err *e)
 {
-    char id[24];
-    snprintf(id, sizeof(id), "%" PRId64, inv->id);
-    const char *v[] = {inv->account_id, id};
+    struct db_params v = {0};
+    db_param_text(&v, inv->account_id);
+    db_param_int64(&v, inv->id);
     PGresult *r;
     enum meter_db_status st =
         meter_db_exec(db, "cannot read invoice lines",
                       "SELECT " LINE_COLUMNS " FROM invoice_lines l"
                       " WHERE l.account_id = $1 AND l.invoice_id = $2::bigint"
                       " ORDER BY l.line_no",
-                      2, v, NULL, NULL, &r, e);
+                      v.n, v.v, NULL, NULL, &r, e);
     for (int i = 0; st >= 0 && i < PQntuples(r); i++)
         if (line_from_row(r, i, inv, e) < 0)
             st = METER_DB_HARD;
@@ -981,24 +997,28 @@ meter_db_invoice_get(PGconn *db, const char *ref, const char *account,
     uint64_t id = 0;
     if (!number && meter_parse_uint(ref, 1, INT64_MAX, &id) < 0)
         return METER_DB_NONE;
-    char idtext[24];
-    snprintf(idtext, sizeof(idtext), "%" PRIu64, id);
-    const char *v[] = {number ? ref : NULL, number ? NULL : idtext, account};
+    struct db_params v = {0};
+    db_param_text(&v, number ? ref : NULL);
+    if (number)
+        db_param_text(&v, NULL);
+    else
+        db_param_uint64(&v, id);
+    db_param_text(&v, account);
     PGresult *r;
     enum meter_db_status st =
         meter_db_exec(db, "cannot read the invoice",
                       "SELECT " DOC_COLUMNS " FROM invoices i"
                       " WHERE (i.number = $1 OR i.invoice_id = $2::bigint)"
                       " AND ($3::text IS NULL OR i.account_id = $3::text)",
-                      3, v, NULL, NULL, &r, e);
+                      v.n, v.v, NULL, NULL, &r, e);
     if (st != METER_DB_ROWS) {
         PQclear(r);
         return st;
     }
-    int bad = doc_header(r, 0, inv);
+    int bad = doc_header(r, 0, inv, e);
     PQclear(r);
     if (bad)
-        return db_hard(e, "invoice '%s': its total does not read back", ref);
+        return METER_DB_HARD;
     return doc_lines(db, inv, e);
 }
 
@@ -1006,13 +1026,15 @@ enum meter_db_status
 meter_db_invoice_list(PGconn *db, const struct meter_invoice_filter *f,
                       meter_invoice_cb *cb, void *arg, struct meter_err *e)
 {
-    char period[32] = "", after[24], limit[24];
+    struct db_params v = {0};
+    db_param_text(&v, f->account);
     if (f->year)
-        db_period_text(f->year, f->month, period);
-    snprintf(after, sizeof(after), "%" PRId64, f->after);
-    snprintf(limit, sizeof(limit), "%d", f->limit > 0 ? f->limit : 100);
-    const char *v[] = {f->account, period[0] ? period : NULL, f->status, after,
-                       limit};
+        db_param_period(&v, f->year, f->month);
+    else
+        db_param_text(&v, NULL);
+    db_param_text(&v, f->status);
+    db_param_int64(&v, f->after);
+    db_param_int32(&v, f->limit > 0 ? f->limit : 100);
     PGresult *r;
     enum meter_db_status st =
         meter_db_exec(db, "cannot list invoices",
@@ -1023,13 +1045,16 @@ meter_db_invoice_list(PGconn *db, const struct meter_invoice_filter *f,
                       " WHERE $3::text IS NULL OR (CASE WHEN d.voided_by <> ''"
                       "  THEN 'void' ELSE d.status END) = $3::text"
                       " ORDER BY d.invoice_id LIMIT $5::int",
-                      5, v, NULL, NULL, &r, e);
+                      v.n, v.v, NULL, NULL, &r, e);
     if (st < 0)
         return st;
     for (int i = 0; i < PQntuples(r); i++) {
         struct report_invoice inv;
-        if (doc_header(r, i, &inv) == 0)
-            cb(&inv, arg);
+        if (doc_header(r, i, &inv, e) < 0) {
+            st = METER_DB_HARD;
+            break;
+        }
+        cb(&inv, arg);
     }
     PQclear(r);
     return st;
@@ -1091,15 +1116,17 @@ void_attempt(PGconn *db, void *arg, struct meter_err *e)
     }
     if (st < 0)
         goto out;
-    char period[32], total[64], voids[24];
-    db_period_text(note.year, note.month, period);
+    char total[64];
     total_text(&note, total, sizeof(total));
-    snprintf(voids, sizeof(voids), "%" PRId64, inv.id);
-    const char *v[] = {
-        note.account_id, period,
-        note.currency,   total,
-        note.seller,     note.account_name[0] ? note.account_name : NULL,
-        voids,           note.reason};
+    struct db_params v = {0};
+    db_param_text(&v, note.account_id);
+    db_param_period(&v, note.year, note.month);
+    db_param_text(&v, note.currency);
+    db_param_text(&v, total);
+    db_param_text(&v, note.seller);
+    db_param_text(&v, note.account_name[0] ? note.account_name : NULL);
+    db_param_int64(&v, inv.id);
+    db_param_text(&v, note.reason);
     PGresult *r;
     st = meter_db_exec(
         db, "cannot store the credit note",
@@ -1107,27 +1134,29 @@ void_attempt(PGconn *db, void *arg, struct meter_err *e)
         " total, seller, account_name, voids, reason)"
         " VALUES ($1, 'credit_note', $2::date, 'draft', $3, $4::numeric, $5,"
         " $6, $7::bigint, $8) RETURNING invoice_id",
-        8, v, NULL, NULL, &r, e);
+        v.n, v.v, NULL, NULL, &r, e);
     if (st < 0) {
         if (strstr(e->msg, "invoices_void_once"))
             meter_fail(e, "invoice '%s' is already void", a->number);
         goto out;
     }
-    note.id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    if (db_get_int64(r, 0, 0, &note.id, e) < 0)
+        st = METER_DB_HARD;
     PQclear(r);
-    st = store_parts(db, &note, NULL, e);
+    if (st >= 0)
+        st = store_parts(db, &note, NULL, e);
     if (st >= 0) {
         /* Every period the note takes lines back from is to be rated
          * again by the account's next invoice. */
-        char id[24];
-        snprintf(id, sizeof(id), "%" PRId64, note.id);
-        const char *u[] = {note.account_id, id};
+        struct db_params u = {0};
+        db_param_text(&u, note.account_id);
+        db_param_int64(&u, note.id);
         st = meter_db_exec(db, "cannot store the credit note",
                            "INSERT INTO invoice_usage (account_id, invoice_id,"
                            " period) SELECT DISTINCT account_id, invoice_id,"
                            " period FROM invoice_lines WHERE account_id = $1"
                            " AND invoice_id = $2::bigint",
-                           2, u, NULL, NULL, NULL, e);
+                           u.n, u.v, NULL, NULL, NULL, e);
     }
     if (st >= 0)
         st = db_revenue_negate(db, note.account_id, note.id, inv.id, e);

@@ -102,11 +102,10 @@ load_period(PGconn *db, const struct db_account *acct, int year, int month,
             to = db_period_end(year, month);
     p->first_day = from / 86400;
     p->ndays = (int)((to - from) / 86400);
-    char pk[16], lo[24], hi[24];
-    snprintf(pk, sizeof(pk), "%d", acct->pk);
-    snprintf(lo, sizeof(lo), "%" PRId64, from / 3600);
-    snprintf(hi, sizeof(hi), "%" PRId64, to / 3600);
-    const char *v[] = {pk, lo, hi};
+    struct db_params v = {0};
+    db_param_int32(&v, acct->pk);
+    db_param_int64(&v, from / 3600);
+    db_param_int64(&v, to / 3600);
     PGresult *r;
     /* Each driver as a share of the period's whole, out of 10^9. */
     enum meter_db_status st = meter_db_exec(
@@ -123,15 +122,23 @@ load_period(PGconn *db, const struct db_account *acct, int year, int month,
         "  coalesce(floor(k * 1e9 / nullif(sum(k) OVER (), 0)), 0),"
         "  coalesce(floor(x * 1e9 / nullif(sum(x) OVER (), 0)), 0)"
         " FROM d",
-        3, v, NULL, NULL, &r, e);
+        v.n, v.v, NULL, NULL, &r, e);
     if (st < 0)
         return st;
     for (int i = 0; i < PQntuples(r); i++) {
-        int64_t day = strtoll(PQgetvalue(r, i, 0), NULL, 10) - p->first_day;
+        int64_t day;
+        if (db_get_int64(r, i, 0, &day, e) < 0) {
+            PQclear(r);
+            return METER_DB_HARD;
+        }
+        day -= p->first_day;
         if (day < 0 || day >= p->ndays)
             continue;
         for (int d = 0; d < D_N; d++)
-            p->w[day][d] = strtoll(PQgetvalue(r, i, d + 1), NULL, 10);
+            if (db_get_int64(r, i, d + 1, &p->w[day][d], e) < 0) {
+                PQclear(r);
+                return METER_DB_HARD;
+            }
     }
     PQclear(r);
     s->np++;
@@ -386,9 +393,10 @@ db_revenue_store(PGconn *db, const struct db_account *acct,
                     !(rows = cells_json(&s, minor))))
         st = db_hard(e, "out of memory");
     if (st >= 0) {
-        char id[24];
-        snprintf(id, sizeof(id), "%" PRId64, inv->id);
-        const char *v[] = {inv->account_id, id, rows};
+        struct db_params v = {0};
+        db_param_text(&v, inv->account_id);
+        db_param_int64(&v, inv->id);
+        db_param_text(&v, rows);
         st = meter_db_exec(
             db, "cannot store the revenue by day",
             "INSERT INTO invoice_revenue (account_id, invoice_id, day, kind,"
@@ -396,7 +404,7 @@ db_revenue_store(PGconn *db, const struct db_account *acct,
             " SELECT $1, $2::bigint, x.* FROM json_to_recordset($3::json) AS x"
             " (day date, kind text, price_book_id text, version int,"
             "  amount numeric)",
-            3, v, NULL, NULL, NULL, e);
+            v.n, v.v, NULL, NULL, NULL, e);
     }
     free(rows);
     free(s.p);
@@ -408,10 +416,10 @@ enum meter_db_status
 db_revenue_negate(PGconn *db, const char *account, int64_t note, int64_t voided,
                   struct meter_err *e)
 {
-    char n[24], vd[24];
-    snprintf(n, sizeof(n), "%" PRId64, note);
-    snprintf(vd, sizeof(vd), "%" PRId64, voided);
-    const char *v[] = {account, n, vd};
+    struct db_params v = {0};
+    db_param_text(&v, account);
+    db_param_int64(&v, note);
+    db_param_int64(&v, voided);
     return meter_db_exec(
         db, "cannot store the credit note's revenue",
         "INSERT INTO invoice_revenue (account_id, invoice_id, day, kind,"
@@ -419,5 +427,5 @@ db_revenue_negate(PGconn *db, const char *account, int64_t note, int64_t voided,
         " SELECT account_id, $2::bigint, day, kind, price_book_id, version,"
         " -amount FROM invoice_revenue WHERE account_id = $1"
         " AND invoice_id = $3::bigint",
-        3, v, NULL, NULL, NULL, e);
+        v.n, v.v, NULL, NULL, NULL, e);
 }
