@@ -63,9 +63,9 @@ timed(const char *cmd)
 int
 main(int argc, char **argv)
 {
-    size_t sandboxes = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000;
-    unsigned seconds = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 86400;
-    size_t accounts = argc > 3 ? strtoul(argv[3], NULL, 10) : 100;
+    size_t sandboxes = (size_t)bench_arg(argc, argv, 1, 1000, 10000000);
+    unsigned seconds = (unsigned)bench_arg(argc, argv, 2, 86400, 86400 * 21);
+    size_t accounts = (size_t)bench_arg(argc, argv, 3, 100, 10000000);
     if (!sandboxes || seconds < 60 || seconds > 86400 * 21 || !accounts)
         die("usage", "invoice_bench [SANDBOXES] [SECONDS<=1814400] [ACCOUNTS]");
 
