@@ -355,10 +355,14 @@ test_caps(void)
     free(x.s);
 
     /* 25 invalid samples: all counted, the first 20 kept. */
-    char body[4096] = "[";
-    for (int i = 0; i < 25; i++)
-        strcat(body, i ? "," P(1, "s", -1) : P(1, "s", -1));
-    strcat(body, "]");
+    char body[4096];
+    size_t len = 0;
+    for (int i = 0; i < 25 && len < sizeof(body); i++)
+        len += (size_t)snprintf(body + len, sizeof(body) - len, "%s%s",
+                                i ? "," : "[", P(1, "s", -1));
+    if (len < sizeof(body))
+        len += (size_t)snprintf(body + len, sizeof(body) - len, "]");
+    CHECK(len < sizeof(body));
     parse(body, false, 100, &x);
     CHECK(x.p.total == 25 && x.p.n == METER_MAX_PROBLEMS);
     CHECK(x.p.n == METER_MAX_PROBLEMS && x.p.items[19].index == 19);
