@@ -35,8 +35,7 @@ meterd_bad_query(struct meter_http_request *rq, const char *name,
 static void
 unavailable(struct meter_http_request *rq, const struct meter_err *e)
 {
-    meter_log(METER_LOG_ERROR, "report: %s", e->msg);
-    meter_http_count_db_error(rq);
+    meter_http_db_error(rq, e);
     meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
                              NULL, "the report cannot be read now");
 }
