@@ -100,13 +100,6 @@ void meter_problems_add(struct meter_problems *p, size_t index,
 /* ---- request bodies ---------------------------------------------------- */
 
 /*
- * Parses and validates a body of samples: NDJSON if ndjson, else a JSON
- * array of samples or the columnar object (meter/README.md). *out
- * (malloc'd, *n samples) holds every sample read; p lists the invalid
- * ones and any syntax error. At most max samples: past that, a problem.
- * Returns -1 only when out of memory (nothing in *out).
- */
-/*
  * The decimals of vcpu and cpu_used, read from the JSON text: jansson
  * turns a fraction into a double, on which 1.00000000000000001 is 1.
  * Looks in text for a number under one of those keys (its value, or an
@@ -117,6 +110,13 @@ void meter_problems_add(struct meter_problems *p, size_t index,
 bool meter_sample_decimals_ok(const char *text, size_t len, char key[16],
                               char number[48]);
 
+/*
+ * Parses and validates a body of samples: NDJSON if ndjson, else a JSON
+ * array of samples or the columnar object (meter/README.md). *out
+ * (malloc'd, *n samples) holds every sample read; p lists the invalid
+ * ones and any syntax error. At most max samples: past that, a problem.
+ * Returns -1 only when out of memory (nothing in *out).
+ */
 int meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
                      struct meter_sample **out, size_t *n,
                      struct meter_problems *p);
