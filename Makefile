@@ -39,7 +39,7 @@ check: deps openapi-lint browser-check
 	cd build-check && ctest --output-on-failure -j $(JOBS)
 	@# Again far from UTC (UTC+14): no result may depend on the local zone.
 	cd build-check && TZ=Pacific/Kiritimati ctest --output-on-failure \
-	    -j $(JOBS) -E '^(layers|sql_hygiene|install|openapi|fuzz|valgrind|costsim_html)$$'
+	    -j $(JOBS) -E '^(layers|sql_hygiene|format|calls|install|openapi|fuzz|valgrind|costsim_html)$$'
 
 
 bench: deps

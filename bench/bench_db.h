@@ -68,9 +68,9 @@ static inline bool
 bench_db_exists(struct bench_db *b)
 {
     const char *v[] = {b->name};
-    PGresult *r = PQexecParams(b->admin,
-                               "SELECT 1 FROM pg_database WHERE datname = $1",
-                               1, NULL, v, NULL, NULL, 0);
+    PGresult *r =
+        PQexecParams(b->admin, "SELECT 1 FROM pg_database WHERE datname = $1",
+                     1, NULL, v, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK)
         bench_db_die("database", PQerrorMessage(b->admin));
     bool found = PQntuples(r) > 0;

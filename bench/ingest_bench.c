@@ -54,7 +54,9 @@ static long long
 sql_int(PGconn *db, const char *q)
 {
     PGresult *r = bench_sql(db, q);
-    long long v = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    long long v;
+    if (bench_int(PQgetvalue(r, 0, 0), "", &v) < 0)
+        die("not an integer", q);
     PQclear(r);
     return v;
 }
@@ -484,9 +486,9 @@ report(const char *fleet, struct figures *runs, double max_bytes)
 int
 main(int argc, char **argv)
 {
-    size_t sandboxes = argc > 1 ? strtoul(argv[1], NULL, 10) : 2500;
-    unsigned seconds = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 3600;
-    int conns = argc > 3 ? atoi(argv[3]) : 4;
+    size_t sandboxes = (size_t)bench_arg(argc, argv, 1, 2500, 10000000);
+    unsigned seconds = (unsigned)bench_arg(argc, argv, 2, 3600, 86400 * 31);
+    int conns = (int)bench_arg(argc, argv, 3, 4, 64);
     if (!sandboxes || seconds < 60 || conns < 1 || conns > 64)
         die("usage", "ingest_bench [SANDBOXES] [SECONDS] [CONNECTIONS]");
     printf("ingest_bench: %zu sandbox slots x %u s, batches of 60 s, %d "

@@ -48,7 +48,6 @@ die(const char *what, const char *detail)
     exit(1);
 }
 
-
 /* Runs cmd through the shell; its wall time. */
 static double
 timed(const char *cmd)
@@ -64,9 +63,9 @@ timed(const char *cmd)
 int
 main(int argc, char **argv)
 {
-    size_t sandboxes = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000;
-    unsigned seconds = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 86400;
-    size_t accounts = argc > 3 ? strtoul(argv[3], NULL, 10) : 100;
+    size_t sandboxes = (size_t)bench_arg(argc, argv, 1, 1000, 10000000);
+    unsigned seconds = (unsigned)bench_arg(argc, argv, 2, 86400, 86400 * 21);
+    size_t accounts = (size_t)bench_arg(argc, argv, 3, 100, 10000000);
     if (!sandboxes || seconds < 60 || seconds > 86400 * 21 || !accounts)
         die("usage", "invoice_bench [SANDBOXES] [SECONDS<=1814400] [ACCOUNTS]");
 
@@ -96,15 +95,15 @@ main(int argc, char **argv)
              " TO STDOUT (FORMAT binary)\" >/dev/null",
              conninfo, 1767225600LL / 60, 1769904000LL / 60);
     snprintf(run, sizeof(run),
-             "%s --db '%s' invoice run --period %s >/dev/null",
-             METERCTL_PATH, conninfo, FLEET_PERIOD);
+             "%s --db '%s' invoice run --period %s >/dev/null", METERCTL_PATH,
+             conninfo, FLEET_PERIOD);
     /* As stored, packed, then after closing the month. */
     char pack[8192], compact[8192];
     snprintf(pack, sizeof(pack), "%s --db '%s' usage pack --after 0 >/dev/null",
              METERCTL_PATH, conninfo);
     snprintf(compact, sizeof(compact),
-             "%s --db '%s' usage compact --period %s >/dev/null",
-             METERCTL_PATH, conninfo, FLEET_PERIOD);
+             "%s --db '%s' usage compact --period %s >/dev/null", METERCTL_PATH,
+             conninfo, FLEET_PERIOD);
     for (int phase = 0; phase < 3; phase++) {
         if (phase == 1) {
             printf("  packed (usage pack) in %.1f s\n", timed(pack));

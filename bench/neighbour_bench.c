@@ -232,8 +232,9 @@ peak_mib(pid_t pid)
     FILE *f = fopen(path, "r");
     double kib = 0;
     while (f && fgets(line, sizeof(line), f))
-        if (strncmp(line, "VmHWM:", 6) == 0)
-            kib = strtod(line + 6, NULL);
+        if (strncmp(line, "VmHWM:", 6) == 0 &&
+            bench_num(line + 6, " kB", &kib) < 0)
+            kib = 0;
     if (f)
         fclose(f);
     return kib / 1024;

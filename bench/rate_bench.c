@@ -231,8 +231,8 @@ bench_parse(const struct pricing_second *all, size_t n)
 int
 main(int argc, char **argv)
 {
-    int sandboxes = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 1000;
-    int repeats = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 3;
+    int sandboxes = (int)bench_arg(argc, argv, 1, 1000, 10000000);
+    int repeats = (int)bench_arg(argc, argv, 2, 3, 20);
     if (sandboxes < 1 || repeats < 1 || repeats > 20) {
         fprintf(stderr, "usage: rate_bench [SANDBOXES] [REPEATS]\n");
         return 2;

@@ -124,7 +124,6 @@ on_signal(int sig)
     raise(sig);
 }
 
-
 static void
 sql_do(PGconn *db, const char *q)
 {
@@ -145,7 +144,7 @@ fleet_complete(PGconn *db, size_t sandboxes, unsigned seconds, size_t accounts)
     if (!has)
         return false;
     snprintf(q, sizeof(q),
-             "SELECT m.samples, m.load_s, to_char(m.stored_at,"
+             "SELECT m.samples, round(m.load_s), to_char(m.stored_at,"
              " 'YYYY-MM-DD HH24:MI'), (SELECT coalesce(sum(samples), 0)"
              " FROM usage_hourly) FROM report_bench_marker m"
              " WHERE m.sandboxes = %zu AND m.seconds = %u AND m.accounts = %zu",
@@ -154,10 +153,9 @@ fleet_complete(PGconn *db, size_t sandboxes, unsigned seconds, size_t accounts)
     bool ok = PQntuples(r) == 1 &&
               strcmp(PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 3)) == 0;
     if (ok)
-        printf("  the fleet-day stored on %s (%s samples, stored in %.0f s) "
+        printf("  the fleet-day stored on %s (%s samples, stored in %s s) "
                "is kept: REPORT_BENCH_REBUILD=1 stores it again\n",
-               PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 0),
-               strtod(PQgetvalue(r, 0, 1), NULL));
+               PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
     PQclear(r);
     return ok;
 }
@@ -320,23 +318,28 @@ wrk(const char *url, const char *token, unsigned secs, unsigned conns)
         meter_buf_str(&all, line);
         const char *s = line + strspn(line, " \t");
         long long a, b, cc, dd;
-        if (strncmp(s, "Requests/sec:", 13) == 0)
-            r.rps = strtod(s + 13, NULL);
-        else if (strncmp(s, "50%", 3) == 0)
+        if (strncmp(s, "Requests/sec:", 13) == 0) {
+            if (bench_num(s + 13, "", &r.rps) < 0)
+                r.rps = -1;
+        } else if (strncmp(s, "50%", 3) == 0)
             r.p50_ms = wrk_ms(s + 3 + strspn(s + 3, " \t"));
         else if (strncmp(s, "99%", 3) == 0)
             r.p99_ms = wrk_ms(s + 3 + strspn(s + 3, " \t"));
-        else if (strncmp(s, "Non-2xx or 3xx responses:", 25) == 0)
-            r.bad_status = strtoll(s + 25, NULL, 10);
-        else if (sscanf(s,
-                        "Socket errors: connect %lld, read %lld, write "
-                        "%lld, timeout %lld",
-                        &a, &b, &cc, &dd) == 4) {
+        else if (strncmp(s, "Non-2xx or 3xx responses:", 25) == 0) {
+            /* Unreadable: the run fails as wrk's output does not read
+             * (its requests line came before). */
+            if (bench_int(s + 25, "", &r.bad_status) < 0)
+                r.requests = -1;
+        } else if (sscanf(s,
+                          "Socket errors: connect %lld, read %lld, write "
+                          "%lld, timeout %lld",
+                          &a, &b, &cc, &dd) == 4) {
             r.socket_errors = a + b + cc + dd;
             snprintf(r.socket_line, sizeof(r.socket_line), "%.*s",
                      (int)strcspn(s, "\n"), s);
-        } else if (strstr(s, " requests in "))
-            r.requests = strtoll(s, NULL, 10);
+        } else if (strstr(s, " requests in ") &&
+                   bench_int(s, " requests in ", &r.requests) < 0)
+            r.requests = -1;
     }
     fclose(f);
     int st;
@@ -399,9 +402,9 @@ measure(struct measured *m, int i, const char *base, const char *token,
 int
 main(int argc, char **argv)
 {
-    unsigned secs = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 5;
-    unsigned threads = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 4;
-    unsigned conns = argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 32;
+    unsigned secs = (unsigned)bench_arg(argc, argv, 1, 5, 3600);
+    unsigned threads = (unsigned)bench_arg(argc, argv, 2, 4, 256);
+    unsigned conns = (unsigned)bench_arg(argc, argv, 3, 32, 100000);
     size_t sandboxes = 1000, accounts = 100;
     unsigned seconds = 86400;
     const char *fleet_env = getenv("REPORT_BENCH_FLEET");
@@ -471,9 +474,11 @@ main(int argc, char **argv)
      * rows merge in a few seconds, once). */
     double merge_started = bench_now();
     for (int i = 0;; i++) {
-        PGresult *r = bench_sql(
-            db, "SELECT count(*) FROM usage_hourly WHERE NOT merged");
-        long long left = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        PGresult *r =
+            bench_sql(db, "SELECT count(*) FROM usage_hourly WHERE NOT merged");
+        long long left;
+        if (bench_int(PQgetvalue(r, 0, 0), "", &left) < 0)
+            die("meterd", "the rollups left to merge do not read");
         PQclear(r);
         if (!left)
             break;

@@ -26,6 +26,7 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_rng.h>
 
+#include "bench.h"
 #include "sim.h"
 
 #define MAX_BOOKS 64
@@ -101,8 +102,8 @@ price(struct sim_month *m, size_t months, const struct pricing_book **books,
 int
 main(int argc, char **argv)
 {
-    size_t months = argc > 1 ? strtoul(argv[1], NULL, 10) : 4;
-    int repeats = argc > 2 ? atoi(argv[2]) : 3;
+    size_t months = (size_t)bench_arg(argc, argv, 1, 4, 1200);
+    int repeats = (int)bench_arg(argc, argv, 2, 3, 1000);
     if (months < 1 || repeats < 1) {
         fprintf(stderr, "usage: sim_bench [MONTHS] [REPEATS]\n");
         return 2;

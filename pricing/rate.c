@@ -7,7 +7,8 @@
  * streak, its quantities in the current period) and one accumulator per
  * (account, period). Per-sandbox sums are 128-bit sums of 64-bit values
  * (a run's, its value times at most 2^32 seconds), which cannot overflow
- * below 2^64 samples; sums across sandboxes are checked. Pricing the quantities is statement.c's.
+ * below 2^64 samples; sums across sandboxes are checked. Pricing the quantities
+ * is statement.c's.
  */
 #include "pricing_int.h"
 

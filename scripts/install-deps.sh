@@ -7,10 +7,12 @@ set -eu
 # chromium: costsim's HTML report is tested in a real browser, Debian's,
 # driven headless by puppeteer-core (tools/browser); python3 reads its
 # CSV in tests/costsim.sh. wrk: the HTTP load of bench/report_bench.
+# clang-format: scripts/check-format.sh, at Debian 12's version (14),
+# the one the tree is formatted with.
 packages="cmake make gcc pkg-config libpq-dev libmicrohttpd-dev libgnutls28-dev
 libjansson-dev libgsl-dev libgmp-dev zlib1g-dev nettle-dev libcurl4-gnutls-dev curl postgresql-15 postgresql-client-15
 util-linux libcairo2-dev poppler-utils fonts-dejavu-core tzdata jq
-clang libclang-rt-14-dev openssl valgrind python3 chromium wrk"
+clang clang-format libclang-rt-14-dev openssl valgrind python3 chromium wrk"
 
 missing=""
 for p in $packages; do

@@ -87,9 +87,8 @@ fill(struct pricing_second *s, int kind)
             x->vcpu = 80000;
             x->cpu_used = (uint32_t)(rnd() % 101 * 800);
             x->mem_bytes = 8ULL << 30;
-            x->mem_used_bytes =
-                (i ? s[i - 1].mem_used_bytes : 2ULL << 30) +
-                (rnd() % 2 ? 4096 : -4096) * (1 + rnd() % 8);
+            x->mem_used_bytes = (i ? s[i - 1].mem_used_bytes : 2ULL << 30) +
+                                (rnd() % 2 ? 4096 : -4096) * (1 + rnd() % 8);
             x->disk_bytes = 5ULL << 30;
             x->egress_bytes = i % 20 < 2 ? 1000 + rnd() % 2000000 : 0;
             break;
@@ -214,8 +213,7 @@ test_packs(void)
             if (meter_pack_decode(HOUR, copy, cut, &out, &got) == 0) {
                 CHECK(got < n);
                 for (size_t i = 0; i < got; i++)
-                    CHECK(out[i].mask == in[i].mask &&
-                          out[i].len == in[i].len);
+                    CHECK(out[i].mask == in[i].mask && out[i].len == in[i].len);
                 free(out);
             }
             free(copy);
@@ -236,13 +234,13 @@ test_packs(void)
         size_t at;
         uint8_t v;
     } bad[] = {
-        {0, 2},    /* an origin more than there are */
-        {3, 60},   /* minute 60 */
-        {4, 60},   /* first second 60 */
-        {5, 0},    /* a run of no second */
-        {5, 58},   /* a run past the minute's end */
-        {6, 1},    /* an origin that is not there */
-        {7, 3},    /* data longer than what is left */
+        {0, 2},  /* an origin more than there are */
+        {3, 60}, /* minute 60 */
+        {4, 60}, /* first second 60 */
+        {5, 0},  /* a run of no second */
+        {5, 58}, /* a run past the minute's end */
+        {6, 1},  /* an origin that is not there */
+        {7, 3},  /* data longer than what is left */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         uint8_t b[sizeof(good)];
@@ -313,8 +311,10 @@ main(void)
      * byte shorter than a run of 1): 80000 and 40000 take 3 bytes, the
      * GiBs 5, 1500 2. */
     memset(s, 0, sizeof(s));
-    s[0] = (struct pricing_second){.ts = MINUTE * 60, .vcpu = 80000,
-                                   .cpu_used = 40000, .mem_bytes = 8ULL << 30,
+    s[0] = (struct pricing_second){.ts = MINUTE * 60,
+                                   .vcpu = 80000,
+                                   .cpu_used = 40000,
+                                   .mem_bytes = 8ULL << 30,
                                    .mem_used_bytes = 2ULL << 30,
                                    .disk_bytes = 5ULL << 30,
                                    .egress_bytes = 1500};
@@ -348,8 +348,8 @@ main(void)
      * width past 64, a width with no scale, or bits left over in the
      * last byte are refused; the well-formed block decodes. */
     const uint64_t two = 3;
-    uint8_t packed[] = {3, 5, 2, 1, 0x02, 0, 2, 0, 0, 2, 0,
-                        0, 2, 0, 0, 2, 0, 0, 2, 0};
+    uint8_t packed[] = {3, 5, 2, 1, 0x02, 0, 2, 0, 0, 2,
+                        0, 0, 2, 0, 0,    2, 0, 0, 2, 0};
     CHECK(meter_block_decode(MINUTE, two, packed, sizeof(packed), out, &n) ==
           0);
     CHECK(n == 2 && out[0].vcpu == 5 && out[1].vcpu == 7);
@@ -365,10 +365,10 @@ main(void)
     CHECK(meter_block_decode(MINUTE, two, packed, sizeof(packed), out, &n) ==
           -1);
     /* Packed deltas: 7 then 5, the delta -2 by 2 (zigzag code 1). */
-    uint8_t pdeltas[] = {2, 7, 2, 1, 0x01, 0, 2, 0, 0, 2, 0,
-                         0, 2, 0, 0, 2, 0, 0, 2, 0};
-    CHECK(meter_block_decode(MINUTE, two, pdeltas, sizeof(pdeltas), out,
-                             &n) == 0);
+    uint8_t pdeltas[] = {2, 7, 2, 1, 0x01, 0, 2, 0, 0, 2,
+                         0, 0, 2, 0, 0,    2, 0, 0, 2, 0};
+    CHECK(meter_block_decode(MINUTE, two, pdeltas, sizeof(pdeltas), out, &n) ==
+          0);
     CHECK(n == 2 && out[0].vcpu == 7 && out[1].vcpu == 5);
     return test_result();
 }

@@ -355,10 +355,14 @@ test_caps(void)
     free(x.s);
 
     /* 25 invalid samples: all counted, the first 20 kept. */
-    char body[4096] = "[";
-    for (int i = 0; i < 25; i++)
-        strcat(body, i ? "," P(1, "s", -1) : P(1, "s", -1));
-    strcat(body, "]");
+    char body[4096];
+    size_t len = 0;
+    for (int i = 0; i < 25 && len < sizeof(body); i++)
+        len += (size_t)snprintf(body + len, sizeof(body) - len, "%s%s",
+                                i ? "," : "[", P(1, "s", -1));
+    if (len < sizeof(body))
+        len += (size_t)snprintf(body + len, sizeof(body) - len, "]");
+    CHECK(len < sizeof(body));
     parse(body, false, 100, &x);
     CHECK(x.p.total == 25 && x.p.n == METER_MAX_PROBLEMS);
     CHECK(x.p.n == METER_MAX_PROBLEMS && x.p.items[19].index == 19);
@@ -437,12 +441,14 @@ same_both_ways(const char *body, size_t len, bool ndjson, size_t max)
         same = memcmp(x[0].s, x[1].s, x[0].n * sizeof(*x[0].s)) == 0;
     for (size_t i = 0; same && i < x[0].p.n; i++) {
         const struct meter_problem *a = &x[0].p.items[i], *b = &x[1].p.items[i];
-        same = a->index == b->index && strcmp(a->err.field, b->err.field) == 0 &&
+        same = a->index == b->index &&
+               strcmp(a->err.field, b->err.field) == 0 &&
                strcmp(a->err.value, b->err.value) == 0 &&
                strcmp(a->err.reason, b->err.reason) == 0;
     }
     if (!same)
-        fprintf(stderr, "the paths differ on: %.*s\n(n %zu/%zu, problems %zu/%zu)\n",
+        fprintf(stderr,
+                "the paths differ on: %.*s\n(n %zu/%zu, problems %zu/%zu)\n",
                 (int)len, body, x[0].n, x[1].n, x[0].p.total, x[1].p.total);
     free(x[0].s);
     free(x[1].s);
@@ -473,11 +479,25 @@ test_fast_path(void)
     };
     static const char bytes[] = "0123456789.-eE\"\\,:[]{} \nax";
     /* Numbers at the edges of what either path reads. */
-    static const char *const numbers[] = {
-        "9223372036854775807", "9223372036854775808", "18446744073709551615",
-        "18446744073709551616", "429496", "429497", "429496.7295",
-        "429496.7296", "0.00001", "0.00010", "1.", "-0", "01", "1e2", "0",
-        "2.5", "99999999999999999999.5", "253402300799", "253402300800"};
+    static const char *const numbers[] = {"9223372036854775807",
+                                          "9223372036854775808",
+                                          "18446744073709551615",
+                                          "18446744073709551616",
+                                          "429496",
+                                          "429497",
+                                          "429496.7295",
+                                          "429496.7296",
+                                          "0.00001",
+                                          "0.00010",
+                                          "1.",
+                                          "-0",
+                                          "01",
+                                          "1e2",
+                                          "0",
+                                          "2.5",
+                                          "99999999999999999999.5",
+                                          "253402300799",
+                                          "253402300800"};
     size_t tries = 0, differ = 0;
     for (size_t b = 0; b < sizeof(bases) / sizeof(bases[0]); b++) {
         size_t len = strlen(bases[b]);
@@ -490,36 +510,36 @@ test_fast_path(void)
             size_t n = len, at = rnd() % len;
             /* Up to three changes; then a cap of 0-7 samples or 1000. */
             for (int m = 1 + (int)(rnd() % 3); m > 0; m--, at = rnd() % n)
-            switch (rnd() % 4) {
-            case 0: /* a byte replaced */
-                buf[at] = bytes[rnd() % (sizeof(bytes) - 1)];
-                break;
-            case 1: /* a byte deleted */
-                memmove(buf + at, buf + at + 1, n - at - 1);
-                n--;
-                break;
-            case 2: /* a byte inserted */
-                memmove(buf + at + 1, buf + at, n - at);
-                buf[at] = bytes[rnd() % (sizeof(bytes) - 1)];
-                n++;
-                break;
-            default: { /* the number at or after at replaced by an edge */
-                while (at < n && (buf[at] < '0' || buf[at] > '9'))
-                    at++;
-                size_t end = at;
-                while (end < n && ((buf[end] >= '0' && buf[end] <= '9') ||
-                                   buf[end] == '.'))
-                    end++;
-                const char *x = numbers[rnd() % (sizeof(numbers) /
-                                                 sizeof(numbers[0]))];
-                size_t xl = strlen(x);
-                if (n - (end - at) + xl > len * 4 + 32)
+                switch (rnd() % 4) {
+                case 0: /* a byte replaced */
+                    buf[at] = bytes[rnd() % (sizeof(bytes) - 1)];
                     break;
-                memmove(buf + at + xl, buf + end, n - end);
-                memcpy(buf + at, x, xl);
-                n = n - (end - at) + xl;
-            }
-            }
+                case 1: /* a byte deleted */
+                    memmove(buf + at, buf + at + 1, n - at - 1);
+                    n--;
+                    break;
+                case 2: /* a byte inserted */
+                    memmove(buf + at + 1, buf + at, n - at);
+                    buf[at] = bytes[rnd() % (sizeof(bytes) - 1)];
+                    n++;
+                    break;
+                default: { /* the number at or after at replaced by an edge */
+                    while (at < n && (buf[at] < '0' || buf[at] > '9'))
+                        at++;
+                    size_t end = at;
+                    while (end < n && ((buf[end] >= '0' && buf[end] <= '9') ||
+                                       buf[end] == '.'))
+                        end++;
+                    const char *x =
+                        numbers[rnd() % (sizeof(numbers) / sizeof(numbers[0]))];
+                    size_t xl = strlen(x);
+                    if (n - (end - at) + xl > len * 4 + 32)
+                        break;
+                    memmove(buf + at + xl, buf + end, n - end);
+                    memcpy(buf + at, x, xl);
+                    n = n - (end - at) + xl;
+                }
+                }
             size_t max = rnd() % 2 ? 1000 : rnd() % 8;
             if (!same_both_ways(buf, n, ndjson, max) && ++differ > 5)
                 break;

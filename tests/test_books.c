@@ -6,6 +6,7 @@
  * through the rating engine where that is cheap.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -595,7 +596,12 @@ at(const json_t *v, const char *path)
             *br = '\0';
         v = json_object_get(v, tok);
         while (br && v) {
-            v = json_array_get(v, strtoul(br + 1, NULL, 10));
+            char *end;
+            errno = 0;
+            unsigned long k = strtoul(br + 1, &end, 10);
+            if (br[1] < '0' || br[1] > '9' || *end != ']' || errno)
+                return NULL; /* a path mistyped: no value */
+            v = json_array_get(v, k);
             br = strchr(br + 1, '[');
         }
     }
@@ -821,13 +827,13 @@ rate_spans(const struct pricing_book *b, const struct span *sp, size_t n)
             s[k].mem_bytes = s[k].mem_used_bytes = sp[i].mem;
             s[k].disk_bytes = sp[i].disk;
         }
-        struct pricing_block blk = {
-            .account_id = "acme",
-            .sandbox_id = sp[i].sandbox,
-            .s = s,
-            .n = sp[i].n,
-            .history = sp[i].history,
-            .first_run_minute = sp[i].history ? sp[i].ts / 60 - 1 : 0};
+        struct pricing_block blk = {.account_id = "acme",
+                                    .sandbox_id = sp[i].sandbox,
+                                    .s = s,
+                                    .n = sp[i].n,
+                                    .history = sp[i].history,
+                                    .first_run_minute =
+                                        sp[i].history ? sp[i].ts / 60 - 1 : 0};
         int bad = pricing_rater_add(r, &blk, &e);
         free(s);
         if (bad)

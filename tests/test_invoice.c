@@ -374,7 +374,7 @@ test_finalize_batches(PGconn *db, struct testdb *t, struct meter_registry *reg)
         run(db, reg, ids[i], ids[i], JAN + 100 * i, 10);
     }
     long before = testdb_count(db, "SELECT count(*) FROM invoices"
-                                  " WHERE status = 'final'");
+                                   " WHERE status = 'final'");
     /* f4-f6 in both, locked by whichever batch comes first. */
     for (int round = 0; round < 2; round++) {
         struct batch_arg a = {t->conninfo, ids, 6, 0, 0, 0},

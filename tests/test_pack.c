@@ -19,9 +19,9 @@ static struct meter_sample
 running(const char *sandbox, int64_t ts)
 {
     /* CPU moving every second, so that blocks differ. */
-    struct meter_sample m = {
-        .s = {ts, 20000, (uint32_t)(ts % 7) * 1000, 1u << 30,
-              (uint64_t)(ts % 5) << 20, 1u << 20, (uint64_t)(ts % 3)}};
+    struct meter_sample m = {.s = {ts, 20000, (uint32_t)(ts % 7) * 1000,
+                                   1u << 30, (uint64_t)(ts % 5) << 20, 1u << 20,
+                                   (uint64_t)(ts % 3)}};
     snprintf(m.account_id, sizeof(m.account_id), "%s", "acme");
     snprintf(m.sandbox_id, sizeof(m.sandbox_id), "%s", sandbox);
     return m;
@@ -85,8 +85,8 @@ read_back(PGconn *db, int64_t from, int64_t to, const char *account)
                 last = x->ts;
             d.n++;
             d.sum += (uint64_t)x->ts *
-                     (x->vcpu + x->cpu_used + x->mem_bytes +
-                      x->mem_used_bytes + x->disk_bytes + x->egress_bytes + 1);
+                     (x->vcpu + x->cpu_used + x->mem_bytes + x->mem_used_bytes +
+                      x->disk_bytes + x->egress_bytes + 1);
         }
     if (got != 0)
         fprintf(stderr, "reader: %s\n", pe.msg);
@@ -227,8 +227,8 @@ test_quarantine(PGconn *db, struct meter_registry *reg)
     CHECK(count(db, "SELECT count(*) FROM usage_packs WHERE minute = 29453760"
                     " + 4 * 60") == 1);
     /* The rest of the pack is still exact: b's seconds are repeats. */
-    struct meter_ingest_result r = put(db, reg, "sb-9", h + 70, h + 130,
-                                       t3 + 100, b);
+    struct meter_ingest_result r =
+        put(db, reg, "sb-9", h + 70, h + 130, t3 + 100, b);
     CHECK(r.accepted == 0 && r.duplicates == 60);
     /* A window holding only b's batch takes none of a's; b's key. */
     CHECK(meter_db_usage_quarantine(db, a, t2, t3, "test", &q, &e) >= 0);
@@ -266,8 +266,7 @@ test_many_sandboxes(PGconn *db, struct meter_registry *reg)
     struct meter_ingest_result res = {0};
     struct meter_problems probs = {0};
     struct meter_err e = {{0}};
-    CHECK(meter_ingest(db, reg, s, N, &o, &res, &probs, &e) ==
-          METER_INGEST_OK);
+    CHECK(meter_ingest(db, reg, s, N, &o, &res, &probs, &e) == METER_INGEST_OK);
     free(s);
     long blocks = count(db, "SELECT count(*) FROM usage_blocks");
     CHECK(blocks >= N);

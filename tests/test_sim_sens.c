@@ -57,6 +57,16 @@ book_file(const char *id)
 #define FEE "10"
 #define FEE_RATE "0.0001"  /* USD a vCPU-second, with the fee */
 #define PAYG_RATE "0.0004" /* without */
+
+/* One of the figures above as a number, the whole of its text. */
+static double
+figure(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    CHECK(end != s && *end == '\0');
+    return v;
+}
 static const char book_fee[] =
     "{\"id\": \"fee\", \"currency\": \"USD\", \"effective_from\": "
     "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": \"" FEE_RATE
@@ -547,8 +557,7 @@ breakeven(void)
     struct sim_mc_opts o = opts(1, 8);
     struct sim_breakeven r;
     struct sim_err e;
-    double n = strtod(FEE, NULL) /
-               (100 * (strtod(PAYG_RATE, NULL) - strtod(FEE_RATE, NULL)));
+    double n = figure(FEE) / (100 * (figure(PAYG_RATE) - figure(FEE_RATE)));
     char a[48], c[48];
     CHECK(sim_breakeven(p, books, &o, 2, "sessions.per_month", 100, 1000, &r,
                         &e) == 0);
@@ -574,8 +583,7 @@ breakeven(void)
     CHECK_STR(money(r.cost[1][1], c), "12.00");
     /* Session length, whole seconds: 100 sessions, equal at L = FEE /
      * (100 (PAYG_RATE - FEE_RATE)), the same 333.3 (s, now). */
-    double l = strtod(FEE, NULL) /
-               (100 * (strtod(PAYG_RATE, NULL) - strtod(FEE_RATE, NULL)));
+    double l = figure(FEE) / (100 * (figure(PAYG_RATE) - figure(FEE_RATE)));
     CHECK(sim_breakeven(p, books, &o, 2, "sessions.length.value", 100, 1000, &r,
                         &e) == 0);
     CHECK(r.found && r.whole && r.converged);

@@ -3,6 +3,7 @@
  */
 #include "testdb.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -102,9 +103,17 @@ testdb_count(PGconn *db, const char *sql)
 {
     PGresult *r = PQexec(db, sql);
     long n = -1;
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
-        n = strtol(PQgetvalue(r, 0, 0), NULL, 10);
-    else {
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+        const char *s = PQgetvalue(r, 0, 0);
+        char *end;
+        errno = 0;
+        n = strtol(s, &end, 10);
+        if (end == s || *end || errno) {
+            fprintf(stderr, "%s: '%s' is not an integer\n", sql, s);
+            test_failures++;
+            n = -1;
+        }
+    } else {
         fprintf(stderr, "%s: %s", sql, PQerrorMessage(db));
         test_failures++;
     }

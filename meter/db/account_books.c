@@ -54,8 +54,11 @@ db_account_load(PGconn *db, struct db_account *acct, bool lock,
     }
     if (st < 0)
         return st;
-    acct->pk = (int32_t)strtol(PQgetvalue(r, 0, 0), NULL, 10);
-    snprintf(acct->name, sizeof(acct->name), "%s", PQgetvalue(r, 0, 1));
+    if (db_get_int32(r, 0, 0, &acct->pk, e) < 0 ||
+        db_get_text(r, 0, 1, acct->name, sizeof(acct->name), e) < 0) {
+        PQclear(r);
+        return METER_DB_HARD;
+    }
     PQclear(r);
     st = meter_db_exec(db, "cannot read the account's price books",
                        "SELECT a.valid_from, a.price_book_id, a.version,"
@@ -74,8 +77,11 @@ db_account_load(PGconn *db, struct db_account *acct, bool lock,
     for (int i = 0; i < n; i++) {
         struct db_assignment *x = &acct->a[acct->na++];
         x->from = date_days(PQgetvalue(r, i, 0)) * 86400;
-        snprintf(x->book_id, sizeof(x->book_id), "%s", PQgetvalue(r, i, 1));
-        x->version = (int)strtol(PQgetvalue(r, i, 2), NULL, 10);
+        if (db_get_text(r, i, 1, x->book_id, sizeof(x->book_id), e) < 0 ||
+            db_get_int(r, i, 2, &x->version, e) < 0) {
+            PQclear(r);
+            return METER_DB_HARD;
+        }
         struct pricing_err pe = {{0}};
         char origin[96];
         snprintf(origin, sizeof(origin), "price book %s version %d", x->book_id,
@@ -199,8 +205,8 @@ by_id(const void *a, const void *b, void *accts)
 }
 
 enum meter_db_status
-db_accounts_load(PGconn *db, struct db_account *const *accts, size_t n, bool lock,
-                 struct db_books *cache, struct meter_err *e)
+db_accounts_load(PGconn *db, struct db_account *const *accts, size_t n,
+                 bool lock, struct db_books *cache, struct meter_err *e)
 {
     struct meter_buf ids = {0};
     size_t *order = calloc(n ? n : 1, sizeof(*order));
@@ -234,7 +240,8 @@ db_accounts_load(PGconn *db, struct db_account *const *accts, size_t n, bool loc
         ssize_t k = find_account(accts, order, n, PQgetvalue(r, i, 0));
         if (k < 0)
             continue;
-        accts[k]->pk = (int32_t)strtol(PQgetvalue(r, i, 1), NULL, 10);
+        if (db_get_int32(r, i, 1, &accts[k]->pk, e) < 0)
+            st = METER_DB_HARD;
         snprintf(accts[k]->name, sizeof(accts[k]->name), "%s",
                  PQgetvalue(r, i, 2));
     }
@@ -262,9 +269,11 @@ db_accounts_load(PGconn *db, struct db_account *const *accts, size_t n, bool loc
             as->from = date_days(PQgetvalue(r, x, 1)) * 86400;
             snprintf(as->book_id, sizeof(as->book_id), "%s",
                      PQgetvalue(r, x, 2));
-            as->version = (int)strtol(PQgetvalue(r, x, 3), NULL, 10);
-            as->book = (struct pricing_book *)cached_book(
-                db, cache, as->book_id, as->version, &st, e);
+            if (db_get_int(r, x, 3, &as->version, e) < 0)
+                st = METER_DB_HARD;
+            else
+                as->book = (struct pricing_book *)cached_book(
+                    db, cache, as->book_id, as->version, &st, e);
         }
         i = j;
     }

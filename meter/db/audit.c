@@ -6,8 +6,6 @@
  */
 #include "db_int.h"
 
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,10 +26,9 @@ enum meter_db_status
 meter_db_audit_list(PGconn *db, int64_t after, int limit, meter_audit_cb *cb,
                     void *arg, struct meter_err *e)
 {
-    char a[24], l[24];
-    snprintf(a, sizeof(a), "%" PRId64, after);
-    snprintf(l, sizeof(l), "%d", limit);
-    const char *v[] = {a, l};
+    struct db_params p = {0};
+    db_param_int64(&p, after);
+    db_param_int32(&p, limit);
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
         db, "cannot read the audit log",
@@ -40,10 +37,9 @@ meter_db_audit_list(PGconn *db, int64_t after, int limit, meter_audit_cb *cb,
         " actor, db_user, action, coalesce(account_id, ''), subject,"
         " detail::text FROM audit_log WHERE audit_id > $1::bigint"
         " ORDER BY audit_id LIMIT $2::int",
-        2, v, NULL, NULL, &r, e);
+        p.n, p.v, NULL, NULL, &r, e);
     for (int i = 0; st == METER_DB_ROWS && i < PQntuples(r); i++) {
         struct meter_audit_entry x = {
-            .id = strtoll(PQgetvalue(r, i, 0), NULL, 10),
             .at = PQgetvalue(r, i, 1),
             .actor = PQgetvalue(r, i, 2),
             .db_user = PQgetvalue(r, i, 3),
@@ -52,6 +48,10 @@ meter_db_audit_list(PGconn *db, int64_t after, int limit, meter_audit_cb *cb,
             .subject = PQgetvalue(r, i, 6),
             .detail = PQgetvalue(r, i, 7),
         };
+        if (db_get_int64(r, i, 0, &x.id, e) < 0) {
+            st = METER_DB_HARD;
+            break;
+        }
         cb(&x, arg);
     }
     PQclear(r);
@@ -165,7 +165,7 @@ out:
 }
 
 struct quarantine {
-    const char *v[4]; /* key, from, to, reason */
+    struct db_params p; /* key, from, to, reason */
     int64_t key_id, from, to;
     struct meter_quarantine *out;
 };
@@ -181,8 +181,10 @@ quarantine_attempt(PGconn *db, void *arg, struct meter_err *e)
         meter_db_exec(db, "cannot quarantine usage",
                       "SELECT pg_advisory_xact_lock(" DB_LOCK_QUARANTINE ", 0),"
                       " to_timestamp($1::bigint) <= now()",
-                      1, q->v + 2, NULL, NULL, &r, e);
-    bool past = st == METER_DB_ROWS && PQgetvalue(r, 0, 1)[0] == 't';
+                      1, q->p.v + 2, NULL, NULL, &r, e);
+    bool past = false;
+    if (st == METER_DB_ROWS && db_get_bool(r, 0, 1, &past, e) < 0)
+        st = METER_DB_HARD;
     PQclear(r);
     if (st < 0)
         return st;
@@ -192,7 +194,7 @@ quarantine_attempt(PGconn *db, void *arg, struct meter_err *e)
                        "future; batches of the key arriving until then "
                        "would not be set aside (revoke the key, then "
                        "quarantine up to now)",
-                       q->v[2]);
+                       q->p.v[2]);
     /* Blocks of the key already packed (usage_pack.c) are blocks again,
      * as their batches stored them, for the statement below. */
     st = db_usage_unpack(db, q->key_id, q->from, q->to, e);
@@ -270,12 +272,14 @@ quarantine_attempt(PGconn *db, void *arg, struct meter_err *e)
         "  json_build_array(a.account_id, x.sandbox_pk, x.sandbox_id,"
         "  x.minute) ORDER BY a.account_id, x.sandbox_pk), '[]')"
         "  FROM stale x JOIN accounts a USING (account_pk)) FROM q",
-        4, q->v, NULL, NULL, &r, e);
+        q->p.n, q->p.v, NULL, NULL, &r, e);
     if (st == METER_DB_ROWS) {
-        q->out->id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-        q->out->blocks = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
-        q->out->seconds = strtoll(PQgetvalue(r, 0, 2), NULL, 10);
-        st = restore_first_runs(db, PQgetvalue(r, 0, 3), e);
+        if (db_get_int64(r, 0, 0, &q->out->id, e) < 0 ||
+            db_get_int64(r, 0, 1, &q->out->blocks, e) < 0 ||
+            db_get_int64(r, 0, 2, &q->out->seconds, e) < 0)
+            st = METER_DB_HARD;
+        else
+            st = restore_first_runs(db, PQgetvalue(r, 0, 3), e);
     }
     PQclear(r);
     return st;
@@ -286,10 +290,11 @@ meter_db_usage_quarantine(PGconn *db, int64_t key_id, int64_t from, int64_t to,
                           const char *reason, struct meter_quarantine *out,
                           struct meter_err *e)
 {
-    char k[24], f[24], t[24];
-    snprintf(k, sizeof(k), "%" PRId64, key_id);
-    snprintf(f, sizeof(f), "%" PRId64, from);
-    snprintf(t, sizeof(t), "%" PRId64, to);
-    struct quarantine q = {{k, f, t, reason}, key_id, from, to, out};
+    struct quarantine q = {
+        .key_id = key_id, .from = from, .to = to, .out = out};
+    db_param_int64(&q.p, key_id);
+    db_param_int64(&q.p, from);
+    db_param_int64(&q.p, to);
+    db_param_text(&q.p, reason);
     return meter_db_transaction(db, "BEGIN", 5, quarantine_attempt, &q, e);
 }

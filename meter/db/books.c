@@ -2,10 +2,9 @@
  * books.c - price books in the database: each stored version immutable,
  * a new version only when the text changes.
  */
-#include "meter_db.h"
+#include "db_int.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 
 enum meter_db_status
 meter_db_book_add(PGconn *db, const struct pricing_book *book, const char *text,
@@ -29,8 +28,9 @@ meter_db_book_add(PGconn *db, const struct pricing_book *book, const char *text,
         " WHERE NOT EXISTS (SELECT 1 FROM last WHERE book = $2::jsonb)"
         " RETURNING version",
         2, values, NULL, NULL, &r, e);
-    *version =
-        st == METER_DB_ROWS ? (int)strtol(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+    *version = 0;
+    if (st == METER_DB_ROWS && db_get_int(r, 0, 0, version, e) < 0)
+        st = METER_DB_HARD;
     PQclear(r);
     return st;
 }

@@ -8,21 +8,24 @@
 
 #include <stdio.h>
 
-/* The status of a statement that failed (r may be NULL), its message
- * "what: the server's message" in e: SOFT for serialization failures
- * and deadlocks, HARD otherwise. Clears r. For the few statements that
- * cannot go through meter_db_exec (COPY, binary results, cursors). */
 /* Advisory lock classes (first key), besides ingest.c's and
  * 0002_usage.sql's: a quarantine against compactions. */
 #define DB_LOCK_QUARANTINE "7243615"
 
 /* The principal of row `row` of r, whose first columns are key_id,
  * role, account_id ('' for none) and scoped (a boolean): the columns of
- * meter_db_key_lookup, which meter_db_session_lookup shares. */
-void db_principal_of(const PGresult *r, int row, struct meter_principal *who);
+ * meter_db_key_lookup, which meter_db_session_lookup shares. 0, or -1
+ * with e set if a column does not read (db_get_int64...). */
+int db_principal_of(const PGresult *r, int row, struct meter_principal *who,
+                    struct meter_err *e);
 
 /* The server answered a statement on db (meter_db_set_progress). */
 void db_answered(PGconn *db);
+
+/* The status of a statement that failed (r may be NULL), its message
+ * "what: the server's message" in e: SOFT for serialization failures
+ * and deadlocks, HARD otherwise. Clears r. For the few statements that
+ * cannot go through meter_db_exec (COPY, binary results, cursors). */
 enum meter_db_status db_failed(PGconn *db, PGresult *r, const char *what,
                                struct meter_err *e);
 
@@ -113,6 +116,68 @@ db_parse_dec(const char *s, struct pricing_dec *out)
     return pricing_dec_parse(s, PRICING_SCALE, out) == PRICING_OK ? 0 : -1;
 }
 
+/*
+ * Typed reads of a text result (value.c): field (row, col) of r into
+ * *out, 0; or -1 with "cannot read column COL (NAME) of row ROW: 'VALUE'
+ * is not ..." in e, when there is no such field, it is binary, NULL
+ * (but for db_get_text), not of the type (an integer is an optional
+ * minus and digits, nothing before or after; a boolean "t" or "f"; a
+ * decimal db_parse_dec's), or out of the type's range. *out is left as
+ * it was on failure. A caller's failed read is METER_DB_HARD: the
+ * database holds what the schema does not allow, or the statement does
+ * not return what its reader thinks.
+ */
+int db_get_int64(const PGresult *r, int row, int col, int64_t *out,
+                 struct meter_err *e);
+int db_get_int32(const PGresult *r, int row, int col, int32_t *out,
+                 struct meter_err *e);
+int db_get_int(const PGresult *r, int row, int col, int *out,
+               struct meter_err *e);
+int db_get_uint64(const PGresult *r, int row, int col, uint64_t *out,
+                  struct meter_err *e);
+int db_get_bool(const PGresult *r, int row, int col, bool *out,
+                struct meter_err *e);
+int db_get_dec(const PGresult *r, int row, int col, struct pricing_dec *out,
+               struct meter_err *e);
+/* The text into buf of cap bytes, NUL-terminated; NULL reads as "" (as
+ * PQgetvalue gives it: test PQgetisnull where the difference matters).
+ * A text of cap bytes or more fails rather than being cut short. */
+int db_get_text(const PGresult *r, int row, int col, char *buf, size_t cap,
+                struct meter_err *e);
+
+/*
+ * A statement's text parameters made from C types (value.c), in order:
+ * zero-initialize (struct db_params p = {0}), add each, then pass p.n
+ * and p.v (and p.len and p.fmt with a binary one) to meter_db_exec and
+ * friends. Numbers are written into the
+ * struct itself, so it must not be copied once filled. Past
+ * DB_PARAMS_MAX parameters n becomes -1 and stays so: meter_db_exec,
+ * db_exec_prepared and db_exec_binary then fail (HARD) without running
+ * the statement, rather than run it with parameters missing.
+ */
+#define DB_PARAMS_MAX 16
+struct db_params {
+    int n;
+    const char *v[DB_PARAMS_MAX];
+    int len[DB_PARAMS_MAX], fmt[DB_PARAMS_MAX]; /* as PQexecParams's */
+    char num[DB_PARAMS_MAX][32];
+};
+/* s as it is (not copied: it must outlive the statement); NULL is SQL
+ * NULL. */
+void db_param_text(struct db_params *p, const char *s);
+/* len bytes at data in binary (a bytea), not copied either; pass p.len
+ * and p.fmt too when there is one. */
+void db_param_bytes(struct db_params *p, const void *data, int len);
+void db_param_int64(struct db_params *p, int64_t v);
+void db_param_int32(struct db_params *p, int32_t v);
+void db_param_uint64(struct db_params *p, uint64_t v);
+/* "t" or "f". */
+void db_param_bool(struct db_params *p, bool v);
+/* The day, "YYYY-MM-DD", for a date parameter; the first of (year,
+ * month) for db_param_period. */
+void db_param_date(struct db_params *p, int year, int month, int day);
+void db_param_period(struct db_params *p, int year, int month);
+
 /* One row of account_price_books, with its book parsed. */
 struct db_assignment {
     int64_t from; /* Unix seconds */
@@ -146,9 +211,9 @@ void db_books_release(struct db_books *c);
 /* Reads the accounts accts[0..n) name by their id (an account not found
  * keeps pk 0), locking their rows in id order when lock, and their
  * assignments, with books from cache (read into it as needed). */
-enum meter_db_status db_accounts_load(PGconn *db, struct db_account *const *accts,
-                                      size_t n, bool lock,
-                                      struct db_books *cache,
+enum meter_db_status db_accounts_load(PGconn *db,
+                                      struct db_account *const *accts, size_t n,
+                                      bool lock, struct db_books *cache,
                                       struct meter_err *e);
 
 /* Reads the account (locking its row FOR NO KEY UPDATE when lock) and

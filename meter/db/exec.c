@@ -30,13 +30,12 @@ db_answered(PGconn *db)
 enum meter_db_status
 meter_db_set_statement_timeout(PGconn *db, unsigned ms, struct meter_err *e)
 {
-    char v[24];
-    snprintf(v, sizeof(v), "%u", ms);
-    const char *p[] = {v};
-    enum meter_db_status st = meter_db_exec(
-        db, "cannot set the statement timeout",
-        "SELECT set_config('statement_timeout', $1, false)", 1, p, NULL, NULL,
-        NULL, e);
+    struct db_params p = {0};
+    db_param_uint64(&p, ms);
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot set the statement timeout",
+                      "SELECT set_config('statement_timeout', $1, false)", p.n,
+                      p.v, NULL, NULL, NULL, e);
     return st < 0 ? st : METER_DB_NONE;
 }
 
@@ -58,8 +57,8 @@ meter_db_set_read_only(PGconn *db, struct meter_err *e)
 static void
 drop_if_gone(PGconn *db, const char *state)
 {
-    bool gone = !state || strncmp(state, "08", 2) == 0 ||
-                strncmp(state, "57P", 3) == 0;
+    bool gone =
+        !state || strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0;
     if (gone && PQstatus(db) == CONNECTION_OK && PQsocket(db) >= 0) {
         shutdown(PQsocket(db), SHUT_RDWR);
         PQconsumeInput(db);
@@ -90,6 +89,15 @@ db_hard(struct meter_err *e, const char *fmt, ...)
     return METER_DB_HARD;
 }
 
+/* A count of parameters below 0: a struct db_params given more than it
+ * holds (value.c). HARD, before libpq sees it (a NULL result would read
+ * as a lost connection). */
+static enum meter_db_status
+too_many(const char *what, struct meter_err *e)
+{
+    return db_hard(e, "%s: more than %d parameters", what, DB_PARAMS_MAX);
+}
+
 /* The layer's status of result r: ROWS (r to *res, or cleared), NONE,
  * or the failure. */
 static enum meter_db_status
@@ -116,6 +124,8 @@ meter_db_exec(PGconn *db, const char *what, const char *sql, int n,
 {
     if (res)
         *res = NULL;
+    if (n < 0)
+        return too_many(what, e);
     PGresult *r = PQexecParams(db, sql, n, NULL, values, lengths, formats, 0);
     db_answered(db);
     return outcome(db, r, what, res, e);
@@ -129,6 +139,8 @@ db_exec_prepared(PGconn *db, const char *what, const char *name,
 {
     if (res)
         *res = NULL;
+    if (n < 0)
+        return too_many(what, e);
     PGresult *r = PQexecPrepared(db, name, n, values, lengths, formats, 0);
     const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
     if (state && strcmp(state, "26000") == 0) {
@@ -169,6 +181,9 @@ enum meter_db_status
 db_exec_binary(PGconn *db, const char *what, const char *sql, int n,
                const char *const *values, PGresult **res, struct meter_err *e)
 {
+    *res = NULL;
+    if (n < 0)
+        return too_many(what, e);
     *res = PQexecParams(db, sql, n, NULL, values, NULL, NULL, 1);
     db_answered(db);
     if (PQresultStatus(*res) != PGRES_TUPLES_OK) {
@@ -264,8 +279,7 @@ db_copy_in(PGconn *db, const char *sql, const char *data, size_t len,
     if (PQresultStatus(r) != PGRES_COPY_IN)
         return db_failed(db, r, what, e);
     PQclear(r);
-    if (PQputCopyData(db, data, (int)len) != 1 ||
-        PQputCopyEnd(db, NULL) != 1) {
+    if (PQputCopyData(db, data, (int)len) != 1 || PQputCopyEnd(db, NULL) != 1) {
         db_hard(e, "%s: %s", what, PQerrorMessage(db));
         drop_if_gone(db, NULL);
         return METER_DB_HARD;

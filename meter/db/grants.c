@@ -71,8 +71,8 @@ book_grants(const struct db_account *acct, struct db_grants *out)
 
 /* The index among ids[0..n) of row i's first column, from hint on. */
 static size_t
-row_account(PGresult *r, int i, const struct db_account *const *accts,
-            size_t n, size_t hint)
+row_account(PGresult *r, int i, const struct db_account *const *accts, size_t n,
+            size_t hint)
 {
     const char *id = PQgetvalue(r, i, 0);
     for (size_t k = 0; k < n; k++) {
@@ -85,8 +85,7 @@ row_account(PGresult *r, int i, const struct db_account *const *accts,
 
 enum meter_db_status
 db_accounts_grants(PGconn *db, const struct db_account *const *accts,
-                   struct db_grants *const *out, size_t n,
-                   struct meter_err *e)
+                   struct db_grants *const *out, size_t n, struct meter_err *e)
 {
     struct meter_buf ids = {0};
     meter_buf_str(&ids, "{");
@@ -103,13 +102,13 @@ db_accounts_grants(PGconn *db, const struct db_account *const *accts,
         return db_hard(e, "out of memory");
     const char *v[] = {ids.p};
     PGresult *r;
-    enum meter_db_status st = meter_db_exec(
-        db, "cannot read the accounts' grants",
-        "SELECT account_id, grant_id, amount, currency,"
-        " to_char(period, 'YYYY-MM'), coalesce(expires_after, 0)"
-        " FROM credit_grants WHERE account_id = ANY ($1::text[])"
-        " ORDER BY account_id, period, grant_id",
-        1, v, NULL, NULL, &r, e);
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot read the accounts' grants",
+                      "SELECT account_id, grant_id, amount, currency,"
+                      " to_char(period, 'YYYY-MM'), coalesce(expires_after, 0)"
+                      " FROM credit_grants WHERE account_id = ANY ($1::text[])"
+                      " ORDER BY account_id, period, grant_id",
+                      1, v, NULL, NULL, &r, e);
     size_t at = 0;
     for (int i = 0; st >= 0 && i < PQntuples(r); i++) {
         if ((at = row_account(r, i, accts, n, at)) == SIZE_MAX)
@@ -121,9 +120,9 @@ db_accounts_grants(PGconn *db, const struct db_account *const *accts,
         snprintf(g.currency, sizeof(g.currency), "%s", PQgetvalue(r, i, 3));
         meter_period_parse(PQgetvalue(r, i, 4), &y, &m);
         g.received = pricing_period_index(y, m);
-        g.expires_after = (int)strtol(PQgetvalue(r, i, 5), NULL, 10);
-        if (db_parse_dec(PQgetvalue(r, i, 2), &g.amount) < 0)
-            st = db_hard(e, "grant '%s': its amount does not read back", g.id);
+        if (db_get_int(r, i, 5, &g.expires_after, e) < 0 ||
+            db_get_dec(r, i, 2, &g.amount, e) < 0)
+            st = METER_DB_HARD;
         g.balance = g.amount;
         if (st >= 0 && push(out[at], &g) < 0)
             st = db_hard(e, "out of memory");
@@ -232,21 +231,18 @@ give_attempt(PGconn *db, void *arg, struct meter_err *e)
     struct tm tm;
     time_t t = (time_t)a->now;
     gmtime_r(&t, &tm);
-    char period[32], day[32], expires[16];
-    db_period_text(tm.tm_year + 1900, tm.tm_mon + 1, period);
-    snprintf(day, sizeof(day), "%04d-%02d-%02d", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday);
-    snprintf(expires, sizeof(expires), "%d", a->expires_after);
-    char when[24];
-    snprintf(when, sizeof(when), "%lld", (long long)a->now);
-    const char *v[] = {a->account, day};
+    int year = tm.tm_year + 1900, month = tm.tm_mon + 1;
+    struct db_params v = {0};
+    db_param_text(&v, a->account);
+    db_param_date(&v, year, month, tm.tm_mday);
+    const char *day = v.v[1];
     PGresult *r;
     st = meter_db_exec(db, "cannot read the account's price book",
                        "SELECT b.currency FROM account_price_books a"
                        " JOIN price_books b USING (price_book_id, version)"
                        " WHERE a.account_id = $1 AND a.valid_from <= $2::date"
                        " ORDER BY a.valid_from DESC LIMIT 1",
-                       2, v, NULL, NULL, &r, e);
+                       v.n, v.v, NULL, NULL, &r, e);
     if (st == METER_DB_NONE)
         st = db_hard(e,
                      "account '%s' has no price book on %s: a grant is in "
@@ -257,8 +253,10 @@ give_attempt(PGconn *db, void *arg, struct meter_err *e)
         return st;
     }
     char currency[4];
-    snprintf(currency, sizeof(currency), "%s", PQgetvalue(r, 0, 0));
+    int got = db_get_text(r, 0, 0, currency, sizeof(currency), e);
     PQclear(r);
+    if (got < 0)
+        return METER_DB_HARD;
     /* Without an id: grant-N, the first N free. */
     for (int n = 1;; n++) {
         char id[PRICING_ID_MAX + 1];
@@ -266,17 +264,24 @@ give_attempt(PGconn *db, void *arg, struct meter_err *e)
             snprintf(id, sizeof(id), "%s", a->id);
         else
             snprintf(id, sizeof(id), "grant-%d", n);
-        const char *w[] = {a->account, id,
-                           a->amount,  currency,
-                           period,     a->expires_after ? expires : NULL,
-                           when};
+        struct db_params w = {0};
+        db_param_text(&w, a->account);
+        db_param_text(&w, id);
+        db_param_text(&w, a->amount);
+        db_param_text(&w, currency);
+        db_param_period(&w, year, month);
+        if (a->expires_after)
+            db_param_int32(&w, a->expires_after);
+        else
+            db_param_text(&w, NULL);
+        db_param_int64(&w, a->now);
         st = meter_db_exec(
             db, "cannot give the grant",
             "INSERT INTO credit_grants (account_id, grant_id, amount,"
             " currency, period, expires_after, created_at) VALUES ($1, $2,"
             " $3::numeric, $4, $5::date, $6::int, to_timestamp($7::bigint))"
             " ON CONFLICT DO NOTHING RETURNING 1",
-            7, w, NULL, NULL, NULL, e);
+            w.n, w.v, NULL, NULL, NULL, e);
         if (st == METER_DB_ROWS) {
             snprintf(a->out_id, PRICING_ID_MAX + 1, "%s", id);
             return st;

@@ -363,11 +363,14 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
             struct group *g = find_group(b, PQgetvalue(r, row, 0));
             if (!g || g->known)
                 continue;
-            snprintf(g->sb.account_id, sizeof(g->sb.account_id), "%s",
-                     PQgetvalue(r, row, 3));
-            g->sb.sandbox_pk = (int32_t)strtol(PQgetvalue(r, row, 1), NULL, 10);
-            g->sb.account_pk = (int32_t)strtol(PQgetvalue(r, row, 2), NULL, 10);
-            g->sb.first_run = (int32_t)strtol(PQgetvalue(r, row, 4), NULL, 10);
+            if (db_get_text(r, row, 3, g->sb.account_id,
+                            sizeof(g->sb.account_id), e) < 0 ||
+                db_get_int32(r, row, 1, &g->sb.sandbox_pk, e) < 0 ||
+                db_get_int32(r, row, 2, &g->sb.account_pk, e) < 0 ||
+                db_get_int32(r, row, 4, &g->sb.first_run, e) < 0) {
+                PQclear(r);
+                return METER_DB_HARD;
+            }
             g->known = g->fresh = true;
             unknown--;
         }
@@ -534,10 +537,14 @@ check_stored(PGconn *db, struct batch *b, struct meter_err *e)
     meter_buf_str(&min, "}");
     meter_buf_str(&mask, "}");
     meter_buf_str(&first, "}");
-    char los[32], his[32];
-    snprintf(los, sizeof(los), "%lld", (long long)lo);
-    snprintf(his, sizeof(his), "%lld", (long long)hi);
-    const char *p[] = {acct.p, sb.p, min.p, mask.p, los, his, first.p};
+    struct db_params p = {0};
+    db_param_text(&p, acct.p);
+    db_param_text(&p, sb.p);
+    db_param_text(&p, min.p);
+    db_param_text(&p, mask.p);
+    db_param_int64(&p, lo);
+    db_param_int64(&p, hi);
+    db_param_text(&p, first.p);
     int rc = METER_DB_NONE;
     PGresult *r = NULL;
     if (acct.failed || sb.failed || min.failed || mask.failed || first.failed) {
@@ -564,7 +571,7 @@ check_stored(PGconn *db, struct batch *b, struct meter_err *e)
         "  WHERE p.account_pk = k.account_pk AND p.sandbox_pk = k.sandbox_pk"
         "  AND p.minute = k.minute - k.minute % 60"
         "  AND p.minute BETWEEN $5::int - 59 AND $6::int) u WHERE k.opens",
-        7, p, &r, e);
+        p.n, p.v, &r, e);
     for (int row = 0; rc == METER_DB_NONE && row < PQntuples(r); row++) {
         size_t i = meter_be64(PQgetvalue(r, row, 0)) - 1;
         uint64_t stored = meter_be64(PQgetvalue(r, row, 1));
@@ -688,11 +695,11 @@ write_blocks(PGconn *db, struct batch *b, const struct meter_ingest_origin *o,
             buf_u128(&roll[4 + c], v[c]);
         }
     }
-    const char *cols[12];
+    struct db_params cols = {0};
     for (int c = 0; c < 10; c++) {
         meter_buf_str(&roll[c], "}");
         failed |= roll[c].failed;
-        cols[c] = roll[c].p;
+        db_param_text(&cols, roll[c].p);
     }
     if (failed) {
         rc = db_hard(e, "out of memory");
@@ -700,11 +707,11 @@ write_blocks(PGconn *db, struct batch *b, const struct meter_ingest_origin *o,
     }
     /* The key and the arrival of the blocks: a quarantine finds the
      * rows of the batches whose blocks it moves by them. */
-    char key[24], at[24];
-    snprintf(key, sizeof(key), "%lld", (long long)o->key_id);
-    snprintf(at, sizeof(at), "%lld", (long long)o->now_us);
-    cols[10] = o->key_id ? key : NULL;
-    cols[11] = at;
+    if (o->key_id)
+        db_param_int64(&cols, o->key_id);
+    else
+        db_param_text(&cols, NULL);
+    db_param_int64(&cols, o->now_us);
     rc = exec_cmd(db,
                   "INSERT INTO usage_hourly (account_pk, hour, samples,"
                   " running_s, vcpu_s, cpu_used_s, mem_byte_s,"
@@ -719,7 +726,7 @@ write_blocks(PGconn *db, struct batch *b, const struct meter_ingest_origin *o,
                   "  $7::numeric[], $8::numeric[], $9::numeric[],"
                   "  $10::numeric[]) AS x (a, h, s, r, v, u, m, mu, d, e)"
                   " GROUP BY a, h",
-                  12, cols, "cannot store rollups", e);
+                  cols.n, cols.v, "cannot store rollups", e);
 out:
     free(rolls);
     meter_buf_release(&copy);
@@ -764,9 +771,10 @@ lower_first_runs(PGconn *db, struct batch *b, bool trust_cache, int64_t *epoch,
                             "  s.first_running_minute > k.m))"
                             " SELECT epoch FROM first_run_epoch",
                             2, p, NULL, NULL, &r, e);
-    if (rc == METER_DB_ROWS)
-        *epoch = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
-    else if (rc >= 0)
+    if (rc == METER_DB_ROWS) {
+        if (db_get_int64(r, 0, 0, epoch, e) < 0)
+            rc = METER_DB_HARD;
+    } else if (rc >= 0)
         rc = db_hard(e, "cannot note first runs: first_run_epoch is empty");
     PQclear(r);
     meter_buf_release(&pk);
@@ -854,16 +862,16 @@ check_scope(PGconn *db, struct batch *b, int64_t key_id,
         meter_buf_release(&ids);
         return db_hard(e, "out of memory");
     }
-    char key[24];
-    snprintf(key, sizeof(key), "%lld", (long long)key_id);
-    const char *p[] = {key, ids.p};
+    struct db_params p = {0};
+    db_param_int64(&p, key_id);
+    db_param_text(&p, ids.p);
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
         db, "cannot read the key's accounts",
         "SELECT DISTINCT x FROM unnest($2::text[]) x WHERE NOT EXISTS"
         " (SELECT 1 FROM host_key_accounts h WHERE h.key_id = $1::bigint"
         "  AND h.account_id = x)",
-        2, p, NULL, NULL, &r, e);
+        p.n, p.v, NULL, NULL, &r, e);
     meter_buf_release(&ids);
     for (int row = 0; st >= 0 && row < PQntuples(r); row++) {
         const char *account = PQgetvalue(r, row, 0);
@@ -902,12 +910,11 @@ ensure_partitions(PGconn *db, struct meter_registry *reg, struct batch *b,
                 return st;
             checked = true;
         }
-        char day[16];
-        snprintf(day, sizeof(day), "%04d-%02d-01", y, m);
-        const char *p[] = {day};
+        struct db_params p = {0};
+        db_param_period(&p, y, m);
         PGresult *r =
-            PQexecParams(db, "SELECT usage_blocks_partition($1::date)", 1, NULL,
-                         p, NULL, NULL, 0);
+            PQexecParams(db, "SELECT usage_blocks_partition($1::date)", p.n,
+                         NULL, p.v, NULL, NULL, 0);
         const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
         if (state && strcmp(state, "MT001") == 0) {
             /* Archived (0005_archived_months.sql): refused by name, at

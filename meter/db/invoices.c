@@ -50,14 +50,11 @@ static enum meter_db_status
 period_state(PGconn *db, const struct db_account *acct, int year, int month,
              uint64_t *first_runs, uint64_t *revision, struct meter_err *e)
 {
-    char pk[16], lo[24], hi[24], period[32];
-    snprintf(pk, sizeof(pk), "%d", acct->pk);
-    snprintf(lo, sizeof(lo), "%lld",
-             (long long)(db_period_start(year, month) / 60));
-    snprintf(hi, sizeof(hi), "%lld",
-             (long long)(db_period_end(year, month) / 60));
-    db_period_text(year, month, period);
-    const char *v[] = {pk, lo, hi, period};
+    struct db_params v = {0};
+    db_param_int32(&v, acct->pk);
+    db_param_int64(&v, db_period_start(year, month) / 60);
+    db_param_int64(&v, db_period_end(year, month) / 60);
+    db_param_period(&v, year, month);
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
         db, "cannot read the period's usage state",
@@ -66,11 +63,10 @@ period_state(PGconn *db, const struct db_account *acct, int year, int month,
         "  AND first_running_minute < $3::int),"
         " coalesce((SELECT revision FROM usage_revisions"
         "  WHERE account_pk = $1::int AND period = $4::date), 0)",
-        4, v, NULL, NULL, &r, e);
-    if (st >= 0) {
-        *first_runs = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
-        *revision = strtoull(PQgetvalue(r, 0, 1), NULL, 10);
-    }
+        v.n, v.v, NULL, NULL, &r, e);
+    if (st >= 0 && (db_get_uint64(r, 0, 0, first_runs, e) < 0 ||
+                    db_get_uint64(r, 0, 1, revision, e) < 0))
+        st = METER_DB_HARD;
     PQclear(r);
     return st;
 }
@@ -131,9 +127,8 @@ rate_source(const struct db_account *acct, int year, int month,
             break;
         }
         snprintf(inv->currency, sizeof(inv->currency), "%s", st[k].currency);
-        if (report_invoice_add_statement(inv, &st[k], book,
-                                         acct->override ? 0 : a->version,
-                                         e) < 0)
+        if (report_invoice_add_statement(
+                inv, &st[k], book, acct->override ? 0 : a->version, e) < 0)
             rc = METER_DB_HARD;
     }
     pricing_statements_free(st, n);
@@ -165,8 +160,8 @@ rate_period(PGconn *db, const struct db_account *acct, int year, int month,
                       db_period_end(year, month), false, e);
     if (!r)
         return METER_DB_HARD;
-    st = rate_source(acct, year, month, meter_usage_source(r), inv, rated,
-                     slot, e);
+    st = rate_source(acct, year, month, meter_usage_source(r), inv, rated, slot,
+                     e);
     rated->seconds[slot] = db_usage_seconds(r);
     meter_usage_reader_free(r);
     return st < 0 ? st : METER_DB_ROWS;
@@ -191,7 +186,9 @@ line_from_row(PGresult *r, int i, int off, struct report_invoice *inv,
     snprintf(l.corrects, sizeof(l.corrects), "%s", COL(1));
     meter_period_parse(COL(2), &l.year, &l.month);
     snprintf(l.book, sizeof(l.book), "%s", COL(3));
-    l.version = (int)strtol(COL(4), NULL, 10);
+    if (!PQgetisnull(r, i, off + 4) &&
+        db_get_int(r, i, off + 4, &l.version, e) < 0)
+        return -1;
     snprintf(l.description, sizeof(l.description), "%s", COL(5));
     l.has_quantity = !PQgetisnull(r, i, off + 6);
     snprintf(l.unit, sizeof(l.unit), "%s", COL(7));
@@ -216,9 +213,9 @@ static enum meter_db_status
 billed_lines(PGconn *db, const struct db_account *acct, int year, int month,
              struct report_invoice *billed, struct meter_err *e)
 {
-    char period[32];
-    db_period_text(year, month, period);
-    const char *v[] = {acct->id, period};
+    struct db_params v = {0};
+    db_param_text(&v, acct->id);
+    db_param_period(&v, year, month);
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
         db, "cannot read billed lines",
@@ -227,7 +224,7 @@ billed_lines(PGconn *db, const struct db_account *acct, int year, int month,
         " WHERE l.account_id = $1 AND i.status = 'final' AND l.period = $2"
         " AND l.kind <> 'credit_grant'"
         " ORDER BY i.invoice_id, l.line_no",
-        2, v, NULL, NULL, &r, e);
+        v.n, v.v, NULL, NULL, &r, e);
     for (int i = 0; st >= 0 && i < PQntuples(r); i++) {
         if (i == 0)
             snprintf(billed->currency, sizeof(billed->currency), "%s",
@@ -351,10 +348,10 @@ spend_grants(const struct db_account *acct, const struct db_grants *gs,
     struct pricing_dec *spent = calloc(gs->n, sizeof(*spent));
     if (!order || !spent)
         st = db_hard(e, "out of memory");
-    size_t k = st < 0 ? 0
-                      : pricing_grants_spend(gs->g, gs->n, inv->year,
-                                             inv->month, inv->currency, sum,
-                                             order, spent);
+    size_t k = st < 0
+                   ? 0
+                   : pricing_grants_spend(gs->g, gs->n, inv->year, inv->month,
+                                          inv->currency, sum, order, spent);
     for (size_t x = 0; x < k && st >= 0; x++) {
         const struct pricing_grant *g = &gs->g[order[x]];
         struct report_line l = {.year = inv->year, .month = inv->month};
@@ -372,8 +369,8 @@ spend_grants(const struct db_account *acct, const struct db_grants *gs,
 
 /* Starts the run's documents: the first, for the account's period. */
 static void
-docs_start(struct docs *ds, const struct db_account *acct, int year,
-           int month, const char *seller)
+docs_start(struct docs *ds, const struct db_account *acct, int year, int month,
+           const char *seller)
 {
     struct report_invoice *inv = &ds->d[0];
     ds->n = 1;
@@ -406,8 +403,7 @@ complete(PGconn *db, const struct db_account *acct, int year, int month,
         st = add_late(ds, year, month, &none, billed, e);
     }
     for (size_t i = 0; i < nlate && st >= 0; i++)
-        st = late_usage(db, acct, late[i] / 12, late[i] % 12 + 1, ds, rated,
-                        e);
+        st = late_usage(db, acct, late[i] / 12, late[i] % 12 + 1, ds, rated, e);
     /* A document of another currency whose differences came to nothing
      * is not issued. */
     size_t kept = 1;
@@ -524,8 +520,12 @@ finalize(PGconn *db, struct report_invoice *const *docs, size_t n,
         1, c, NULL, NULL, &r, e);
     if (st < 0)
         return st;
-    int year = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
-    long last = strtol(PQgetvalue(r, 0, 1), NULL, 10);
+    int year = 0, last = 0;
+    if (db_get_int(r, 0, 0, &year, e) < 0 ||
+        db_get_int(r, 0, 1, &last, e) < 0) {
+        PQclear(r);
+        return METER_DB_HARD;
+    }
     char at[32];
     snprintf(at, sizeof(at), "%s", PQgetvalue(r, 0, 2));
     PQclear(r);
@@ -537,7 +537,7 @@ finalize(PGconn *db, struct report_invoice *const *docs, size_t n,
     for (size_t i = 0; i < n && st >= 0; i++) {
         struct report_invoice *inv = docs[i];
         snprintf(inv->number, sizeof(inv->number), "%04d-%06ld", year,
-                 last - (long)n + 1 + (long)i);
+                 (long)last - (long)n + 1 + (long)i);
         snprintf(inv->finalized_at, sizeof(inv->finalized_at), "%s", at);
         if (report_invoice_hash(inv, inv->sha256, e) < 0)
             st = METER_DB_HARD;
@@ -551,8 +551,8 @@ finalize(PGconn *db, struct report_invoice *const *docs, size_t n,
     meter_buf_str(&ids, "}");
     meter_buf_str(&numbers, "}");
     meter_buf_str(&hashes, "}");
-    if (st >= 0 && (accts.failed || ids.failed || numbers.failed ||
-                    hashes.failed))
+    if (st >= 0 &&
+        (accts.failed || ids.failed || numbers.failed || hashes.failed))
         st = db_hard(e, "out of memory");
     const char *v[] = {accts.p, ids.p, numbers.p, hashes.p, at};
     if (st >= 0)
@@ -579,11 +579,11 @@ enum meter_db_status
 meter_db_invoice_accounts(PGconn *db, int year, int month, const char *only,
                           struct meter_strtab *out, struct meter_err *e)
 {
-    char from[32], to[32];
-    db_period_text(year, month, from);
-    db_period_text(month == 12 ? year + 1 : year, month == 12 ? 1 : month + 1,
-                   to);
-    const char *v[] = {from, to, only};
+    struct db_params v = {0};
+    db_param_period(&v, year, month);
+    db_param_period(&v, month == 12 ? year + 1 : year,
+                    month == 12 ? 1 : month + 1);
+    db_param_text(&v, only);
     /* An assignment holds until the account's next one. */
     return db_strings(
         db, "cannot list the accounts to invoice",
@@ -594,7 +594,7 @@ meter_db_invoice_accounts(PGconn *db, int year, int month, const char *only,
         "  WHERE n.account_id = a.account_id AND n.valid_from > a.valid_from"
         "  AND n.valid_from <= $1::date)"
         " ORDER BY a.account_id",
-        3, v, out, e);
+        v.n, v.v, out, e);
 }
 
 /* One account of a batch, and what the run read and made of it. */
@@ -738,8 +738,7 @@ take_final(struct batch *bt, struct bill *b, PGresult *r, int i,
         return 0;
     b->state = BILL_DONE;
     b->out->already_final = true;
-    snprintf(b->out->number, sizeof(b->out->number), "%s",
-             PQgetvalue(r, i, 1));
+    snprintf(b->out->number, sizeof(b->out->number), "%s", PQgetvalue(r, i, 1));
     return 0;
 }
 
@@ -748,10 +747,10 @@ take_state(struct batch *bt, struct bill *b, PGresult *r, int i,
            struct meter_err *e)
 {
     (void)bt;
-    (void)e;
-    b->first_runs = strtoull(PQgetvalue(r, i, 1), NULL, 10);
-    b->revision = strtoull(PQgetvalue(r, i, 2), NULL, 10);
-    return 0;
+    return db_get_uint64(r, i, 1, &b->first_runs, e) < 0 ||
+                   db_get_uint64(r, i, 2, &b->revision, e) < 0
+               ? -1
+               : 0;
 }
 
 static int
@@ -810,12 +809,14 @@ take_draft(struct batch *bt, struct bill *b, PGresult *r, int i,
            struct meter_err *e)
 {
     (void)bt;
-    (void)e;
+    /* One draft per currency: at most the documents of a run. */
     if (b->ndrafts == sizeof(b->drafts) / sizeof(b->drafts[0]))
-        return 0;
-    b->drafts[b->ndrafts].id = strtoll(PQgetvalue(r, i, 1), NULL, 10);
-    snprintf(b->drafts[b->ndrafts].currency,
-             sizeof(b->drafts[b->ndrafts].currency), "%s", PQgetvalue(r, i, 2));
+        return meter_fail(e, "account '%s': more than %zu drafts of a period",
+                          b->acct.id, b->ndrafts);
+    if (db_get_int64(r, i, 1, &b->drafts[b->ndrafts].id, e) < 0 ||
+        db_get_text(r, i, 2, b->drafts[b->ndrafts].currency,
+                    sizeof(b->drafts[b->ndrafts].currency), e) < 0)
+        return -1;
     b->ndrafts++;
     return 0;
 }
@@ -904,30 +905,44 @@ load(PGconn *db, struct batch *bt, bool with_late, struct meter_err *e)
             " FROM unnest($1::text[], $3::int[]) AS a (account_id, pk)"
             " CROSS JOIN LATERAL (SELECT DISTINCT i.period FROM invoices i"
             "  WHERE i.account_id = a.account_id AND i.period < $2::date"
-            "  AND " LIVE("i") ") p"
-            /* the latest that stands: a rating, or a credit note's return */
-            " CROSS JOIN LATERAL (SELECT u.samples, u.first_runs, u.revision"
-            "  FROM invoice_usage u JOIN invoices d"
-            "  USING (account_id, invoice_id)"
-            "  WHERE u.account_id = a.account_id AND u.period = p.period"
-            "  AND d.status = 'final'"
-            "  AND (d.kind = 'credit_note' OR " NOT_VOIDED("d") ")"
-            "  ORDER BY u.seq DESC LIMIT 1) last"
-            " WHERE last.samples IS NULL"
-            " OR (SELECT coalesce(sum(h.samples), 0)"
-            "  FROM usage_hourly_totals h WHERE h.account_pk = a.pk"
-            "  AND h.hour >= extract(epoch FROM p.period)::bigint / 3600"
-            "  AND h.hour < extract(epoch FROM p.period + interval '1 month')"
-            "   ::bigint / 3600) <> last.samples"
-            " OR (SELECT count(*) FROM sandboxes s WHERE s.account_pk = a.pk"
-            "  AND s.first_running_minute >= extract(epoch FROM p.period)"
-            "   ::bigint / 60"
-            "  AND s.first_running_minute < extract(epoch FROM p.period"
-            "   + interval '1 month')::bigint / 60) <> last.first_runs"
-            " OR coalesce((SELECT v.revision FROM usage_revisions v"
-            "  WHERE v.account_pk = a.pk AND v.period = p.period), 0)"
-            "  <> coalesce(last.revision, 0)"
-            " ORDER BY a.account_id, p.period",
+            "  AND " LIVE(
+                "i") ") p"
+                     /* the latest that stands: a rating, or a credit note's
+                        return */
+                     " CROSS JOIN LATERAL (SELECT u.samples, u.first_runs, "
+                     "u.revision"
+                     "  FROM invoice_usage u JOIN invoices d"
+                     "  USING (account_id, invoice_id)"
+                     "  WHERE u.account_id = a.account_id AND u.period = "
+                     "p.period"
+                     "  AND d.status = 'final'"
+                     "  AND (d.kind = 'credit_note' OR " NOT_VOIDED(
+                         "d") ")"
+                              "  ORDER BY u.seq DESC LIMIT 1) last"
+                              " WHERE last.samples IS NULL"
+                              " OR (SELECT coalesce(sum(h.samples), 0)"
+                              "  FROM usage_hourly_totals h WHERE h.account_pk "
+                              "= a.pk"
+                              "  AND h.hour >= extract(epoch FROM "
+                              "p.period)::bigint / 3600"
+                              "  AND h.hour < extract(epoch FROM p.period + "
+                              "interval '1 month')"
+                              "   ::bigint / 3600) <> last.samples"
+                              " OR (SELECT count(*) FROM sandboxes s WHERE "
+                              "s.account_pk = a.pk"
+                              "  AND s.first_running_minute >= extract(epoch "
+                              "FROM p.period)"
+                              "   ::bigint / 60"
+                              "  AND s.first_running_minute < extract(epoch "
+                              "FROM p.period"
+                              "   + interval '1 month')::bigint / 60) <> "
+                              "last.first_runs"
+                              " OR coalesce((SELECT v.revision FROM "
+                              "usage_revisions v"
+                              "  WHERE v.account_pk = a.pk AND v.period = "
+                              "p.period), 0)"
+                              "  <> coalesce(last.revision, 0)"
+                              " ORDER BY a.account_id, p.period",
             true, take_late, e);
     if (st >= 0 && bt->finalize)
         st = for_rows(db, bt, "cannot read the accounts' invoices",
@@ -967,7 +982,8 @@ static int
 by_pk(const void *a, const void *b, void *arg)
 {
     const struct bill *x = arg;
-    int32_t p = x[*(const size_t *)a].acct.pk, q = x[*(const size_t *)b].acct.pk;
+    int32_t p = x[*(const size_t *)a].acct.pk,
+            q = x[*(const size_t *)b].acct.pk;
     return (p > q) - (p < q);
 }
 
@@ -1055,10 +1071,9 @@ complete_batch(PGconn *db, struct batch *bt, bool with_late,
         if (b->state != BILL_RATE)
             continue;
         struct meter_err ae = {{0}};
-        enum meter_db_status st =
-            complete(db, &b->acct, bt->year, bt->month, &b->billed, b->late,
-                     b->nlate, with_late ? &b->grants : NULL, &b->ds,
-                     &b->rated, &ae);
+        enum meter_db_status st = complete(
+            db, &b->acct, bt->year, bt->month, &b->billed, b->late, b->nlate,
+            with_late ? &b->grants : NULL, &b->ds, &b->rated, &ae);
         if (st < 0 && batch_broken(db, st)) {
             *e = ae;
             return st;
@@ -1147,10 +1162,11 @@ store_batch(PGconn *db, struct batch *bt, struct meter_err *e)
                          " AND status = 'draft' AND kind = 'invoice'",
                          &none, NULL, bt, NULL, e);
     if (st >= 0 && any_gone)
-        st = exec_arrays(db, "cannot remove a stale draft",
-                         "DELETE FROM invoices WHERE account_id ="
-                         " ANY ($1::text[]) AND invoice_id = ANY ($2::bigint[])",
-                         &gone_a, &gone_i, bt, NULL, e);
+        st =
+            exec_arrays(db, "cannot remove a stale draft",
+                        "DELETE FROM invoices WHERE account_id ="
+                        " ANY ($1::text[]) AND invoice_id = ANY ($2::bigint[])",
+                        &gone_a, &gone_i, bt, NULL, e);
     /* The drafts kept lose their parts, rewritten below. */
     static const char *const parts[] = {
         "DELETE FROM invoice_lines WHERE account_id = ANY ($1::text[])"
@@ -1161,8 +1177,8 @@ store_batch(PGconn *db, struct batch *bt, struct meter_err *e)
         " AND invoice_id = ANY ($2::bigint[])",
     };
     for (size_t i = 0; i < 3 && st >= 0 && any_old; i++)
-        st = exec_arrays(db, "cannot replace a draft", parts[i], &old_a,
-                         &old_i, bt, NULL, e);
+        st = exec_arrays(db, "cannot replace a draft", parts[i], &old_a, &old_i,
+                         bt, NULL, e);
     char now[32] = "";
     if (st >= 0)
         st = meter_db_exec(db, "cannot read the time",
@@ -1195,9 +1211,9 @@ store_batch(PGconn *db, struct batch *bt, struct meter_err *e)
             size_t x = inv->id ? 0 : 1;
             count[x]++;
             db_array_text(&h[x][0], inv->account_id);
-            db_array_int(&h[x][1], inv->id ? inv->id
-                                           : (int64_t)(k * METER_INVOICE_DOCS +
-                                                       d));
+            db_array_int(&h[x][1], inv->id
+                                       ? inv->id
+                                       : (int64_t)(k * METER_INVOICE_DOCS + d));
             db_array_text(&h[x][2], inv->currency);
             db_array_text(&h[x][3], total);
             db_array_text(&h[x][4], inv->seller);
@@ -1250,11 +1266,16 @@ store_batch(PGconn *db, struct batch *bt, struct meter_err *e)
             " USING (account_id, currency)",
             7, v, NULL, NULL, &r, e);
         for (int i = 0; st >= 0 && i < PQntuples(r); i++) {
-            int64_t ref = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+            int64_t ref = -1, id = 0;
+            if (db_get_int64(r, i, 0, &ref, e) < 0 ||
+                db_get_int64(r, i, 1, &id, e) < 0) {
+                st = METER_DB_HARD;
+                break;
+            }
             size_t k = (size_t)ref / METER_INVOICE_DOCS,
                    d = (size_t)ref % METER_INVOICE_DOCS;
-            if (k < bt->n && d < bt->b[k].ds.n)
-                bt->b[k].ds.d[d].id = strtoll(PQgetvalue(r, i, 1), NULL, 10);
+            if (ref >= 0 && k < bt->n && d < bt->b[k].ds.n)
+                bt->b[k].ds.d[d].id = id;
         }
         PQclear(r);
         r = NULL;
@@ -1378,7 +1399,8 @@ start_batch(PGconn *db, struct batch *bt, bool lock, struct meter_err *e)
     free(accts);
     if (st < 0)
         return st;
-    bool early = bt->finalize && db_period_end(bt->year, bt->month) > time(NULL);
+    bool early =
+        bt->finalize && db_period_end(bt->year, bt->month) > time(NULL);
     for (size_t k = 0; k < bt->n; k++) {
         struct bill *b = &bt->b[k];
         char msg[256];
@@ -1559,12 +1581,14 @@ meter_db_invoice_preview(PGconn *db, const char *account, int year, int month,
     " coalesce(i.reason, ''), coalesce(encode(i.sha256, 'hex'), ''),"          \
     " i.total::text"
 
-/* Fills the header of inv from row i of r (DOC_COLUMNS). */
+/* Fills the header of inv from row i of r (DOC_COLUMNS); -1 if it does
+ * not read back. */
 static int
-doc_header(PGresult *r, int i, struct report_invoice *inv)
+doc_header(PGresult *r, int i, struct report_invoice *inv, struct meter_err *e)
 {
     memset(inv, 0, sizeof(*inv));
-    inv->id = strtoll(PQgetvalue(r, i, 0), NULL, 10);
+    if (db_get_int64(r, i, 0, &inv->id, e) < 0)
+        return -1;
     snprintf(inv->kind, sizeof(inv->kind), "%s", PQgetvalue(r, i, 1));
     snprintf(inv->number, sizeof(inv->number), "%s", PQgetvalue(r, i, 3));
     snprintf(inv->account_id, sizeof(inv->account_id), "%s",
@@ -1585,23 +1609,23 @@ doc_header(PGresult *r, int i, struct report_invoice *inv)
     snprintf(inv->sha256, sizeof(inv->sha256), "%s", PQgetvalue(r, i, 14));
     snprintf(inv->status, sizeof(inv->status), "%s",
              inv->voided_by[0] ? "void" : PQgetvalue(r, i, 2));
-    return db_parse_dec(PQgetvalue(r, i, 15), &inv->total);
+    return db_get_dec(r, i, 15, &inv->total, e);
 }
 
 /* The lines of document inv->id. */
 static enum meter_db_status
 doc_lines(PGconn *db, struct report_invoice *inv, struct meter_err *e)
 {
-    char id[24];
-    snprintf(id, sizeof(id), "%" PRId64, inv->id);
-    const char *v[] = {inv->account_id, id};
+    struct db_params v = {0};
+    db_param_text(&v, inv->account_id);
+    db_param_int64(&v, inv->id);
     PGresult *r;
     enum meter_db_status st =
         meter_db_exec(db, "cannot read invoice lines",
                       "SELECT " LINE_COLUMNS " FROM invoice_lines l"
                       " WHERE l.account_id = $1 AND l.invoice_id = $2::bigint"
                       " ORDER BY l.line_no",
-                      2, v, NULL, NULL, &r, e);
+                      v.n, v.v, NULL, NULL, &r, e);
     for (int i = 0; st >= 0 && i < PQntuples(r); i++)
         if (line_from_row(r, i, 0, inv, e) < 0)
             st = METER_DB_HARD;
@@ -1619,24 +1643,28 @@ meter_db_invoice_get(PGconn *db, const char *ref, const char *account,
     uint64_t id = 0;
     if (!number && meter_parse_uint(ref, 1, INT64_MAX, &id) < 0)
         return METER_DB_NONE;
-    char idtext[24];
-    snprintf(idtext, sizeof(idtext), "%" PRIu64, id);
-    const char *v[] = {number ? ref : NULL, number ? NULL : idtext, account};
+    struct db_params v = {0};
+    db_param_text(&v, number ? ref : NULL);
+    if (number)
+        db_param_text(&v, NULL);
+    else
+        db_param_uint64(&v, id);
+    db_param_text(&v, account);
     PGresult *r;
     enum meter_db_status st =
         meter_db_exec(db, "cannot read the invoice",
                       "SELECT " DOC_COLUMNS " FROM invoices i"
                       " WHERE (i.number = $1 OR i.invoice_id = $2::bigint)"
                       " AND ($3::text IS NULL OR i.account_id = $3::text)",
-                      3, v, NULL, NULL, &r, e);
+                      v.n, v.v, NULL, NULL, &r, e);
     if (st != METER_DB_ROWS) {
         PQclear(r);
         return st;
     }
-    int bad = doc_header(r, 0, inv);
+    int bad = doc_header(r, 0, inv, e);
     PQclear(r);
     if (bad)
-        return db_hard(e, "invoice '%s': its total does not read back", ref);
+        return METER_DB_HARD;
     return doc_lines(db, inv, e);
 }
 
@@ -1644,13 +1672,15 @@ enum meter_db_status
 meter_db_invoice_list(PGconn *db, const struct meter_invoice_filter *f,
                       meter_invoice_cb *cb, void *arg, struct meter_err *e)
 {
-    char period[32] = "", after[24], limit[24];
+    struct db_params v = {0};
+    db_param_text(&v, f->account);
     if (f->year)
-        db_period_text(f->year, f->month, period);
-    snprintf(after, sizeof(after), "%" PRId64, f->after);
-    snprintf(limit, sizeof(limit), "%d", f->limit > 0 ? f->limit : 100);
-    const char *v[] = {f->account, period[0] ? period : NULL, f->status, after,
-                       limit};
+        db_param_period(&v, f->year, f->month);
+    else
+        db_param_text(&v, NULL);
+    db_param_text(&v, f->status);
+    db_param_int64(&v, f->after);
+    db_param_int32(&v, f->limit > 0 ? f->limit : 100);
     PGresult *r;
     enum meter_db_status st =
         meter_db_exec(db, "cannot list invoices",
@@ -1661,13 +1691,16 @@ meter_db_invoice_list(PGconn *db, const struct meter_invoice_filter *f,
                       " WHERE $3::text IS NULL OR (CASE WHEN d.voided_by <> ''"
                       "  THEN 'void' ELSE d.status END) = $3::text"
                       " ORDER BY d.invoice_id LIMIT $5::int",
-                      5, v, NULL, NULL, &r, e);
+                      v.n, v.v, NULL, NULL, &r, e);
     if (st < 0)
         return st;
     for (int i = 0; i < PQntuples(r); i++) {
         struct report_invoice inv;
-        if (doc_header(r, i, &inv) == 0)
-            cb(&inv, arg);
+        if (doc_header(r, i, &inv, e) < 0) {
+            st = METER_DB_HARD;
+            break;
+        }
+        cb(&inv, arg);
     }
     PQclear(r);
     return st;
@@ -1729,15 +1762,17 @@ void_attempt(PGconn *db, void *arg, struct meter_err *e)
     }
     if (st < 0)
         goto out;
-    char period[32], total[64], voids[24];
-    db_period_text(note.year, note.month, period);
+    char total[64];
     total_text(&note, total, sizeof(total));
-    snprintf(voids, sizeof(voids), "%" PRId64, inv.id);
-    const char *v[] = {
-        note.account_id, period,
-        note.currency,   total,
-        note.seller,     note.account_name[0] ? note.account_name : NULL,
-        voids,           note.reason};
+    struct db_params v = {0};
+    db_param_text(&v, note.account_id);
+    db_param_period(&v, note.year, note.month);
+    db_param_text(&v, note.currency);
+    db_param_text(&v, total);
+    db_param_text(&v, note.seller);
+    db_param_text(&v, note.account_name[0] ? note.account_name : NULL);
+    db_param_int64(&v, inv.id);
+    db_param_text(&v, note.reason);
     PGresult *r;
     st = meter_db_exec(
         db, "cannot store the credit note",
@@ -1745,13 +1780,14 @@ void_attempt(PGconn *db, void *arg, struct meter_err *e)
         " total, seller, account_name, voids, reason)"
         " VALUES ($1, 'credit_note', $2::date, 'draft', $3, $4::numeric, $5,"
         " $6, $7::bigint, $8) RETURNING invoice_id",
-        8, v, NULL, NULL, &r, e);
+        v.n, v.v, NULL, NULL, &r, e);
     if (st < 0) {
         if (strstr(e->msg, "invoices_void_once"))
             meter_fail(e, "invoice '%s' is already void", a->number);
         goto out;
     }
-    note.id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+    if (db_get_int64(r, 0, 0, &note.id, e) < 0)
+        st = METER_DB_HARD;
     PQclear(r);
     struct meter_buf lines = {0};
     lines_tsv(&lines, &note);
@@ -1762,15 +1798,15 @@ void_attempt(PGconn *db, void *arg, struct meter_err *e)
     if (st >= 0) {
         /* Every period the note takes lines back from is to be rated
          * again by the account's next invoice. */
-        char id[24];
-        snprintf(id, sizeof(id), "%" PRId64, note.id);
-        const char *u[] = {note.account_id, id};
+        struct db_params u = {0};
+        db_param_text(&u, note.account_id);
+        db_param_int64(&u, note.id);
         st = meter_db_exec(db, "cannot store the credit note",
                            "INSERT INTO invoice_usage (account_id, invoice_id,"
                            " period) SELECT DISTINCT account_id, invoice_id,"
                            " period FROM invoice_lines WHERE account_id = $1"
                            " AND invoice_id = $2::bigint",
-                           2, u, NULL, NULL, NULL, e);
+                           u.n, u.v, NULL, NULL, NULL, e);
     }
     if (st >= 0)
         st = db_revenue_negate(db, note.account_id, note.id, inv.id, e);

@@ -8,7 +8,6 @@
 #include <inttypes.h>
 #include <nettle/sha2.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -85,29 +84,32 @@ meter_db_key_lookup(PGconn *db, const char *token, struct meter_principal *who,
 {
     uint8_t hash[32];
     meter_token_hash(token, hash);
-    const char *values[] = {(const char *)hash};
-    int lengths[] = {32}, formats[] = {1};
+    struct db_params p = {0};
+    db_param_bytes(&p, hash, sizeof(hash));
     PGresult *r;
     enum meter_db_status st = db_exec_prepared(
         db, "cannot look the key up", "meter_key_lookup",
         "SELECT key_id, role, coalesce(account_id, ''), EXISTS (SELECT 1"
         "  FROM host_key_accounts h WHERE h.key_id = api_keys.key_id)"
         " FROM api_keys WHERE token_hash = $1 AND revoked_at IS NULL",
-        1, values, lengths, formats, &r, e);
-    if (st == METER_DB_ROWS)
-        db_principal_of(r, 0, who);
+        p.n, p.v, p.len, p.fmt, &r, e);
+    if (st == METER_DB_ROWS && db_principal_of(r, 0, who, e) < 0)
+        st = METER_DB_HARD;
     PQclear(r);
     return st;
 }
 
-void
-db_principal_of(const PGresult *r, int row, struct meter_principal *who)
+int
+db_principal_of(const PGresult *r, int row, struct meter_principal *who,
+                struct meter_err *e)
 {
-    who->key_id = strtoll(PQgetvalue(r, row, 0), NULL, 10);
+    size_t cap = sizeof(who->account_id);
+    if (db_get_int64(r, row, 0, &who->key_id, e) < 0 ||
+        db_get_text(r, row, 2, who->account_id, cap, e) < 0 ||
+        db_get_bool(r, row, 3, &who->scoped, e) < 0)
+        return -1;
     who->role = meter_role_parse(PQgetvalue(r, row, 1));
-    snprintf(who->account_id, sizeof(who->account_id), "%s",
-             PQgetvalue(r, row, 2));
-    who->scoped = PQgetvalue(r, row, 3)[0] == 't';
+    return 0;
 }
 
 enum meter_db_status
@@ -122,9 +124,12 @@ meter_db_key_create(PGconn *db, enum meter_role role, const char *account,
         return METER_DB_HARD;
     }
     meter_token_hash(token, hash);
-    const char *values[] = {meter_role_name(role), account, name,
-                            (const char *)hash, scope};
-    int lengths[] = {0, 0, 0, 32, 0}, formats[] = {0, 0, 0, 1, 0};
+    struct db_params p = {0};
+    db_param_text(&p, meter_role_name(role));
+    db_param_text(&p, account);
+    db_param_text(&p, name);
+    db_param_bytes(&p, hash, sizeof(hash));
+    db_param_text(&p, scope);
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
         db, "cannot create the key",
@@ -136,9 +141,9 @@ meter_db_key_create(PGconn *db, enum meter_role role, const char *account,
         "  SELECT DISTINCT k.key_id, x FROM k,"
         "  unnest(string_to_array($5::text, ',')) x)"
         " SELECT key_id FROM k",
-        5, values, lengths, formats, &r, e);
-    if (st == METER_DB_ROWS)
-        *key_id = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        p.n, p.v, p.len, p.fmt, &r, e);
+    if (st == METER_DB_ROWS && db_get_int64(r, 0, 0, key_id, e) < 0)
+        st = METER_DB_HARD;
     PQclear(r);
     return st;
 }
@@ -161,7 +166,6 @@ meter_db_key_list(PGconn *db, meter_key_cb *cb, void *arg, struct meter_err *e)
                       0, NULL, NULL, NULL, &r, e);
     for (int i = 0; st == METER_DB_ROWS && i < PQntuples(r); i++) {
         struct meter_key k = {
-            .key_id = strtoll(PQgetvalue(r, i, 0), NULL, 10),
             .role = PQgetvalue(r, i, 1),
             .account_id = PQgetvalue(r, i, 2),
             .name = PQgetvalue(r, i, 3),
@@ -169,6 +173,10 @@ meter_db_key_list(PGconn *db, meter_key_cb *cb, void *arg, struct meter_err *e)
             .revoked_at = PQgetvalue(r, i, 5),
             .scope = PQgetvalue(r, i, 6),
         };
+        if (db_get_int64(r, i, 0, &k.key_id, e) < 0) {
+            st = METER_DB_HARD;
+            break;
+        }
         cb(&k, arg);
     }
     PQclear(r);
@@ -178,10 +186,10 @@ meter_db_key_list(PGconn *db, meter_key_cb *cb, void *arg, struct meter_err *e)
 enum meter_db_status
 meter_db_key_revoke(PGconn *db, int64_t key_id, struct meter_err *e)
 {
-    char id[24], what[64];
-    snprintf(id, sizeof(id), "%" PRId64, key_id);
-    snprintf(what, sizeof(what), "cannot revoke key %s", id);
-    const char *values[] = {id};
+    char what[64];
+    snprintf(what, sizeof(what), "cannot revoke key %" PRId64, key_id);
+    struct db_params p = {0};
+    db_param_int64(&p, key_id);
     /* Its browser sessions go with it: they authenticate nothing once
      * the key is revoked (meter_db_session_lookup), and are no use
      * kept. */
@@ -192,5 +200,5 @@ meter_db_key_revoke(PGconn *db, int64_t key_id, struct meter_err *e)
                          " s AS (DELETE FROM web_sessions"
                          "  WHERE key_id IN (SELECT key_id FROM k))"
                          " SELECT key_id FROM k",
-                         1, values, NULL, NULL, NULL, e);
+                         p.n, p.v, NULL, NULL, NULL, e);
 }

@@ -456,12 +456,10 @@ enum meter_db_status meter_db_invoice_run(PGconn *db, const char *account,
  * batch again account by account). The failure only if the batch could
  * not run: the database lost (meter_db_lost) or busy.
  */
-enum meter_db_status meter_db_invoice_batch(PGconn *db,
-                                            const char *const *accounts,
-                                            size_t n, int year, int month,
-                                            bool finalize, const char *seller,
-                                            struct meter_invoice_outcome *out,
-                                            struct meter_err *e);
+enum meter_db_status
+meter_db_invoice_batch(PGconn *db, const char *const *accounts, size_t n,
+                       int year, int month, bool finalize, const char *seller,
+                       struct meter_invoice_outcome *out, struct meter_err *e);
 
 /* The invoice the run would compute for the period, every part priced
  * with book instead of the account's (NULL: its own), in inv (release

@@ -6,7 +6,7 @@
  * Checksums are SHA-256 of the file's bytes, computed by the server
  * (sha256(bytea)) so that the project needs no crypto library here.
  */
-#include "meter_db.h"
+#include "db_int.h"
 
 #include <ctype.h>
 #include <stdbool.h>
@@ -192,17 +192,16 @@ static int
 checksum(PGconn *db, const struct meter_migration *m, char out[65],
          struct meter_err *e)
 {
-    const char *values[] = {m->sql};
-    int lengths[] = {(int)m->sql_len};
-    int formats[] = {1};
-    PGresult *r = PQexecParams(db, "SELECT encode(sha256($1::bytea), 'hex')", 1,
-                               NULL, values, lengths, formats, 0);
+    struct db_params p = {0};
+    db_param_bytes(&p, m->sql, (int)m->sql_len);
+    PGresult *r = PQexecParams(db, "SELECT encode(sha256($1::bytea), 'hex')",
+                               p.n, NULL, p.v, p.len, p.fmt, 0);
     int rc = 0;
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
         rc = meter_fail(e, "cannot checksum '%s': %s", m->file,
                         PQerrorMessage(db));
-    else
-        snprintf(out, 65, "%s", PQgetvalue(r, 0, 0));
+    else if (db_get_text(r, 0, 0, out, 65, e) < 0)
+        rc = -1;
     PQclear(r);
     return rc;
 }
@@ -234,8 +233,11 @@ read_applied(PGconn *db, bool create, struct applied **out, size_t *n,
             PQclear(r);
             return -1;
         }
-        bool exists = *PQgetvalue(r, 0, 0) == 't';
+        bool exists;
+        int got = db_get_bool(r, 0, 0, &exists, e);
         PQclear(r);
+        if (got < 0)
+            return -1;
         if (!exists) {
             *out = calloc(1, sizeof(**out));
             return *out ? 0 : meter_fail(e, "out of memory");
@@ -256,13 +258,16 @@ read_applied(PGconn *db, bool create, struct applied **out, size_t *n,
         PQclear(r);
         return meter_fail(e, "out of memory");
     }
-    for (size_t i = 0; i < rows; i++) {
-        a[i].version = (int)strtol(PQgetvalue(r, (int)i, 0), NULL, 10);
-        snprintf(a[i].file, sizeof(a[i].file), "%s", PQgetvalue(r, (int)i, 1));
-        snprintf(a[i].sha256, sizeof(a[i].sha256), "%s",
-                 PQgetvalue(r, (int)i, 2));
-        snprintf(a[i].applied_at, sizeof(a[i].applied_at), "%s",
-                 PQgetvalue(r, (int)i, 3));
+    for (int i = 0; i < (int)rows; i++) {
+        struct applied *x = &a[i];
+        if (db_get_int(r, i, 0, &x->version, e) < 0 ||
+            db_get_text(r, i, 1, x->file, sizeof(x->file), e) < 0 ||
+            db_get_text(r, i, 2, x->sha256, sizeof(x->sha256), e) < 0 ||
+            db_get_text(r, i, 3, x->applied_at, sizeof(x->applied_at), e) < 0) {
+            free(a);
+            PQclear(r);
+            return -1;
+        }
     }
     PQclear(r);
     *out = a;
@@ -309,9 +314,10 @@ apply_one(PGconn *db, const struct meter_migration *m, const char *sha,
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
         const char *pos = PQresultErrorField(r, PG_DIAG_STATEMENT_POSITION);
         const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
-        if (pos)
+        uint64_t at;
+        if (pos && meter_parse_uint(pos, 1, INT32_MAX, &at) == 0)
             meter_fail(e, "migration '%s' failed at line %d: %s", m->file,
-                       line_of(m->sql, strtol(pos, NULL, 10)),
+                       line_of(m->sql, (long)at),
                        msg ? msg : PQerrorMessage(db));
         else
             meter_fail(e, "migration '%s' failed: %s", m->file,
@@ -321,13 +327,14 @@ apply_one(PGconn *db, const struct meter_migration *m, const char *sha,
         return -1;
     }
     PQclear(r);
-    char version[16];
-    snprintf(version, sizeof(version), "%d", m->version);
-    const char *values[] = {version, m->file, sha};
+    struct db_params p = {0};
+    db_param_int32(&p, m->version);
+    db_param_text(&p, m->file);
+    db_param_text(&p, sha);
     r = PQexecParams(db,
                      "INSERT INTO schema_migrations (version, file, sha256)"
                      " VALUES ($1, $2, $3)",
-                     3, NULL, values, NULL, NULL, 0);
+                     p.n, NULL, p.v, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
         meter_fail(e, "cannot record migration '%s': %s", m->file,
                    PQerrorMessage(db));

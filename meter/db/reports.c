@@ -9,32 +9,44 @@
  */
 #include "db_int.h"
 
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
 
-/* The period's first day and the next period's, as dates, and its
- * hours. */
+/* The period, the next and the one before, and the period's hours
+ * [hour_lo, hour_hi): what the statements take as parameters. */
 struct bounds {
-    char first[32], next[32], prev[32];
-    char hour_lo[24], hour_hi[24];
+    int year, month, ny, nm, py, pm;
+    int64_t hour_lo, hour_hi;
 };
 
 static void
 bounds_of(int year, int month, struct bounds *b)
 {
-    db_period_text(year, month, b->first);
-    int ny = month == 12 ? year + 1 : year, nm = month == 12 ? 1 : month + 1;
-    int py = month == 1 ? year - 1 : year, pm = month == 1 ? 12 : month - 1;
-    db_period_text(ny, nm, b->next);
-    db_period_text(py, pm, b->prev);
-    snprintf(b->hour_lo, sizeof(b->hour_lo), "%" PRId64,
-             db_period_start(year, month) / 3600);
-    snprintf(b->hour_hi, sizeof(b->hour_hi), "%" PRId64,
-             db_period_end(year, month) / 3600);
+    b->year = year;
+    b->month = month;
+    b->ny = month == 12 ? year + 1 : year;
+    b->nm = month == 12 ? 1 : month + 1;
+    b->py = month == 1 ? year - 1 : year;
+    b->pm = month == 1 ? 12 : month - 1;
+    b->hour_lo = db_period_start(year, month) / 3600;
+    b->hour_hi = db_period_end(year, month) / 3600;
+}
+
+/* The period's first day and the next period's, as parameters. */
+static void
+param_first_next(struct db_params *p, const struct bounds *b)
+{
+    db_param_period(p, b->year, b->month);
+    db_param_period(p, b->ny, b->nm);
+}
+
+/* The period's hours, as parameters. */
+static void
+param_hours(struct db_params *p, const struct bounds *b)
+{
+    db_param_int64(p, b->hour_lo);
+    db_param_int64(p, b->hour_hi);
 }
 
 /* Runs sql, whose one row and column is a JSON document, into *out. */
@@ -44,7 +56,8 @@ report(PGconn *db, const char *what, const char *sql, int n,
 {
     PGresult *r;
     *out = NULL;
-    enum meter_db_status st = meter_db_exec(db, what, sql, n, v, NULL, NULL, &r, e);
+    enum meter_db_status st =
+        meter_db_exec(db, what, sql, n, v, NULL, NULL, &r, e);
     if (st < 0)
         return st;
     json_error_t je;
@@ -69,13 +82,16 @@ meter_db_report_overview(PGconn *db, int year, int month, int64_t now,
     struct bounds b;
     bounds_of(year, month, &b);
     /* Days of the period so far: all of it once it is over. */
-    int64_t start = db_period_start(year, month), end = db_period_end(year, month);
-    int64_t elapsed = now < start ? 0 : now >= end ? (end - start) / 86400
-                                                   : (now - start) / 86400 + 1;
-    char days[24], at[24];
-    snprintf(days, sizeof(days), "%" PRId64, elapsed);
-    snprintf(at, sizeof(at), "%" PRId64, now);
-    const char *v[] = {b.first, b.next, b.prev, days, at};
+    int64_t start = db_period_start(year, month),
+            end = db_period_end(year, month);
+    int64_t elapsed = now < start  ? 0
+                      : now >= end ? (end - start) / 86400
+                                   : (now - start) / 86400 + 1;
+    struct db_params p = {0};
+    param_first_next(&p, &b);
+    db_param_period(&p, b.py, b.pm);
+    db_param_int64(&p, elapsed);
+    db_param_int64(&p, now);
     return report(
         db, "cannot read the overview",
         "WITH rev AS (SELECT r.day, r.account_id, r.kind, r.price_book_id,"
@@ -152,7 +168,7 @@ meter_db_report_overview(PGconn *db, int year, int month, int64_t now,
         "   FROM usage_hourly h WHERE h.added_at >= to_timestamp($5::bigint)"
         "   - interval '1 hour' AND h.added_at < to_timestamp($5::bigint)"
         "   + interval '1 minute' GROUP BY 1) x), '[]'))",
-        5, v, out, e);
+        p.n, p.v, out, e);
 }
 
 enum meter_db_status
@@ -161,13 +177,14 @@ meter_db_report_accounts(PGconn *db, const struct meter_report_query *q,
 {
     struct bounds b;
     bounds_of(q->year, q->month, &b);
-    char limit[16], offset[16];
-    snprintf(limit, sizeof(limit), "%d", q->per_page);
-    snprintf(offset, sizeof(offset), "%d", (q->page - 1) * q->per_page);
-    const char *v[] = {b.first,   b.next,     b.hour_lo,
-                       b.hour_hi, q->search ? q->search : "",
-                       q->sort,   q->descending ? "t" : "f",
-                       limit,     offset};
+    struct db_params p = {0};
+    param_first_next(&p, &b);
+    param_hours(&p, &b);
+    db_param_text(&p, q->search ? q->search : "");
+    db_param_text(&p, q->sort);
+    db_param_bool(&p, q->descending);
+    db_param_int32(&p, q->per_page);
+    db_param_int32(&p, (q->page - 1) * q->per_page);
     /* The sort column is a parameter: one CASE per column and direction,
      * so the statement's text never changes (scripts/check-sql.sh). */
     return report(
@@ -217,7 +234,7 @@ meter_db_report_accounts(PGconn *db, const struct meter_report_query *q,
         "   CASE WHEN $6 = 'gib_hours' AND $7::bool THEN gib_hours END DESC,"
         "   account_id, currency) AS n FROM rows"
         "   ORDER BY n LIMIT $8::int OFFSET $9::int) x), '[]'))",
-        9, v, out, e);
+        p.n, p.v, out, e);
 }
 
 enum meter_db_status
@@ -226,7 +243,10 @@ meter_db_report_account(PGconn *db, const char *account, int year, int month,
 {
     struct bounds b;
     bounds_of(year, month, &b);
-    const char *v[] = {account, b.first, b.next, b.hour_lo, b.hour_hi};
+    struct db_params p = {0};
+    db_param_text(&p, account);
+    param_first_next(&p, &b);
+    param_hours(&p, &b);
     enum meter_db_status st = report(
         db, "cannot read the account",
         "WITH a AS (SELECT * FROM accounts WHERE account_id = $1)"
@@ -281,7 +301,7 @@ meter_db_report_account(PGconn *db, const char *account, int year, int month,
         "   'total', i.total::text) ORDER BY i.period DESC, i.invoice_id DESC)"
         "   FROM invoices i WHERE i.account_id = $1), '[]'))"
         " END",
-        5, v, out, e);
+        p.n, p.v, out, e);
     if (st >= 0 && json_is_null(*out)) {
         json_decref(*out);
         *out = NULL;
@@ -294,11 +314,10 @@ enum meter_db_status
 meter_db_report_usage(PGconn *db, int64_t from, int64_t to, bool daily,
                       json_t **out, struct meter_err *e)
 {
-    char f[24], t[24], step[8];
-    snprintf(f, sizeof(f), "%" PRId64, from / 3600);
-    snprintf(t, sizeof(t), "%" PRId64, to / 3600);
-    snprintf(step, sizeof(step), "%d", daily ? 24 : 1);
-    const char *v[] = {f, t, step};
+    struct db_params p = {0};
+    db_param_int64(&p, from / 3600);
+    db_param_int64(&p, to / 3600);
+    db_param_int32(&p, daily ? 24 : 1);
     return report(
         db, "cannot read the fleet's usage",
         "SELECT json_build_object('granularity', CASE WHEN $3::int = 24"
@@ -328,20 +347,22 @@ meter_db_report_usage(PGconn *db, int64_t from, int64_t to, bool daily,
         "  sum(h.egress_bytes) AS x FROM usage_hourly_totals h"
         "  WHERE h.hour >= $1::bigint AND h.hour < $2::bigint GROUP BY 1, 2)"
         "  per GROUP BY 1) u",
-        3, v, out, e);
+        p.n, p.v, out, e);
 }
 
 enum meter_db_status
 meter_db_report_invoices(PGconn *db, const struct meter_report_invoices *q,
                          json_t **out, struct meter_err *e)
 {
-    char period[32] = "", limit[16], offset[16];
+    struct db_params p = {0};
+    db_param_text(&p, q->account);
     if (q->year)
-        db_period_text(q->year, q->month, period);
-    snprintf(limit, sizeof(limit), "%d", q->per_page);
-    snprintf(offset, sizeof(offset), "%d", (q->page - 1) * q->per_page);
-    const char *v[] = {q->account, period[0] ? period : NULL, q->status, limit,
-                       offset};
+        db_param_period(&p, q->year, q->month);
+    else
+        db_param_text(&p, NULL);
+    db_param_text(&p, q->status);
+    db_param_int32(&p, q->per_page);
+    db_param_int32(&p, (q->page - 1) * q->per_page);
     return report(
         db, "cannot read the invoices",
         "WITH d AS (SELECT i.*, CASE WHEN EXISTS (SELECT 1 FROM invoices c"
@@ -366,5 +387,5 @@ meter_db_report_invoices(PGconn *db, const struct meter_report_invoices *q,
         "   invoice_id DESC) FROM (SELECT * FROM rows"
         "   ORDER BY period DESC, invoice_id DESC"
         "   LIMIT $4::int OFFSET $5::int) x), '[]'))",
-        5, v, out, e);
+        p.n, p.v, out, e);
 }

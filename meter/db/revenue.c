@@ -37,9 +37,8 @@ driver_of(const char *kind)
         const char *kind;
         enum driver d;
     } map[] = {
-        {"cpu", D_VCPU},          {"instance", D_VCPU},
-        {"autopause_credit", D_VCPU}, {"memory", D_MEM},
-        {"storage", D_DISK},      {"egress", D_EGRESS},
+        {"cpu", D_VCPU},     {"instance", D_VCPU}, {"autopause_credit", D_VCPU},
+        {"memory", D_MEM},   {"storage", D_DISK},  {"egress", D_EGRESS},
         {"runs", D_RUNNING},
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
@@ -84,13 +83,13 @@ floor_div(pricing_i128 a, pricing_i128 b)
     "  AND h.hour >= $2::bigint AND h.hour < $3::bigint GROUP BY 1, 2)"        \
     " SELECT account_pk, day, coalesce(floor(r * 1e9 / nullif(sum(r)"          \
     "  OVER (PARTITION BY account_pk), 0)), 0),"                               \
-    "  coalesce(floor(v * 1e9 / nullif(sum(v) OVER (PARTITION BY account_pk),"  \
+    "  coalesce(floor(v * 1e9 / nullif(sum(v) OVER (PARTITION BY account_pk)," \
     "  0)), 0),"                                                               \
-    "  coalesce(floor(m * 1e9 / nullif(sum(m) OVER (PARTITION BY account_pk),"  \
+    "  coalesce(floor(m * 1e9 / nullif(sum(m) OVER (PARTITION BY account_pk)," \
     "  0)), 0),"                                                               \
-    "  coalesce(floor(k * 1e9 / nullif(sum(k) OVER (PARTITION BY account_pk),"  \
+    "  coalesce(floor(k * 1e9 / nullif(sum(k) OVER (PARTITION BY account_pk)," \
     "  0)), 0),"                                                               \
-    "  coalesce(floor(x * 1e9 / nullif(sum(x) OVER (PARTITION BY account_pk),"  \
+    "  coalesce(floor(x * 1e9 / nullif(sum(x) OVER (PARTITION BY account_pk)," \
     "  0)), 0)"                                                                \
     " FROM d ORDER BY account_pk, day"
 
@@ -101,7 +100,8 @@ db_revenue_drivers(PGconn *db, const int32_t *pks, size_t n, int year,
                    int month, struct db_period_days *const *out,
                    struct meter_err *e)
 {
-    int64_t from = db_period_start(year, month), to = db_period_end(year, month);
+    int64_t from = db_period_start(year, month),
+            to = db_period_end(year, month);
     for (size_t k = 0; k < n; k++) {
         memset(out[k], 0, sizeof(*out[k]));
         out[k]->year = year;
@@ -124,8 +124,14 @@ db_revenue_drivers(PGconn *db, const int32_t *pks, size_t n, int year,
     if (st < 0)
         return st;
     size_t k = 0;
-    for (int i = 0; i < PQntuples(r); i++) {
-        int32_t pk = (int32_t)strtol(PQgetvalue(r, i, 0), NULL, 10);
+    for (int i = 0; i < PQntuples(r) && st >= 0; i++) {
+        int32_t pk = 0;
+        int64_t day = 0;
+        if (db_get_int32(r, i, 0, &pk, e) < 0 ||
+            db_get_int64(r, i, 1, &day, e) < 0) {
+            st = METER_DB_HARD;
+            break;
+        }
         while (k < n && pks[k] < pk)
             k++;
         if (k == n)
@@ -133,14 +139,15 @@ db_revenue_drivers(PGconn *db, const int32_t *pks, size_t n, int year,
         if (pks[k] != pk)
             continue;
         struct period_days *p = out[k];
-        int64_t day = strtoll(PQgetvalue(r, i, 1), NULL, 10) - p->first_day;
+        day -= p->first_day;
         if (day < 0 || day >= p->ndays)
             continue;
-        for (int d = 0; d < D_N; d++)
-            p->w[day][d] = strtoll(PQgetvalue(r, i, d + 2), NULL, 10);
+        for (int d = 0; d < D_N && st >= 0; d++)
+            if (db_get_int64(r, i, d + 2, &p->w[day][d], e) < 0)
+                st = METER_DB_HARD;
     }
     PQclear(r);
-    return METER_DB_ROWS;
+    return st < 0 ? st : METER_DB_ROWS;
 }
 
 /* The drivers of (year, month), read once per period. */
@@ -217,10 +224,12 @@ spread_line(PGconn *db, const struct db_account *acct,
             const struct report_line *l, struct spread *s, struct meter_err *e)
 {
     struct period_days *p = NULL;
-    enum meter_db_status st = load_period(db, acct, l->year, l->month, s, &p, e);
+    enum meter_db_status st =
+        load_period(db, acct, l->year, l->month, s, &p, e);
     if (st < 0)
         return st;
-    const char *kind = strcmp(l->kind, "late_usage") == 0 ? l->corrects : l->kind;
+    const char *kind =
+        strcmp(l->kind, "late_usage") == 0 ? l->corrects : l->kind;
     enum driver d = driver_of(kind);
     struct db_parts parts;
     db_parts_of(acct, l->year, l->month, &parts);
@@ -237,7 +246,8 @@ spread_line(PGconn *db, const struct db_account *acct,
     }
     if (total == 0) { /* no driver on its days: evenly */
         for (int i = 0; i < p->ndays; i++) {
-            bool in = ndays == 0 || on_book(&parts, l, (p->first_day + i) * 86400);
+            bool in =
+                ndays == 0 || on_book(&parts, l, (p->first_day + i) * 86400);
             w[i] = in;
             total += w[i];
             if (in && heaviest < 0)
@@ -250,7 +260,8 @@ spread_line(PGconn *db, const struct db_account *acct,
             continue;
         pricing_i128 part = floor_div(a * w[i], total);
         given += part;
-        if (add_to_cell(s, p->first_day + i, kind, l->book, l->version, part) < 0)
+        if (add_to_cell(s, p->first_day + i, kind, l->book, l->version, part) <
+            0)
             return db_hard(e, "out of memory");
     }
     /* What flooring left (under one unit a day) to the heaviest day. */
@@ -307,7 +318,8 @@ spread_grant(const struct report_line *l, struct spread *s)
 static int
 by_remainder(const void *a, const void *b)
 {
-    const struct cell *x = *(struct cell *const *)a, *y = *(struct cell *const *)b;
+    const struct cell *x = *(struct cell *const *)a,
+                      *y = *(struct cell *const *)b;
     if (x->rem != y->rem)
         return x->rem > y->rem ? -1 : 1;
     return x < y ? -1 : x > y;
@@ -421,13 +433,13 @@ db_revenue_rows(PGconn *db, const struct db_account *acct,
 }
 
 enum meter_db_status
-db_revenue_negate(PGconn *db, const char *account, int64_t note,
-                  int64_t voided, struct meter_err *e)
+db_revenue_negate(PGconn *db, const char *account, int64_t note, int64_t voided,
+                  struct meter_err *e)
 {
-    char n[24], vd[24];
-    snprintf(n, sizeof(n), "%" PRId64, note);
-    snprintf(vd, sizeof(vd), "%" PRId64, voided);
-    const char *v[] = {account, n, vd};
+    struct db_params v = {0};
+    db_param_text(&v, account);
+    db_param_int64(&v, note);
+    db_param_int64(&v, voided);
     return meter_db_exec(
         db, "cannot store the credit note's revenue",
         "INSERT INTO invoice_revenue (account_id, invoice_id, day, kind,"
@@ -435,5 +447,5 @@ db_revenue_negate(PGconn *db, const char *account, int64_t note,
         " SELECT account_id, $2::bigint, day, kind, price_book_id, version,"
         " -amount FROM invoice_revenue WHERE account_id = $1"
         " AND invoice_id = $3::bigint",
-        3, v, NULL, NULL, NULL, e);
+        v.n, v.v, NULL, NULL, NULL, e);
 }

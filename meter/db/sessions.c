@@ -11,9 +11,6 @@
  */
 #include "db_int.h"
 
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* The token of a new session: "mts_" (not the keys' "mtr_", so that a
@@ -28,8 +25,7 @@ session_token_new(char token[METER_TOKEN_LEN + 1])
 /* A session to start: the parameters of its statement, and what it
  * ended. */
 struct session_new {
-    const char *const *values;
-    const int *lengths, *formats;
+    struct db_params p; /* hash, key, csrf, lifetime, cap */
     int64_t ended;
 };
 
@@ -47,7 +43,7 @@ session_attempt(PGconn *db, void *arg, struct meter_err *e)
         meter_db_exec(db, "cannot start a session",
                       "SELECT 1 FROM api_keys WHERE key_id = $1"
                       " AND revoked_at IS NULL FOR NO KEY UPDATE",
-                      1, s->values + 1, NULL, NULL, NULL, e);
+                      1, s->p.v + 1, NULL, NULL, NULL, e);
     if (st != METER_DB_ROWS)
         return st;
     /* Expired sessions are deleted here, a bounded batch at a time and
@@ -71,9 +67,9 @@ session_attempt(PGconn *db, void *arg, struct meter_err *e)
         "  (session_hash, key_id, csrf, expires_at)"
         "  VALUES ($1, $2, $3, now() + $4::bigint * interval '1 second'))"
         " SELECT count(*) FROM ended",
-        5, s->values, s->lengths, s->formats, &r, e);
-    if (st == METER_DB_ROWS)
-        s->ended = strtoll(PQgetvalue(r, 0, 0), NULL, 10);
+        s->p.n, s->p.v, s->p.len, s->p.fmt, &r, e);
+    if (st == METER_DB_ROWS && db_get_int64(r, 0, 0, &s->ended, e) < 0)
+        st = METER_DB_HARD;
     PQclear(r);
     return st;
 }
@@ -93,13 +89,12 @@ meter_db_session_create(PGconn *db, int64_t key_id, unsigned ttl_s,
         return db_hard(e, "cannot start a session: no random bytes");
     uint8_t hash[32];
     meter_token_hash(token, hash);
-    char id[24], ttl[16], cap[16];
-    snprintf(id, sizeof(id), "%" PRId64, key_id);
-    snprintf(ttl, sizeof(ttl), "%u", ttl_s);
-    snprintf(cap, sizeof(cap), "%u", max_live);
-    const char *values[] = {(const char *)hash, id, csrf, ttl, cap};
-    int lengths[] = {32, 0, 0, 0, 0}, formats[] = {1, 0, 0, 0, 0};
-    struct session_new s = {values, lengths, formats, 0};
+    struct session_new s = {.ended = 0};
+    db_param_bytes(&s.p, hash, sizeof(hash));
+    db_param_int64(&s.p, key_id);
+    db_param_text(&s.p, csrf);
+    db_param_uint64(&s.p, ttl_s);
+    db_param_uint64(&s.p, max_live);
     enum meter_db_status st =
         meter_db_transaction(db, "BEGIN", 5, session_attempt, &s, e);
     if (st != METER_DB_ROWS) {
@@ -118,8 +113,8 @@ meter_db_session_lookup(PGconn *db, const char *token,
 {
     uint8_t hash[32];
     meter_token_hash(token, hash);
-    const char *values[] = {(const char *)hash};
-    int lengths[] = {32}, formats[] = {1};
+    struct db_params p = {0};
+    db_param_bytes(&p, hash, sizeof(hash));
     PGresult *r;
     /* The columns of meter_db_key_lookup first (db_principal_of). */
     enum meter_db_status st = db_exec_prepared(
@@ -130,11 +125,11 @@ meter_db_session_lookup(PGconn *db, const char *token,
         " FROM web_sessions s JOIN api_keys k ON k.key_id = s.key_id"
         " WHERE s.session_hash = $1 AND s.expires_at > now()"
         "  AND k.revoked_at IS NULL",
-        1, values, lengths, formats, &r, e);
-    if (st == METER_DB_ROWS) {
-        db_principal_of(r, 0, who);
-        snprintf(csrf, METER_CSRF_LEN + 1, "%s", PQgetvalue(r, 0, 4));
-    }
+        p.n, p.v, p.len, p.fmt, &r, e);
+    if (st == METER_DB_ROWS &&
+        (db_principal_of(r, 0, who, e) < 0 ||
+         db_get_text(r, 0, 4, csrf, METER_CSRF_LEN + 1, e) < 0))
+        st = METER_DB_HARD;
     PQclear(r);
     return st;
 }
@@ -144,10 +139,10 @@ meter_db_session_delete(PGconn *db, const char *token, struct meter_err *e)
 {
     uint8_t hash[32];
     meter_token_hash(token, hash);
-    const char *values[] = {(const char *)hash};
-    int lengths[] = {32}, formats[] = {1};
+    struct db_params p = {0};
+    db_param_bytes(&p, hash, sizeof(hash));
     return meter_db_exec(db, "cannot end the session",
                          "DELETE FROM web_sessions WHERE session_hash = $1"
                          " RETURNING 1",
-                         1, values, lengths, formats, NULL, e);
+                         p.n, p.v, p.len, p.fmt, NULL, e);
 }

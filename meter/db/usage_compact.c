@@ -8,39 +8,36 @@
  */
 #include "db_int.h"
 
-#include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 
-/* The period's bounds divided by unit (60: minutes, 3600: hours). */
+/* The period's bounds divided by unit (60: minutes, 3600: hours), two
+ * parameters more of p. */
 static void
-bounds(int year, int month, int64_t unit, char lo[24], char hi[24])
+bounds(int year, int month, int64_t unit, struct db_params *p)
 {
     int64_t from, to;
     db_period(year, month, &from, &to);
-    snprintf(lo, 24, "%" PRId64, from / unit);
-    snprintf(hi, 24, "%" PRId64, to / unit);
+    db_param_int64(p, from / unit);
+    db_param_int64(p, to / unit);
 }
 
 enum meter_db_status
 meter_db_usage_accounts(PGconn *db, int year, int month,
                         struct meter_strtab *out, struct meter_err *e)
 {
-    char lo[24], hi[24];
-    bounds(year, month, 3600, lo, hi);
-    const char *v[] = {lo, hi};
+    struct db_params p = {0};
+    bounds(year, month, 3600, &p);
     return db_strings(db, "cannot list the accounts with usage",
                       "SELECT a.account_id FROM accounts a WHERE EXISTS"
                       " (SELECT 1 FROM usage_hourly h"
                       "  WHERE h.account_pk = a.account_pk"
                       "  AND h.hour >= $1::bigint AND h.hour < $2::bigint)"
                       " ORDER BY a.account_id",
-                      2, v, out, e);
+                      p.n, p.v, out, e);
 }
 
 struct compact {
-    const char *account;
-    char lo[24], hi[24];
+    struct db_params p; /* account, first minute, end minute */
     uint64_t rows;
 };
 
@@ -48,8 +45,8 @@ static enum meter_db_status
 compact_attempt(PGconn *db, void *arg, struct meter_err *e)
 {
     struct compact *c = arg;
-    const char *v[] = {c->account, c->lo, c->hi};
     PGresult *r;
+    c->rows = 0;
     /* A quarantine (audit.c) waits for compactions and they for it: a
      * row it moves must not be rewritten under it. Packing (usage_pack.c)
      * too: the pack it writes would not be in the rewrite. */
@@ -74,9 +71,9 @@ compact_attempt(PGconn *db, void *arg, struct meter_err *e)
         "  ORDER BY sandbox_pk, minute RETURNING 1)"
         " SELECT (SELECT count(*) FROM kept)"
         " + (SELECT count(*) FROM packs_kept)",
-        3, v, NULL, NULL, &r, e);
-    if (st >= 0)
-        c->rows = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+        c->p.n, c->p.v, NULL, NULL, &r, e);
+    if (st == METER_DB_ROWS && db_get_uint64(r, 0, 0, &c->rows, e) < 0)
+        st = METER_DB_HARD;
     PQclear(r);
     return st;
 }
@@ -85,8 +82,9 @@ enum meter_db_status
 meter_db_usage_compact(PGconn *db, const char *account, int year, int month,
                        uint64_t *rows, struct meter_err *e)
 {
-    struct compact c = {.account = account};
-    bounds(year, month, 60, c.lo, c.hi);
+    struct compact c = {.rows = 0};
+    db_param_text(&c.p, account);
+    bounds(year, month, 60, &c.p);
     enum meter_db_status st =
         meter_db_transaction(db, "BEGIN", 5, compact_attempt, &c, e);
     *rows = st >= 0 ? c.rows : 0;
@@ -106,7 +104,9 @@ meter_db_usage_vacuum(PGconn *db, int year, int month, struct meter_err *e)
                       "SELECT pg_has_role(relowner, 'USAGE') FROM pg_class"
                       " WHERE oid = to_regclass($1)",
                       1, v, NULL, NULL, &r, e);
-    bool owner = st == METER_DB_ROWS && PQgetvalue(r, 0, 0)[0] == 't';
+    bool owner = false;
+    if (st == METER_DB_ROWS && db_get_bool(r, 0, 0, &owner, e) < 0)
+        st = METER_DB_HARD;
     PQclear(r);
     if (st != METER_DB_ROWS)
         return st; /* no partition: nothing stored that month */

@@ -15,15 +15,11 @@
  */
 #include "db_int.h"
 
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-
 /* The second key of the merge's lock, in DB_LOCK_QUARANTINE's class. */
 #define MERGE_LOCK "1"
 
 struct merge {
-    char limit[24];
+    struct db_params p; /* the limit */
     uint64_t *rows;
 };
 
@@ -38,7 +34,9 @@ merge_attempt(PGconn *db, void *arg, struct meter_err *e)
         "SELECT pg_try_advisory_xact_lock(" DB_LOCK_QUARANTINE ", " MERGE_LOCK
         ") AND pg_try_advisory_xact_lock_shared(" DB_LOCK_QUARANTINE ", 0)",
         0, NULL, NULL, NULL, &r, e);
-    bool mine = st == METER_DB_ROWS && PQgetvalue(r, 0, 0)[0] == 't';
+    bool mine = false;
+    if (st == METER_DB_ROWS && db_get_bool(r, 0, 0, &mine, e) < 0)
+        st = METER_DB_HARD;
     PQclear(r);
     if (st < 0 || !mine)
         return st < 0 ? st : METER_DB_NONE;
@@ -46,7 +44,8 @@ merge_attempt(PGconn *db, void *arg, struct meter_err *e)
         db, "cannot merge the hourly usage",
         "WITH m AS (UPDATE usage_hourly SET merged = true"
         "  WHERE ctid = ANY (ARRAY(SELECT ctid FROM usage_hourly"
-        "  WHERE NOT merged LIMIT $1::bigint)) RETURNING account_pk, hour, samples, running_s, vcpu_s,"
+        "  WHERE NOT merged LIMIT $1::bigint)) RETURNING account_pk, hour, "
+        "samples, running_s, vcpu_s,"
         "  cpu_used_s, mem_byte_s, mem_used_byte_s, disk_byte_s,"
         "  egress_bytes),"
         " s AS (INSERT INTO usage_hourly_merged AS t SELECT account_pk, hour,"
@@ -66,9 +65,9 @@ merge_attempt(PGconn *db, void *arg, struct meter_err *e)
         " q AS (INSERT INTO usage_pack_queue SELECT DISTINCT account_pk, hour"
         "  FROM m ON CONFLICT DO NOTHING)"
         " SELECT count(*) FROM m",
-        1, (const char *const[]){m->limit}, NULL, NULL, &r, e);
-    if (st == METER_DB_ROWS)
-        *m->rows = strtoull(PQgetvalue(r, 0, 0), NULL, 10);
+        m->p.n, m->p.v, NULL, NULL, &r, e);
+    if (st == METER_DB_ROWS && db_get_uint64(r, 0, 0, m->rows, e) < 0)
+        st = METER_DB_HARD;
     PQclear(r);
     return st;
 }
@@ -78,6 +77,6 @@ meter_db_usage_merge(PGconn *db, uint64_t limit, uint64_t *rows,
                      struct meter_err *e)
 {
     struct merge m = {.rows = rows};
-    snprintf(m.limit, sizeof(m.limit), "%" PRIu64, limit);
+    db_param_uint64(&m.p, limit);
     return meter_db_transaction(db, "BEGIN", 3, merge_attempt, &m, e);
 }

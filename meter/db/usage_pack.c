@@ -85,9 +85,9 @@ add_pack(struct parts *ps, const PGresult *r, int i, int sb_col, int data_col,
     size_t n;
     if (meter_pack_decode(hour, (const uint8_t *)PQgetvalue(r, i, data_col),
                           (size_t)PQgetlength(r, i, data_col), &v, &n) < 0)
-        return db_hard(e, "the pack of sandbox %" PRId32 " hour %" PRId64
-                          " is corrupt",
-                       sandbox_pk, hour);
+        return db_hard(
+            e, "the pack of sandbox %" PRId32 " hour %" PRId64 " is corrupt",
+            sandbox_pk, hour);
     for (size_t k = 0; k < n; k++)
         if (parts_add(ps, sandbox_pk, &v[k]) < 0) {
             free(v);
@@ -173,7 +173,7 @@ out:
 }
 
 struct pack {
-    char settle[24];
+    struct db_params p; /* settle seconds */
     struct meter_pack_result *out;
 };
 
@@ -191,7 +191,9 @@ pack_attempt(PGconn *db, void *arg, struct meter_err *e)
         "SELECT pg_try_advisory_xact_lock(" DB_LOCK_QUARANTINE ", 1)"
         " AND pg_try_advisory_xact_lock_shared(" DB_LOCK_QUARANTINE ", 0)",
         0, NULL, NULL, NULL, &r, e);
-    bool mine = st == METER_DB_ROWS && PQgetvalue(r, 0, 0)[0] == 't';
+    bool mine = false;
+    if (st == METER_DB_ROWS && db_get_bool(r, 0, 0, &mine, e) < 0)
+        st = METER_DB_HARD;
     PQclear(r);
     out->busy = st >= 0 && !mine;
     if (st < 0 || !mine)
@@ -202,19 +204,24 @@ pack_attempt(PGconn *db, void *arg, struct meter_err *e)
                        " WHERE hour < (extract(epoch FROM now())::bigint"
                        "  - $1::bigint) / 3600 ORDER BY hour, account_pk"
                        " LIMIT 1",
-                       1, (const char *const[]){pk->settle}, NULL, NULL, &r, e);
+                       pk->p.n, pk->p.v, NULL, NULL, &r, e);
     if (st != METER_DB_ROWS) {
         PQclear(r);
         return st;
     }
-    int32_t account_pk = (int32_t)strtol(PQgetvalue(r, 0, 0), NULL, 10);
-    int64_t hour = strtoll(PQgetvalue(r, 0, 1), NULL, 10);
+    int32_t account_pk;
+    int64_t hour;
+    if (db_get_int32(r, 0, 0, &account_pk, e) < 0 ||
+        db_get_int64(r, 0, 1, &hour, e) < 0) {
+        PQclear(r);
+        return METER_DB_HARD;
+    }
     PQclear(r);
-    char acct[16], lo[24], hi[24], hr[24];
-    snprintf(acct, sizeof(acct), "%" PRId32, account_pk);
-    snprintf(lo, sizeof(lo), "%" PRId64, hour * 60);
-    snprintf(hi, sizeof(hi), "%" PRId64, hour * 60 + 60);
-    snprintf(hr, sizeof(hr), "%" PRId64, hour);
+    /* The account and the hour's minutes [lo, hi); the sandboxes after. */
+    struct db_params sel = {0};
+    db_param_int32(&sel, account_pk);
+    db_param_int64(&sel, hour * 60);
+    db_param_int64(&sel, hour * 60 + 60);
     out->more = true;
     /* The next sandboxes with blocks in the hour. */
     st = meter_db_exec(
@@ -223,29 +230,38 @@ pack_attempt(PGconn *db, void *arg, struct meter_err *e)
         " (SELECT DISTINCT sandbox_pk FROM usage_blocks WHERE"
         "  account_pk = $1::int AND minute >= $2::int AND minute < $3::int"
         "  ORDER BY 1 LIMIT " PACK_SANDBOXES_S ") s",
-        3, (const char *const[]){acct, lo, hi}, NULL, NULL, &r, e);
+        sel.n, sel.v, NULL, NULL, &r, e);
     if (st < 0)
         return st;
+    int64_t nsb;
+    if (db_get_int64(r, 0, 1, &nsb, e) < 0) {
+        PQclear(r);
+        return METER_DB_HARD;
+    }
     char *sandboxes = strdup(PQgetvalue(r, 0, 0));
-    long nsb = strtol(PQgetvalue(r, 0, 1), NULL, 10);
     PQclear(r);
     if (!sandboxes)
         return db_hard(e, "out of memory");
-    const char *v[] = {acct, lo, hi, sandboxes};
+    db_param_text(&sel, sandboxes);
     if (nsb) {
-        st = db_exec_binary(db, "cannot pack usage",
-                    "DELETE FROM usage_blocks WHERE account_pk = $1::int"
-                    " AND sandbox_pk = ANY ($4::int[]) AND minute >= $2::int"
-                    " AND minute < $3::int RETURNING sandbox_pk, minute,"
-                    " seconds, arrived_at, coalesce(key_id, 0), data",
-                    4, v, &blocks, e);
+        st = db_exec_binary(
+            db, "cannot pack usage",
+            "DELETE FROM usage_blocks WHERE account_pk = $1::int"
+            " AND sandbox_pk = ANY ($4::int[]) AND minute >= $2::int"
+            " AND minute < $3::int RETURNING sandbox_pk, minute,"
+            " seconds, arrived_at, coalesce(key_id, 0), data",
+            sel.n, sel.v, &blocks, e);
+        struct db_params packs = {0};
+        db_param_int32(&packs, account_pk);
+        db_param_int64(&packs, hour * 60);
+        db_param_text(&packs, sandboxes);
         if (st == METER_DB_NONE)
-            st = db_exec_binary(db, "cannot pack usage",
-                        "DELETE FROM usage_packs WHERE account_pk = $1::int"
-                        " AND sandbox_pk = ANY ($3::int[])"
-                        " AND minute = $2::int RETURNING sandbox_pk, data",
-                        3, (const char *const[]){acct, lo, sandboxes}, &old,
-                        e);
+            st = db_exec_binary(
+                db, "cannot pack usage",
+                "DELETE FROM usage_packs WHERE account_pk = $1::int"
+                " AND sandbox_pk = ANY ($3::int[])"
+                " AND minute = $2::int RETURNING sandbox_pk, data",
+                packs.n, packs.v, &old, e);
         for (int i = 0; st == METER_DB_NONE && i < PQntuples(old); i++)
             st = add_pack(&ps, old, i, 0, 1, hour, e);
         for (int i = 0; st == METER_DB_NONE && i < PQntuples(blocks); i++) {
@@ -269,12 +285,14 @@ pack_attempt(PGconn *db, void *arg, struct meter_err *e)
     }
     /* Fewer than a full set of sandboxes: the hour has no blocks left
      * (those a batch stores from now on queue it again). */
+    struct db_params queued = {0};
+    db_param_int32(&queued, account_pk);
+    db_param_int64(&queued, hour);
     if (st == METER_DB_NONE && nsb < PACK_SANDBOXES)
         st = meter_db_exec(db, "cannot pack usage",
                            "DELETE FROM usage_pack_queue WHERE"
                            " account_pk = $1::int AND hour = $2::int",
-                           2, (const char *const[]){acct, hr}, NULL, NULL,
-                           NULL, e);
+                           queued.n, queued.v, NULL, NULL, NULL, e);
     free(ps.v);
     PQclear(blocks);
     PQclear(old);
@@ -283,11 +301,11 @@ pack_attempt(PGconn *db, void *arg, struct meter_err *e)
 }
 
 enum meter_db_status
-meter_db_usage_pack(PGconn *db, int64_t settle_s,
-                    struct meter_pack_result *out, struct meter_err *e)
+meter_db_usage_pack(PGconn *db, int64_t settle_s, struct meter_pack_result *out,
+                    struct meter_err *e)
 {
     struct pack pk = {.out = out};
-    snprintf(pk.settle, sizeof(pk.settle), "%" PRId64, settle_s);
+    db_param_int64(&pk.p, settle_s);
     return meter_db_transaction(db, "BEGIN", 3, pack_attempt, &pk, e);
 }
 
@@ -327,10 +345,10 @@ enum meter_db_status
 db_usage_unpack(PGconn *db, int64_t key_id, int64_t from, int64_t to,
                 struct meter_err *e)
 {
-    char k[24], f[24], t[24];
-    snprintf(k, sizeof(k), "%" PRId64, key_id);
-    snprintf(f, sizeof(f), "%" PRId64, from);
-    snprintf(t, sizeof(t), "%" PRId64, to);
+    struct db_params q = {0};
+    db_param_int64(&q, from);
+    db_param_int64(&q, to);
+    db_param_int64(&q, key_id);
     PGresult *r;
     /* The packs that may hold a block of the key that arrived in [from,
      * to); the caller holds the quarantine's lock, so no pack is written
@@ -341,7 +359,7 @@ db_usage_unpack(PGconn *db, int64_t key_id, int64_t from, int64_t to,
         " WHERE last_arrival >= to_timestamp($1::bigint)"
         " AND first_arrival < to_timestamp($2::bigint)"
         " AND $3::bigint = ANY (key_ids)",
-        3, (const char *const[]){f, t, k}, &r, e);
+        q.n, q.v, &r, e);
     if (st < 0)
         return st;
     int64_t lo_us = from * 1000000, hi_us = to * 1000000;
@@ -361,11 +379,11 @@ db_usage_unpack(PGconn *db, int64_t key_id, int64_t from, int64_t to,
         struct rest *x = &rest[nrest];
         struct meter_pack_part *v;
         size_t n, moved = 0;
-        if (meter_pack_decode(minute / 60,
-                              (const uint8_t *)PQgetvalue(r, i, 3),
+        if (meter_pack_decode(minute / 60, (const uint8_t *)PQgetvalue(r, i, 3),
                               (size_t)PQgetlength(r, i, 3), &v, &n) < 0) {
-            st = db_hard(e, "the pack of sandbox %" PRId32 " hour %" PRId64
-                            " is corrupt",
+            st = db_hard(e,
+                         "the pack of sandbox %" PRId32 " hour %" PRId64
+                         " is corrupt",
                          sandbox_pk, minute / 60);
             break;
         }
@@ -403,8 +421,8 @@ db_usage_unpack(PGconn *db, int64_t key_id, int64_t from, int64_t to,
     db_copy_end(&blocks);
     for (int i = 0; i < 3; i++)
         meter_buf_str(&gone[i], "}");
-    if (st >= 0 && (blocks.failed || gone[0].failed || gone[1].failed ||
-                    gone[2].failed))
+    if (st >= 0 &&
+        (blocks.failed || gone[0].failed || gone[1].failed || gone[2].failed))
         st = db_hard(e, "out of memory");
     /* The packs out, what is left of them in again, and the blocks. */
     if (st >= 0 && ngone)

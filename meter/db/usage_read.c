@@ -48,7 +48,7 @@ struct meter_usage_reader {
     /* A batch's reader (db_usage_open_batch): rows carry the account's
      * and the sandbox's keys, named from the sandboxes read once. */
     bool batch;
-    PGresult *sandboxes; /* their ids */
+    PGresult *sandboxes;     /* their ids */
     struct sandbox_key *sbx; /* by sandbox_pk */
     size_t nsbx;
     const int32_t *pks; /* the batch's accounts, ascending */
@@ -77,16 +77,16 @@ db_usage_open(PGconn *db, const char *account, int64_t from, int64_t to,
     r->own_tx = own_tx;
     r->from = from;
     r->to = to;
-    char lo[32], hi[32], lo_h[32];
     /* Minutes are int4: clamp a range reaching past their end. */
     int64_t lo_m = from / 60, hi_m = (to + 59) / 60;
     lo_m = lo_m < INT32_MAX ? lo_m : INT32_MAX;
-    snprintf(lo, sizeof(lo), "%lld", (long long)lo_m);
-    snprintf(hi, sizeof(hi), "%lld",
-             (long long)(hi_m < INT32_MAX ? hi_m : INT32_MAX));
+    struct db_params p = {0};
+    db_param_int64(&p, lo_m);
+    db_param_int64(&p, hi_m < INT32_MAX ? hi_m : INT32_MAX);
     /* The pack holding lo_m starts at its hour. */
-    snprintf(lo_h, sizeof(lo_h), "%lld", (long long)(lo_m - lo_m % 60));
-    const char *values[] = {lo, hi, lo_h, account};
+    db_param_int64(&p, lo_m - lo_m % 60);
+    if (account)
+        db_param_text(&p, account);
     bool ok = true;
     PGresult *res;
     if (own_tx) {
@@ -125,7 +125,7 @@ db_usage_open(PGconn *db, const char *account, int64_t from, int64_t to,
                       " JOIN sandboxes s ON s.sandbox_pk = b.sandbox_pk"
                       " JOIN accounts a ON a.account_pk = b.account_pk"
                       " ORDER BY b.account_pk, b.sandbox_pk, b.minute",
-            account ? 4 : 3, NULL, values, NULL, NULL, 0);
+            p.n, NULL, p.v, NULL, NULL, 0);
         ok = PQresultStatus(res) == PGRES_COMMAND_OK;
         PQclear(res);
     }
@@ -266,8 +266,8 @@ open_pack(struct meter_usage_reader *r, struct pricing_err *pe)
     free(r->pack);
     r->pack = NULL;
     r->npack = r->taken = 0;
-    if (meter_pack_decode(minute / 60, r->pack_data, len, &r->pack,
-                          &r->npack) < 0) {
+    if (meter_pack_decode(minute / 60, r->pack_data, len, &r->pack, &r->npack) <
+        0) {
         snprintf(pe->msg, sizeof(pe->msg),
                  "stored pack of sandbox '%s' hour %lld is corrupt",
                  PQgetvalue(x, i, 1), (long long)(minute / 60));
@@ -296,8 +296,8 @@ peek(struct meter_usage_reader *r, struct part *p, struct pricing_err *pe)
         struct meter_err e = {{0}};
         int got = have_row(r, &e);
         if (got < 0) {
-            snprintf(pe->msg, sizeof(pe->msg), "%.*s",
-                     (int)sizeof(pe->msg) - 1, e.msg);
+            snprintf(pe->msg, sizeof(pe->msg), "%.*s", (int)sizeof(pe->msg) - 1,
+                     e.msg);
             return -1;
         }
         PGresult *x = r->rows;
@@ -318,10 +318,14 @@ peek(struct meter_usage_reader *r, struct part *p, struct pricing_err *pe)
             const struct meter_pack_part *q = &r->pack[r->taken];
             if (!got || strcmp(sandbox, r->pack_sandbox) != 0 ||
                 q->minute <= (int32_t)meter_be32(PQgetvalue(x, i, 2))) {
-                *p = (struct part){r->pack_account,   r->pack_sandbox,
-                                   r->pack_first_run, r->pack_account_pk,
-                                   q->minute,         q->mask,
-                                   q->data,           q->len,
+                *p = (struct part){r->pack_account,
+                                   r->pack_sandbox,
+                                   r->pack_first_run,
+                                   r->pack_account_pk,
+                                   q->minute,
+                                   q->mask,
+                                   q->data,
+                                   q->len,
                                    true};
                 return 1;
             }
@@ -489,7 +493,8 @@ db_usage_open_batch(PGconn *db, const int32_t *pks, const char *const *ids,
         "  AND minute >= $3::int AND minute < $2::int) b"
         " ORDER BY account_pk, sandbox_pk, minute",
         6, NULL, values, NULL, NULL, 0);
-    bool ok = !arr.failed && PQresultStatus(res) == PGRES_COMMAND_OK;
+    bool ok = !arr.failed && PQresultStatus(res) == PGRES_COMMAND_OK,
+         read = true; /* the sandboxes' keys read */
     PQclear(res);
     db_answered(db);
     /* After the cursor: every sandbox it can return is seen. */
@@ -506,18 +511,25 @@ db_usage_open_batch(PGconn *db, const int32_t *pks, const char *const *ids,
     if (ok) {
         int ns = PQntuples(r->sandboxes);
         r->sbx = calloc(ns ? (size_t)ns : 1, sizeof(*r->sbx));
-        for (int i = 0; r->sbx && i < ns; i++) {
-            r->sbx[i].pk =
-                (int32_t)strtol(PQgetvalue(r->sandboxes, i, 0), NULL, 10);
-            r->sbx[i].first_run =
-                (int32_t)strtol(PQgetvalue(r->sandboxes, i, 1), NULL, 10);
+        read = r->sbx != NULL;
+        for (int i = 0; read && i < ns; i++) {
+            read =
+                db_get_int32(r->sandboxes, i, 0, &r->sbx[i].pk, e) == 0 &&
+                db_get_int32(r->sandboxes, i, 1, &r->sbx[i].first_run, e) == 0;
             r->sbx[i].id = PQgetvalue(r->sandboxes, i, 2);
         }
         r->nsbx = r->sbx ? (size_t)ns : 0;
+        if (!read) {
+            free(r->sbx);
+            r->sbx = NULL;
+        }
     }
     meter_buf_release(&arr);
     if (!ok || !r->sbx) {
-        meter_fail(e, "cannot read stored usage: %s", PQerrorMessage(db));
+        if (!ok)
+            meter_fail(e, "cannot read stored usage: %s", PQerrorMessage(db));
+        else if (read) /* else e names the value */
+            meter_fail(e, "out of memory");
         if (ok)
             PQclear(PQexec(db, "CLOSE usage_cursor"));
         PQclear(r->sandboxes);

@@ -5,26 +5,20 @@
  */
 #include "db_int.h"
 
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 enum meter_db_status
 meter_db_usage_series(PGconn *db, const char *account, int64_t from, int64_t to,
                       bool daily, int64_t after, int limit, meter_usage_cb *cb,
                       void *arg, struct meter_err *e)
 {
-    char f[24], t[24], step[8], a[24], l[16];
     int64_t len = daily ? 86400 : 3600;
+    struct db_params p = {0};
+    db_param_text(&p, account);
     /* Whole buckets: from rounded down, to rounded up. */
-    snprintf(f, sizeof(f), "%" PRId64,
-             (from - ((from % len) + len) % len) / 3600);
-    snprintf(t, sizeof(t), "%" PRId64, (to + len - 1) / len * len / 3600);
-    snprintf(step, sizeof(step), "%d", daily ? 24 : 1);
-    snprintf(a, sizeof(a), "%" PRId64, after);
-    snprintf(l, sizeof(l), "%d", limit);
-    const char *v[] = {account, f, t, step, a, l};
+    db_param_int64(&p, (from - ((from % len) + len) % len) / 3600);
+    db_param_int64(&p, (to + len - 1) / len * len / 3600);
+    db_param_int32(&p, daily ? 24 : 1);
+    db_param_int64(&p, after);
+    db_param_int32(&p, limit);
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
         db, "cannot read usage",
@@ -41,11 +35,11 @@ meter_db_usage_series(PGconn *db, const char *account, int64_t from, int64_t to,
         " AND h.hour < $3::bigint"
         " AND h.hour / $4::int * $4::int * 3600 > $5::bigint"
         " GROUP BY 1 ORDER BY 1 LIMIT $6::int",
-        6, v, NULL, NULL, &r, e);
+        p.n, p.v, NULL, NULL, &r, e);
     if (st < 0)
         return st;
     for (int i = 0; i < PQntuples(r); i++) {
-        struct meter_usage_point p = {strtoll(PQgetvalue(r, i, 0), NULL, 10),
+        struct meter_usage_point u = {0,
                                       PQgetvalue(r, i, 1),
                                       PQgetvalue(r, i, 2),
                                       PQgetvalue(r, i, 3),
@@ -54,7 +48,11 @@ meter_db_usage_series(PGconn *db, const char *account, int64_t from, int64_t to,
                                       PQgetvalue(r, i, 6),
                                       PQgetvalue(r, i, 7),
                                       PQgetvalue(r, i, 8)};
-        cb(&p, arg);
+        if (db_get_int64(r, i, 0, &u.start, e) < 0) {
+            st = METER_DB_HARD;
+            break;
+        }
+        cb(&u, arg);
     }
     PQclear(r);
     return st;

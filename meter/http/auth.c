@@ -229,7 +229,7 @@ look_up(struct meter_http_request *rq, const char *bearer, const char *session,
         bearer ? meter_db_key_lookup(db, bearer, &rq->who, e)
                : meter_db_session_lookup(db, session, &rq->who, rq->csrf, e);
     if (st < 0)
-        meter_http_count_db_error(rq);
+        meter_http_db_error(rq, e);
     rq->by_cookie = !bearer && st == METER_DB_ROWS;
     return st;
 }

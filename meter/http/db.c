@@ -97,9 +97,13 @@ meter_http_db(struct meter_http_request *rq)
 }
 
 void
-meter_http_count_db_error(struct meter_http_request *rq)
+meter_http_db_error(struct meter_http_request *rq, const struct meter_err *e)
 {
+    if (!e || !e->msg[0])
+        return;
     atomic_fetch_add(&rq->h->db_errors, 1);
+    meter_log(METER_LOG_ERROR, "%s %s: %s", rq->method,
+              rq->route ? rq->route->path : "(no route)", e->msg);
 }
 
 void

@@ -240,8 +240,13 @@ struct meter_http *meter_http_server(struct meter_http_request *rq);
 /* The calling thread's database connection, reconnected if needed; NULL
  * if the database cannot be reached (logged and counted). */
 PGconn *meter_http_db(struct meter_http_request *rq);
-/* Counts a database error in meter_db_errors_total. */
-void meter_http_count_db_error(struct meter_http_request *rq);
+/* A database error the handler met, e holding the database layer's
+ * message: counted in meter_db_errors_total and logged with the route
+ * (the client's reply says only what it may do). An empty message is
+ * the connection meter_http_db could not make, which it counted and
+ * logged already: nothing more then. */
+void meter_http_db_error(struct meter_http_request *rq,
+                         const struct meter_err *e);
 
 /* Adds text to the request's access-log line. */
 void meter_http_note(struct meter_http_request *rq, const char *fmt, ...)

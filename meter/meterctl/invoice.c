@@ -206,18 +206,18 @@ run_worker(void *arg)
     struct meter_invoice_outcome *outs = calloc(run->batch, sizeof(*outs));
     while (outs) {
         pthread_mutex_lock(&run->lock);
-        size_t first = run->next,
-               n = run->accounts->n - first < run->batch
-                       ? run->accounts->n - first
-                       : run->batch;
+        size_t first = run->next, n = run->accounts->n - first < run->batch
+                                          ? run->accounts->n - first
+                                          : run->batch;
         run->next += n;
         pthread_mutex_unlock(&run->lock);
         if (n == 0)
             break;
-        const char *const *ids = (const char *const *)run->accounts->str + first;
-        int rc = meter_db_invoice_batch(db, ids, n, run->a->year,
-                                        run->a->month, run->a->finalize,
-                                        run->a->seller, outs, &e);
+        const char *const *ids =
+            (const char *const *)run->accounts->str + first;
+        int rc =
+            meter_db_invoice_batch(db, ids, n, run->a->year, run->a->month,
+                                   run->a->finalize, run->a->seller, outs, &e);
         pthread_mutex_lock(&run->lock);
         run->done += n;
         if (rc < 0) {
@@ -256,11 +256,10 @@ static int
 invoice_run(struct ctl *ctl, int argc, char **argv)
 {
     struct inv_args a = {0};
-    int rc = parse(
-        "invoice run", argc, argv,
-        OPT_PERIOD | OPT_ACCOUNT | OPT_FINALIZE | OPT_SELLER | OPT_JOBS |
-            OPT_BATCH,
-        &a);
+    int rc = parse("invoice run", argc, argv,
+                   OPT_PERIOD | OPT_ACCOUNT | OPT_FINALIZE | OPT_SELLER |
+                       OPT_JOBS | OPT_BATCH,
+                   &a);
     if (rc)
         return rc;
     if (optind < argc)

@@ -132,8 +132,7 @@ print_key(const struct meter_key *k, void *arg)
            k->account_id[0] ? k->account_id
            : scope[0]       ? scope
                             : "-",
-           k->created_at,
-           k->revoked_at[0] ? k->revoked_at : "-", k->name);
+           k->created_at, k->revoked_at[0] ? k->revoked_at : "-", k->name);
 }
 
 static int

@@ -34,7 +34,7 @@ struct entry {
     char *key;
     char *text;
     size_t len;
-    int64_t expires; /* monotonic milliseconds */
+    int64_t expires;    /* monotonic milliseconds */
     int64_t rebuilding; /* since when a request rebuilds it; 0: none */
     int64_t failed;     /* when its last build failed; 0: none */
 };

@@ -15,10 +15,18 @@
 #include <string.h>
 
 /* Columns: text, a number, a link to prefix + value + query. */
-#define COL(k, l) {.key = (k), .label = (l)}
-#define NUM(k, l) {.key = (k), .label = (l), .num = true}
+#define COL(k, l)                                                              \
+    {                                                                          \
+        .key = (k), .label = (l)                                               \
+    }
+#define NUM(k, l)                                                              \
+    {                                                                          \
+        .key = (k), .label = (l), .num = true                                  \
+    }
 #define LINK(k, l, prefix, query)                                              \
-    {.key = (k), .label = (l), .link = (prefix), .link_query = (query)}
+    {                                                                          \
+        .key = (k), .label = (l), .link = (prefix), .link_query = (query)      \
+    }
 
 /* One page being rendered: its HTML, or the CSV of one table. */
 struct page {
@@ -101,7 +109,9 @@ struct section {
     json_t *rows;
 };
 #define TABLE(id, caption, cols)                                               \
-    {(id), (caption), (cols), sizeof(cols) / sizeof((cols)[0]), NULL}
+    {                                                                          \
+        (id), (caption), (cols), sizeof(cols) / sizeof((cols)[0]), NULL        \
+    }
 
 static void
 section(struct page *p, const struct section *s)
@@ -134,8 +144,7 @@ page_reply(struct page *p, json_t *doc)
         meterd_bad_query(p->rq, "table", p->csv, "no such table on this page");
     } else if (p->csv) {
         char disp[160];
-        snprintf(disp, sizeof(disp), "attachment; filename=\"%s.csv\"",
-                 p->csv);
+        snprintf(disp, sizeof(disp), "attachment; filename=\"%s.csv\"", p->csv);
         meter_http_reply_header(p->rq, "Content-Disposition", disp);
         meter_http_reply_text(p->rq, 200, "text/csv; charset=utf-8", p->out.p,
                               p->out.len);
@@ -153,7 +162,8 @@ rows_where(json_t *arr, const char *key, const char *value)
 {
     json_t *out = json_array(), *row;
     size_t i;
-    json_array_foreach(arr, i, row) {
+    json_array_foreach(arr, i, row)
+    {
         char buf[32];
         if (strcmp(meterd_cell(row, key, buf), value) == 0)
             json_array_append(out, row);
@@ -170,9 +180,11 @@ period_form(struct page *p, int year, int month, const char *extra_label,
     char cur[24], prev[24], next[24];
     snprintf(cur, sizeof(cur), "%04d-%02d", year % 10000, month % 100);
     snprintf(prev, sizeof(prev), "%04d-%02d",
-             (month == 1 ? year - 1 : year) % 10000, month == 1 ? 12 : month - 1);
+             (month == 1 ? year - 1 : year) % 10000,
+             month == 1 ? 12 : month - 1);
     snprintf(next, sizeof(next), "%04d-%02d",
-             (month == 12 ? year + 1 : year) % 10000, month == 12 ? 1 : month + 1);
+             (month == 12 ? year + 1 : year) % 10000,
+             month == 12 ? 1 : month + 1);
     meter_buf_str(o, "<form class=\"filters\" method=\"get\" action=\"");
     meter_buf_html(o, p->path);
     meter_buf_str(o, "\">\n<label for=\"period\">Period</label> "
@@ -184,8 +196,9 @@ period_form(struct page *p, int year, int month, const char *extra_label,
         const char *v = meter_http_query(p->rq, extra_name);
         meter_buf_printf(o, "<label for=\"%s\">", extra_name);
         meter_buf_html(o, extra_label);
-        meter_buf_printf(o, "</label> <input id=\"%s\" name=\"%s\" type=\"search\" value=\"",
-                         extra_name, extra_name);
+        meter_buf_printf(
+            o, "</label> <input id=\"%s\" name=\"%s\" type=\"search\" value=\"",
+            extra_name, extra_name);
         meter_buf_html(o, v ? v : "");
         meter_buf_str(o, "\">\n");
     }
@@ -206,7 +219,7 @@ period_form(struct page *p, int year, int month, const char *extra_label,
     meter_buf_release(&h);
 }
 
-/* ---- overview -------------------------------------------------------------- */
+/* ---- overview ------------------------------------------------------------ */
 
 /* One key figure: a label, the value (data-key names its member), and a
  * line under it. */
@@ -237,7 +250,8 @@ key_figures(struct meter_buf *o, json_t *doc)
     meter_buf_str(o, "<ul class=\"cards\" aria-label=\"Key figures\">\n");
     size_t i;
     json_t *r;
-    json_array_foreach(json_object_get(doc, "revenue"), i, r) {
+    json_array_foreach(json_object_get(doc, "revenue"), i, r)
+    {
         char buf[32], note[96];
         const char *cur = meterd_cell(r, "currency", buf);
         snprintf(note, sizeof(note), "previous period, same days: %s",
@@ -245,7 +259,8 @@ key_figures(struct meter_buf *o, json_t *doc)
         char key[48];
         snprintf(key, sizeof(key), "revenue.%s.period_to_date", cur);
         card(o, "Revenue so far", key,
-             json_string_value(json_object_get(r, "period_to_date")), cur, note);
+             json_string_value(json_object_get(r, "period_to_date")), cur,
+             note);
     }
     json_t *idle = json_object_get(doc, "idle");
     card(o, "Idle share of running time", "idle.idle_share",
@@ -325,18 +340,18 @@ meterd_page_overview(struct meter_http_request *rq)
         NUM("samples", "Samples"),
     };
     /* The current period's days; the idle figures as a one-row table. */
-    json_t *days = rows_where(json_object_get(doc, "revenue_by_day"), "period",
-                              "current");
+    json_t *days =
+        rows_where(json_object_get(doc, "revenue_by_day"), "period", "current");
     json_t *idle = json_array();
     json_array_append(idle, json_object_get(doc, "idle"));
     const struct section sections[] = {
         {"revenue", "Revenue", NULL, NULL, NULL, NULL,
-         TABLE("revenue", "Revenue", rev_cols), json_object_get(doc, "revenue")},
+         TABLE("revenue", "Revenue", rev_cols),
+         json_object_get(doc, "revenue")},
         {"days", "Revenue by day", "Revenue by day", "", "day", "amount",
          TABLE("revenue_by_day", "Revenue by day", day_cols), days},
-        {"books", "By price book", "Revenue by price book", "",
-         "price_book_id", "amount",
-         TABLE("revenue_by_book", "Revenue by price book", book_cols),
+        {"books", "By price book", "Revenue by price book", "", "price_book_id",
+         "amount", TABLE("revenue_by_book", "Revenue by price book", book_cols),
          json_object_get(doc, "revenue_by_book")},
         {"models", "By pricing model", "Revenue by pricing model", "", "model",
          "amount",
@@ -365,13 +380,15 @@ meterd_page_overview(struct meter_http_request *rq)
 
 /* Links to the pages before and after, of total rows. */
 static void
-pager(struct page *p, int page, int per_page, json_int_t total, const char *what)
+pager(struct page *p, int page, int per_page, json_int_t total,
+      const char *what)
 {
     struct meter_buf *o = &p->html;
     json_int_t pages = (total + per_page - 1) / per_page;
-    meter_buf_printf(o, "<nav class=\"pages\" aria-label=\"Pages\"><p>"
-                        "Page %d of %" JSON_INTEGER_FORMAT " (%" JSON_INTEGER_FORMAT
-                        " %s)",
+    meter_buf_printf(o,
+                     "<nav class=\"pages\" aria-label=\"Pages\"><p>"
+                     "Page %d of %" JSON_INTEGER_FORMAT
+                     " (%" JSON_INTEGER_FORMAT " %s)",
                      page, pages ? pages : 1, total, what);
     char num[16];
     struct meter_buf h = {0};
@@ -394,11 +411,10 @@ pager(struct page *p, int page, int per_page, json_int_t total, const char *what
     meter_buf_str(o, "</p></nav>\n");
 }
 
-/* ---- accounts -------------------------------------------------------------- */
+/* ---- accounts ------------------------------------------------------------ */
 
-static const char *const accounts_params[] = {"period", "q",    "sort",
-                                              "order",  "page", "per_page",
-                                              NULL};
+static const char *const accounts_params[] = {
+    "period", "q", "sort", "order", "page", "per_page", NULL};
 
 void
 meterd_page_accounts(struct meter_http_request *rq)
@@ -425,15 +441,18 @@ meterd_page_accounts(struct meter_http_request *rq)
         const char *key, *label;
         bool num;
     } cols[] = {
-        {"account_id", "Account", false}, {"name", "Name", false},
-        {"price_book_id", "Price book", false}, {"currency", "Currency", false},
-        {"revenue", "Revenue", true}, {"vcpu_hours", "vCPU-hours", true},
+        {"account_id", "Account", false},
+        {"name", "Name", false},
+        {"price_book_id", "Price book", false},
+        {"currency", "Currency", false},
+        {"revenue", "Revenue", true},
+        {"vcpu_hours", "vCPU-hours", true},
         {"gib_hours", "GiB-hours", true},
     };
     /* The sort each header asks for: its column, ascending, or
      * descending when it is already ascending. */
-    static const char *const sort_of[] = {"account", "name", "book", NULL,
-                                          "revenue", "vcpu_hours", "gib_hours"};
+    static const char *const sort_of[] = {
+        "account", "name", "book", NULL, "revenue", "vcpu_hours", "gib_hours"};
     struct meterd_col c[7];
     struct meter_buf hrefs[7];
     char period_q[32];
@@ -464,7 +483,7 @@ meterd_page_accounts(struct meter_http_request *rq)
     page_reply(&p, doc);
 }
 
-/* ---- one account ----------------------------------------------------------- */
+/* ---- one account --------------------------------------------------------- */
 
 static const char *const account_params[] = {"period", NULL};
 
@@ -484,8 +503,8 @@ meterd_page_account(struct meter_http_request *rq)
     page_init(&p, rq, path.failed ? "/accounts" : path.p, account_params);
     struct meter_buf *o = &p.html;
     char title[160];
-    snprintf(title, sizeof(title), "Account %s in %04d-%02d", id,
-             year % 10000, month % 100);
+    snprintf(title, sizeof(title), "Account %s in %04d-%02d", id, year % 10000,
+             month % 100);
     meterd_page_begin(o, rq, title, "accounts");
     meter_buf_str(o, "<h1>Account ");
     meter_buf_html(o, id);
@@ -499,9 +518,11 @@ meterd_page_account(struct meter_http_request *rq)
     period_form(&p, year, month, NULL, NULL);
 
     json_t *est = json_object_get(doc, "estimate");
-    meter_buf_str(o, "<section aria-labelledby=\"h-est\"><h2 id=\"h-est\">Unbilled estimate</h2>\n");
+    meter_buf_str(o, "<section aria-labelledby=\"h-est\"><h2 "
+                     "id=\"h-est\">Unbilled estimate</h2>\n");
     if (json_is_object(est)) {
-        meter_buf_str(o, "<p class=\"estimate\"><strong data-key=\"estimate\">");
+        meter_buf_str(o,
+                      "<p class=\"estimate\"><strong data-key=\"estimate\">");
         meter_buf_html(o, json_string_value(json_object_get(est, "total")));
         meter_buf_str(o, "</strong> ");
         meter_buf_html(o, json_string_value(json_object_get(est, "currency")));
@@ -561,7 +582,7 @@ meterd_page_account(struct meter_http_request *rq)
     meter_buf_release(&path);
 }
 
-/* ---- usage ------------------------------------------------------------------ */
+/* ---- usage --------------------------------------------------------------- */
 
 static const char *const usage_params[] = {"from", "to", "granularity", NULL};
 
@@ -579,14 +600,18 @@ meterd_page_usage(struct meter_http_request *rq)
     page_init(&p, rq, "/usage", usage_params);
     struct meter_buf *o = &p.html;
     meterd_page_begin(o, rq, "Fleet usage", "usage");
-    meter_buf_str(o, "<h1>Fleet usage</h1>\n<form class=\"filters\" method=\"get\" "
-                     "action=\"/usage\">\n");
-    const char *f = meter_http_query(rq, "from"), *t_ = meter_http_query(rq, "to");
-    meter_buf_str(o, "<label for=\"from\">From</label> <input id=\"from\" "
-                     "name=\"from\" type=\"text\" placeholder=\"YYYY-MM-DD\" value=\"");
+    meter_buf_str(
+        o, "<h1>Fleet usage</h1>\n<form class=\"filters\" method=\"get\" "
+           "action=\"/usage\">\n");
+    const char *f = meter_http_query(rq, "from"),
+               *t_ = meter_http_query(rq, "to");
+    meter_buf_str(
+        o, "<label for=\"from\">From</label> <input id=\"from\" "
+           "name=\"from\" type=\"text\" placeholder=\"YYYY-MM-DD\" value=\"");
     meter_buf_html(o, f ? f : "");
-    meter_buf_str(o, "\">\n<label for=\"to\">To (included)</label> <input id=\"to\" "
-                     "name=\"to\" type=\"text\" placeholder=\"YYYY-MM-DD\" value=\"");
+    meter_buf_str(
+        o, "\">\n<label for=\"to\">To (included)</label> <input id=\"to\" "
+           "name=\"to\" type=\"text\" placeholder=\"YYYY-MM-DD\" value=\"");
     meter_buf_html(o, t_ ? t_ : "");
     meter_buf_str(o, "\">\n<label for=\"granularity\">By</label> "
                      "<select id=\"granularity\" name=\"granularity\">");
@@ -594,7 +619,8 @@ meterd_page_usage(struct meter_http_request *rq)
                              "<option value=\"hour\">hour</option>"
                            : "<option value=\"day\">day</option>"
                              "<option value=\"hour\" selected>hour</option>");
-    meter_buf_str(o, "</select>\n<button type=\"submit\">Show</button>\n</form>\n");
+    meter_buf_str(
+        o, "</select>\n<button type=\"submit\">Show</button>\n</form>\n");
     meter_buf_str(o, "<p class=\"muted\">From ");
     meter_buf_html(o, json_string_value(json_object_get(doc, "from")));
     meter_buf_str(o, " to ");
@@ -610,17 +636,21 @@ meterd_page_usage(struct meter_http_request *rq)
         NUM("storage_gib_hours", "Storage GiB-hours"),
         NUM("egress_gb", "Egress GB"),
     };
-    const struct section use = {
-        "vcpu", daily ? "By day" : "By hour", "vCPU-hours", "vCPU-hours",
-        "start", "vcpu_hours", TABLE("usage", "Fleet usage", cols),
-        json_object_get(doc, "items")};
+    const struct section use = {"vcpu",
+                                daily ? "By day" : "By hour",
+                                "vCPU-hours",
+                                "vCPU-hours",
+                                "start",
+                                "vcpu_hours",
+                                TABLE("usage", "Fleet usage", cols),
+                                json_object_get(doc, "items")};
     section(&p, &use);
     page_reply(&p, doc);
 }
 
-/* ---- invoices ---------------------------------------------------------------- */
+/* ---- invoices ------------------------------------------------------------ */
 
-static const char *const invoices_params[] = {"period", "status", "account",
+static const char *const invoices_params[] = {"period", "status",   "account",
                                               "page",   "per_page", NULL};
 
 void
@@ -636,13 +666,15 @@ meterd_page_invoices(struct meter_http_request *rq)
     page_init(&p, rq, "/invoices", invoices_params);
     struct meter_buf *o = &p.html;
     meterd_page_begin(o, rq, "Invoices", "invoices");
-    meter_buf_str(o, "<h1>Invoices</h1>\n<form class=\"filters\" method=\"get\" "
-                     "action=\"/invoices\">\n");
+    meter_buf_str(o,
+                  "<h1>Invoices</h1>\n<form class=\"filters\" method=\"get\" "
+                  "action=\"/invoices\">\n");
     const char *period = meter_http_query(rq, "period");
     const char *status = meter_http_query(rq, "status");
     const char *account = meter_http_query(rq, "account");
-    meter_buf_str(o, "<label for=\"period\">Period</label> <input id=\"period\" "
-                     "name=\"period\" type=\"month\" value=\"");
+    meter_buf_str(o,
+                  "<label for=\"period\">Period</label> <input id=\"period\" "
+                  "name=\"period\" type=\"month\" value=\"");
     meter_buf_html(o, period ? period : "");
     meter_buf_str(o, "\">\n<label for=\"status\">Status</label> <select "
                      "id=\"status\" name=\"status\">");
@@ -650,15 +682,17 @@ meterd_page_invoices(struct meter_http_request *rq)
     for (size_t i = 0; i < 4; i++) {
         meter_buf_str(o, "<option value=\"");
         meter_buf_str(o, statuses[i]);
-        meter_buf_str(o, status && strcmp(status, statuses[i]) == 0 ? "\" selected>"
-                                                                    : "\">");
+        meter_buf_str(o, status && strcmp(status, statuses[i]) == 0
+                             ? "\" selected>"
+                             : "\">");
         meter_buf_str(o, *statuses[i] ? statuses[i] : "any");
         meter_buf_str(o, "</option>");
     }
     meter_buf_str(o, "</select>\n");
     if (meter_http_principal(rq)->role != METER_ROLE_ACCOUNT) {
-        meter_buf_str(o, "<label for=\"account\">Account</label> <input "
-                         "id=\"account\" name=\"account\" type=\"text\" value=\"");
+        meter_buf_str(o,
+                      "<label for=\"account\">Account</label> <input "
+                      "id=\"account\" name=\"account\" type=\"text\" value=\"");
         meter_buf_html(o, account ? account : "");
         meter_buf_str(o, "\">\n");
     }
@@ -671,12 +705,29 @@ meterd_page_invoices(struct meter_http_request *rq)
         COL("status", "Status"),
         COL("currency", "Currency"),
         NUM("total", "Total"),
-        {.key = "ref", .label = "PDF", .link = "/v1/invoices/", .link_query = ".pdf", .text = "PDF"},
-        {.key = "ref", .label = "HTML", .link = "/v1/invoices/", .link_query = ".html", .text = "HTML"},
-        {.key = "ref", .label = "CSV", .link = "/v1/invoices/", .link_query = ".csv", .text = "CSV"},
-        {.key = "ref", .label = "JSON", .link = "/v1/invoices/", .link_query = ".json", .text = "JSON"},
+        {.key = "ref",
+         .label = "PDF",
+         .link = "/v1/invoices/",
+         .link_query = ".pdf",
+         .text = "PDF"},
+        {.key = "ref",
+         .label = "HTML",
+         .link = "/v1/invoices/",
+         .link_query = ".html",
+         .text = "HTML"},
+        {.key = "ref",
+         .label = "CSV",
+         .link = "/v1/invoices/",
+         .link_query = ".csv",
+         .text = "CSV"},
+        {.key = "ref",
+         .label = "JSON",
+         .link = "/v1/invoices/",
+         .link_query = ".json",
+         .text = "JSON"},
     };
-    struct meterd_table t = {"invoices", "Invoices and credit notes", cols, 11, NULL};
+    struct meterd_table t = {"invoices", "Invoices and credit notes", cols, 11,
+                             NULL};
     table(&p, &t, json_object_get(doc, "items"));
     pager(&p, q.page, q.per_page,
           json_integer_value(json_object_get(doc, "total")), "documents");

@@ -120,7 +120,7 @@ meterd_invoices_list(struct meter_http_request *rq)
     PGconn *db = meter_http_db(rq);
     if (!db || meter_db_invoice_list(db, &f, add_item, &p, &e) < 0) {
         json_decref(p.items);
-        meter_http_count_db_error(rq);
+        meter_http_db_error(rq, &e);
         meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
                                  NULL, "invoices cannot be read now");
         return;
@@ -216,7 +216,7 @@ meterd_invoices_get(struct meter_http_request *rq)
         return;
     }
     if (st < 0) {
-        meter_http_count_db_error(rq);
+        meter_http_db_error(rq, &e);
         meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
                                  NULL, "invoices cannot be read now");
         return;
@@ -330,7 +330,7 @@ meterd_invoices_run(struct meter_http_request *rq)
              meter_role_name(who->role));
     if (!outs || !db || meter_db_set_actor(db, actor, &e) < 0 ||
         meter_db_invoice_accounts(db, year, month, account, &ids, &e) < 0) {
-        meter_http_count_db_error(rq);
+        meter_http_db_error(rq, &e);
         meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
                                  NULL, "the run cannot start now");
         goto out;
@@ -342,7 +342,7 @@ meterd_invoices_run(struct meter_http_request *rq)
                                    outs, &e) < 0) {
             /* Gone (or past --db-timeout): the accounts done are done;
              * running it again redoes the rest. */
-            meter_http_count_db_error(rq);
+            meter_http_db_error(rq, &e);
             meter_http_reply_problem(rq, 503, "unavailable",
                                      "Database unavailable", NULL,
                                      "the run stopped at account '%s' (%zu "

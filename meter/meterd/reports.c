@@ -35,8 +35,7 @@ meterd_bad_query(struct meter_http_request *rq, const char *name,
 static void
 unavailable(struct meter_http_request *rq, const struct meter_err *e)
 {
-    meter_log(METER_LOG_ERROR, "report: %s", e->msg);
-    meter_http_count_db_error(rq);
+    meter_http_db_error(rq, e);
     meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
                              NULL, "the report cannot be read now");
 }
@@ -188,8 +187,8 @@ bool
 meterd_query_accounts(struct meter_http_request *rq,
                       struct meter_report_query *q)
 {
-    static const char *const sorts[] = {"account",    "name",      "book",
-                                        "revenue",    "vcpu_hours", "gib_hours"};
+    static const char *const sorts[] = {"account", "name",       "book",
+                                        "revenue", "vcpu_hours", "gib_hours"};
     memset(q, 0, sizeof(*q));
     if (!meterd_query_period(rq, &q->year, &q->month))
         return false;
@@ -250,9 +249,9 @@ accounts_text(struct meter_http_request *rq, const struct meter_report_query *q,
     meter_buf_printf(&key, "accounts %d-%d %s %d %d %d ", q->year, q->month,
                      q->sort, q->descending, q->page, q->per_page);
     meter_buf_str(&key, q->search ? q->search : "");
-    char *text = key.failed ? NULL
-                            : report_text(rq, key.p, accounts_fn, q,
-                                          "accounts", len);
+    char *text = key.failed
+                     ? NULL
+                     : report_text(rq, key.p, accounts_fn, q, "accounts", len);
     if (key.failed)
         meter_http_reply_problem(rq, 500, "internal", "Out of memory", NULL,
                                  "the report could not be built");
@@ -349,8 +348,9 @@ meterd_query_usage(struct meter_http_request *rq, int64_t *from, int64_t *to,
     *from = *to - span;
     if (f && *f && meter_day_parse(f, from) < 0 &&
         meter_time_parse(f, from) < 0) {
-        meterd_bad_query(rq, "from", f,
-                         "a day YYYY-MM-DD, YYYY-MM-DDTHH:MM:SSZ or Unix seconds");
+        meterd_bad_query(
+            rq, "from", f,
+            "a day YYYY-MM-DD, YYYY-MM-DDTHH:MM:SSZ or Unix seconds");
         return false;
     }
     *from -= ((*from % len) + len) % len;
@@ -410,7 +410,8 @@ meterd_query_invoices(struct meter_http_request *rq,
     const char *status = meter_http_query(rq, "status");
     const char *account = meter_http_query(rq, "account");
     /* An empty field of the page's form is no filter. */
-    if (period && *period && meter_period_parse(period, &q->year, &q->month) < 0) {
+    if (period && *period &&
+        meter_period_parse(period, &q->year, &q->month) < 0) {
         meterd_bad_query(rq, "period", period, "not a month YYYY-MM");
         return false;
     }

@@ -136,9 +136,7 @@ reply(struct meter_http_request *rq, enum meter_ingest_status st, size_t n,
          * COMMIT is on its way leaves the outcome unknown here, and the
          * batch may be stored (tests/faults.sh saw it when PostgreSQL
          * restarted). Sending it again is right either way. */
-        meter_http_count_db_error(rq);
-        meter_log(METER_LOG_WARN, "batch not acknowledged: %s",
-                  e->msg[0] ? e->msg : "no database");
+        meter_http_db_error(rq, e);
         meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
                                  NULL,
                                  "the database cannot be reached; send the "
@@ -147,8 +145,7 @@ reply(struct meter_http_request *rq, enum meter_ingest_status st, size_t n,
                                  "duplicates)");
         break;
     default:
-        meter_http_count_db_error(rq);
-        meter_log(METER_LOG_ERROR, "batch not stored: %s", e->msg);
+        meter_http_db_error(rq, e);
         meter_http_reply_problem(rq, 500, "internal", "Batch not stored", NULL,
                                  "a database error stopped the batch; nothing "
                                  "was stored");

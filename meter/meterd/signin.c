@@ -201,9 +201,7 @@ start_session(struct meter_http_request *rq, PGconn *db,
         meter_db_session_create(db, who->key_id, meterd.session_ttl,
                                 meterd.max_sessions, token, csrf, &ended, &e);
     if (st < 0) {
-        meter_http_count_db_error(rq);
-        meter_log(METER_LOG_WARN, "sign-in of key %" PRId64 ": %s", who->key_id,
-                  e.msg);
+        meter_http_db_error(rq, &e);
         meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
                                  NULL, "the session cannot be started now");
         return;
@@ -281,7 +279,7 @@ meterd_signin(struct meter_http_request *rq)
     explicit_bzero(key, sizeof(key));
     if (st < 0) {
         if (db)
-            meter_http_count_db_error(rq);
+            meter_http_db_error(rq, &e);
         meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
                                  NULL, "the key cannot be checked now");
         return;
@@ -324,7 +322,7 @@ meterd_signout(struct meter_http_request *rq)
         struct meter_err e = {{0}};
         if (!db || meter_db_session_delete(db, token, &e) < 0) {
             if (db)
-                meter_http_count_db_error(rq);
+                meter_http_db_error(rq, &e);
             meter_http_reply_problem(rq, 503, "unavailable",
                                      "Database unavailable", NULL,
                                      "the session cannot be ended now; "

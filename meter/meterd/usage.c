@@ -89,7 +89,7 @@ meterd_usage(struct meter_http_request *rq)
     if (!db || meter_db_usage_series(db, account, from, to, daily, after, limit,
                                      add_point, items, &e) < 0) {
         json_decref(items);
-        meter_http_count_db_error(rq);
+        meter_http_db_error(rq, &e);
         meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
                                  NULL, "usage cannot be read now");
         return;

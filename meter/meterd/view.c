@@ -165,11 +165,16 @@ meterd_table_csv(struct meter_buf *out, const struct meterd_table *t,
 #define PAD_T 12
 
 /* A value of the chart as a number for drawing only: geometry, never
- * money (the table beside it carries the exact string). */
+ * money (the table beside it carries the exact string). What is not a
+ * number as a whole, or is beyond a double, is drawn as 0. */
 static double
 magnitude(const char *s)
 {
-    return s && *s ? strtod(s, NULL) : 0;
+    if (!s || !*s)
+        return 0;
+    char *end;
+    double v = strtod(s, &end);
+    return *end || !isfinite(v) ? 0 : v;
 }
 
 void

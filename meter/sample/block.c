@@ -284,8 +284,7 @@ unpack(const uint8_t **p, const uint8_t *end, bool deltas, size_t count,
        uint64_t *v)
 {
     uint64_t base, scale, code[60];
-    if (!get_varint(p, end, &base) || !get_varint(p, end, &scale) ||
-        *p >= end)
+    if (!get_varint(p, end, &base) || !get_varint(p, end, &scale) || *p >= end)
         return false;
     unsigned width = *(*p)++;
     size_t from = deltas ? 1 : 0;

@@ -100,13 +100,6 @@ void meter_problems_add(struct meter_problems *p, size_t index,
 /* ---- request bodies ---------------------------------------------------- */
 
 /*
- * Parses and validates a body of samples: NDJSON if ndjson, else a JSON
- * array of samples or the columnar object (meter/README.md). *out
- * (malloc'd, *n samples) holds every sample read; p lists the invalid
- * ones and any syntax error. At most max samples: past that, a problem.
- * Returns -1 only when out of memory (nothing in *out).
- */
-/*
  * The decimals of vcpu and cpu_used, read from the JSON text: jansson
  * turns a fraction into a double, on which 1.00000000000000001 is 1.
  * Looks in text for a number under one of those keys (its value, or an
@@ -117,6 +110,13 @@ void meter_problems_add(struct meter_problems *p, size_t index,
 bool meter_sample_decimals_ok(const char *text, size_t len, char key[16],
                               char number[48]);
 
+/*
+ * Parses and validates a body of samples: NDJSON if ndjson, else a JSON
+ * array of samples or the columnar object (meter/README.md). *out
+ * (malloc'd, *n samples) holds every sample read; p lists the invalid
+ * ones and any syntax error. At most max samples: past that, a problem.
+ * Returns -1 only when out of memory (nothing in *out).
+ */
 int meter_body_parse(const char *body, size_t len, bool ndjson, size_t max,
                      struct meter_sample **out, size_t *n,
                      struct meter_problems *p);
@@ -161,10 +161,10 @@ int meter_block_decode(int64_t minute, uint64_t mask, const uint8_t *data,
 
 /* One block of a pack, and the batch that stored it. */
 struct meter_pack_part {
-    int64_t minute;     /* Unix minute, within the pack's hour */
-    uint64_t mask;      /* its seconds (bit i: second minute * 60 + i) */
-    int64_t key_id;     /* the API key of its batch; 0: none */
-    int64_t arrived_us; /* its batch's commit, Unix microseconds */
+    int64_t minute;      /* Unix minute, within the pack's hour */
+    uint64_t mask;       /* its seconds (bit i: second minute * 60 + i) */
+    int64_t key_id;      /* the API key of its batch; 0: none */
+    int64_t arrived_us;  /* its batch's commit, Unix microseconds */
     const uint8_t *data; /* the block (meter_block_encode) */
     size_t len;
 };
@@ -176,7 +176,7 @@ size_t meter_pack_bound(const struct meter_pack_part *p, size_t n);
  * (minute, then arrival), into out (meter_pack_bound bytes); returns the
  * length, or 0 out of memory. */
 size_t meter_pack_encode(int64_t hour, const struct meter_pack_part *p,
-                          size_t n, uint8_t *out);
+                         size_t n, uint8_t *out);
 
 /* Decodes a pack of Unix hour `hour` into *out (malloc'd, *n parts, in
  * stored order; their data point into data); -1 if data is malformed or

@@ -139,9 +139,8 @@ meter_pack_decode(int64_t hour, const uint8_t *data, size_t len,
             goto bad;
         }
         uint64_t at;
-        if (!get_varint(&p, end, &at) || at >= no ||
-            !get_varint(&p, end, &v) || v > (uint64_t)(end - p) ||
-            v > METER_BLOCK_MAX)
+        if (!get_varint(&p, end, &at) || at >= no || !get_varint(&p, end, &v) ||
+            v > (uint64_t)(end - p) || v > METER_BLOCK_MAX)
             goto bad;
         if (np == cap) {
             size_t c = cap ? cap * 2 : 64;
