@@ -1,5 +1,5 @@
 /*
- * test_util.c - the shared helpers of meter/util: the buffer's cap and
+ * test_util.c - the shared helpers of util/: the buffer's cap and
  * failure, the string table, the time parser at its boundaries, the
  * capped file reader, counts, big-endian integers, HTML and URL escaping,
  * comparing secrets.
