@@ -109,8 +109,7 @@ dbl(struct pricing_dec d)
 static int
 minor_unit(const struct cs_book *bk)
 {
-    int mu = pricing_currency_minor_unit(pricing_book_currency(bk->book));
-    return mu < 0 ? 0 : mu;
+    return (int)pricing_money_decimals(pricing_book_currency(bk->book));
 }
 
 /* ---- axes ----------------------------------------------------------- */

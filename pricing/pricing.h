@@ -84,6 +84,15 @@ struct pricing_money {
 /* Digits after the decimal point of a currency's minor unit (USD 2,
  * JPY 0, KWD 3), or -1 for a currency this project does not accept. */
 int pricing_currency_minor_unit(const char *code);
+/* The decimals an amount in currency is shown and stored with: its
+ * minor unit, 6 for a code this project does not accept (which no
+ * book has, but a stored document may be read with). */
+unsigned pricing_money_decimals(const char *currency);
+/* v as text to currency's decimals (pricing_money_decimals), rounded as
+ * pricing_dec_format rounds: "12.30" for USD, "1230" for JPY. The one
+ * money formatter; returns pricing_dec_format's length. */
+size_t pricing_money_format(struct pricing_dec v, const char *currency,
+                            char *buf, size_t n);
 
 /* a + b, a - b: PRICING_ECURRENCY if the currencies differ. */
 enum pricing_status pricing_money_add(const struct pricing_money *a,

@@ -558,8 +558,7 @@ store_parts(PGconn *db, const struct report_invoice *inv,
 static void
 total_text(const struct report_invoice *inv, char *buf, size_t n)
 {
-    int minor = pricing_currency_minor_unit(inv->currency);
-    pricing_dec_format(inv->total, minor < 0 ? 6 : (unsigned)minor, buf, n);
+    pricing_money_format(inv->total, inv->currency, buf, n);
 }
 
 /* Replaces the account's draft of the period in inv's currency with inv

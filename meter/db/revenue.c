@@ -364,9 +364,7 @@ enum meter_db_status
 db_revenue_store(PGconn *db, const struct db_account *acct,
                  const struct report_invoice *inv, struct meter_err *e)
 {
-    int minor = pricing_currency_minor_unit(inv->currency);
-    if (minor < 0)
-        minor = 6;
+    int minor = (int)pricing_money_decimals(inv->currency);
     struct spread s = {0};
     enum meter_db_status st = METER_DB_ROWS;
     /* The charges first, then the grants that pay them. */

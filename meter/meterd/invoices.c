@@ -263,9 +263,7 @@ static void
 set_document(json_t *o, const struct meter_invoice_doc *d)
 {
     char total[64], id[24];
-    int minor = pricing_currency_minor_unit(d->currency);
-    pricing_dec_format(d->total, minor < 0 ? 6 : (unsigned)minor, total,
-                       sizeof(total));
+    pricing_money_format(d->total, d->currency, total, sizeof(total));
     snprintf(id, sizeof(id), "%" PRId64, d->id);
     json_object_set_new(o, "id", json_string(id));
     json_object_set_new(o, "total", json_string(total));
