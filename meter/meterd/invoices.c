@@ -116,11 +116,11 @@ meterd_invoices_list(struct meter_http_request *rq)
     f.status = status;
     struct meter_err e = {{0}};
     PGconn *db = meter_http_db(rq);
-    if (!db || meter_db_invoice_list(db, &f, add_item, &p, &e) < 0) {
+    enum meter_db_status st =
+        db ? meter_db_invoice_list(db, &f, add_item, &p, &e) : METER_DB_HARD;
+    if (st < 0) {
         json_decref(p.items);
-        meter_http_count_db_error(rq);
-        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
-                                 NULL, "invoices cannot be read now");
+        meter_http_reply_db_error(rq, db, st, &e, "invoices cannot be read");
         return;
     }
 reply:;
@@ -214,9 +214,7 @@ meterd_invoices_get(struct meter_http_request *rq)
         return;
     }
     if (st < 0) {
-        meter_http_count_db_error(rq);
-        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
-                                 NULL, "invoices cannot be read now");
+        meter_http_reply_db_error(rq, db, st, &e, "the invoice cannot be read");
         return;
     }
     /* A final document must still be what was issued. */
@@ -323,28 +321,28 @@ meterd_invoices_run(struct meter_http_request *rq)
     char actor[64];
     snprintf(actor, sizeof(actor), "meterd:key %" PRId64 " (%s)", who->key_id,
              meter_role_name(who->role));
-    if (!db || meter_db_set_actor(db, actor, &e) < 0 ||
-        meter_db_invoice_accounts(db, year, month, account, &ids, &e) < 0) {
-        meter_http_count_db_error(rq);
-        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
-                                 NULL, "the run cannot start now");
+    enum meter_db_status st =
+        db ? meter_db_set_actor(db, actor, &e) : METER_DB_HARD;
+    if (st >= 0)
+        st = meter_db_invoice_accounts(db, year, month, account, &ids, &e);
+    if (st < 0) {
+        meter_http_reply_db_error(rq, db, st, &e, "the run cannot start");
         goto out;
     }
     for (size_t i = 0; i < ids.n; i++) {
         struct meter_invoice_outcome r;
         json_t *item = json_pack("{s:s}", "account_id", ids.str[i]);
-        if (meter_db_invoice_run(db, ids.str[i], year, month, finalize, seller,
-                                 &r, &e) < 0) {
-            if (meter_db_lost(db)) {
+        st = meter_db_invoice_run(db, ids.str[i], year, month, finalize,
+                                  seller, &r, &e);
+        if (st < 0) {
+            if (meter_db_unavailable(db, st)) {
                 /* Gone (or past --db-timeout): the accounts done are
                  * done; running it again redoes the rest. */
                 json_decref(item);
-                meter_http_count_db_error(rq);
-                meter_http_reply_problem(rq, 503, "unavailable",
-                                         "Database unavailable", NULL,
-                                         "the run stopped at account '%s' "
-                                         "(%zu of %zu); run it again",
-                                         ids.str[i], i + 1, ids.n);
+                meter_http_reply_db_error(rq, db, st, &e,
+                                          "the run stopped at account '%s' "
+                                          "(%zu of %zu)",
+                                          ids.str[i], i + 1, ids.n);
                 goto out;
             }
             failed++;
