@@ -10,8 +10,8 @@
  * forbids both, so it reads the same offline, attached to a mail or
  * opened years later, and a string that slipped through escaping still
  * could not run. Every string from a profile or a book goes through
- * meter_html_fputs (util/). The tables print the exact decimals of the other outputs; the
- * charts place the same figures with doubles, which only draw.
+ * meter_html_fputs (util/). The tables print the exact decimals of the other
+ * outputs; the charts place the same figures with doubles, which only draw.
  */
 #include "costsim_int.h"
 #include "meter_util.h"

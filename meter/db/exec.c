@@ -55,9 +55,9 @@ set_busy(PGconn *db, bool busy)
 static bool
 busy_state(const char *state)
 {
-    return state && (strcmp(state, "57014") == 0 ||
-                     strcmp(state, "55P03") == 0 ||
-                     strncmp(state, "53", 2) == 0);
+    return state &&
+           (strcmp(state, "57014") == 0 || strcmp(state, "55P03") == 0 ||
+            strncmp(state, "53", 2) == 0);
 }
 
 bool

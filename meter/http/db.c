@@ -116,7 +116,8 @@ meter_http_reply_db_error(struct meter_http_request *rq, PGconn *db,
         /* The server's message on one line (it may have a LINE and a
          * DETAIL, and quote what the client sent). */
         char msg[sizeof(e->msg)];
-        snprintf(msg, sizeof(msg), "%s", e && e->msg[0] ? e->msg : "no message");
+        snprintf(msg, sizeof(msg), "%s",
+                 e && e->msg[0] ? e->msg : "no message");
         for (char *p = msg; *p; p++)
             if ((unsigned char)*p < 0x20 || *p == 0x7f)
                 *p = ' ';

@@ -332,8 +332,8 @@ meterd_invoices_run(struct meter_http_request *rq)
     for (size_t i = 0; i < ids.n; i++) {
         struct meter_invoice_outcome r;
         json_t *item = json_pack("{s:s}", "account_id", ids.str[i]);
-        st = meter_db_invoice_run(db, ids.str[i], year, month, finalize,
-                                  seller, &r, &e);
+        st = meter_db_invoice_run(db, ids.str[i], year, month, finalize, seller,
+                                  &r, &e);
         if (st < 0) {
             if (meter_db_unavailable(db, st)) {
                 /* Gone (or past --db-timeout): the accounts done are

@@ -201,10 +201,9 @@ start_session(struct meter_http_request *rq, PGconn *db,
         meter_db_session_create(db, who->key_id, meterd.session_ttl,
                                 meterd.max_sessions, token, csrf, &ended, &e);
     if (st < 0) {
-        meter_http_reply_db_error(rq, db, st, &e,
-                                  "the session of key %" PRId64
-                                  " cannot be started",
-                                  who->key_id);
+        meter_http_reply_db_error(
+            rq, db, st, &e, "the session of key %" PRId64 " cannot be started",
+            who->key_id);
         return;
     }
     if (st == METER_DB_NONE) { /* revoked since it was looked up */
