@@ -949,6 +949,39 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
     return 0;
 }
 
+const char *
+pricing_json_dup_key(const char *text, size_t end, char *buf, size_t n)
+{
+    if (!n)
+        return buf;
+    buf[0] = '\0';
+    if (end < 2 || text[end - 1] != '"')
+        return buf;
+    /* Back to the opening quote: the one not escaped, i.e. after an
+     * even number of backslashes (inside, a quote is always escaped). */
+    size_t open = end - 1;
+    for (;;) {
+        if (open == 0)
+            return buf;
+        open--;
+        if (text[open] != '"')
+            continue;
+        size_t bs = 0;
+        while (bs < open && text[open - 1 - bs] == '\\')
+            bs++;
+        if (bs % 2 == 0)
+            break;
+    }
+    size_t len = end - 1 - (open + 1), k = len < n - 1 ? len : n - 1;
+    /* Never inside a character (what jansson read is UTF-8). */
+    while (k > 0 && k < len &&
+           ((unsigned char)text[open + 1 + k] & 0xC0) == 0x80)
+        k--;
+    memcpy(buf, text + open + 1, k);
+    buf[k] = '\0';
+    return buf;
+}
+
 struct pricing_book *
 pricing_book_parse(const char *json, size_t len, const char *origin,
                    struct pricing_err *e)
@@ -957,7 +990,15 @@ pricing_book_parse(const char *json, size_t len, const char *origin,
     json_error_t jerr;
     json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        if (e)
+        char key[128];
+        if (e && json_error_code(&jerr) == json_error_duplicate_key)
+            snprintf(e->msg, sizeof(e->msg),
+                     "%s%sline %d column %d: duplicate key '%s'",
+                     origin ? origin : "", origin ? ": " : "", jerr.line,
+                     jerr.column,
+                     pricing_json_dup_key(json, (size_t)jerr.position, key,
+                                          sizeof(key)));
+        else if (e)
             snprintf(e->msg, sizeof(e->msg), "%s%sline %d column %d: %s",
                      origin ? origin : "", origin ? ": " : "", jerr.line,
                      jerr.column, jerr.text);

@@ -102,13 +102,26 @@ enum pricing_status pricing_money_sub(const struct pricing_money *a,
                                       const struct pricing_money *b,
                                       struct pricing_money *out);
 
+/* ---- JSON text --------------------------------------------------------- */
+
+/* The key a JSON parser that refuses duplicated keys (jansson's
+ * JSON_REJECT_DUPLICATES, error json_error_duplicate_key) stopped at:
+ * the string that ends at byte end of text (the error's position), as
+ * written between its quotes (escapes kept), into buf, cut to n - 1
+ * bytes at a character. jansson names it only when short: every parser
+ * of the tree that reads JSON from a client or a file names it with
+ * this. Returns buf; "" if no string ends there. */
+const char *pricing_json_dup_key(const char *text, size_t end, char *buf,
+                                 size_t n);
+
 /* ---- price books ------------------------------------------------------ */
 
 /* A validated, immutable price book (format: docs/pricing.md). */
 struct pricing_book;
 
 /* Parses and validates a book from JSON text. Errors name the key path
- * and the value, e.g. "cpu.rate: '0.1.2' is not a decimal". origin names
+ * and the value, e.g. "cpu.rate: '0.1.2' is not a decimal", and a key
+ * given twice ("line 3 column 12: duplicate key 'cpu'"). origin names
  * the text in messages (a file name) and may be NULL. */
 struct pricing_book *pricing_book_parse(const char *json, size_t len,
                                         const char *origin,
