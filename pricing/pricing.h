@@ -104,15 +104,17 @@ enum pricing_status pricing_money_sub(const struct pricing_money *a,
 
 /* ---- JSON text --------------------------------------------------------- */
 
-/* The key a JSON parser that refuses duplicated keys (jansson's
- * JSON_REJECT_DUPLICATES, error json_error_duplicate_key) stopped at:
- * the string that ends at byte end of text (the error's position), as
- * written between its quotes (escapes kept), into buf, cut to n - 1
- * bytes at a character. jansson names it only when short: every parser
- * of the tree that reads JSON from a client or a file names it with
- * this. Returns buf; "" if no string ends there. */
-const char *pricing_json_dup_key(const char *text, size_t end, char *buf,
-                                 size_t n);
+/* The reason of a JSON parse error of text, for a person: why (jansson's
+ * json_error_t.text) as it is, but for a key given twice, which a parser
+ * refusing them (JSON_REJECT_DUPLICATES) names only when it is short:
+ * "duplicate key 'KEY'", KEY as written between its quotes (escapes
+ * kept), the string that ends at byte pos of text (the error's
+ * position). dup: whether the error is that one (json_error_code() ==
+ * json_error_duplicate_key). Into buf, cut to n - 1 bytes at a
+ * character; returns buf. Every parser of the tree that reads JSON from
+ * a client or a file says it so. */
+const char *pricing_json_reason(const char *why, bool dup, const char *text,
+                                size_t pos, char *buf, size_t n);
 
 /* ---- price books ------------------------------------------------------ */
 

@@ -238,17 +238,30 @@ test_duplicate_keys(void)
         }
         pricing_book_free(b);
     }
-    /* The helper itself: cut at a character, nothing where no string
-     * ends. */
-    char key[8];
+    /* The helper itself: the key cut at a character, jansson's reason
+     * where no string ends (or for another error). */
+    char why[16];
     const char *t = "{\"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\": 1, "
                     "\"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\"";
-    CHECK_STR(pricing_json_dup_key(t, strlen(t), key, sizeof(key)),
-              "\xc3\xa9\xc3\xa9\xc3\xa9");
-    CHECK_STR(pricing_json_dup_key(t, strlen(t), key, 4), "\xc3\xa9");
-    CHECK_STR(pricing_json_dup_key(t, strlen(t) - 1, key, sizeof(key)), "");
-    CHECK_STR(pricing_json_dup_key("\"\"", 2, key, sizeof(key)), "");
-    CHECK_STR(pricing_json_dup_key("\"", 1, key, sizeof(key)), "");
+    CHECK_STR(pricing_json_reason("x", true, t, strlen(t), why, sizeof(why)),
+              "duplicate key '");
+    char wide[64];
+    CHECK_STR(pricing_json_reason("x", true, t, strlen(t), wide, 18),
+              "duplicate key '\xc3\xa9");
+    CHECK_STR(pricing_json_reason("x", true, t, strlen(t), wide, 19),
+              "duplicate key '\xc3\xa9"); /* not half of the second */
+    CHECK_STR(pricing_json_reason("x", true, t, strlen(t), wide, 20),
+              "duplicate key '\xc3\xa9\xc3\xa9");
+    CHECK_STR(pricing_json_reason("x", true, t, strlen(t), wide, sizeof(wide)),
+              "duplicate key '\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9'");
+    CHECK_STR(
+        pricing_json_reason("why", true, t, strlen(t) - 1, wide, sizeof(wide)),
+        "why");
+    CHECK_STR(
+        pricing_json_reason("why", false, t, strlen(t), wide, sizeof(wide)),
+        "why");
+    CHECK_STR(pricing_json_reason("why", true, "\"", 1, wide, sizeof(wide)),
+              "why");
 }
 
 /* A book that must load. */

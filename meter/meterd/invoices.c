@@ -276,7 +276,8 @@ meterd_invoices_run(struct meter_http_request *rq)
     size_t len;
     const char *body = meter_http_body(rq, &len);
     json_error_t jerr;
-    json_t *o = json_loadb(body, len, 0, &jerr);
+    /* A key given twice is refused (naming it), not read as its last. */
+    json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
     const char *period = NULL, *account = NULL;
     /* The issuer: the body's, else the service's $METER_SELLER. */
     const char *seller = getenv("METER_SELLER");
@@ -286,11 +287,16 @@ meterd_invoices_run(struct meter_http_request *rq)
     if (!o || json_unpack_ex(o, &jerr, JSON_STRICT, "{s:s, s?s, s?b, s?s}",
                              "period", &period, "account", &account, "finalize",
                              &finalize, "seller", &seller) < 0) {
-        meter_http_reply_problem(rq, 400, "invalid-body", "Invalid body", NULL,
-                                 "expected {\"period\": \"YYYY-MM\", "
-                                 "\"account\"?: ID, \"finalize\"?: bool, "
-                                 "\"seller\"?: text}: %s",
-                                 jerr.text);
+        char why[160];
+        meter_http_reply_problem(
+            rq, 400, "invalid-body", "Invalid body", NULL,
+            "expected {\"period\": \"YYYY-MM\", \"account\"?: ID, "
+            "\"finalize\"?: bool, \"seller\"?: text}: %s",
+            o ? jerr.text
+              : pricing_json_reason(
+                    jerr.text,
+                    json_error_code(&jerr) == json_error_duplicate_key, body,
+                    (size_t)jerr.position, why, sizeof(why)));
         json_decref(o);
         return;
     }
