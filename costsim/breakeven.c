@@ -404,7 +404,7 @@ cs_breakeven_main(int argc, char **argv)
         p,
         {&books[pick[0]], &books[pick[1]]},
         &r,
-        pricing_currency_minor_unit(pricing_book_currency(two[0]))};
+        (int)pricing_money_decimals(pricing_book_currency(two[0]))};
     if (strcmp(a.format, "json") == 0) {
         if (print_json(stdout, &v) < 0) {
             fprintf(stderr, "costsim: out of memory\n");

@@ -60,13 +60,12 @@ cs_print_plan(FILE *f, const struct cs_run *run, size_t i)
     const struct pricing_limits *l = pricing_book_limits(b);
     if (s->failed || s->trials == 0 || !has_plan(b))
         return;
-    int mu = pricing_currency_minor_unit(pricing_book_currency(b));
     for (size_t k = 0; k < l->naddons; k++) {
         char fee[48];
         if (!s->on_option[1 + k])
             continue;
-        pricing_dec_format(l->addons[k].monthly_fee,
-                           (unsigned)(mu < 0 ? 0 : mu), fee, sizeof(fee));
+        pricing_money_format(l->addons[k].monthly_fee, pricing_book_currency(b),
+                             fee, sizeof(fee));
         fprintf(f,
                 "    add-on: %s (%s a month, %u at once) in %llu of %zu "
                 "months\n",
@@ -146,10 +145,8 @@ tier_text(FILE *f, const struct cs_run *run, const struct pricing_book **list,
         const struct sim_book_stats *s = &run->res->books[c];
         const struct pricing_limits *l = pricing_book_limits(list[c]);
         const char *cur = pricing_book_currency(list[c]);
-        int mu = pricing_currency_minor_unit(cur);
         char mean[48];
-        pricing_dec_format(sim_book_mean(s), (unsigned)(mu < 0 ? 0 : mu), mean,
-                           sizeof(mean));
+        pricing_money_format(sim_book_mean(s), cur, mean, sizeof(mean));
         fprintf(f, "%s (mean %s %s", pricing_book_id(list[c]), mean, cur);
         for (size_t a = 0; a < l->naddons; a++)
             if (s->on_option[1 + a])

@@ -98,7 +98,7 @@ cs_print_table(FILE *f, const struct cs_run *run)
         const struct cs_book *bk = &run->books[i];
         const struct sim_book_stats *b = &run->res->books[i];
         const char *cur = pricing_book_currency(bk->book);
-        int mu = pricing_currency_minor_unit(cur);
+        int mu = (int)pricing_money_decimals(cur);
         char m[48], p5[48], p50[48], p95[48], pk[48];
         if (b->failed) {
             fprintf(f, "%-26s %-4s %12s\n", pricing_book_id(bk->book), cur,
@@ -151,8 +151,7 @@ book_json(const struct cs_book *bk, const struct sim_book_stats *b)
     if (!j)
         return NULL;
     const char *cur = pricing_book_currency(bk->book);
-    int mu = pricing_currency_minor_unit(cur);
-    unsigned d = (unsigned)(mu < 0 ? 0 : mu);
+    unsigned d = pricing_money_decimals(cur);
     bool ok =
         !json_object_set_new(j, "id", json_string(pricing_book_id(bk->book))) &&
         !json_object_set_new(j, "file", json_string(bk->file)) &&

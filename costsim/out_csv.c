@@ -85,8 +85,7 @@ cs_print_csv(FILE *f, const struct cs_run *run)
         const struct cs_book *bk = &run->books[o[r]];
         const struct sim_book_stats *b = &run->res->books[o[r]];
         const char *cur = pricing_book_currency(bk->book);
-        int mu = pricing_currency_minor_unit(cur);
-        unsigned d = (unsigned)(mu < 0 ? 0 : mu);
+        unsigned d = pricing_money_decimals(cur);
         char trials[32];
         snprintf(trials, sizeof(trials), "%zu", b->trials);
         field(f, pricing_book_id(bk->book), false);

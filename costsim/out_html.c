@@ -10,10 +10,11 @@
  * forbids both, so it reads the same offline, attached to a mail or
  * opened years later, and a string that slipped through escaping still
  * could not run. Every string from a profile or a book goes through
- * esc(). The tables print the exact decimals of the other outputs; the
- * charts place the same figures with doubles, which only draw.
+ * meter_html_fputs (util/). The tables print the exact decimals of the other
+ * outputs; the charts place the same figures with doubles, which only draw.
  */
 #include "costsim_int.h"
+#include "meter_util.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -36,48 +37,6 @@ static const char *const kind_colour[SIM_NKINDS] = {
 #define LOW_COLOUR "#4e79a7"
 #define HIGH_COLOUR "#e15759"
 
-/* Writes s with &, <, >, " and ' escaped: text and attribute values. */
-static void
-esc(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        case '\'':
-            fputs("&#39;", f);
-            break;
-        default:
-            fputc(*s, f);
-        }
-    }
-}
-
-/* Writes n bytes of s, escaped. */
-static void
-escn(FILE *f, const char *s, size_t n)
-{
-    char buf[1024];
-    while (n > 0) {
-        size_t k = n < sizeof(buf) - 1 ? n : sizeof(buf) - 1;
-        memcpy(buf, s, k);
-        buf[k] = '\0';
-        esc(f, buf);
-        s += k;
-        n -= k;
-    }
-}
-
 static bool
 is_url(const char *s)
 {
@@ -96,17 +55,17 @@ source_html(FILE *f, const char *s)
         while ((u = strstr(u, "http")) && !is_url(u))
             u += 4;
         if (!u) {
-            esc(f, s);
+            meter_html_fputs(f, s);
             return;
         }
-        escn(f, s, (size_t)(u - s));
+        meter_html_fwrite(f, s, (size_t)(u - s));
         size_t n = strcspn(u, " \t\r\n");
         while (n > 8 && strchr(".,;)", u[n - 1]))
             n--;
         fputs("<a href=\"", f);
-        escn(f, u, n);
+        meter_html_fwrite(f, u, n);
         fputs("\" rel=\"noreferrer noopener\">", f);
-        escn(f, u, n);
+        meter_html_fwrite(f, u, n);
         fputs("</a>", f);
         s = u + n;
     }
@@ -150,8 +109,7 @@ dbl(struct pricing_dec d)
 static int
 minor_unit(const struct cs_book *bk)
 {
-    int mu = pricing_currency_minor_unit(pricing_book_currency(bk->book));
-    return mu < 0 ? 0 : mu;
+    return (int)pricing_money_decimals(pricing_book_currency(bk->book));
 }
 
 /* ---- axes ----------------------------------------------------------- */
@@ -243,7 +201,7 @@ axis_draw(FILE *f, const struct axis *a, double top, double bottom,
             "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
             "class=\"unit\">",
             (a->x0 + a->x1) / 2, bottom + 34);
-    esc(f, unit);
+    meter_html_fputs(f, unit);
     fputs("</text>\n</g>\n", f);
 }
 
@@ -258,9 +216,9 @@ svg_open(FILE *f, const char *cls, const char *id, int w, int h,
             "height=\"%d\" role=\"img\" aria-labelledby=\"%s-t %s-d\" "
             "xmlns=\"http://www.w3.org/2000/svg\">\n<title id=\"%s-t\">",
             cls, w, h, w, h, id, id, id);
-    esc(f, title);
+    meter_html_fputs(f, title);
     fprintf(f, "</title>\n<desc id=\"%s-d\">", id);
-    esc(f, desc);
+    meter_html_fputs(f, desc);
     fputs("</desc>\n", f);
 }
 
@@ -272,7 +230,7 @@ row_label(FILE *f, const struct cs_book *bk, double y)
             "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" "
             "class=\"label\">",
             LABEL_W, y + 4);
-    esc(f, pricing_book_id(bk->book));
+    meter_html_fputs(f, pricing_book_id(bk->book));
     fputs("</text>\n", f);
 }
 
@@ -369,7 +327,7 @@ head(FILE *f, const char *title)
           "content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
           "<meta name=\"generator\" content=\"costsim\">\n<title>",
           f);
-    esc(f, title);
+    meter_html_fputs(f, title);
     fprintf(f, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<main>\n",
             style);
 }
@@ -382,7 +340,7 @@ settings(FILE *f, const struct cs_run *run, const char *name, size_t priced)
     fputs("<header>\n<p class=\"kicker\">costsim report</p>\n<h1>A month "
           "of <span class=\"name\">",
           f);
-    esc(f, name);
+    meter_html_fputs(f, name);
     fprintf(f,
             "</span>, priced on %zu book%s</h1>\n<p class=\"lead\">%zu "
             "simulated month%s (%04d-%02d) through the engine that bills; "
@@ -392,9 +350,9 @@ settings(FILE *f, const struct cs_run *run, const char *name, size_t priced)
     fputs("<section aria-labelledby=\"run-h\">\n<h2 id=\"run-h\">The run</h2>\n"
           "<dl class=\"settings\">\n<div><dt>Profile</dt><dd>",
           f);
-    esc(f, run->profile->name[0] ? run->profile->name : "-");
+    meter_html_fputs(f, run->profile->name[0] ? run->profile->name : "-");
     fputs("</dd></div>\n<div><dt>Profile file</dt><dd>", f);
-    esc(f, run->profile_path);
+    meter_html_fputs(f, run->profile_path);
     fprintf(f,
             "</dd></div>\n<div><dt>Simulated month</dt><dd>%04d-%02d%s</dd>"
             "</div>\n<div><dt>Seed</dt><dd>%llu</dd></div>\n"
@@ -424,15 +382,15 @@ cards(FILE *f, const struct cs_run *run, const size_t *o, size_t priced)
     fputs("<div class=\"cards\">\n<div class=\"card\"><div class=\"what\">"
           "Cheapest</div><div class=\"big\">",
           f);
-    esc(f, pricing_book_currency(lo->book));
+    meter_html_fputs(f, pricing_book_currency(lo->book));
     fprintf(f, " %s</div>", money(sim_book_mean(blo), minor_unit(lo), a, 64));
-    esc(f, pricing_book_id(lo->book));
+    meter_html_fputs(f, pricing_book_id(lo->book));
     fputs(", mean a month</div>\n<div class=\"card\"><div class=\"what\">"
           "Most expensive</div><div class=\"big\">",
           f);
-    esc(f, pricing_book_currency(hi->book));
+    meter_html_fputs(f, pricing_book_currency(hi->book));
     fprintf(f, " %s</div>", money(sim_book_mean(bhi), minor_unit(hi), b, 64));
-    esc(f, pricing_book_id(hi->book));
+    meter_html_fputs(f, pricing_book_id(hi->book));
     fputs(", mean a month</div>\n<div class=\"card\"><div class=\"what\">"
           "Spread</div><div class=\"big\">",
           f);
@@ -473,7 +431,7 @@ plan_html(FILE *f, const struct cs_book *bk, const struct sim_book_stats *b)
         if (!b->on_option[1 + k])
             continue;
         fputs("<span class=\"meta\">add-on: ", f);
-        esc(f, l->addons[k].name);
+        meter_html_fputs(f, l->addons[k].name);
         fprintf(f, " (%s a month, %u at once) in %llu of %zu months</span>",
                 money(l->addons[k].monthly_fee, mu, fee, sizeof(fee)),
                 l->addons[k].max_concurrency,
@@ -486,7 +444,7 @@ plan_html(FILE *f, const struct cs_book *bk, const struct sim_book_stats *b)
         sim_limit_message(bk->book, (enum sim_limit)lim, b->worst[lim], msg,
                           sizeof(msg));
         fputs("<span class=\"meta warn\">limit broken: ", f);
-        esc(f, msg);
+        meter_html_fputs(f, msg);
         fprintf(f, " (%llu of %llu months)</span>",
                 (unsigned long long)b->broken[lim],
                 (unsigned long long)sim_book_months_checked(
@@ -501,11 +459,11 @@ book_cell(FILE *f, const struct cs_book *bk, const struct sim_book_stats *b,
           bool best)
 {
     fputs("<th scope=\"row\"><span class=\"id\">", f);
-    esc(f, pricing_book_id(bk->book));
+    meter_html_fputs(f, pricing_book_id(bk->book));
     fputs("</span>", f);
     if (bk->name[0]) {
         fputs(" <span class=\"muted\">", f);
-        esc(f, bk->name);
+        meter_html_fputs(f, bk->name);
         fputs("</span>", f);
     }
     if (best)
@@ -513,7 +471,7 @@ book_cell(FILE *f, const struct cs_book *bk, const struct sim_book_stats *b,
     fputs("<span class=\"meta\">source: ", f);
     source_html(f, bk->source[0] ? bk->source : "-");
     fputs("</span><span class=\"meta\">as of ", f);
-    esc(f, bk->as_of[0] ? bk->as_of : "-");
+    meter_html_fputs(f, bk->as_of[0] ? bk->as_of : "-");
     fputs("</span>", f);
     plan_html(f, bk, b);
     fputs("</th>", f);
@@ -534,7 +492,7 @@ summary(FILE *f, const struct cs_run *run, const size_t *o, size_t priced)
           f);
     if (cur) {
         fputs(", ", f);
-        esc(f, cur);
+        meter_html_fputs(f, cur);
     }
     fputs("</caption>\n<thead><tr><th scope=\"col\" class=\"text\">Book"
           "</th><th scope=\"col\">Mean / month</th><th scope=\"col\">95% "
@@ -552,21 +510,21 @@ summary(FILE *f, const struct cs_run *run, const size_t *o, size_t priced)
         const char *bcur = pricing_book_currency(bk->book);
         int mu = minor_unit(bk);
         fputs("<tr data-book=\"", f);
-        esc(f, pricing_book_id(bk->book));
+        meter_html_fputs(f, pricing_book_id(bk->book));
         fputs("\">", f);
         book_cell(f, bk, b, k == 0 && priced);
         if (b->failed) {
             fputs("<td colspan=\"8\" class=\"text warn\">cannot price this "
                   "workload: ",
                   f);
-            esc(f, b->reason);
+            meter_html_fputs(f, b->reason);
             fputs("</td></tr>\n", f);
             continue;
         }
         char m[64], p5[64], p50[64], p95[64], pk[64], d[64];
         fputs("<td class=\"mean\">", f);
         if (!cur) {
-            esc(f, bcur);
+            meter_html_fputs(f, bcur);
             fputc(' ', f);
         }
         fprintf(f,
@@ -599,9 +557,9 @@ tier_row(const char *provider, const char *text, void *arg)
 {
     FILE *f = arg;
     fputs("<tr><th scope=\"row\" class=\"text\">", f);
-    esc(f, provider);
+    meter_html_fputs(f, provider);
     fputs("</th><td class=\"text\">", f);
-    esc(f, text);
+    meter_html_fputs(f, text);
     fputs("</td></tr>\n", f);
 }
 
@@ -702,9 +660,9 @@ box_plot(FILE *f, const struct cs_run *run, const size_t *sel, size_t n,
         char m[64], s5[64], s50[64], s95[64];
         row_label(f, bk, y);
         fputs("<g class=\"box\" data-book=\"", f);
-        esc(f, pricing_book_id(bk->book));
+        meter_html_fputs(f, pricing_book_id(bk->book));
         fputs("\"><title>", f);
-        esc(f, pricing_book_id(bk->book));
+        meter_html_fputs(f, pricing_book_id(bk->book));
         fprintf(f, ": mean %s, p5 %s, median %s, p95 %s %s</title>\n",
                 money(sim_book_mean(b), mu, m, 64),
                 money(sim_book_quantile(b, 0.05), mu, s5, 64),
@@ -767,7 +725,7 @@ histogram(FILE *f, const struct cs_book *bk, const struct sim_book_stats *b,
              "cheapest and the dearest simulated month; the red line is the "
              "mean.");
     fputs("<g data-book=\"", f);
-    esc(f, pricing_book_id(bk->book));
+    meter_html_fputs(f, pricing_book_id(bk->book));
     fputs("\">\n", f);
     double bw = (double)(X1 - X0) / BINS;
     for (int k = 0; k < BINS; k++) {
@@ -825,7 +783,7 @@ distributions(FILE *f, const struct cs_run *run, const size_t *o, size_t priced,
         if (run->res->books[o[k]].trials == 0)
             continue;
         fputs("<figure>\n<figcaption>", f);
-        esc(f, pricing_book_id(bk->book));
+        meter_html_fputs(f, pricing_book_id(bk->book));
         fputs("</figcaption>\n", f);
         histogram(f, bk, &run->res->books[o[k]], (int)k);
         fputs("</figure>\n", f);
@@ -892,7 +850,7 @@ stacked(FILE *f, const struct cs_run *run, const size_t *sel, size_t n,
         double pos = 0, neg = 0;
         row_label(f, bk, y);
         fputs("<g class=\"stack\" data-book=\"", f);
-        esc(f, pricing_book_id(bk->book));
+        meter_html_fputs(f, pricing_book_id(bk->book));
         fputs("\">\n", f);
         for (int j = 0; j < SIM_NKINDS; j++) {
             struct pricing_dec d = sim_dec_div(b->kind_sum[j], b->trials);
@@ -906,7 +864,7 @@ stacked(FILE *f, const struct cs_run *run, const size_t *sel, size_t n,
                     "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                     "height=\"16\" fill=\"%s\"><title>",
                     x0, y - 8, fmax(x1 - x0, 0.5), kind_colour[j]);
-            esc(f, pricing_book_id(bk->book));
+            meter_html_fputs(f, pricing_book_id(bk->book));
             fprintf(f, ", %s: %s %s</title></rect>\n", sim_line_kinds[j],
                     money(d, mu, amt, 64), cur);
             if (v < 0)
@@ -969,7 +927,7 @@ breakdown(FILE *f, const struct cs_run *run, const size_t *o, size_t priced,
         int mu = minor_unit(bk);
         char m[64];
         fputs("<tr><th scope=\"row\">", f);
-        esc(f, pricing_book_id(bk->book));
+        meter_html_fputs(f, pricing_book_id(bk->book));
         fputs("</th>", f);
         for (int j = 0; j < SIM_NKINDS; j++)
             if (used[j])
@@ -1030,9 +988,9 @@ tornado_chart(FILE *f, const struct cs_book *bk,
     }
     fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" class=\"unit\">",
             (TX0 + TX1) / 2, h - 6);
-    esc(f, unit);
+    meter_html_fputs(f, unit);
     fputs("</text>\n</g>\n<g data-book=\"", f);
-    esc(f, pricing_book_id(bk->book));
+    meter_html_fputs(f, pricing_book_id(bk->book));
     fputs("\">\n", f);
     double bx = axis_x(&a, base);
     for (size_t s = 0; s < t->nswings; s++) {
@@ -1042,7 +1000,7 @@ tornado_chart(FILE *f, const struct cs_book *bk,
                 "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" "
                 "class=\"label\">",
                 TL, y + TROW / 2.0 + 4);
-        esc(f, sw->param);
+        meter_html_fputs(f, sw->param);
         fputs("</text>\n", f);
         if (sw->failed) {
             fprintf(f,
@@ -1061,7 +1019,7 @@ tornado_chart(FILE *f, const struct cs_book *bk,
                     "height=\"10\" fill=\"%s\"><title>",
                     k ? "high" : "low", x0, y + 3 + k * 10, w,
                     k ? HIGH_COLOUR : LOW_COLOUR);
-            esc(f, sw->param);
+            meter_html_fputs(f, sw->param);
             fprintf(f, " %s%.4g%%: %s %s</title></rect>\n", k ? "+" : "-", pct,
                     money(side[k], mu, v, 64), cur);
         }
@@ -1096,9 +1054,9 @@ tornado(FILE *f, const struct cs_run *run, const size_t *o)
         int mu = minor_unit(bk);
         char base[64];
         fputs("<figure>\n<figcaption>", f);
-        esc(f, pricing_book_id(bk->book));
+        meter_html_fputs(f, pricing_book_id(bk->book));
         fputs("<span class=\"meta\">base ", f);
-        esc(f, pricing_book_currency(bk->book));
+        meter_html_fputs(f, pricing_book_currency(bk->book));
         fprintf(f, " %s</span></figcaption>\n", money(tb->base, mu, base, 64));
         tornado_chart(f, bk, tb, t->pct, (int)i);
         fputs("<details><summary>the figures</summary>\n<table>\n<thead><tr>"
@@ -1114,7 +1072,7 @@ tornado(FILE *f, const struct cs_run *run, const size_t *o)
             char l[64], h[64], d[64];
             struct pricing_dec diff;
             fputs("<tr><th scope=\"row\">", f);
-            esc(f, sw->param);
+            meter_html_fputs(f, sw->param);
             fputs("</th>", f);
             if (sw->failed ||
                 pricing_dec_sub(sw->high, sw->low, &diff) != PRICING_OK) {
@@ -1162,7 +1120,7 @@ cs_print_html(FILE *f, const struct cs_run *run)
     if (run->tornado)
         tornado(f, run, o);
     fputs("<footer>\n<p><strong>What is exact.</strong> ", f);
-    esc(f, cs_stats_note);
+    meter_html_fputs(f, cs_stats_note);
     fputs(". The tables print those exact figures; the charts place them "
           "on the page as floating point, which only draws.</p>\n"
           "<p>Made by costsim, which prices each simulated month through "

@@ -72,13 +72,6 @@ fmt_rate(struct pricing_dec d, char *buf, size_t n)
     return buf;
 }
 
-static unsigned
-minor(const char *currency)
-{
-    int mu = pricing_currency_minor_unit(currency);
-    return (unsigned)(mu < 0 ? 0 : mu);
-}
-
 /* Books in the order printed: priced ones by total, then the others,
  * each by file name. */
 static const struct cs_replay *sort_rp;
@@ -179,12 +172,14 @@ table_plan(FILE *f, const struct cs_replay *rp, const struct cs_replay_book *x)
         char fee[48], t[48];
         if (pricing_dec_add(x->st->total, a->monthly_fee, &with) != PRICING_OK)
             with = x->st->total;
-        fprintf(f,
-                "    add-on needed: %s (%s a month, %u at once) for %" PRIu64
-                " sandboxes at once; the total with it %s\n",
-                a->name, fmt(a->monthly_fee, minor(cur), fee, sizeof(fee)),
-                a->max_concurrency, rp->facts.peak,
-                fmt(with, minor(cur), t, sizeof(t)));
+        fprintf(
+            f,
+            "    add-on needed: %s (%s a month, %u at once) for %" PRIu64
+            " sandboxes at once; the total with it %s\n",
+            a->name,
+            fmt(a->monthly_fee, pricing_money_decimals(cur), fee, sizeof(fee)),
+            a->max_concurrency, rp->facts.peak,
+            fmt(with, pricing_money_decimals(cur), t, sizeof(t)));
     }
     for (int l = 0; l < SIM_NLIMITS; l++) {
         char msg[256];
@@ -235,13 +230,15 @@ table_own(FILE *f, const struct cs_replay *rp)
         fprintf(f, "invoice %s", inv->number);
     else
         fprintf(f, "invoice draft %lld", (long long)inv->id);
-    fprintf(f,
-            " (%s): total %s %s = usage lines %s + late usage %s + credit "
-            "grants %s\n",
-            inv->status, fmt(inv->total, minor(inv->currency), t, sizeof(t)),
-            inv->currency, fmt(rp->inv_usage, 6, u, sizeof(u)),
-            fmt(rp->inv_late, 6, l, sizeof(l)),
-            fmt(rp->inv_grants, 6, g, sizeof(g)));
+    fprintf(
+        f,
+        " (%s): total %s %s = usage lines %s + late usage %s + credit "
+        "grants %s\n",
+        inv->status,
+        fmt(inv->total, pricing_money_decimals(inv->currency), t, sizeof(t)),
+        inv->currency, fmt(rp->inv_usage, 6, u, sizeof(u)),
+        fmt(rp->inv_late, 6, l, sizeof(l)),
+        fmt(rp->inv_grants, 6, g, sizeof(g)));
     if (!rp->own_failed && rp->nown) {
         struct pricing_dec d;
         pricing_dec_sub(cs_lines_sum(rp->own, rp->nown), rp->inv_usage, &d);
@@ -273,9 +270,10 @@ cs_replay_table(FILE *f, const struct cs_replay *rp)
                     x->account_book ? "  (the account's book)" : "");
             fprintf(f, "    reason: %s\n", x->err.msg);
         } else {
-            fprintf(f, "%-26s %-4s %14s%s\n", pricing_book_id(x->bk->book), cur,
-                    fmt(x->st->total, minor(cur), t, sizeof(t)),
-                    x->account_book ? "  (the account's book)" : "");
+            fprintf(
+                f, "%-26s %-4s %14s%s\n", pricing_book_id(x->bk->book), cur,
+                fmt(x->st->total, pricing_money_decimals(cur), t, sizeof(t)),
+                x->account_book ? "  (the account's book)" : "");
             table_lines(f, x->st);
             table_plan(f, rp, x);
         }
@@ -381,7 +379,7 @@ addon_json(const struct cs_replay *rp, const struct cs_replay_book *x)
     return json_pack("{s:s, s:I, s:o, s:o}", "name", a->name, "max_concurrency",
                      (json_int_t)a->max_concurrency, "monthly_fee",
                      jdec(a->monthly_fee, 6), "total_with_addon",
-                     jdec(with, minor(cur)));
+                     jdec(with, pricing_money_decimals(cur)));
 }
 
 static json_t *
@@ -399,7 +397,8 @@ book_json(const struct cs_replay *rp, const struct cs_replay_book *x)
     if (x->failed)
         ok = !json_object_set_new(j, "reason", json_string(x->err.msg));
     else
-        ok = !json_object_set_new(j, "total", jdec(x->st->total, minor(cur))) &&
+        ok = !json_object_set_new(
+                 j, "total", jdec(x->st->total, pricing_money_decimals(cur))) &&
              !json_object_set_new(j, "lines", lines_json(x->st)) &&
              !json_object_set_new(j, "limits", limits_json(rp, x)) &&
              !json_object_set_new(j, "addon", addon_json(rp, x));
@@ -451,7 +450,7 @@ invoice_json(const struct cs_replay *rp)
     json_t *o = json_pack(
         "{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "number", inv->number, "id",
         id, "status", inv->status, "currency", inv->currency, "total",
-        jdec(inv->total, minor(inv->currency)), "usage_lines",
+        jdec(inv->total, pricing_money_decimals(inv->currency)), "usage_lines",
         jdec(rp->inv_usage, 6), "late_usage", jdec(rp->inv_late, 6),
         "credit_grants", jdec(rp->inv_grants, 6));
     if (o && !rp->own_failed && rp->nown) {

@@ -52,8 +52,7 @@ cs_print_tornado(FILE *f, const struct cs_run *run, const size_t *order)
         if (tb->nswings == 0)
             continue; /* cannot price (the comparison says why) */
         const char *cur = pricing_book_currency(bk->book);
-        int mu = pricing_currency_minor_unit(cur);
-        unsigned d = (unsigned)(mu < 0 ? 0 : mu);
+        unsigned d = pricing_money_decimals(cur);
         char base[48];
         pricing_dec_format(tb->base, d, base, sizeof(base));
         fprintf(f, "\n%-26s %-4s base %s, %zu trials\n",

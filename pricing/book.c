@@ -949,6 +949,68 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
     return 0;
 }
 
+/* The key, as written, of the JSON string that ends at byte end of
+ * text, into buf (cut at a character); "" if no string ends there. */
+static const char *
+dup_key(const char *text, size_t end, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    if (end < 2 || text[end - 1] != '"')
+        return buf;
+    /* Back to the opening quote: the one not escaped, i.e. after an
+     * even number of backslashes (inside, a quote is always escaped). */
+    size_t open = end - 1;
+    for (;;) {
+        if (open == 0)
+            return buf;
+        open--;
+        if (text[open] != '"')
+            continue;
+        size_t bs = 0;
+        while (bs < open && text[open - 1 - bs] == '\\')
+            bs++;
+        if (bs % 2 == 0)
+            break;
+    }
+    size_t len = end - 1 - (open + 1), k = len < n - 1 ? len : n - 1;
+    /* Never inside a character (what jansson read is UTF-8). */
+    while (k > 0 && k < len &&
+           ((unsigned char)text[open + 1 + k] & 0xC0) == 0x80)
+        k--;
+    memcpy(buf, text + open + 1, k);
+    buf[k] = '\0';
+    return buf;
+}
+
+const char *
+pricing_json_reason(const char *why, bool dup, const char *text, size_t pos,
+                    char *buf, size_t n)
+{
+    if (!n)
+        return buf;
+    char key[512];
+    int w = dup && *dup_key(text, pos, key, sizeof(key))
+                ? snprintf(buf, n, "duplicate key '%s'", key)
+                : snprintf(buf, n, "%s", why);
+    if (w < 0 || (size_t)w < n)
+        return buf;
+    /* Cut short: never inside a character. The last lead byte's
+     * sequence must be whole, else it goes. */
+    size_t len = n - 1, i = len;
+    while (i > 0 && ((unsigned char)buf[i - 1] & 0xC0) == 0x80)
+        i--;
+    if (i > 0) {
+        unsigned char lead = (unsigned char)buf[i - 1];
+        size_t need = lead >= 0xF0   ? 4
+                      : lead >= 0xE0 ? 3
+                      : lead >= 0xC0 ? 2
+                                     : 1;
+        if (len - (i - 1) < need)
+            buf[i - 1] = '\0';
+    }
+    return buf;
+}
+
 struct pricing_book *
 pricing_book_parse(const char *json, size_t len, const char *origin,
                    struct pricing_err *e)
@@ -957,10 +1019,15 @@ pricing_book_parse(const char *json, size_t len, const char *origin,
     json_error_t jerr;
     json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
+        char why[256];
         if (e)
             snprintf(e->msg, sizeof(e->msg), "%s%sline %d column %d: %s",
                      origin ? origin : "", origin ? ": " : "", jerr.line,
-                     jerr.column, jerr.text);
+                     jerr.column,
+                     pricing_json_reason(
+                         jerr.text,
+                         json_error_code(&jerr) == json_error_duplicate_key,
+                         json, (size_t)jerr.position, why, sizeof(why)));
         return NULL;
     }
     struct pricing_book *b = calloc(1, sizeof(*b));

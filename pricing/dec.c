@@ -214,6 +214,20 @@ pricing_currency_minor_unit(const char *code)
     return -1;
 }
 
+unsigned
+pricing_money_decimals(const char *currency)
+{
+    int minor = pricing_currency_minor_unit(currency);
+    return minor < 0 ? 6 : (unsigned)minor;
+}
+
+size_t
+pricing_money_format(struct pricing_dec v, const char *currency, char *buf,
+                     size_t n)
+{
+    return pricing_dec_format(v, pricing_money_decimals(currency), buf, n);
+}
+
 /* a + sign x b, in a's currency. */
 static enum pricing_status
 money_combine(const struct pricing_money *a, const struct pricing_money *b,

@@ -84,6 +84,15 @@ struct pricing_money {
 /* Digits after the decimal point of a currency's minor unit (USD 2,
  * JPY 0, KWD 3), or -1 for a currency this project does not accept. */
 int pricing_currency_minor_unit(const char *code);
+/* The decimals an amount in currency is shown and stored with: its
+ * minor unit, 6 for a code this project does not accept (which no
+ * book has, but a stored document may be read with). */
+unsigned pricing_money_decimals(const char *currency);
+/* v as text to currency's decimals (pricing_money_decimals), rounded as
+ * pricing_dec_format rounds: "12.30" for USD, "1230" for JPY. The one
+ * money formatter; returns pricing_dec_format's length. */
+size_t pricing_money_format(struct pricing_dec v, const char *currency,
+                            char *buf, size_t n);
 
 /* a + b, a - b: PRICING_ECURRENCY if the currencies differ. */
 enum pricing_status pricing_money_add(const struct pricing_money *a,
@@ -93,13 +102,28 @@ enum pricing_status pricing_money_sub(const struct pricing_money *a,
                                       const struct pricing_money *b,
                                       struct pricing_money *out);
 
+/* ---- JSON text --------------------------------------------------------- */
+
+/* The reason of a JSON parse error of text, for a person: why (jansson's
+ * json_error_t.text) as it is, but for a key given twice, which a parser
+ * refusing them (JSON_REJECT_DUPLICATES) names only when it is short:
+ * "duplicate key 'KEY'", KEY as written between its quotes (escapes
+ * kept), the string that ends at byte pos of text (the error's
+ * position). dup: whether the error is that one (json_error_code() ==
+ * json_error_duplicate_key). Into buf, cut to n - 1 bytes at a
+ * character; returns buf. Every parser of the tree that reads JSON from
+ * a client or a file says it so. */
+const char *pricing_json_reason(const char *why, bool dup, const char *text,
+                                size_t pos, char *buf, size_t n);
+
 /* ---- price books ------------------------------------------------------ */
 
 /* A validated, immutable price book (format: docs/pricing.md). */
 struct pricing_book;
 
 /* Parses and validates a book from JSON text. Errors name the key path
- * and the value, e.g. "cpu.rate: '0.1.2' is not a decimal". origin names
+ * and the value, e.g. "cpu.rate: '0.1.2' is not a decimal", and a key
+ * given twice ("line 3 column 12: duplicate key 'cpu'"). origin names
  * the text in messages (a file name) and may be NULL. */
 struct pricing_book *pricing_book_parse(const char *json, size_t len,
                                         const char *origin,

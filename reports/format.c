@@ -21,10 +21,8 @@ report_line_cells(const struct report_line *l, struct report_cells *c)
 void
 report_total_text(const struct report_invoice *inv, char *buf, size_t n)
 {
-    int minor = pricing_currency_minor_unit(inv->currency);
     char t[64];
-    pricing_dec_format(inv->total, minor < 0 ? 6 : (unsigned)minor, t,
-                       sizeof(t));
+    pricing_money_format(inv->total, inv->currency, t, sizeof(t));
     snprintf(buf, n, "%s %s", t, inv->currency);
 }
 

@@ -236,10 +236,9 @@ invoice_json(const struct report_invoice *inv, bool canonical)
     json_object_set_new(o, "voids", str_or_null(inv->voids));
     json_object_set_new(o, "reason", str_or_null(inv->reason));
     json_object_set_new(o, "lines", lines);
-    int minor = pricing_currency_minor_unit(inv->currency);
     json_object_set_new(
         o, "total",
-        report_dec_json(inv->total, minor < 0 ? 6 : (unsigned)minor));
+        report_dec_json(inv->total, pricing_money_decimals(inv->currency)));
     if (!canonical) {
         json_object_set_new(o, "voided_by", str_or_null(inv->voided_by));
         json_object_set_new(o, "sha256", str_or_null(inv->sha256));

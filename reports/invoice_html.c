@@ -11,33 +11,6 @@
 #include <nettle/base64.h>
 #include <nettle/sha2.h>
 
-/* Writes s with &, <, >, " and ' escaped. */
-static void
-esc(FILE *out, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&':
-            fputs("&amp;", out);
-            break;
-        case '<':
-            fputs("&lt;", out);
-            break;
-        case '>':
-            fputs("&gt;", out);
-            break;
-        case '"':
-            fputs("&quot;", out);
-            break;
-        case '\'':
-            fputs("&#39;", out);
-            break;
-        default:
-            fputc(*s, out);
-        }
-    }
-}
-
 /* One "<tr><th>label</th><td>value</td></tr>" of the header, if value. */
 static void
 field(FILE *out, const char *label, const char *value)
@@ -45,7 +18,7 @@ field(FILE *out, const char *label, const char *value)
     if (!value[0])
         return;
     fprintf(out, "<tr><th>%s</th><td>", label);
-    esc(out, value);
+    meter_html_fputs(out, value);
     fputs("</td></tr>\n", out);
 }
 
@@ -96,12 +69,12 @@ report_invoice_html(FILE *out, const struct report_invoice *inv,
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
           "<meta charset=\"utf-8\">\n<title>",
           out);
-    esc(out, title);
+    meter_html_fputs(out, title);
     fputs("</title>\n<style>", out);
     fputs(style, out);
     fputs("</style>\n</head>\n<body>\n", out);
     fputs("<header>\n<h1>", out);
-    esc(out, title);
+    meter_html_fputs(out, title);
     fprintf(out, "</h1>\n<span class=\"status\">%s</span>\n</header>\n",
             inv->status);
     fputs("<table class=\"head\">\n", out);
@@ -131,13 +104,13 @@ report_invoice_html(FILE *out, const struct report_invoice *inv,
         if (l->book[0])
             snprintf(book, sizeof(book), "%s v%d", l->book, l->version);
         fprintf(out, "<tr%s><td>", l->amount.v < 0 ? " class=\"credit\"" : "");
-        esc(out, l->description);
+        meter_html_fputs(out, l->description);
         fputs("</td><td>", out);
-        esc(out, lp);
+        meter_html_fputs(out, lp);
         fputs("</td><td>", out);
-        esc(out, book);
+        meter_html_fputs(out, book);
         fprintf(out, "</td><td class=\"num\">%s</td><td>", c.quantity);
-        esc(out, l->has_quantity ? l->unit : "");
+        meter_html_fputs(out, l->has_quantity ? l->unit : "");
         fprintf(out,
                 "</td><td class=\"num\">%s</td><td class=\"num\">%s</td>"
                 "</tr>\n",
@@ -146,7 +119,7 @@ report_invoice_html(FILE *out, const struct report_invoice *inv,
     fputs("</tbody>\n<tfoot><tr class=\"total\"><td colspan=\"6\">Total</td>"
           "<td class=\"num\">",
           out);
-    esc(out, total);
+    meter_html_fputs(out, total);
     fputs("</td></tr></tfoot>\n</table>\n", out);
     if (inv->sha256[0])
         fprintf(out, "<p><small>SHA-256 of the document: %s</small></p>\n",

@@ -83,8 +83,7 @@ report_statement_json(const struct pricing_statement *inv)
     json_object_set_new(o, "lines", lines);
     json_object_set_new(
         o, "total",
-        report_dec_json(inv->total,
-                        (unsigned)pricing_currency_minor_unit(inv->currency)));
+        report_dec_json(inv->total, pricing_money_decimals(inv->currency)));
     json_object_set_new(o, "warnings", warnings);
     return o;
 }
@@ -130,9 +129,7 @@ report_statements_table(FILE *out, const struct pricing_statement *st, size_t n,
                     l->has_quantity ? q : "", l->has_quantity ? l->unit : "",
                     l->has_unit_price ? r : "", a);
         }
-        pricing_dec_format(v->total,
-                           (unsigned)pricing_currency_minor_unit(v->currency),
-                           t, sizeof(t));
+        pricing_money_format(v->total, v->currency, t, sizeof(t));
         fprintf(out, "  %-18s %22s %-12s %14s %16s %s\n", "total", "", "", "",
                 t, v->currency);
         if (v->duplicates || v->conflicts)

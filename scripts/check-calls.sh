@@ -19,7 +19,7 @@
 # no C file to check.
 set -eu
 
-[ $# -gt 0 ] || set -- pricing meter reports simulator costsim tests bench tools
+[ $# -gt 0 ] || set -- pricing util meter reports simulator costsim tests bench tools
 files=$(for d in "$@"; do
     [ -e "$d" ] && find "$d" -name node_modules -prune -o \
         -name '*.[ch]' -type f -print

@@ -11,7 +11,7 @@
 # To fix: clang-format-14 -i FILE (or the whole list this prints).
 set -eu
 
-folders="pricing meter reports simulator costsim tests bench tools"
+folders="pricing util meter reports simulator costsim tests bench tools"
 
 # The clang-format of Debian 12 (scripts/install-deps.sh installs it).
 cf=""

@@ -17,6 +17,8 @@
 
 #include <jansson.h>
 
+#include "pricing.h"
+
 /* Longest session by default: a day, the longest most providers allow. */
 #define DEFAULT_MAX_SESSION_S 86400.0
 /* Largest profile file read. */
@@ -524,8 +526,12 @@ sim_profile_parse(const char *text, size_t len, const char *origin,
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     struct sim_profile *p = NULL;
     if (!root) {
+        char why[160];
         snprintf(e->msg, sizeof(e->msg), "%s%sline %d: %s",
-                 origin ? origin : "", origin ? ": " : "", je.line, je.text);
+                 origin ? origin : "", origin ? ": " : "", je.line,
+                 pricing_json_reason(
+                     je.text, json_error_code(&je) == json_error_duplicate_key,
+                     text, (size_t)je.position, why, sizeof(why)));
         return NULL;
     }
     if (!json_is_object(root)) {

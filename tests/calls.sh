@@ -50,9 +50,9 @@ plant simulator/sim.h 'static double f(const char *s) { return strtod(s, (char *
     'strtod(s, (char **)NULL): the end is not checked'
 plant costsim/args.c 'static void f(char *a, const char *b) { strcpy(a, b); }' \
     'strcpy(a, b): no bound'
-plant meter/util/buf.c 'static void f(char *a, const char *b) { strcat(a, b); }' \
+plant util/buf.c 'static void f(char *a, const char *b) { strcat(a, b); }' \
     'strcat(a, b): no bound'
-plant meter/util/buf.c 'static void f(char *a) { gets(a); }' 'gets(a): no bound'
+plant util/buf.c 'static void f(char *a) { gets(a); }' 'gets(a): no bound'
 
 # An end unchecked over two lines is seen too.
 rm -rf "$tmp/t" && mkdir -p "$tmp/t/meter"

@@ -299,7 +299,7 @@ mkdir dup
 sed 's/"cpu": {/"cpu": {"basis": "allocated", "rate": "1", "per": "second"},\n  "cpu": {/' \
     "$books/e2b-pro.json" >dup/e2b-pro.json
 expect_status 1 "$COSTSIM" --profile e2b.json --books dup --max-trials 2
-contains "$err" "dup/e2b-pro.json: line 12 column 7: duplicate object key near '\"cpu\"'" \
+contains "$err" "dup/e2b-pro.json: line 12 column 7: duplicate key 'cpu'" \
     "a duplicate key is refused"
 
 # Bad profiles: the key and the value.

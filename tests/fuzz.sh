@@ -16,7 +16,7 @@ command -v clang >/dev/null || { fail "clang not found (scripts/install-deps.sh 
 seconds=${FUZZ_SECONDS:-10}
 out=${FUZZ_OUT:-$PWD/fuzz-out}
 mkdir -p "$out"
-common=("$src"/meter/util/*.c "$src"/meter/sample/*.c "$src"/pricing/*.c)
+common=("$src"/util/*.c "$src"/meter/sample/*.c "$src"/pricing/*.c)
 for name in ${FUZZ_TARGETS:-body book dec block profile path}; do
     bin="$out/fuzz_$name"
     extra=()
@@ -27,7 +27,7 @@ for name in ${FUZZ_TARGETS:-body book dec block profile path}; do
     checks=$((checks + 1))
     if ! clang -g -O1 -fsanitize=fuzzer,address,undefined \
         -fno-sanitize-recover=undefined \
-        -I"$src/pricing" -I"$src/meter/util" -I"$src/meter/sample" \
+        -I"$src/pricing" -I"$src/util" -I"$src/meter/sample" \
         "$src/tests/fuzz/fuzz_$name.c" "${common[@]}" "${extra[@]}" \
         $(pkg-config --cflags --libs "${libs[@]}") -lm -o "$bin" 2>"$out/build_$name.log"; then
         fail "fuzz_$name does not build: $(tail -5 "$out/build_$name.log")"

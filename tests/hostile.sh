@@ -235,4 +235,39 @@ checks=$((checks + 1))
     -H "Content-Type: application/json" --data-binary @rows.json "$url_guessing/v1/samples")" = 200 ] ||
     fail "another address is limited by the guessing one"
 
+# --- a key given twice is refused, naming it ---------------------------------
+# A JSON body with a duplicated key is ambiguous (parsers keep the first,
+# the last, or both): 400 naming the key, nothing stored, whatever the
+# form, the key's length (jansson names only short ones) or the route.
+start_meterd dup "$wdb" || { finish; exit; }
+FIN=$("$METERCTL" --db "$wdb" keys create --role finance --name f)
+# post_dup NAME TOKEN PATH TYPE FILE KEY: 400 naming KEY.
+post_dup() {
+    local got
+    got=$(curl -s -o body.out -w '%{http_code}' -X POST -H "Authorization: Bearer $2" \
+        -H "Content-Type: $4" --data-binary @"$5" "$url_dup$3")
+    checks=$((checks + 1))
+    [ "$got" = 400 ] || fail "$1: HTTP $got, want 400: $(head -c 300 body.out)"
+    contains "$(cat body.out)" "duplicate key '$6'" "$1 names the key"
+}
+printf '[{"ts": %d, "account_id": "acme", "sandbox_id": "dup-1", "state": "running", "vcpu": 1, "vcpu": 2, "cpu_used": 0.5, "mem_bytes": 0, "disk_bytes": 0}]' $T >dup.json
+post_dup "a sample with vcpu twice" "$HOST" /v1/samples application/json dup.json vcpu
+printf '{"ts": %d, "account_id": "acme", "sandbox_id": "dup-2", "state": "paused", "disk_bytes": 0}\n{"ts": %d, "account_id": "acme", "account_id": "other", "sandbox_id": "dup-2", "state": "paused", "disk_bytes": 0}\n' $T $((T + 1)) >dup.ndjson
+post_dup "an NDJSON line with account_id twice" "$HOST" /v1/samples application/x-ndjson dup.ndjson account_id
+printf '{"sandboxes": [{"account_id": "acme", "sandbox_id": "dup-3", "start": %d, "seconds": 1, "state": ["paused"], "disk_bytes": [1], "disk_bytes": [2]}]}' $T >dup-col.json
+post_dup "a columnar sandbox with disk_bytes twice" "$HOST" /v1/samples application/json dup-col.json disk_bytes
+long=an_unknown_key_far_longer_than_twenty_bytes
+printf '[{"ts": %d, "%s": 1, "%s": 2}]' $T $long $long >dup-long.json
+post_dup "a long key twice" "$HOST" /v1/samples application/json dup-long.json $long
+checks=$((checks + 1))
+[ "$(psql "$db" -XAtc "SELECT count(*) FROM sandboxes WHERE sandbox_id LIKE 'dup-%'")" = 0 ] ||
+    fail "a batch with a key given twice stored something"
+period=$(date -u -d "$(date -u +%Y-%m-01) -1 month" +%Y-%m)
+printf '{"period": "%s", "finalize": false, "finalize": true}' "$period" >dup-run.json
+post_dup "an invoice run with finalize twice" "$FIN" /v1/invoices/run application/json dup-run.json finalize
+contains "$(cat body.out)" '"type":"urn:meter:problem:invalid-body"' "the run's problem type"
+checks=$((checks + 1))
+[ "$(psql "$db" -XAtc "SELECT count(*) FROM invoices")" = 0 ] ||
+    fail "an invoice run with a key given twice ran"
+
 finish

@@ -361,6 +361,7 @@ mkdir "$down_dir"
 (cd "$down_dir" && "$METERCTL" db start >/dev/null 2>&1 && "$METERCTL" migrate >/dev/null)
 down_url=$(cd "$down_dir" && "$METERCTL" db url --worker 2>/dev/null)
 DOWNKEY=$(cd "$down_dir" && "$METERCTL" keys create --role host --name h 2>/dev/null)
+DOWNFIN=$(cd "$down_dir" && "$METERCTL" keys create --role finance --name f 2>/dev/null)
 start_meterd down "$down_url"
 (cd "$down_dir" && "$METERCTL" db stop >/dev/null)
 post $url_down "$DOWNKEY" application/json rows.json -D headers.txt
@@ -368,11 +369,56 @@ expect_http 503 "database down"
 contains "$(cat headers.txt)" "Retry-After" "503 has Retry-After"
 status=$(curl -s -o /dev/null -w '%{http_code}' "$url_down/readyz")
 expect_http 503 "readyz with the database down"
+# Every route's database failure is the one reply: a read, and a page
+# (HTML for a person), are 503 "unavailable" with Retry-After too.
+body=$(curl -s -D headers.txt -H "Authorization: Bearer $DOWNFIN" "$url_down/v1/invoices")
+status=$(sed -n '1s/^HTTP[^ ]* \([0-9]*\).*/\1/p' headers.txt)
+expect_http 503 "GET /v1/invoices with the database down"
+contains "$body" '"type":"urn:meter:problem:unavailable"' "a read with the database down"
+contains "$body" 'retry later' "a read with the database down says to retry"
+contains "$(cat headers.txt)" "Retry-After" "a read's 503 has Retry-After"
+body=$(curl -s -D headers.txt -H "Authorization: Bearer $DOWNFIN" "$url_down/invoices")
+status=$(sed -n '1s/^HTTP[^ ]* \([0-9]*\).*/\1/p' headers.txt)
+expect_http 503 "the page /invoices with the database down"
+contains "$(cat headers.txt)" "text/html" "a page's 503 is a page"
+contains "$body" "Database unavailable" "a page's 503 says why"
 (cd "$down_dir" && "$METERCTL" db start >/dev/null 2>&1)
 status=$(curl -s -o /dev/null -w '%{http_code}' "$url_down/readyz")
 expect_http 200 "readyz once the database is back"
 post $url_down "$DOWNKEY" application/json rows.json
 expect_http 200 "ingest once the database is back"
+
+# --- 500 when the database refuses a statement ----------------------------
+# A live database that refuses (here a privilege taken from meterd's
+# role) is not "unavailable": retrying will not fix it. 500, type
+# internal, the server's message in the log and not in the reply.
+db_errors() { curl -s "$A/metrics" | awk '$1 == "meter_db_errors_total" { print $2 }'; }
+errors_before=$(db_errors)
+psql "$db" -qc "REVOKE SELECT ON invoices FROM meter_worker" || fail "revoke"
+body=$(curl -s -D headers.txt -H "Authorization: Bearer $FIN" "$A/v1/invoices")
+status=$(sed -n '1s/^HTTP[^ ]* \([0-9]*\).*/\1/p' headers.txt)
+expect_http 500 "GET /v1/invoices refused by the database"
+contains "$body" '"type":"urn:meter:problem:internal"' "a refused statement's problem type"
+contains "$body" '"title":"Database error"' "a refused statement's title"
+checks=$((checks + 1))
+case "$body" in *permission* | *SELECT* | *invoices\ i*) fail "the server's message reached the client: $body" ;; esac
+checks=$((checks + 1))
+grep -q "Retry-After" headers.txt && fail "a 500 says to retry: $(cat headers.txt)"
+checks=$((checks + 1))
+grep -q 'error GET /v1/invoices: invoices cannot be read: .*permission denied' "$tmp/a.log" ||
+    fail "the refusal is not logged as an error: $(tail -n 3 "$tmp/a.log")"
+body=$(curl -s -D headers.txt -H "Authorization: Bearer $FIN" "$A/invoices")
+status=$(sed -n '1s/^HTTP[^ ]* \([0-9]*\).*/\1/p' headers.txt)
+expect_http 500 "the page /invoices refused by the database"
+contains "$(cat headers.txt)" "text/html" "a page's 500 is a page"
+contains "$body" "Database error" "a page's 500 says what"
+errors_after=$(db_errors)
+checks=$((checks + 1))
+[ "${errors_after:-0}" -ge $((${errors_before:-0} + 2)) ] ||
+    fail "meter_db_errors_total: $errors_before before two refusals, $errors_after after"
+psql "$db" -qc "GRANT SELECT ON invoices TO meter_worker" || fail "grant"
+status=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $FIN" "$A/v1/invoices")
+expect_http 200 "GET /v1/invoices once the privilege is back"
 
 # --- metrics ------------------------------------------------------------
 m=$(curl -s "$A/metrics")

@@ -102,8 +102,8 @@ grep -q 'acct-a' body.out && fail "account B's list shows A's invoice: $(cat bod
 
 # --- parameters that are not text: 400 before any statement ---------------
 # A path segment or query argument that is not UTF-8 text (PostgreSQL
-# refused it, which answered 503 "Database unavailable" and counted a
-# database error), or not the shape its route reads, is a 400 naming
+# refused it, which answered 503 "Database unavailable", a 500 since,
+# and counted a database error), or not the shape its route reads, is a 400 naming
 # the parameter and the value as sent, on every route that reads one.
 db_errors() { curl -s "$url_main/metrics" | awk '$1 == "meter_db_errors_total" { print $2 }'; }
 errors_before=$(db_errors)

@@ -203,6 +203,68 @@ test_errors(void)
     }
 }
 
+/* A key given twice, at any depth and of any length (jansson names it
+ * only up to 20 bytes), is refused, naming the key and where. */
+static void
+test_duplicate_keys(void)
+{
+    char body[2048];
+    expect_error(
+        "\"cpu\": {\"basis\": \"allocated\", \"rate\": \"1\", \"rate\": "
+        "\"2\", \"per\": \"second\"}, \"memory\": null, \"storage\": "
+        "null, \"egress\": null, \"per_run\": \"0\"",
+        "duplicate key 'rate'", "line 1 column");
+    snprintf(body, sizeof(body), "%s, \"per_run\": \"1\"", dims);
+    expect_error(body, "duplicate key 'per_run'", NULL);
+    static const struct {
+        const char *json, *want;
+    } top[] = {
+        {"{\"id\": \"t\", \"id\": \"u\"}",
+         "line 1 column 16: duplicate key 'id'"},
+        {"{\"id\": \"t\",\n \"a_key_much_longer_than_twenty_bytes\": 1,\n "
+         "\"a_key_much_longer_than_twenty_bytes\" : 2}",
+         "line 3 column 38: duplicate key "
+         "'a_key_much_longer_than_twenty_bytes'"},
+        {"{\"a\\\"b\\\\\": 1, \"a\\\"b\\\\\": 2}",
+         "duplicate key 'a\\\"b\\\\'"},
+    };
+    for (size_t i = 0; i < sizeof(top) / sizeof(top[0]); i++) {
+        struct pricing_err e = {{0}};
+        struct pricing_book *b =
+            pricing_book_parse(top[i].json, strlen(top[i].json), NULL, &e);
+        CHECK(b == NULL);
+        if (!strstr(e.msg, top[i].want)) {
+            fprintf(stderr, "error '%s' lacks '%s'\n", e.msg, top[i].want);
+            test_failures++;
+        }
+        pricing_book_free(b);
+    }
+    /* The helper itself: the key cut at a character, jansson's reason
+     * where no string ends (or for another error). */
+    char why[16];
+    const char *t = "{\"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\": 1, "
+                    "\"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\"";
+    CHECK_STR(pricing_json_reason("x", true, t, strlen(t), why, sizeof(why)),
+              "duplicate key '");
+    char wide[64];
+    CHECK_STR(pricing_json_reason("x", true, t, strlen(t), wide, 18),
+              "duplicate key '\xc3\xa9");
+    CHECK_STR(pricing_json_reason("x", true, t, strlen(t), wide, 19),
+              "duplicate key '\xc3\xa9"); /* not half of the second */
+    CHECK_STR(pricing_json_reason("x", true, t, strlen(t), wide, 20),
+              "duplicate key '\xc3\xa9\xc3\xa9");
+    CHECK_STR(pricing_json_reason("x", true, t, strlen(t), wide, sizeof(wide)),
+              "duplicate key '\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9'");
+    CHECK_STR(
+        pricing_json_reason("why", true, t, strlen(t) - 1, wide, sizeof(wide)),
+        "why");
+    CHECK_STR(
+        pricing_json_reason("why", false, t, strlen(t), wide, sizeof(wide)),
+        "why");
+    CHECK_STR(pricing_json_reason("why", true, "\"", 1, wide, sizeof(wide)),
+              "why");
+}
+
 /* A book that must load. */
 static void
 expect_ok(const char *body)
@@ -1191,6 +1253,7 @@ int
 main(void)
 {
     test_errors();
+    test_duplicate_keys();
     test_errors_v2();
     test_shipped_books();
     test_unsupported_pinned();

@@ -3,7 +3,9 @@
  * answer: connecting gives up after its timeout (5 s unless the
  * conninfo says otherwise), and a ping of a frozen backend gives up
  * after its deadline, leaving the connection broken so that its next
- * user reconnects (what /readyz and the HTTP layer rely on).
+ * user reconnects (what /readyz and the HTTP layer rely on). And which
+ * failures are the database away or busy (meter_db_unavailable: a 503
+ * over HTTP) and which a statement refused (a 500).
  */
 #include <netinet/in.h>
 #include <signal.h>
@@ -78,11 +80,35 @@ main(void)
     CHECK(took >= 0.4 && took < 3);
     CHECK(strstr(e.msg, "within 500 ms") != NULL);
     CHECK(meter_db_lost(frozen));
+    CHECK(meter_db_unavailable(frozen, METER_DB_HARD));
     kill(pid, SIGCONT);
     PQfinish(frozen);
     PGconn *fresh = meter_db_connect(t.conninfo, &e);
     CHECK(fresh && meter_db_ping(fresh, 1000, &e) == 0);
     PQfinish(fresh);
+
+    /* Away or busy, or refused. No connection, a SOFT still failing
+     * after its retries: away. */
+    CHECK(meter_db_unavailable(NULL, METER_DB_HARD));
+    CHECK(meter_db_unavailable(db, METER_DB_SOFT));
+    /* A statement the server refuses, the connection alive: refused. */
+    enum meter_db_status st = meter_db_exec(db, "divide", "SELECT 1 / 0", 0,
+                                            NULL, NULL, NULL, NULL, &e);
+    CHECK(st == METER_DB_HARD && !meter_db_lost(db));
+    CHECK(!meter_db_unavailable(db, st));
+    /* A statement the server gave up on (its statement timeout): busy,
+     * the connection alive; forgotten once a statement succeeds. */
+    CHECK(meter_db_set_statement_timeout(db, 100, &e) >= 0);
+    st = meter_db_exec(db, "sleep", "SELECT pg_sleep(2)", 0, NULL, NULL, NULL,
+                       NULL, &e);
+    CHECK(st == METER_DB_HARD && !meter_db_lost(db));
+    CHECK(strstr(e.msg, "statement timeout") != NULL);
+    CHECK(meter_db_unavailable(db, st));
+    CHECK(meter_db_set_statement_timeout(db, 0, &e) >= 0);
+    CHECK(!meter_db_unavailable(db, METER_DB_HARD));
+    st = meter_db_exec(db, "divide", "SELECT 1 / 0", 0, NULL, NULL, NULL, NULL,
+                       &e);
+    CHECK(!meter_db_unavailable(db, st));
 
     testdb_drop(&t, db);
     return test_result();

@@ -173,6 +173,22 @@ test_arithmetic(void)
     CHECK(pricing_currency_minor_unit("KWD") == 3);
     CHECK(pricing_currency_minor_unit("usd") == -1);
     CHECK(pricing_currency_minor_unit("XXX") == -1);
+
+    /* The one money formatter: to the minor unit, rounded half to even;
+     * six decimals for a currency it does not know. */
+    CHECK(pricing_money_decimals("USD") == 2);
+    CHECK(pricing_money_decimals("JPY") == 0);
+    CHECK(pricing_money_decimals("XXX") == 6);
+    pricing_money_format(dec("12.345"), "USD", buf, sizeof(buf));
+    CHECK_STR(buf, "12.34");
+    pricing_money_format(dec("12.3"), "USD", buf, sizeof(buf));
+    CHECK_STR(buf, "12.30");
+    pricing_money_format(dec("1234.5"), "JPY", buf, sizeof(buf));
+    CHECK_STR(buf, "1234");
+    pricing_money_format(dec("-1.2345"), "KWD", buf, sizeof(buf));
+    CHECK_STR(buf, "-1.234");
+    pricing_money_format(dec("1.5"), "XXX", buf, sizeof(buf));
+    CHECK_STR(buf, "1.500000");
 }
 
 static void

@@ -1,5 +1,5 @@
 /*
- * test_util.c - the shared helpers of meter/util: the buffer's cap and
+ * test_util.c - the shared helpers of util/: the buffer's cap and
  * failure, the string table, the time parser at its boundaries, the
  * capped file reader, counts, big-endian integers, HTML and URL escaping,
  * comparing secrets.
@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "meter_util.h"
@@ -305,7 +306,26 @@ test_web(void)
         CHECK_STR(u.p ? u.p : "", cases[i].url);
         meter_buf_release(&h);
         meter_buf_release(&u);
+        /* The same escaper to a file (reports/, costsim/). */
+        char out[128] = "";
+        FILE *f = fmemopen(out, sizeof(out), "w");
+        CHECK(f != NULL);
+        if (f) {
+            meter_html_fputs(f, cases[i].in);
+            fclose(f);
+        }
+        CHECK_STR(out, cases[i].html);
     }
+    /* Of a length, to a file: a NUL inside is written, not an end. */
+    char nul[16];
+    memset(nul, 'x', sizeof(nul));
+    FILE *nf = fmemopen(nul, sizeof(nul), "w");
+    CHECK(nf != NULL);
+    if (nf) {
+        meter_html_fwrite(nf, "a\0<b", 4);
+        fclose(nf);
+    }
+    CHECK(memcmp(nul, "a\0&lt;b", 8) == 0);
     /* CSV: the one formula guard of every CSV, and RFC 4180 quoting. A
      * plain decimal number, negative too, is a number, not a formula. */
     static const struct {

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include <libpq-events.h>
+
 static meter_db_progress_fn *progress;
 
 void
@@ -20,9 +22,55 @@ meter_db_set_progress(meter_db_progress_fn *fn)
     progress = fn;
 }
 
+/* Whether the last statement answered on a connection failed for want
+ * of the server's time or resources (meter_db_unavailable): kept with
+ * the connection as libpq's instance data of this event procedure,
+ * registered on the first such failure; &busy_mark, or NULL. */
+static char busy_mark;
+
+static int
+busy_event(PGEventId id, void *info, void *pass)
+{
+    (void)id;
+    (void)info;
+    (void)pass;
+    return 1; /* nothing to do: the data is a mark, not memory */
+}
+
+static void
+set_busy(PGconn *db, bool busy)
+{
+    if (PQsetInstanceData(db, busy_event, busy ? &busy_mark : NULL) || !busy)
+        return;
+    if (PQregisterEventProc(db, busy_event, "meter_db busy", NULL))
+        PQsetInstanceData(db, busy_event, &busy_mark);
+}
+
+/* A server's error that says it cannot do the statement now rather than
+ * that the statement is wrong: cancelled (a statement or lock timeout,
+ * an operator's pg_cancel_backend), a lock not available, or short of
+ * resources (class 53: too many connections, out of memory or disk). A
+ * lost connection (08, 57P) is meter_db_lost's; a serialization failure
+ * or deadlock (40001, 40P01) is SOFT. */
+static bool
+busy_state(const char *state)
+{
+    return state &&
+           (strcmp(state, "57014") == 0 || strcmp(state, "55P03") == 0 ||
+            strncmp(state, "53", 2) == 0);
+}
+
+bool
+meter_db_unavailable(PGconn *db, enum meter_db_status st)
+{
+    return !db || meter_db_lost(db) || st == METER_DB_SOFT ||
+           PQinstanceData(db, busy_event) == &busy_mark;
+}
+
 void
 db_answered(PGconn *db)
 {
+    set_busy(db, false);
     if (progress)
         progress(db);
 }
@@ -72,6 +120,7 @@ db_failed(PGconn *db, PGresult *r, const char *what, struct meter_err *e)
     bool retry =
         state && (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0);
     meter_fail(e, "%s: %s", what, PQerrorMessage(db));
+    set_busy(db, busy_state(state));
     drop_if_gone(db, state);
     PQclear(r);
     return retry ? METER_DB_SOFT : METER_DB_HARD;

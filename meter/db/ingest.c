@@ -1070,8 +1070,8 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
             goto out;
         }
         if (in < 0) {
-            st = meter_db_lost(db) ? METER_INGEST_UNAVAILABLE
-                                   : METER_INGEST_ERROR;
+            st = meter_db_unavailable(db, in) ? METER_INGEST_UNAVAILABLE
+                                              : METER_INGEST_ERROR;
             goto out;
         }
     }
@@ -1088,9 +1088,8 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
     }
     if (made < 0) {
         /* Still deadlocking: busy, not broken (the host sends again). */
-        st = made == METER_DB_SOFT || meter_db_lost(db)
-                 ? METER_INGEST_UNAVAILABLE
-                 : METER_INGEST_ERROR;
+        st = meter_db_unavailable(db, made) ? METER_INGEST_UNAVAILABLE
+                                            : METER_INGEST_ERROR;
         goto out;
     }
     struct attempt a = {reg, &b, o, probs, 0};
@@ -1115,7 +1114,8 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
         st = METER_INGEST_UNAVAILABLE;
         break;
     case METER_DB_HARD:
-        st = meter_db_lost(db) ? METER_INGEST_UNAVAILABLE : METER_INGEST_ERROR;
+        st = meter_db_unavailable(db, METER_DB_HARD) ? METER_INGEST_UNAVAILABLE
+                                                     : METER_INGEST_ERROR;
         /* A month known to this process may have been archived since:
          * forget what is known and look again. */
         db_registry_months_clear(reg);

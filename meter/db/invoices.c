@@ -493,8 +493,7 @@ usage_tsv(struct meter_buf *b, const struct report_invoice *inv,
 static void
 total_text(const struct report_invoice *inv, char *buf, size_t n)
 {
-    int minor = pricing_currency_minor_unit(inv->currency);
-    pricing_dec_format(inv->total, minor < 0 ? 6 : (unsigned)minor, buf, n);
+    pricing_money_format(inv->total, inv->currency, buf, n);
 }
 
 /* Numbers the n documents docs[] in order (one statement: the year's
@@ -1168,17 +1167,24 @@ store_batch(PGconn *db, struct batch *bt, struct meter_err *e)
                         " ANY ($1::text[]) AND invoice_id = ANY ($2::bigint[])",
                         &gone_a, &gone_i, bt, NULL, e);
     /* The drafts kept lose their parts, rewritten below. */
-    static const char *const parts[] = {
-        "DELETE FROM invoice_lines WHERE account_id = ANY ($1::text[])"
-        " AND invoice_id = ANY ($2::bigint[])",
-        "DELETE FROM invoice_usage WHERE account_id = ANY ($1::text[])"
-        " AND invoice_id = ANY ($2::bigint[])",
-        "DELETE FROM invoice_revenue WHERE account_id = ANY ($1::text[])"
-        " AND invoice_id = ANY ($2::bigint[])",
-    };
-    for (size_t i = 0; i < 3 && st >= 0 && any_old; i++)
-        st = exec_arrays(db, "cannot replace a draft", parts[i], &old_a, &old_i,
-                         bt, NULL, e);
+    if (st >= 0 && any_old)
+        st =
+            exec_arrays(db, "cannot replace a draft",
+                        "DELETE FROM invoice_lines WHERE account_id ="
+                        " ANY ($1::text[]) AND invoice_id = ANY ($2::bigint[])",
+                        &old_a, &old_i, bt, NULL, e);
+    if (st >= 0 && any_old)
+        st =
+            exec_arrays(db, "cannot replace a draft",
+                        "DELETE FROM invoice_usage WHERE account_id ="
+                        " ANY ($1::text[]) AND invoice_id = ANY ($2::bigint[])",
+                        &old_a, &old_i, bt, NULL, e);
+    if (st >= 0 && any_old)
+        st =
+            exec_arrays(db, "cannot replace a draft",
+                        "DELETE FROM invoice_revenue WHERE account_id ="
+                        " ANY ($1::text[]) AND invoice_id = ANY ($2::bigint[])",
+                        &old_a, &old_i, bt, NULL, e);
     char now[32] = "";
     if (st >= 0)
         st = meter_db_exec(db, "cannot read the time",

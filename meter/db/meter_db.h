@@ -72,6 +72,20 @@ PGconn *meter_db_connect(const char *conninfo, struct meter_err *e);
 /* Whether db's connection is gone (a retry needs a new one). */
 bool meter_db_lost(PGconn *db);
 
+/*
+ * Whether a failure st (< 0) of an operation on db is the database
+ * being away or busy, so that the same request may succeed later: no
+ * connection (db NULL), a lost one (meter_db_lost), SOFT (a
+ * serialization failure or deadlock still failing after the retries),
+ * or the last statement given up by the server for want of time or
+ * resources (a statement or lock timeout, a cancel, too many
+ * connections, out of memory or disk). False for a statement the
+ * server refused on a live connection (a privilege, a constraint, a
+ * value it cannot take: a retry will not fix it), for a failure that
+ * was not the server's, and for ABORT.
+ */
+bool meter_db_unavailable(PGconn *db, enum meter_db_status st);
+
 /* Whether the server answers a query on db within timeout_ms: 0, or -1
  * with e set; a server that does not answer in time leaves db broken
  * (meter_db_lost), so that its next user reconnects. */

@@ -405,9 +405,7 @@ db_revenue_rows(PGconn *db, const struct db_account *acct,
                 const struct db_period_days *known, struct meter_buf *tsv,
                 struct meter_err *e)
 {
-    int minor = pricing_currency_minor_unit(inv->currency);
-    if (minor < 0)
-        minor = 6;
+    int minor = (int)pricing_money_decimals(inv->currency);
     struct spread s = {0};
     enum meter_db_status st = METER_DB_ROWS;
     if (known) {

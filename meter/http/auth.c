@@ -214,22 +214,21 @@ meter_http_token_shaped(const char *s, const char *prefix)
 
 /* Looks rq's credentials up: the bearer token if there is one, else the
  * session cookie's token; NONE, without asking the database, for a
- * token that cannot be a key's or a session's. */
+ * token that cannot be a key's or a session's. *db: the connection
+ * asked, NULL if none. */
 static enum meter_db_status
 look_up(struct meter_http_request *rq, const char *bearer, const char *session,
-        struct meter_err *e)
+        PGconn **db, struct meter_err *e)
 {
+    *db = NULL;
     if (!meter_http_token_shaped(bearer ? bearer : session,
                                  bearer ? "mtr_" : "mts_"))
         return METER_DB_NONE;
-    PGconn *db = meter_http_db(rq);
-    if (!db)
+    if (!(*db = meter_http_db(rq)))
         return METER_DB_HARD;
     enum meter_db_status st =
-        bearer ? meter_db_key_lookup(db, bearer, &rq->who, e)
-               : meter_db_session_lookup(db, session, &rq->who, rq->csrf, e);
-    if (st < 0)
-        meter_http_db_error(rq, e);
+        bearer ? meter_db_key_lookup(*db, bearer, &rq->who, e)
+               : meter_db_session_lookup(*db, session, &rq->who, rq->csrf, e);
     rq->by_cookie = !bearer && st == METER_DB_ROWS;
     return st;
 }
@@ -316,12 +315,12 @@ http_authenticate(struct meter_http_request *rq)
      * The price: a guess of the shape of a key costs an indexed lookup
      * even past the limit; one of another shape costs none. */
     struct meter_err e = {{0}};
+    PGconn *db;
     enum meter_db_status st =
-        look_up(rq, bearer ? auth + 7 : NULL, session, &e);
+        look_up(rq, bearer ? auth + 7 : NULL, session, &db, &e);
     if (st < 0) {
-        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
-                                 NULL,
-                                 "the database cannot be reached; retry later");
+        meter_http_reply_db_error(rq, db, st, &e, "the %s cannot be checked",
+                                  bearer ? "key" : "session");
         return false;
     }
     if (st == METER_DB_NONE) {

@@ -7,7 +7,9 @@
 #include "http_int.h"
 
 #include <poll.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 /* Each pool thread keeps its connection in slot tl_slot of h->conns, so
@@ -97,13 +99,42 @@ meter_http_db(struct meter_http_request *rq)
 }
 
 void
-meter_http_db_error(struct meter_http_request *rq, const struct meter_err *e)
+meter_http_reply_db_error(struct meter_http_request *rq, PGconn *db,
+                          enum meter_db_status st, const struct meter_err *e,
+                          const char *what, ...)
 {
-    if (!e || !e->msg[0])
-        return;
-    atomic_fetch_add(&rq->h->db_errors, 1);
-    meter_log(METER_LOG_ERROR, "%s %s: %s", rq->method,
-              rq->route ? rq->route->path : "(no route)", e->msg);
+    char text[512];
+    va_list ap;
+    va_start(ap, what);
+    vsnprintf(text, sizeof(text), what, ap);
+    va_end(ap);
+    meter_utf8_cut(text, 400); /* at a character */
+    bool away = meter_db_unavailable(db, st);
+    /* No connection: meter_http_db counted and logged it. */
+    if (db) {
+        atomic_fetch_add(&rq->h->db_errors, 1);
+        /* The server's message on one line (it may have a LINE and a
+         * DETAIL, and quote what the client sent). */
+        char msg[sizeof(e->msg)];
+        snprintf(msg, sizeof(msg), "%s",
+                 e && e->msg[0] ? e->msg : "no message");
+        for (char *p = msg; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f)
+                *p = ' ';
+        meter_log(away ? METER_LOG_WARN : METER_LOG_ERROR, "%s %s: %s: %s",
+                  rq->method, rq->url, text, msg);
+    }
+    if (away)
+        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
+                                 NULL,
+                                 "%s: the database cannot be reached or is "
+                                 "busy; retry later",
+                                 text);
+    else
+        meter_http_reply_problem(rq, 500, "internal", "Database error", NULL,
+                                 "%s: the database refused a statement; the "
+                                 "error is in the service's log",
+                                 text);
 }
 
 void

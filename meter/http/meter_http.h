@@ -240,13 +240,24 @@ struct meter_http *meter_http_server(struct meter_http_request *rq);
 /* The calling thread's database connection, reconnected if needed; NULL
  * if the database cannot be reached (logged and counted). */
 PGconn *meter_http_db(struct meter_http_request *rq);
-/* A database error the handler met, e holding the database layer's
- * message: counted in meter_db_errors_total and logged with the route
- * (the client's reply says only what it may do). An empty message is
- * the connection meter_http_db could not make, which it counted and
- * logged already: nothing more then. */
-void meter_http_db_error(struct meter_http_request *rq,
-                         const struct meter_err *e);
+/*
+ * The one answer to a database failure st (< 0) of an operation on db,
+ * the connection meter_http_db gave (NULL if it gave none). what, a
+ * printf format, says what could not be done ("invoices cannot be
+ * read"); the detail adds why. When the database is away or busy
+ * (meter_db_unavailable: no connection, a lost one, a timeout, too many
+ * connections, SOFT after the retries): 503 "unavailable" with
+ * Retry-After. When the server refused a statement on a live connection
+ * (a privilege, a constraint, a bug: a retry will not fix it): 500
+ * "internal", titled "Database error". Either way counted in
+ * meter_db_errors_total (a NULL db was counted by meter_http_db) and
+ * e's message (may be NULL) logged, one line, as a warning or an error:
+ * never sent to the client, since it may quote SQL, names and values.
+ */
+void meter_http_reply_db_error(struct meter_http_request *rq, PGconn *db,
+                               enum meter_db_status st,
+                               const struct meter_err *e, const char *what, ...)
+    __attribute__((format(printf, 5, 6)));
 
 /* Adds text to the request's access-log line. */
 void meter_http_note(struct meter_http_request *rq, const char *fmt, ...)

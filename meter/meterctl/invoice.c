@@ -337,9 +337,7 @@ list_row(const struct report_invoice *inv, void *arg)
 {
     int64_t *last = arg;
     char total[64], name[32];
-    int minor = pricing_currency_minor_unit(inv->currency);
-    pricing_dec_format(inv->total, minor < 0 ? 6 : (unsigned)minor, total,
-                       sizeof(total));
+    pricing_money_format(inv->total, inv->currency, total, sizeof(total));
     if (inv->number[0])
         snprintf(name, sizeof(name), "%s", inv->number);
     else
@@ -551,8 +549,7 @@ invoice_preview(struct ctl *ctl, int argc, char **argv)
     char d[64];
     struct pricing_dec diff;
     pricing_dec_sub(alt.total, now.total, &diff);
-    int minor = pricing_currency_minor_unit(alt.currency);
-    pricing_dec_format(diff, minor < 0 ? 6 : (unsigned)minor, d, sizeof(d));
+    pricing_money_format(diff, alt.currency, d, sizeof(d));
     json_t *o =
         json_pack("{s:o, s:o, s:o, s:s}", "current", report_invoice_json(&now),
                   "what_if", report_invoice_json(&alt), "difference",

@@ -47,9 +47,7 @@ meterd_credits(struct meter_http_request *rq)
            : METER_DB_HARD;
     if (st < 0) {
         json_decref(items);
-        meter_http_db_error(rq, &e);
-        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
-                                 NULL, "credits cannot be read now");
+        meter_http_reply_db_error(rq, db, st, &e, "credits cannot be read");
         return;
     }
     if (st == METER_DB_NONE) {

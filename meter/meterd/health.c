@@ -16,8 +16,8 @@ meterd_readyz(struct meter_http_request *rq)
     PGconn *db = meter_http_db(rq);
     struct meter_err e = {{0}};
     if (!db || meter_db_ping(db, 2000, &e) < 0) {
-        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
-                                 NULL, "the database cannot be reached");
+        /* Not ready is a 503 whatever the ping's failure. */
+        meter_http_reply_db_error(rq, db, METER_DB_SOFT, &e, "not ready");
         return;
     }
     meter_http_reply_text(rq, 200, "text/plain", "ready\n", 6);

@@ -118,11 +118,11 @@ meterd_invoices_list(struct meter_http_request *rq)
     f.status = status;
     struct meter_err e = {{0}};
     PGconn *db = meter_http_db(rq);
-    if (!db || meter_db_invoice_list(db, &f, add_item, &p, &e) < 0) {
+    enum meter_db_status st =
+        db ? meter_db_invoice_list(db, &f, add_item, &p, &e) : METER_DB_HARD;
+    if (st < 0) {
         json_decref(p.items);
-        meter_http_db_error(rq, &e);
-        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
-                                 NULL, "invoices cannot be read now");
+        meter_http_reply_db_error(rq, db, st, &e, "invoices cannot be read");
         return;
     }
 reply:;
@@ -216,9 +216,7 @@ meterd_invoices_get(struct meter_http_request *rq)
         return;
     }
     if (st < 0) {
-        meter_http_db_error(rq, &e);
-        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
-                                 NULL, "invoices cannot be read now");
+        meter_http_reply_db_error(rq, db, st, &e, "the invoice cannot be read");
         return;
     }
     /* A final document must still be what was issued. */
@@ -265,9 +263,7 @@ static void
 set_document(json_t *o, const struct meter_invoice_doc *d)
 {
     char total[64], id[24];
-    int minor = pricing_currency_minor_unit(d->currency);
-    pricing_dec_format(d->total, minor < 0 ? 6 : (unsigned)minor, total,
-                       sizeof(total));
+    pricing_money_format(d->total, d->currency, total, sizeof(total));
     snprintf(id, sizeof(id), "%" PRId64, d->id);
     json_object_set_new(o, "id", json_string(id));
     json_object_set_new(o, "total", json_string(total));
@@ -282,7 +278,8 @@ meterd_invoices_run(struct meter_http_request *rq)
     size_t len;
     const char *body = meter_http_body(rq, &len);
     json_error_t jerr;
-    json_t *o = json_loadb(body, len, 0, &jerr);
+    /* A key given twice is refused (naming it), not read as its last. */
+    json_t *o = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
     const char *period = NULL, *account = NULL;
     /* The issuer: the body's, else the service's $METER_SELLER. */
     const char *seller = getenv("METER_SELLER");
@@ -292,11 +289,16 @@ meterd_invoices_run(struct meter_http_request *rq)
     if (!o || json_unpack_ex(o, &jerr, JSON_STRICT, "{s:s, s?s, s?b, s?s}",
                              "period", &period, "account", &account, "finalize",
                              &finalize, "seller", &seller) < 0) {
-        meter_http_reply_problem(rq, 400, "invalid-body", "Invalid body", NULL,
-                                 "expected {\"period\": \"YYYY-MM\", "
-                                 "\"account\"?: ID, \"finalize\"?: bool, "
-                                 "\"seller\"?: text}: %s",
-                                 jerr.text);
+        char why[160];
+        meter_http_reply_problem(
+            rq, 400, "invalid-body", "Invalid body", NULL,
+            "expected {\"period\": \"YYYY-MM\", \"account\"?: ID, "
+            "\"finalize\"?: bool, \"seller\"?: text}: %s",
+            o ? jerr.text
+              : pricing_json_reason(
+                    jerr.text,
+                    json_error_code(&jerr) == json_error_duplicate_key, body,
+                    (size_t)jerr.position, why, sizeof(why)));
         json_decref(o);
         return;
     }
@@ -328,26 +330,31 @@ meterd_invoices_run(struct meter_http_request *rq)
     char actor[64];
     snprintf(actor, sizeof(actor), "meterd:key %" PRId64 " (%s)", who->key_id,
              meter_role_name(who->role));
-    if (!outs || !db || meter_db_set_actor(db, actor, &e) < 0 ||
-        meter_db_invoice_accounts(db, year, month, account, &ids, &e) < 0) {
-        meter_http_db_error(rq, &e);
-        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
-                                 NULL, "the run cannot start now");
+    if (!outs) {
+        meter_http_reply_problem(rq, 500, "internal", "Out of memory", NULL,
+                                 "the run cannot start");
+        goto out;
+    }
+    enum meter_db_status st =
+        db ? meter_db_set_actor(db, actor, &e) : METER_DB_HARD;
+    if (st >= 0)
+        st = meter_db_invoice_accounts(db, year, month, account, &ids, &e);
+    if (st < 0) {
+        meter_http_reply_db_error(rq, db, st, &e, "the run cannot start");
         goto out;
     }
     for (size_t first = 0; first < ids.n; first += RUN_BATCH) {
         size_t n = ids.n - first < RUN_BATCH ? ids.n - first : RUN_BATCH;
         const char *const *batch = (const char *const *)ids.str + first;
-        if (meter_db_invoice_batch(db, batch, n, year, month, finalize, seller,
-                                   outs, &e) < 0) {
-            /* Gone (or past --db-timeout): the accounts done are done;
-             * running it again redoes the rest. */
-            meter_http_db_error(rq, &e);
-            meter_http_reply_problem(rq, 503, "unavailable",
-                                     "Database unavailable", NULL,
-                                     "the run stopped at account '%s' (%zu "
-                                     "of %zu); run it again",
-                                     batch[0], first + 1, ids.n);
+        st = meter_db_invoice_batch(db, batch, n, year, month, finalize, seller,
+                                    outs, &e);
+        if (st < 0) {
+            /* Gone, busy (or past --db-timeout): the batches done are
+             * done; running it again redoes the rest. */
+            meter_http_reply_db_error(rq, db, st, &e,
+                                      "the run stopped at account '%s' (%zu "
+                                      "of %zu)",
+                                      batch[0], first + 1, ids.n);
             goto out;
         }
         for (size_t k = 0; k < n; k++) {

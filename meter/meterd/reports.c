@@ -32,22 +32,16 @@ meterd_bad_query(struct meter_http_request *rq, const char *name,
                              value ? value : "", why);
 }
 
-static void
-unavailable(struct meter_http_request *rq, const struct meter_err *e)
-{
-    meter_http_db_error(rq, e);
-    meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
-                             NULL, "the report cannot be read now");
-}
-
 /* Builds a report into *out: the database layer's call for one report. */
 typedef enum meter_db_status report_fn(PGconn *db, const void *arg,
                                        json_t **out, struct meter_err *e);
 
 /*
  * The text of report key (compact JSON and a newline): from the cache
- * while fresh, else built by fn(arg) and kept. NULL after answering: 503
- * when the database fails, 404 naming `what` when fn finds nothing.
+ * while fresh, else built by fn(arg) and kept. NULL after answering: the
+ * database's failure (meter_http_reply_db_error; 503 too while another
+ * request's build has just failed), 404 naming `what` when fn finds
+ * nothing.
  */
 static char *
 report_text(struct meter_http_request *rq, const char *key, report_fn *fn,
@@ -57,9 +51,9 @@ report_text(struct meter_http_request *rq, const char *key, report_fn *fn,
     char *text = meterd_cache_get(key, len, &failed);
     if (text)
         return text;
-    if (failed) {
-        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
-                                 NULL, "the report cannot be read now");
+    if (failed) { /* counted and logged by the request whose build failed */
+        meter_http_reply_db_error(rq, NULL, METER_DB_SOFT, NULL,
+                                  "the report cannot be read");
         return NULL;
     }
     PGconn *db = meter_http_db(rq);
@@ -69,7 +63,7 @@ report_text(struct meter_http_request *rq, const char *key, report_fn *fn,
     if (st <= METER_DB_NONE)
         meterd_cache_abandon(key);
     if (st < 0) {
-        unavailable(rq, &e);
+        meter_http_reply_db_error(rq, db, st, &e, "the report cannot be read");
         return NULL;
     }
     if (st == METER_DB_NONE) {

@@ -79,9 +79,9 @@ now_us(void)
 
 /* Answers the outcome of storing the batch. */
 static void
-reply(struct meter_http_request *rq, enum meter_ingest_status st, size_t n,
-      const struct meter_ingest_result *res, const struct meter_problems *probs,
-      const struct meter_err *e)
+reply(struct meter_http_request *rq, PGconn *db, enum meter_ingest_status st,
+      size_t n, const struct meter_ingest_result *res,
+      const struct meter_problems *probs, const struct meter_err *e)
 {
     switch (st) {
     case METER_INGEST_OK: {
@@ -136,19 +136,14 @@ reply(struct meter_http_request *rq, enum meter_ingest_status st, size_t n,
          * COMMIT is on its way leaves the outcome unknown here, and the
          * batch may be stored (tests/faults.sh saw it when PostgreSQL
          * restarted). Sending it again is right either way. */
-        meter_http_db_error(rq, e);
-        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
-                                 NULL,
-                                 "the database cannot be reached; send the "
-                                 "batch again later (if it was stored before "
-                                 "the connection broke, its copy counts as "
-                                 "duplicates)");
+        meter_http_reply_db_error(rq, db, METER_DB_SOFT, e,
+                                  "the batch is not acknowledged (if it was "
+                                  "stored before the connection broke, its "
+                                  "copy sent again counts as duplicates)");
         break;
     default:
-        meter_http_db_error(rq, e);
-        meter_http_reply_problem(rq, 500, "internal", "Batch not stored", NULL,
-                                 "a database error stopped the batch; nothing "
-                                 "was stored");
+        meter_http_reply_db_error(rq, db, METER_DB_HARD, e,
+                                  "the batch was not stored");
     }
 }
 
@@ -174,8 +169,9 @@ meterd_samples(struct meter_http_request *rq)
         goto out;
     }
     enum meter_ingest_status st = METER_INGEST_INVALID;
+    PGconn *db = NULL;
     if (probs.total == 0) {
-        PGconn *db = meter_http_db(rq);
+        db = meter_http_db(rq);
         const struct meter_principal *who = meter_http_principal(rq);
         struct meter_ingest_origin o = {now_us(), meterd.max_age, who->key_id,
                                         who->scoped,
@@ -183,7 +179,7 @@ meterd_samples(struct meter_http_request *rq)
         st = db ? meter_ingest(db, meterd.registry, s, n, &o, &res, &probs, &e)
                 : METER_INGEST_UNAVAILABLE;
     }
-    reply(rq, st, n, &res, &probs, &e);
+    reply(rq, db, st, n, &res, &probs, &e);
 out:
     atomic_fetch_sub(&counts.in_flight, 1);
     free(s);

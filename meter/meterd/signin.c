@@ -201,9 +201,9 @@ start_session(struct meter_http_request *rq, PGconn *db,
         meter_db_session_create(db, who->key_id, meterd.session_ttl,
                                 meterd.max_sessions, token, csrf, &ended, &e);
     if (st < 0) {
-        meter_http_db_error(rq, &e);
-        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
-                                 NULL, "the session cannot be started now");
+        meter_http_reply_db_error(
+            rq, db, st, &e, "the session of key %" PRId64 " cannot be started",
+            who->key_id);
         return;
     }
     if (st == METER_DB_NONE) { /* revoked since it was looked up */
@@ -278,10 +278,7 @@ meterd_signin(struct meter_http_request *rq)
                                         : METER_DB_HARD;
     explicit_bzero(key, sizeof(key));
     if (st < 0) {
-        if (db)
-            meter_http_db_error(rq, &e);
-        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
-                                 NULL, "the key cannot be checked now");
+        meter_http_reply_db_error(rq, db, st, &e, "the key cannot be checked");
         return;
     }
     /* Whether the key exists is not told: one message for both. */
@@ -320,13 +317,11 @@ meterd_signout(struct meter_http_request *rq)
     if (token) {
         PGconn *db = meter_http_db(rq);
         struct meter_err e = {{0}};
-        if (!db || meter_db_session_delete(db, token, &e) < 0) {
-            if (db)
-                meter_http_db_error(rq, &e);
-            meter_http_reply_problem(rq, 503, "unavailable",
-                                     "Database unavailable", NULL,
-                                     "the session cannot be ended now; "
-                                     "retry");
+        enum meter_db_status st =
+            db ? meter_db_session_delete(db, token, &e) : METER_DB_HARD;
+        if (st < 0) {
+            meter_http_reply_db_error(rq, db, st, &e,
+                                      "the session cannot be ended");
             return;
         }
     }

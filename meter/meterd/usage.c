@@ -86,12 +86,13 @@ meterd_usage(struct meter_http_request *rq)
     json_t *items = json_array();
     struct meter_err e = {{0}};
     PGconn *db = meter_http_db(rq);
-    if (!db || meter_db_usage_series(db, account, from, to, daily, after, limit,
-                                     add_point, items, &e) < 0) {
+    enum meter_db_status st =
+        db ? meter_db_usage_series(db, account, from, to, daily, after, limit,
+                                   add_point, items, &e)
+           : METER_DB_HARD;
+    if (st < 0) {
         json_decref(items);
-        meter_http_db_error(rq, &e);
-        meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
-                                 NULL, "usage cannot be read now");
+        meter_http_reply_db_error(rq, db, st, &e, "usage cannot be read");
         return;
     }
     size_t n = json_array_size(items);

@@ -378,9 +378,15 @@ next_value(const char *body, struct cursor *c, size_t max, size_t values,
                      max);
             meter_problems_add(p, index, "(body)", at, why);
         } else {
+            char why[160];
             place_at(body, (size_t)(c->p - body) + (size_t)jerr.position, at,
                      sizeof(at));
-            meter_problems_add(p, index, "(json)", at, jerr.text);
+            meter_problems_add(p, index, "(json)", at,
+                               pricing_json_reason(jerr.text,
+                                                   json_error_code(&jerr) ==
+                                                       json_error_duplicate_key,
+                                                   c->p, (size_t)jerr.position,
+                                                   why, sizeof(why)));
         }
         return NULL;
     }

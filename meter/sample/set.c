@@ -179,10 +179,14 @@ read_array(struct meter_sample_set *set, FILE *f, const char *path,
     json_error_t jerr;
     json_t *arr = json_loadb(text.p ? text.p : "", text.len,
                              JSON_REJECT_DUPLICATES, &jerr);
+    char why[160];
+    if (!arr)
+        pricing_json_reason(
+            jerr.text, json_error_code(&jerr) == json_error_duplicate_key,
+            text.p ? text.p : "", (size_t)jerr.position, why, sizeof(why));
     meter_buf_release(&text);
     if (!arr)
-        return meter_fail(e, "%s:%d:%d: %s", path, jerr.line, jerr.column,
-                          jerr.text);
+        return meter_fail(e, "%s:%d:%d: %s", path, jerr.line, jerr.column, why);
     int rc = 0;
     size_t i;
     json_t *v;
@@ -217,7 +221,13 @@ read_lines(struct meter_sample_set *set, FILE *f, const char *path,
         json_t *v =
             json_loadb(line, (size_t)len, JSON_REJECT_DUPLICATES, &jerr);
         if (!v) {
-            rc = meter_fail(e, "%s:%d: %s", where, jerr.column, jerr.text);
+            char why[160];
+            rc = meter_fail(e, "%s:%d: %s", where, jerr.column,
+                            pricing_json_reason(jerr.text,
+                                                json_error_code(&jerr) ==
+                                                    json_error_duplicate_key,
+                                                line, (size_t)jerr.position,
+                                                why, sizeof(why)));
             break;
         }
         rc = check_decimals(line, (size_t)len, where, e);

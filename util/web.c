@@ -11,36 +11,74 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The one escaper: n bytes of s to put(arg, bytes, len), the five
+ * characters that can end a text node or an attribute value, quoted
+ * with either quote, as entities; everything else in runs, so that
+ * plain text costs one call. */
+static void
+html_escape(const char *s, size_t n, void (*put)(void *, const char *, size_t),
+            void *arg)
+{
+    const char *end = s + n;
+    while (s < end) {
+        const char *run = s;
+        while (s < end && *s != '&' && *s != '<' && *s != '>' && *s != '"' &&
+               *s != '\'')
+            s++;
+        if (s > run)
+            put(arg, run, (size_t)(s - run));
+        if (s == end)
+            break;
+        const char *entity;
+        switch (*s++) {
+        case '&':
+            entity = "&amp;";
+            break;
+        case '<':
+            entity = "&lt;";
+            break;
+        case '>':
+            entity = "&gt;";
+            break;
+        case '"':
+            entity = "&quot;";
+            break;
+        default:
+            entity = "&#39;";
+            break;
+        }
+        put(arg, entity, strlen(entity));
+    }
+}
+
+static void
+put_buf(void *arg, const char *p, size_t n)
+{
+    meter_buf_add(arg, p, n);
+}
+
+static void
+put_file(void *arg, const char *p, size_t n)
+{
+    fwrite(p, 1, n, arg);
+}
+
 void
 meter_buf_html(struct meter_buf *b, const char *s)
 {
-    /* The five characters that can end a text node or an attribute
-     * value, quoted with either quote; everything else is copied in
-     * runs, so that plain text costs one append. */
-    while (*s) {
-        size_t run = strcspn(s, "&<>\"'");
-        meter_buf_add(b, s, run);
-        s += run;
-        if (!*s)
-            break;
-        switch (*s++) {
-        case '&':
-            meter_buf_str(b, "&amp;");
-            break;
-        case '<':
-            meter_buf_str(b, "&lt;");
-            break;
-        case '>':
-            meter_buf_str(b, "&gt;");
-            break;
-        case '"':
-            meter_buf_str(b, "&quot;");
-            break;
-        default:
-            meter_buf_str(b, "&#39;");
-            break;
-        }
-    }
+    html_escape(s, strlen(s), put_buf, b);
+}
+
+void
+meter_html_fputs(FILE *f, const char *s)
+{
+    html_escape(s, strlen(s), put_file, f);
+}
+
+void
+meter_html_fwrite(FILE *f, const char *s, size_t n)
+{
+    html_escape(s, n, put_file, f);
 }
 
 void

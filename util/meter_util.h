@@ -88,8 +88,14 @@ void meter_strtab_release(struct meter_strtab *t);
 /* ---- text -------------------------------------------------------------- */
 
 /* Appends s HTML-escaped (& < > " ' as entities): safe in a text node
- * and in an attribute value quoted with either quote. */
+ * and in an attribute value quoted with either quote. The one HTML
+ * escaper of the tree: the two below write the same to a file. */
 void meter_buf_html(struct meter_buf *b, const char *s);
+/* Writes s, or n bytes of s, HTML-escaped as meter_buf_html to f: for
+ * documents written to a stream (reports/, costsim/). A NUL among the
+ * n bytes is written as it is. Errors are f's (ferror). */
+void meter_html_fputs(FILE *f, const char *s);
+void meter_html_fwrite(FILE *f, const char *s, size_t n);
 /* Appends s percent-encoded: every byte but RFC 3986's unreserved
  * (A-Z a-z 0-9 - . _ ~) as %XX, for a query value or a path segment. */
 void meter_buf_urlencode(struct meter_buf *b, const char *s);
