@@ -18,6 +18,8 @@
  */
 #include "replay_int.h"
 
+#include "billing.h"
+
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -454,7 +456,7 @@ replay_invoice(PGconn *db, struct cs_replay *rp, struct meter_err *e)
     else
         snprintf(ref, sizeof(ref), "%lld", (long long)f.id);
     enum meter_db_status st =
-        meter_db_invoice_get(db, ref, rp->account, &rp->inv, e);
+        billing_document(db, ref, rp->account, &rp->inv, NULL, e);
     if (st < 0)
         return -1;
     if (st == METER_DB_NONE)

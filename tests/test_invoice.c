@@ -102,13 +102,12 @@ run(PGconn *db, struct meter_registry *reg, const char *acct, const char *sb,
     store(db, reg, acct, sb, ts, n, PRICING_CPU_UNIT, 0, 0, 0);
 }
 
-static struct meter_invoice_outcome
+static struct billing_outcome
 invoice(PGconn *db, const char *acct, int y, int m, bool final)
 {
-    struct meter_invoice_outcome o;
+    struct billing_outcome o;
     struct meter_err e = {{0}};
-    if (meter_db_invoice_run(db, acct, y, m, final, "Test Seller", &o, &e) <
-        0) {
+    if (billing_run_one(db, acct, y, m, final, "Test Seller", &o, &e) < 0) {
         fprintf(stderr, "run %s %d-%d: %s\n", acct, y, m, e.msg);
         test_failures++;
         memset(&o, 0, sizeof(o));
@@ -230,7 +229,7 @@ test_drafts(PGconn *db, struct meter_registry *reg)
     /* acme: 2 runs in January, 90 s and 30 s (billed 120 and 60 s). */
     run(db, reg, "acme", "acme-1", JAN + 1000, 90);
     run(db, reg, "acme", "acme-2", JAN + 5 * DAY, 30);
-    struct meter_invoice_outcome o = invoice(db, "acme", 2026, 1, false);
+    struct billing_outcome o = invoice(db, "acme", 2026, 1, false);
     CHECK(o.written && !o.number[0] && o.samples == 120);
     char ref[24];
     snprintf(ref, sizeof(ref), "%" PRId64, o.id);
@@ -243,7 +242,7 @@ test_drafts(PGconn *db, struct meter_registry *reg)
           d1.lines[0].version == 1);
 
     /* Run again: the same draft, same id, same lines. */
-    struct meter_invoice_outcome o2 = invoice(db, "acme", 2026, 1, false);
+    struct billing_outcome o2 = invoice(db, "acme", 2026, 1, false);
     CHECK(o2.id == o.id);
     struct report_invoice d2 = get(db, ref);
     json_t *j1 = report_invoice_json(&d1), *j2 = report_invoice_json(&d2);
@@ -321,9 +320,9 @@ fin_thread(void *p)
     struct meter_err e = {{0}};
     PGconn *db = meter_db_connect(a->conninfo, &e);
     for (int i = 0; db && i < 4 && a->accounts[i]; i++) {
-        struct meter_invoice_outcome o;
-        if (meter_db_invoice_run(db, a->accounts[i], 2026, 1, true, "Seller",
-                                 &o, &e) == METER_DB_ROWS &&
+        struct billing_outcome o;
+        if (billing_run_one(db, a->accounts[i], 2026, 1, true, "Seller", &o,
+                            &e) == METER_DB_ROWS &&
             o.number[0])
             a->ok++;
         else
@@ -347,10 +346,10 @@ batch_thread(void *p)
 {
     struct batch_arg *a = p;
     struct meter_err e = {{0}};
-    struct meter_invoice_outcome out[8];
+    struct billing_outcome out[8];
     PGconn *db = meter_db_connect(a->conninfo, &e);
-    if (db && meter_db_invoice_batch(db, a->accounts, a->n, 2026, 1, true,
-                                     "Seller", out, &e) == METER_DB_ROWS) {
+    if (db && billing_run(db, a->accounts, a->n, 2026, 1, true, "Seller", out,
+                          &e) == METER_DB_ROWS) {
         for (size_t i = 0; i < a->n; i++) {
             a->finals += out[i].written && out[i].number[0];
             a->already += out[i].already_final;
@@ -436,7 +435,7 @@ test_finalize(PGconn *db, struct testdb *t, struct meter_registry *reg)
                            " WHERE status = 'draft'") == 0);
 
     /* Finalizing again creates nothing. */
-    struct meter_invoice_outcome o = invoice(db, "acme", 2026, 1, true);
+    struct billing_outcome o = invoice(db, "acme", 2026, 1, true);
     CHECK(!o.written && o.already_final && o.number[0]);
     CHECK(testdb_count(db, "SELECT count(*) FROM invoices") == 11);
     char number[16];
@@ -447,8 +446,8 @@ test_finalize(PGconn *db, struct testdb *t, struct meter_registry *reg)
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
-    CHECK(meter_db_invoice_run(db, "acme", tm.tm_year + 1900, tm.tm_mon + 1,
-                               true, "S", &o, &e) == METER_DB_HARD);
+    CHECK(billing_run_one(db, "acme", tm.tm_year + 1900, tm.tm_mon + 1, true,
+                          "S", &o, &e) == METER_DB_HARD);
     CHECK(strstr(e.msg, "has not ended") != NULL);
 
     /* The stored hash is the document's. */
@@ -520,7 +519,7 @@ test_late(PGconn *db, struct meter_registry *reg)
     /* Late: 60 s more in January, after it is final. */
     run(db, reg, "acme", "acme-3", JAN + 7 * DAY, 60);
     run(db, reg, "acme", "acme-4", FEB + 10, 60);
-    struct meter_invoice_outcome o = invoice(db, "acme", 2026, 2, true);
+    struct billing_outcome o = invoice(db, "acme", 2026, 2, true);
     CHECK(o.written && o.number[0]);
     struct report_invoice feb = get(db, o.number);
     /* February's own: 60 s and a run; January's late: 60 s and a run. */
@@ -581,8 +580,7 @@ test_late(PGconn *db, struct meter_registry *reg)
                               " 'acme' AND period = '2026-02-01'");
     snprintf(feb_no, sizeof(feb_no), "%s", PQgetvalue(fr, 0, 0));
     PQclear(fr);
-    CHECK(meter_db_invoice_void(db, feb_no, "resend", feb_cn, &ve) ==
-          METER_DB_ROWS);
+    CHECK(billing_void(db, feb_no, "resend", feb_cn, &ve) == METER_DB_ROWS);
     o = invoice(db, "acme", 2026, 2, true);
     CHECK(o.written && o.number[0]);
     struct report_invoice feb2 = get(db, o.number);
@@ -598,9 +596,8 @@ test_late(PGconn *db, struct meter_registry *reg)
                              " 'acme' AND period = '2026-01-01'");
     snprintf(jan, sizeof(jan), "%s", PQgetvalue(r, 0, 0));
     PQclear(r);
-    CHECK(meter_db_invoice_void(db, jan, "wrong address", credit, &e) ==
-          METER_DB_ROWS);
-    CHECK(meter_db_invoice_void(db, jan, "again", credit, &e) < 0);
+    CHECK(billing_void(db, jan, "wrong address", credit, &e) == METER_DB_ROWS);
+    CHECK(billing_void(db, jan, "again", credit, &e) < 0);
     CHECK(strstr(e.msg, "is void: only a final invoice can be voided") != NULL);
     struct report_invoice v = get(db, jan), cn = get(db, credit);
     CHECK_STR(v.status, "void");
@@ -695,7 +692,7 @@ test_credit_parts(PGconn *db, struct meter_registry *reg)
     testdb_account_add(db, "delta", "book-p", "2026-01-16");
     run(db, reg, "delta", "delta-1", JAN + DAY, 100);
     run(db, reg, "delta", "delta-2", JAN + 20 * DAY, 100);
-    struct meter_invoice_outcome o = invoice(db, "delta", 2026, 1, false);
+    struct billing_outcome o = invoice(db, "delta", 2026, 1, false);
     char ref[24];
     snprintf(ref, sizeof(ref), "%" PRId64, o.id);
     struct report_invoice inv = get(db, ref);
@@ -729,7 +726,7 @@ grant_line(const struct report_invoice *inv, const char *id)
 static struct report_invoice
 run_get(PGconn *db, const char *acct, int y, int m, bool final)
 {
-    struct meter_invoice_outcome o = invoice(db, acct, y, m, final);
+    struct billing_outcome o = invoice(db, acct, y, m, final);
     char ref[24];
     snprintf(ref, sizeof(ref), "%" PRId64, o.id);
     return get(db, ref);
@@ -794,8 +791,8 @@ test_grants(PGconn *db, struct meter_registry *reg)
           grant_line(&d, "book-g/welcome") == &d.lines[d.nlines - 1]);
     report_invoice_release(&d);
     /* February cannot be final before January. */
-    struct meter_invoice_outcome o;
-    CHECK(meter_db_invoice_run(db, "gina", 2026, 2, true, "S", &o, &e) < 0);
+    struct billing_outcome o;
+    CHECK(billing_run_one(db, "gina", 2026, 2, true, "S", &o, &e) < 0);
     CHECK(strstr(e.msg, "2026-01 has no final invoice") != NULL);
 
     struct report_invoice jan = run_get(db, "gina", 2026, 1, true);
@@ -832,7 +829,7 @@ test_grants(PGconn *db, struct meter_registry *reg)
      * corrected January, in the grant's window, spends it again: its
      * usage (1.5) less what May billed of it (0.5), paid by the grant. */
     char credit[16];
-    CHECK(meter_db_invoice_void(db, jan.number, "wrong", credit, &e) >= 0);
+    CHECK(billing_void(db, jan.number, "wrong", credit, &e) >= 0);
     /* The credit note's grant line gives the 1 back; it shows no balance
      * (the invoice's line showed what was left then). */
     struct report_invoice note = get(db, credit);
@@ -868,7 +865,7 @@ test_grants(PGconn *db, struct meter_registry *reg)
     run(db, reg, "rita", "rita-1", JAN + 100, 1000);
     jan = run_get(db, "rita", 2026, 1, true);
     check_grant(&jan, "book-g/welcome", "-1.000000", "9.000000");
-    CHECK(meter_db_invoice_void(db, jan.number, "wrong", credit, &e) >= 0);
+    CHECK(billing_void(db, jan.number, "wrong", credit, &e) >= 0);
     jan2 = run_get(db, "rita", 2026, 1, true);
     check_grant(&jan2, "book-g/welcome", "-1.000000", "9.000000");
     seen.n = 0;
@@ -1049,8 +1046,8 @@ test_quarantine_resend(PGconn *db, struct meter_registry *reg)
 /* Checks the other document of o: its currency and total; it as a struct
  * (released by the caller). */
 static struct report_invoice
-other_doc(PGconn *db, const struct meter_invoice_outcome *o,
-          const char *currency, const char *total)
+other_doc(PGconn *db, const struct billing_outcome *o, const char *currency,
+          const char *total)
 {
     char a[48], ref[24];
     CHECK(o->nother == 1);
@@ -1092,7 +1089,7 @@ test_late_currency(PGconn *db, struct meter_registry *reg)
     run(db, reg, "zed", "zed-2", apr + 100, 100);
     store(db, reg, "zed", "zed-1", late, 1, PRICING_CPU_UNIT, 0, key,
           (MAR + 40 * DAY) * 1000000);
-    struct meter_invoice_outcome o = invoice(db, "zed", 2026, 4, false);
+    struct billing_outcome o = invoice(db, "zed", 2026, 4, false);
     CHECK(o.written && !o.number[0]);
     CHECK_STR(o.currency, "EUR");
     CHECK_STR(testdb_dec(o.total, a), "0.620000");
@@ -1126,7 +1123,7 @@ test_late_currency(PGconn *db, struct meter_registry *reg)
     CHECK_STR(json_string_value(json_object_get(est, "currency")), "EUR");
     json_decref(rep);
     /* Run again, the same drafts, by id. */
-    struct meter_invoice_outcome o2 = invoice(db, "zed", 2026, 4, false);
+    struct billing_outcome o2 = invoice(db, "zed", 2026, 4, false);
     CHECK(o2.id == o.id && o2.nother == 1 && o2.other[0].id == o.other[0].id);
 
     /* Quarantined, the late second leaves nothing to bill in USD: the

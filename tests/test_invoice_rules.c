@@ -239,8 +239,7 @@ test_credit_note_quantities(PGconn *db, struct meter_registry *reg)
     struct report_invoice inv = testdb_invoice_run(db, "cnote", 2026, 1, true);
     CHECK(inv.number[0] && inv.nlines == 2);
     char credit[16] = "";
-    CHECK(meter_db_invoice_void(db, inv.number, "test", credit, &e) ==
-          METER_DB_ROWS);
+    CHECK(billing_void(db, inv.number, "test", credit, &e) == METER_DB_ROWS);
     struct report_invoice cn;
     memset(&cn, 0, sizeof(cn));
     CHECK(meter_db_invoice_get(db, credit, NULL, &cn, &e) == METER_DB_ROWS);

@@ -183,12 +183,11 @@ struct report_invoice
 testdb_invoice_run(PGconn *db, const char *acct, int y, int m, bool final)
 {
     struct report_invoice inv;
-    struct meter_invoice_outcome o;
+    struct billing_outcome o;
     struct meter_err e = {{0}};
     char ref[24];
     memset(&inv, 0, sizeof(inv));
-    if (meter_db_invoice_run(db, acct, y, m, final, "Test Seller", &o, &e) <
-        0) {
+    if (billing_run_one(db, acct, y, m, final, "Test Seller", &o, &e) < 0) {
         fprintf(stderr, "run %s %d-%02d: %s\n", acct, y, m, e.msg);
         test_failures++;
         return inv;

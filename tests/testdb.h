@@ -6,6 +6,7 @@
 
 #include <libpq-fe.h>
 
+#include "billing.h"
 #include "meter_db.h"
 #include "testutil.h"
 

@@ -21,7 +21,7 @@ date_days(const char *s)
 }
 
 void
-db_account_release(struct db_account *acct)
+meter_db_account_release(struct meter_db_account *acct)
 {
     for (size_t i = 0; i < acct->na && !acct->borrowed; i++)
         pricing_book_free(acct->a[i].book);
@@ -32,8 +32,8 @@ db_account_release(struct db_account *acct)
 
 /* Reads the account (locking its row when lock) and its assignments. */
 enum meter_db_status
-db_account_load(PGconn *db, struct db_account *acct, bool lock,
-                struct meter_err *e)
+meter_db_account_load(PGconn *db, struct meter_db_account *acct, bool lock,
+                      struct meter_err *e)
 {
     const char *v[] = {acct->id};
     PGresult *r;
@@ -75,7 +75,7 @@ db_account_load(PGconn *db, struct db_account *acct, bool lock,
         return db_hard(e, "out of memory");
     }
     for (int i = 0; i < n; i++) {
-        struct db_assignment *x = &acct->a[acct->na++];
+        struct meter_db_assignment *x = &acct->a[acct->na++];
         x->from = date_days(PQgetvalue(r, i, 0)) * 86400;
         if (db_get_text(r, i, 1, x->book_id, sizeof(x->book_id), e) < 0 ||
             db_get_int(r, i, 2, &x->version, e) < 0) {
@@ -98,8 +98,8 @@ db_account_load(PGconn *db, struct db_account *acct, bool lock,
 }
 
 void
-db_parts_of(const struct db_account *acct, int year, int month,
-            struct db_parts *out)
+meter_db_parts_of(const struct meter_db_account *acct, int year, int month,
+                  struct meter_db_parts *out)
 {
     int64_t start = db_period_start(year, month),
             end = db_period_end(year, month);
@@ -123,7 +123,7 @@ db_parts_of(const struct db_account *acct, int year, int month,
 /* ---- a batch of accounts, their books read once ------------------------- */
 
 void
-db_books_release(struct db_books *c)
+meter_db_books_release(struct meter_db_books *c)
 {
     for (size_t i = 0; i < c->n; i++)
         pricing_book_free(c->v[i].book);
@@ -133,7 +133,7 @@ db_books_release(struct db_books *c)
 
 /* Version `version` of book id, parsed, from the cache or read into it. */
 static const struct pricing_book *
-cached_book(PGconn *db, struct db_books *c, const char *id, int version,
+cached_book(PGconn *db, struct meter_db_books *c, const char *id, int version,
             enum meter_db_status *st, struct meter_err *e)
 {
     for (size_t i = 0; i < c->n; i++)
@@ -141,7 +141,7 @@ cached_book(PGconn *db, struct db_books *c, const char *id, int version,
             return c->v[i].book;
     if (c->n == c->cap) {
         size_t cap = c->cap ? 2 * c->cap : 16;
-        struct db_book_entry *v = realloc(c->v, cap * sizeof(*v));
+        struct meter_db_book_entry *v = realloc(c->v, cap * sizeof(*v));
         if (!v) {
             *st = db_hard(e, "out of memory");
             return NULL;
@@ -171,7 +171,7 @@ cached_book(PGconn *db, struct db_books *c, const char *id, int version,
         *st = db_hard(e, "%s", pe.msg);
         return NULL;
     }
-    struct db_book_entry *x = &c->v[c->n++];
+    struct meter_db_book_entry *x = &c->v[c->n++];
     snprintf(x->id, sizeof(x->id), "%s", id);
     x->version = version;
     x->book = b;
@@ -180,8 +180,8 @@ cached_book(PGconn *db, struct db_books *c, const char *id, int version,
 
 /* The index of id among accts (sorted by id with strcmp: order), or -1. */
 static ssize_t
-find_account(struct db_account *const *accts, const size_t *order, size_t n,
-             const char *id)
+find_account(struct meter_db_account *const *accts, const size_t *order,
+             size_t n, const char *id)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
@@ -200,13 +200,14 @@ find_account(struct db_account *const *accts, const size_t *order, size_t n,
 static int
 by_id(const void *a, const void *b, void *accts)
 {
-    struct db_account *const *x = accts;
+    struct meter_db_account *const *x = accts;
     return strcmp(x[*(const size_t *)a]->id, x[*(const size_t *)b]->id);
 }
 
 enum meter_db_status
-db_accounts_load(PGconn *db, struct db_account *const *accts, size_t n,
-                 bool lock, struct db_books *cache, struct meter_err *e)
+meter_db_accounts_load(PGconn *db, struct meter_db_account *const *accts,
+                       size_t n, bool lock, struct meter_db_books *cache,
+                       struct meter_err *e)
 {
     struct meter_buf ids = {0};
     size_t *order = calloc(n ? n : 1, sizeof(*order));
@@ -261,11 +262,11 @@ db_accounts_load(PGconn *db, struct db_account *const *accts, size_t n,
                strcmp(PQgetvalue(r, j, 0), PQgetvalue(r, i, 0)) == 0)
             j++;
         ssize_t k = find_account(accts, order, n, PQgetvalue(r, i, 0));
-        struct db_account *acct = k < 0 ? NULL : accts[k];
+        struct meter_db_account *acct = k < 0 ? NULL : accts[k];
         if (acct && !(acct->a = calloc((size_t)(j - i), sizeof(*acct->a))))
             st = db_hard(e, "out of memory");
         for (int x = i; acct && x < j && st >= 0; x++) {
-            struct db_assignment *as = &acct->a[acct->na++];
+            struct meter_db_assignment *as = &acct->a[acct->na++];
             as->from = date_days(PQgetvalue(r, x, 1)) * 86400;
             snprintf(as->book_id, sizeof(as->book_id), "%s",
                      PQgetvalue(r, x, 2));
@@ -295,7 +296,7 @@ static enum meter_db_status
 period_attempt(PGconn *db, void *arg, struct meter_err *e)
 {
     struct period_arg *a = arg;
-    struct db_account acct = {.id = a->account};
+    struct meter_db_account acct = {.id = a->account};
     meter_account_period_release(a->out);
     /* No such account is an answer here, not a failure. */
     const char *v[] = {a->account};
@@ -304,12 +305,12 @@ period_attempt(PGconn *db, void *arg, struct meter_err *e)
                       "SELECT 1 FROM accounts WHERE account_id = $1", 1, v,
                       NULL, NULL, NULL, e);
     if (st == METER_DB_ROWS)
-        st = db_account_load(db, &acct, false, e);
+        st = meter_db_account_load(db, &acct, false, e);
     if (st <= 0)
         goto out;
     snprintf(a->out->name, sizeof(a->out->name), "%s", acct.name);
-    struct db_parts parts;
-    db_parts_of(&acct, a->year, a->month, &parts);
+    struct meter_db_parts parts;
+    meter_db_parts_of(&acct, a->year, a->month, &parts);
     for (size_t i = 0; i < parts.n; i++) {
         struct meter_book_part *p = &a->out->parts[i];
         snprintf(p->book_id, sizeof(p->book_id), "%s", parts.a[i]->book_id);
@@ -327,7 +328,7 @@ period_attempt(PGconn *db, void *arg, struct meter_err *e)
     a->out->nparts = parts.n;
     st = METER_DB_ROWS;
 out:
-    db_account_release(&acct);
+    meter_db_account_release(&acct);
     return st;
 }
 

@@ -70,7 +70,7 @@ static enum meter_db_status
 first_runs_left(PGconn *db, const char *account, int64_t from, struct stale *x,
                 size_t n, struct meter_err *e)
 {
-    struct meter_usage_reader *r = db_usage_open(
+    struct meter_usage_reader *r = meter_db_usage_open(
         db, account, from * 60, (int64_t)INT32_MAX * 60, false, e);
     if (!r)
         return METER_DB_HARD;

@@ -178,60 +178,6 @@ void db_param_bool(struct db_params *p, bool v);
 void db_param_date(struct db_params *p, int year, int month, int day);
 void db_param_period(struct db_params *p, int year, int month);
 
-/* One row of account_price_books, with its book parsed. */
-struct db_assignment {
-    int64_t from; /* Unix seconds */
-    char book_id[PRICING_ID_MAX + 1];
-    int version;
-    struct pricing_book *book;
-};
-
-struct db_account {
-    const char *id;
-    char name[801]; /* 200 characters of UTF-8 */
-    int32_t pk;
-    struct db_assignment *a;
-    size_t na;
-    const struct pricing_book *override; /* preview: this book instead */
-    bool borrowed; /* its books are a cache's (db_accounts_load) */
-};
-
-/* Price books parsed once for a run: version `version` of `id`. */
-struct db_book_entry {
-    char id[PRICING_ID_MAX + 1];
-    int version;
-    struct pricing_book *book;
-};
-struct db_books {
-    struct db_book_entry *v;
-    size_t n, cap;
-};
-void db_books_release(struct db_books *c);
-
-/* Reads the accounts accts[0..n) name by their id (an account not found
- * keeps pk 0), locking their rows in id order when lock, and their
- * assignments, with books from cache (read into it as needed). */
-enum meter_db_status db_accounts_load(PGconn *db,
-                                      struct db_account *const *accts, size_t n,
-                                      bool lock, struct db_books *cache,
-                                      struct meter_err *e);
-
-/* Reads the account (locking its row FOR NO KEY UPDATE when lock) and
- * its assignments; HARD with "no account" if there is none. */
-enum meter_db_status db_account_load(PGconn *db, struct db_account *acct,
-                                     bool lock, struct meter_err *e);
-void db_account_release(struct db_account *acct);
-
-/* The parts of a period: the days on each book. */
-struct db_parts {
-    struct pricing_part p[31];
-    const struct db_assignment *a[31];
-    size_t n;
-};
-
-void db_parts_of(const struct db_account *acct, int year, int month,
-                 struct db_parts *out);
-
 /*
  * meter_db_exec for a statement run on every request (the key and
  * session lookups): prepared once per connection under name, so the
@@ -245,49 +191,19 @@ enum meter_db_status db_exec_prepared(PGconn *db, const char *what,
                                       const int *lengths, const int *formats,
                                       PGresult **res, struct meter_err *e);
 
-/* The drivers of one period's days: weights out of 10^9 of the period's
- * whole, per driver (running seconds, vCPU, memory, disk, egress), so
- * that a product with an amount never overflows. */
-struct db_period_days {
-    int year, month;
-    int64_t first_day; /* Unix day of the period's first */
-    int ndays;
-    int64_t w[31][5];
-};
-/* out[k]: the drivers of (year, month) for account pks[k], n ascending. */
-enum meter_db_status db_revenue_drivers(PGconn *db, const int32_t *pks,
-                                        size_t n, int year, int month,
-                                        struct db_period_days *const *out,
-                                        struct meter_err *e);
 /* Appends to tsv the invoice_revenue rows (COPY text) of document inv (a
  * draft of acct, its id and lines set): its total spread over the days
  * it bills; known: the drivers of one period already read, or NULL. */
-enum meter_db_status db_revenue_rows(PGconn *db, const struct db_account *acct,
+enum meter_db_status db_revenue_rows(PGconn *db,
+                                     const struct meter_db_account *acct,
                                      const struct report_invoice *inv,
-                                     const struct db_period_days *known,
+                                     const struct meter_db_period_days *known,
                                      struct meter_buf *tsv,
                                      struct meter_err *e);
 /* Writes the revenue of credit note `note`: that of `voided`, negated. */
 enum meter_db_status db_revenue_negate(PGconn *db, const char *account,
                                        int64_t note, int64_t voided,
                                        struct meter_err *e);
-
-/* The grants an account has received (its books' and its operator's,
- * in that order), with the balances its final documents left. */
-struct db_grants {
-    struct pricing_grant *g; /* a book's named "BOOK/ID" */
-    size_t n, cap;
-};
-enum meter_db_status db_account_grants(PGconn *db,
-                                       const struct db_account *acct,
-                                       struct db_grants *out,
-                                       struct meter_err *e);
-void db_grants_release(struct db_grants *gs);
-/* The same for n accounts at once: out[k] for accts[k]. */
-enum meter_db_status db_accounts_grants(PGconn *db,
-                                        const struct db_account *const *accts,
-                                        struct db_grants *const *out, size_t n,
-                                        struct meter_err *e);
 
 /* Runs sql (n text parameters) and adds the first column of every row
  * to out: NONE, ROWS or the failure, with "what: ..." in e. */
@@ -325,33 +241,10 @@ void db_registry_month_add(struct meter_registry *r, int64_t key);
 /* Forgets every month known (one may have been archived since). */
 void db_registry_months_clear(struct meter_registry *r);
 
-/* Opens a reader of stored usage as meter_usage_reader_new does, but
- * with own_tx false inside the caller's transaction (at its isolation
- * level), which it leaves open when freed. */
-struct meter_usage_reader *db_usage_open(PGconn *db, const char *account,
-                                         int64_t from, int64_t to, bool own_tx,
-                                         struct meter_err *e);
 /* Takes the blocks of key_id that arrived in [from, to) (Unix seconds)
  * out of their packs, back into usage_blocks as their batches stored
  * them; the caller holds the quarantine's lock (usage_pack.c). */
 enum meter_db_status db_usage_unpack(PGconn *db, int64_t key_id, int64_t from,
                                      int64_t to, struct meter_err *e);
-
-/* A reader of the stored usage of a batch's accounts (their keys pks,
- * ascending, and ids; both kept by the caller until it is freed) in
- * [from, to), inside the caller's transaction; then one source per
- * account, asked for in ascending order: the blocks of accounts not
- * asked for are passed over. */
-struct meter_usage_reader *db_usage_open_batch(PGconn *db, const int32_t *pks,
-                                               const char *const *ids, size_t n,
-                                               int64_t from, int64_t to,
-                                               struct meter_err *e);
-struct pricing_source db_usage_account_source(struct meter_usage_reader *r,
-                                              int32_t account_pk);
-/* Seconds the last account's source returned. */
-uint64_t db_usage_account_seconds(const struct meter_usage_reader *r);
-
-/* Seconds the reader has returned so far. */
-uint64_t db_usage_seconds(const struct meter_usage_reader *r);
 
 #endif

@@ -461,3 +461,12 @@ db_tsv_end(struct meter_buf *b)
     if (!b->failed && b->len && b->p[b->len - 1] == '\t')
         b->p[b->len - 1] = '\n';
 }
+
+enum meter_db_status
+meter_db_commit_async(PGconn *db, struct meter_err *e)
+{
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot set the commit mode", "SET LOCAL synchronous_commit = off",
+        0, NULL, NULL, NULL, NULL, e);
+    return st < 0 ? st : METER_DB_NONE;
+}

@@ -20,14 +20,14 @@
 #define GRANT_AMOUNT_MAX ((pricing_i128)1000000000000000 * PRICING_ONE)
 
 void
-db_grants_release(struct db_grants *gs)
+meter_db_grants_release(struct meter_db_grants *gs)
 {
     free(gs->g);
     memset(gs, 0, sizeof(*gs));
 }
 
 static struct pricing_grant *
-find(struct db_grants *gs, const char *id)
+find(struct meter_db_grants *gs, const char *id)
 {
     for (size_t i = 0; i < gs->n; i++)
         if (strcmp(gs->g[i].id, id) == 0)
@@ -36,7 +36,7 @@ find(struct db_grants *gs, const char *id)
 }
 
 static int
-push(struct db_grants *gs, const struct pricing_grant *g)
+push(struct meter_db_grants *gs, const struct pricing_grant *g)
 {
     if (gs->n == gs->cap) {
         size_t n = gs->cap ? 2 * gs->cap : 8;
@@ -53,7 +53,7 @@ push(struct db_grants *gs, const struct pricing_grant *g)
 /* A book's: received in the period of the first assignment to a version
  * that lists it, with that version's amount and expiry. */
 static int
-book_grants(const struct db_account *acct, struct db_grants *out)
+book_grants(const struct meter_db_account *acct, struct meter_db_grants *out)
 {
     for (size_t i = 0; i < acct->na; i++) {
         int y, m;
@@ -71,8 +71,8 @@ book_grants(const struct db_account *acct, struct db_grants *out)
 
 /* The index among ids[0..n) of row i's first column, from hint on. */
 static size_t
-row_account(PGresult *r, int i, const struct db_account *const *accts, size_t n,
-            size_t hint)
+row_account(PGresult *r, int i, const struct meter_db_account *const *accts,
+            size_t n, size_t hint)
 {
     const char *id = PQgetvalue(r, i, 0);
     for (size_t k = 0; k < n; k++) {
@@ -84,8 +84,10 @@ row_account(PGresult *r, int i, const struct db_account *const *accts, size_t n,
 }
 
 enum meter_db_status
-db_accounts_grants(PGconn *db, const struct db_account *const *accts,
-                   struct db_grants *const *out, size_t n, struct meter_err *e)
+meter_db_accounts_grants(PGconn *db,
+                         const struct meter_db_account *const *accts,
+                         struct meter_db_grants *const *out, size_t n,
+                         struct meter_err *e)
 {
     struct meter_buf ids = {0};
     meter_buf_str(&ids, "{");
@@ -157,10 +159,10 @@ db_accounts_grants(PGconn *db, const struct db_account *const *accts,
 }
 
 enum meter_db_status
-db_account_grants(PGconn *db, const struct db_account *acct,
-                  struct db_grants *out, struct meter_err *e)
+meter_db_account_grants(PGconn *db, const struct meter_db_account *acct,
+                        struct meter_db_grants *out, struct meter_err *e)
 {
-    return db_accounts_grants(db, &acct, &out, 1, e);
+    return meter_db_accounts_grants(db, &acct, &out, 1, e);
 }
 
 /* ---- listing and giving ------------------------------------------------- */
@@ -169,11 +171,11 @@ static enum meter_db_status
 list_account(PGconn *db, const char *account, meter_grant_cb *cb, void *arg,
              struct meter_err *e)
 {
-    struct db_account acct = {.id = account};
-    struct db_grants gs = {0};
-    enum meter_db_status st = db_account_load(db, &acct, false, e);
+    struct meter_db_account acct = {.id = account};
+    struct meter_db_grants gs = {0};
+    enum meter_db_status st = meter_db_account_load(db, &acct, false, e);
     if (st >= 0)
-        st = db_account_grants(db, &acct, &gs, e);
+        st = meter_db_account_grants(db, &acct, &gs, e);
     for (size_t i = 0; st >= 0 && i < gs.n; i++) {
         /* A book's grant is named BOOK/ID; an operator's id has no '/'. */
         struct meter_grant g = {.grant = gs.g[i],
@@ -181,8 +183,8 @@ list_account(PGconn *db, const char *account, meter_grant_cb *cb, void *arg,
         snprintf(g.account_id, sizeof(g.account_id), "%s", account);
         cb(&g, arg);
     }
-    db_grants_release(&gs);
-    db_account_release(&acct);
+    meter_db_grants_release(&gs);
+    meter_db_account_release(&acct);
     return st;
 }
 
@@ -220,10 +222,10 @@ static enum meter_db_status
 give_attempt(PGconn *db, void *arg, struct meter_err *e)
 {
     struct give_arg *a = arg;
-    struct db_account acct = {.id = a->account};
+    struct meter_db_account acct = {.id = a->account};
     /* Serialize with the account's invoice runs. */
-    enum meter_db_status st = db_account_load(db, &acct, true, e);
-    db_account_release(&acct);
+    enum meter_db_status st = meter_db_account_load(db, &acct, true, e);
+    meter_db_account_release(&acct);
     if (st < 0)
         return st;
     /* Received in the month of now; in the currency of the book the

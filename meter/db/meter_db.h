@@ -409,83 +409,9 @@ enum meter_db_status meter_db_invoice_accounts(PGconn *db, int year, int month,
                                                struct meter_strtab *out,
                                                struct meter_err *e);
 
-/* Documents one run may write: the period's invoice, and one for late
- * usage in each other currency (rules section 9). */
-#define METER_INVOICE_DOCS 8
-
-/* A document a run wrote. */
-struct meter_invoice_doc {
-    int64_t id;      /* the document's id */
-    char number[16]; /* its number when final */
-    struct pricing_dec total;
-    char currency[4];
-};
-
-/* What the run of one account did. */
-struct meter_invoice_outcome {
-    bool written;       /* a draft was written (and finalized if asked) */
-    bool already_final; /* the period's invoice is final: nothing done */
-    /* The period's own invoice, in its books' currency. */
-    int64_t id;
-    char number[16];
-    struct pricing_dec total;
-    char currency[4];
-    /* Invoices of the same period holding only late usage of earlier
-     * periods billed in other currencies, and the grants of theirs. */
-    struct meter_invoice_doc other[METER_INVOICE_DOCS - 1];
-    size_t nother;
-    uint64_t samples; /* stored seconds rated, late periods included */
-    bool failed;      /* nothing written: error says why */
-    char error[sizeof(((struct meter_err *)0)->msg)];
-};
-
-/*
- * The invoice run of one account and period, in one transaction: rates
- * the period's stored usage with the books of its parts, adds the late
- * usage of earlier invoiced periods, and replaces the period's draft;
- * with finalize also numbers it, hashes it and makes it final (only once
- * the period has ended). Late usage of a period billed in another
- * currency than this period's books goes on a document of its own, one
- * per currency (out->other), written and finalized with the first.
- * seller names the issuer. An account whose invoice for the period in
- * its books' currency is final gets nothing new (already_final); one
- * with no book in the period loses its drafts. ROWS, or the failure
- * (out->error's, HARD, for one the account's).
- */
-enum meter_db_status meter_db_invoice_run(PGconn *db, const char *account,
-                                          int year, int month, bool finalize,
-                                          const char *seller,
-                                          struct meter_invoice_outcome *out,
-                                          struct meter_err *e);
-
-/*
- * The same run for accounts[0..n) in one transaction (the batch's rows
- * locked in id order), with a few statements for the whole batch: their
- * books, invoices, grants and state read at once, their usage in one
- * ordered read, their drafts written with one statement or COPY per
- * table, finalized and numbered at once in the accounts' order, each
- * account's own invoice first. out[k] says what the run of accounts[k]
- * did, or why it failed (failed, error): an account's failure leaves the
- * others' documents written (a statement the server refused runs the
- * batch again account by account). The failure only if the batch could
- * not run: the database lost (meter_db_lost) or busy.
- */
-enum meter_db_status
-meter_db_invoice_batch(PGconn *db, const char *const *accounts, size_t n,
-                       int year, int month, bool finalize, const char *seller,
-                       struct meter_invoice_outcome *out, struct meter_err *e);
-
-/* The invoice the run would compute for the period, every part priced
- * with book instead of the account's (NULL: its own), in inv (release
- * with report_invoice_release); nothing is stored. */
-enum meter_db_status meter_db_invoice_preview(PGconn *db, const char *account,
-                                              int year, int month,
-                                              const struct pricing_book *book,
-                                              struct report_invoice *inv,
-                                              struct meter_err *e);
-
-/* Reads document ref (a number, or a draft's id) into inv, only among
- * account's when account is not NULL: ROWS, or NONE if there is none. */
+/* Reads document ref (a number, or a draft's id) into inv as stored,
+ * only among account's when account is not NULL: ROWS, or NONE if there
+ * is none (billing_document checks a final one is what was issued). */
 enum meter_db_status meter_db_invoice_get(PGconn *db, const char *ref,
                                           const char *account,
                                           struct report_invoice *inv,
@@ -505,13 +431,6 @@ typedef void meter_invoice_cb(const struct report_invoice *inv, void *arg);
 enum meter_db_status meter_db_invoice_list(PGconn *db,
                                            const struct meter_invoice_filter *f,
                                            meter_invoice_cb *cb, void *arg,
-                                           struct meter_err *e);
-
-/* Voids final invoice number with a final credit note giving reason,
- * whose number goes to credit: ROWS, or the failure (already void, not
- * final, no such invoice). */
-enum meter_db_status meter_db_invoice_void(PGconn *db, const char *number,
-                                           const char *reason, char credit[16],
                                            struct meter_err *e);
 
 /* ---- credit grants (pricing rules section 14) ---------------------------- */
@@ -747,5 +666,244 @@ struct meter_usage_reader *meter_usage_reader_new(PGconn *db,
                                                   struct meter_err *e);
 struct pricing_source meter_usage_source(struct meter_usage_reader *r);
 void meter_usage_reader_free(struct meter_usage_reader *r);
+
+/* ---- what the invoice run reads (meter/billing/ says what it means) ---- */
+
+/* One row of account_price_books, with its book parsed. */
+struct meter_db_assignment {
+    int64_t from; /* Unix seconds */
+    char book_id[PRICING_ID_MAX + 1];
+    int version;
+    struct pricing_book *book;
+};
+
+struct meter_db_account {
+    const char *id;
+    char name[801]; /* 200 characters of UTF-8 */
+    int32_t pk;
+    struct meter_db_assignment *a;
+    size_t na;
+    const struct pricing_book *override; /* preview: this book instead */
+    bool borrowed; /* its books are a cache's (meter_db_accounts_load) */
+};
+
+/* Price books parsed once for a run: version `version` of `id`. */
+struct meter_db_book_entry {
+    char id[PRICING_ID_MAX + 1];
+    int version;
+    struct pricing_book *book;
+};
+struct meter_db_books {
+    struct meter_db_book_entry *v;
+    size_t n, cap;
+};
+void meter_db_books_release(struct meter_db_books *c);
+
+/* Reads the accounts accts[0..n) name by their id (an account not found
+ * keeps pk 0), locking their rows in id order when lock, and their
+ * assignments, with books from cache (read into it as needed). */
+enum meter_db_status
+meter_db_accounts_load(PGconn *db, struct meter_db_account *const *accts,
+                       size_t n, bool lock, struct meter_db_books *cache,
+                       struct meter_err *e);
+
+/* Reads the account (locking its row FOR NO KEY UPDATE when lock) and
+ * its assignments; HARD with "no account" if there is none. */
+enum meter_db_status meter_db_account_load(PGconn *db,
+                                           struct meter_db_account *acct,
+                                           bool lock, struct meter_err *e);
+void meter_db_account_release(struct meter_db_account *acct);
+
+/* The parts of a period: the days on each book. */
+struct meter_db_parts {
+    struct pricing_part p[31];
+    const struct meter_db_assignment *a[31];
+    size_t n;
+};
+
+void meter_db_parts_of(const struct meter_db_account *acct, int year, int month,
+                       struct meter_db_parts *out);
+
+/* The grants an account has received (its books' and its operator's,
+ * in that order), with the balances its final documents left. */
+struct meter_db_grants {
+    struct pricing_grant *g; /* a book's named "BOOK/ID" */
+    size_t n, cap;
+};
+enum meter_db_status
+meter_db_account_grants(PGconn *db, const struct meter_db_account *acct,
+                        struct meter_db_grants *out, struct meter_err *e);
+void meter_db_grants_release(struct meter_db_grants *gs);
+/* The same for n accounts at once: out[k] for accts[k]. */
+enum meter_db_status meter_db_accounts_grants(
+    PGconn *db, const struct meter_db_account *const *accts,
+    struct meter_db_grants *const *out, size_t n, struct meter_err *e);
+
+/* The drivers of one period's days: weights out of 10^9 of the period's
+ * whole, per driver (running seconds, vCPU, memory, disk, egress), so
+ * that a product with an amount never overflows. */
+struct meter_db_period_days {
+    int year, month;
+    int64_t first_day; /* Unix day of the period's first */
+    int ndays;
+    int64_t w[31][5];
+};
+/* out[k]: the drivers of (year, month) for account pks[k], n ascending. */
+enum meter_db_status
+meter_db_revenue_drivers(PGconn *db, const int32_t *pks, size_t n, int year,
+                         int month, struct meter_db_period_days *const *out,
+                         struct meter_err *e);
+
+/* Opens a reader of stored usage as meter_usage_reader_new does, but
+ * with own_tx false inside the caller's transaction (at its isolation
+ * level), which it leaves open when freed. */
+struct meter_usage_reader *meter_db_usage_open(PGconn *db, const char *account,
+                                               int64_t from, int64_t to,
+                                               bool own_tx,
+                                               struct meter_err *e);
+
+/* A reader of the stored usage of a batch's accounts (their keys pks,
+ * ascending, and ids; both kept by the caller until it is freed) in
+ * [from, to), inside the caller's transaction; then one source per
+ * account, asked for in ascending order: the blocks of accounts not
+ * asked for are passed over. */
+struct meter_usage_reader *
+meter_db_usage_open_batch(PGconn *db, const int32_t *pks,
+                          const char *const *ids, size_t n, int64_t from,
+                          int64_t to, struct meter_err *e);
+struct pricing_source
+meter_db_usage_account_source(struct meter_usage_reader *r, int32_t account_pk);
+/* Seconds the last account's source returned. */
+uint64_t meter_db_usage_account_seconds(const struct meter_usage_reader *r);
+
+/* Seconds the reader has returned so far. */
+uint64_t meter_db_usage_seconds(const struct meter_usage_reader *r);
+
+/* ---- what the invoice run reads and writes, a batch at a time ----------- */
+
+/* Documents one run may write for an account: the period's invoice, and
+ * one for late usage in each other currency (rules section 9). */
+#define METER_INVOICE_DOCS 8
+
+/* An account of a batch of the invoice run, and what the period holds of
+ * it, as meter_db_bills_* read it. The caller sets acct.id, and active
+ * on the accounts to read further; meter_db_bill_release frees it. */
+struct meter_db_bill {
+    struct meter_db_account acct;
+    bool active;
+    /* The period's final invoices that no credit note voids. */
+    struct {
+        char number[16];
+        char currency[4];
+    } live[METER_INVOICE_DOCS];
+    size_t nlive;
+    /* Read before the usage: a later change is then seen as late. */
+    uint64_t first_runs, revision;
+    struct report_invoice billed; /* what final documents bill of the
+                                     period, grant lines aside */
+    int late[64]; /* earlier periods (pricing_period_index) to rate again */
+    size_t nlate;
+    int *finals; /* earlier periods with a final invoice */
+    size_t nfinals;
+    struct meter_db_grants grants; /* with the balances final documents left */
+    struct {
+        int64_t id;
+        char currency[4];
+    } drafts[METER_INVOICE_DOCS]; /* the period's drafts */
+    size_t ndrafts;
+    struct meter_db_period_days days; /* the period's, for revenue */
+    char problem[256]; /* what stored documents hold that the run cannot
+                          take ('' if nothing): billed in two currencies,
+                          too many late periods or drafts */
+};
+void meter_db_bill_release(struct meter_db_bill *b);
+
+/* What meter_db_bills_read reads of the active bills, besides their
+ * state (first runs and revision), always read. */
+enum {
+    METER_DB_BILLS_LIVE = 1 << 0,    /* live */
+    METER_DB_BILLS_HISTORY = 1 << 1, /* billed, late, grants, drafts, days */
+    METER_DB_BILLS_FINALS = 1 << 2,  /* finals */
+};
+
+/* Reads bills[0..n)'s accounts by id (pk 0: none such) and their books
+ * (from cache, parsed once), locking the accounts' rows in id order when
+ * lock (so batches that share accounts do not deadlock). */
+enum meter_db_status meter_db_bills_lock(PGconn *db,
+                                         struct meter_db_bill *const *bills,
+                                         size_t n, bool lock,
+                                         struct meter_db_books *cache,
+                                         struct meter_err *e);
+/* Reads what `what` names of the active bills for (year, month), a few
+ * statements for the whole batch. */
+enum meter_db_status meter_db_bills_read(PGconn *db,
+                                         struct meter_db_bill *const *bills,
+                                         size_t n, int year, int month,
+                                         unsigned what, struct meter_err *e);
+
+/* One account's period, read as the batch reads it, for the earlier
+ * periods a run rates again: its state, then (after its usage) what
+ * final documents bill of it. */
+enum meter_db_status
+meter_db_period_state(PGconn *db, const struct meter_db_account *acct, int year,
+                      int month, uint64_t *first_runs, uint64_t *revision,
+                      struct meter_err *e);
+enum meter_db_status meter_db_billed_lines(PGconn *db,
+                                           const struct meter_db_account *acct,
+                                           int year, int month,
+                                           struct report_invoice *billed,
+                                           struct meter_err *e);
+
+/* What a document's run rated of one period (invoice_usage). */
+struct meter_db_rated {
+    int year, month;
+    uint64_t seconds;              /* stored seconds read */
+    uint64_t first_runs, revision; /* read before them */
+    uint64_t running_s, idle_s;    /* of the statements priced */
+};
+
+/* A draft to write: inv (its id that of the draft it replaces, or 0 for
+ * a new one), what it rated (the first document of an account's run),
+ * its account and the drivers of its period's days (revenue). */
+struct meter_db_draft {
+    struct report_invoice *inv;
+    const struct meter_db_rated *rated;
+    size_t nrated;
+    const struct meter_db_account *acct;
+    const struct meter_db_period_days *days;
+};
+
+/*
+ * Writes the batch's drafts of (year, month): removes the drafts of the
+ * accounts none[0..nnone) (no book in the period) and the drafts gone
+ * (ngone ids of accounts gone_accounts, in currencies no longer billed),
+ * then writes drafts[0..n): each replaces the draft whose id it carries
+ * (kept) or is new (ids given in the drafts' order), then the lines,
+ * what they rated and the revenue by day, one COPY each. Sets each
+ * document's id, created_at and status.
+ */
+enum meter_db_status meter_db_drafts_store(
+    PGconn *db, int year, int month, const char *const *none, size_t nnone,
+    const char *const *gone_accounts, const int64_t *gone_ids, size_t ngone,
+    struct meter_db_draft *drafts, size_t n, struct meter_err *e);
+
+/* The transaction's commit waits for no disk flush (what it writes is
+ * recomputed by any run: drafts). */
+enum meter_db_status meter_db_commit_async(PGconn *db, struct meter_err *e);
+
+/* Numbers the n drafts docs[] in order, at once (the year's counter row
+ * stays locked until commit: numbers are gap-free and never given twice,
+ * migration 0014), hashes them and makes them final. */
+enum meter_db_status
+meter_db_invoices_finalize(PGconn *db, struct report_invoice *const *docs,
+                           size_t n, struct meter_err *e);
+
+/* Stores credit note `note` of document `voided` (a draft: finalize it
+ * next): its lines, the periods it takes back (to be rated again) and
+ * its revenue, that of the voided document negated. */
+enum meter_db_status meter_db_credit_note_store(PGconn *db,
+                                                struct report_invoice *note,
+                                                int64_t voided,
+                                                struct meter_err *e);
 
 #endif

@@ -47,7 +47,7 @@ driver_of(const char *kind)
     return D_EVEN;
 }
 
-#define period_days db_period_days
+#define period_days meter_db_period_days
 
 struct cell {
     int64_t day;
@@ -96,9 +96,9 @@ floor_div(pricing_i128 a, pricing_i128 b)
 /* Sets out[k] to the drivers of (year, month) of account pks[k] (n of
  * them, ascending), in one statement. */
 enum meter_db_status
-db_revenue_drivers(PGconn *db, const int32_t *pks, size_t n, int year,
-                   int month, struct db_period_days *const *out,
-                   struct meter_err *e)
+meter_db_revenue_drivers(PGconn *db, const int32_t *pks, size_t n, int year,
+                         int month, struct meter_db_period_days *const *out,
+                         struct meter_err *e)
 {
     int64_t from = db_period_start(year, month),
             to = db_period_end(year, month);
@@ -152,8 +152,9 @@ db_revenue_drivers(PGconn *db, const int32_t *pks, size_t n, int year,
 
 /* The drivers of (year, month), read once per period. */
 static enum meter_db_status
-load_period(PGconn *db, const struct db_account *acct, int year, int month,
-            struct spread *s, struct period_days **out, struct meter_err *e)
+load_period(PGconn *db, const struct meter_db_account *acct, int year,
+            int month, struct spread *s, struct period_days **out,
+            struct meter_err *e)
 {
     for (size_t i = 0; i < s->np; i++)
         if (s->p[i].year == year && s->p[i].month == month) {
@@ -166,7 +167,7 @@ load_period(PGconn *db, const struct db_account *acct, int year, int month,
     s->p = np;
     struct period_days *p = &s->p[s->np];
     enum meter_db_status st =
-        db_revenue_drivers(db, &acct->pk, 1, year, month, &p, e);
+        meter_db_revenue_drivers(db, &acct->pk, 1, year, month, &p, e);
     if (st < 0)
         return st;
     s->np++;
@@ -202,7 +203,8 @@ add_to_cell(struct spread *s, int64_t day, const char *kind, const char *book,
  * the period priced with it. A line of no book, or of a book no part
  * names (an override), has every day of the period. */
 static bool
-on_book(const struct db_parts *parts, const struct report_line *l, int64_t t)
+on_book(const struct meter_db_parts *parts, const struct report_line *l,
+        int64_t t)
 {
     if (!l->book[0])
         return true;
@@ -220,7 +222,7 @@ on_book(const struct db_parts *parts, const struct report_line *l, int64_t t)
 
 /* Splits one line over its days into the cells. */
 static enum meter_db_status
-spread_line(PGconn *db, const struct db_account *acct,
+spread_line(PGconn *db, const struct meter_db_account *acct,
             const struct report_line *l, struct spread *s, struct meter_err *e)
 {
     struct period_days *p = NULL;
@@ -231,8 +233,8 @@ spread_line(PGconn *db, const struct db_account *acct,
     const char *kind =
         strcmp(l->kind, "late_usage") == 0 ? l->corrects : l->kind;
     enum driver d = driver_of(kind);
-    struct db_parts parts;
-    db_parts_of(acct, l->year, l->month, &parts);
+    struct meter_db_parts parts;
+    meter_db_parts_of(acct, l->year, l->month, &parts);
     int64_t w[31];
     pricing_i128 total = 0;
     int ndays = 0, heaviest = -1;
@@ -400,9 +402,9 @@ cells_tsv(const struct spread *s, const struct report_invoice *inv, int minor,
 }
 
 enum meter_db_status
-db_revenue_rows(PGconn *db, const struct db_account *acct,
+db_revenue_rows(PGconn *db, const struct meter_db_account *acct,
                 const struct report_invoice *inv,
-                const struct db_period_days *known, struct meter_buf *tsv,
+                const struct meter_db_period_days *known, struct meter_buf *tsv,
                 struct meter_err *e)
 {
     int minor = (int)pricing_money_decimals(inv->currency);

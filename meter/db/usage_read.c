@@ -45,7 +45,7 @@ struct meter_usage_reader {
     char pack_account[PRICING_ID_MAX + 1];
     char pack_sandbox[PRICING_ID_MAX + 1];
     int32_t pack_first_run;
-    /* A batch's reader (db_usage_open_batch): rows carry the account's
+    /* A batch's reader (meter_db_usage_open_batch): rows carry the account's
      * and the sandbox's keys, named from the sandboxes read once. */
     bool batch;
     PGresult *sandboxes;     /* their ids */
@@ -65,8 +65,8 @@ struct meter_usage_reader {
 };
 
 struct meter_usage_reader *
-db_usage_open(PGconn *db, const char *account, int64_t from, int64_t to,
-              bool own_tx, struct meter_err *e)
+meter_db_usage_open(PGconn *db, const char *account, int64_t from, int64_t to,
+                    bool own_tx, struct meter_err *e)
 {
     struct meter_usage_reader *r = calloc(1, sizeof(*r));
     if (!r) {
@@ -143,11 +143,11 @@ struct meter_usage_reader *
 meter_usage_reader_new(PGconn *db, const char *account, int64_t from,
                        int64_t to, struct meter_err *e)
 {
-    return db_usage_open(db, account, from, to, true, e);
+    return meter_db_usage_open(db, account, from, to, true, e);
 }
 
 uint64_t
-db_usage_seconds(const struct meter_usage_reader *r)
+meter_db_usage_seconds(const struct meter_usage_reader *r)
 {
     return r->seconds;
 }
@@ -450,8 +450,9 @@ meter_usage_source(struct meter_usage_reader *r)
 /* ---- a batch of accounts ------------------------------------------------ */
 
 struct meter_usage_reader *
-db_usage_open_batch(PGconn *db, const int32_t *pks, const char *const *ids,
-                    size_t n, int64_t from, int64_t to, struct meter_err *e)
+meter_db_usage_open_batch(PGconn *db, const int32_t *pks,
+                          const char *const *ids, size_t n, int64_t from,
+                          int64_t to, struct meter_err *e)
 {
     struct meter_usage_reader *r = calloc(1, sizeof(*r));
     struct meter_buf arr = {0};
@@ -565,7 +566,7 @@ next_of_account(void *ctx, struct pricing_block *b, struct pricing_err *pe)
 }
 
 struct pricing_source
-db_usage_account_source(struct meter_usage_reader *r, int32_t account_pk)
+meter_db_usage_account_source(struct meter_usage_reader *r, int32_t account_pk)
 {
     r->limit = account_pk;
     r->limit_seconds = 0;
@@ -574,7 +575,7 @@ db_usage_account_source(struct meter_usage_reader *r, int32_t account_pk)
 }
 
 uint64_t
-db_usage_account_seconds(const struct meter_usage_reader *r)
+meter_db_usage_account_seconds(const struct meter_usage_reader *r)
 {
     return r->limit_seconds;
 }

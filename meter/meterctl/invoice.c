@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "billing.h"
 #include "report.h"
 
 /* Options shared by the subcommands; each accepts a subset. */
@@ -151,10 +152,6 @@ parse(const char *cmd, int argc, char **argv, unsigned allowed,
 
 /* ---- run ----------------------------------------------------------------- */
 
-/* The most accounts one transaction of the run invoices by default
- * (--batch): bounds its memory and how long it holds their rows. */
-#define INVOICE_BATCH 500
-
 /* The progress bar on a terminal: accounts done, samples per second,
  * time left. */
 static void
@@ -203,7 +200,7 @@ run_worker(void *arg)
         pthread_mutex_unlock(&run->lock);
         return NULL;
     }
-    struct meter_invoice_outcome *outs = calloc(run->batch, sizeof(*outs));
+    struct billing_outcome *outs = calloc(run->batch, sizeof(*outs));
     while (outs) {
         pthread_mutex_lock(&run->lock);
         size_t first = run->next, n = run->accounts->n - first < run->batch
@@ -215,9 +212,8 @@ run_worker(void *arg)
             break;
         const char *const *ids =
             (const char *const *)run->accounts->str + first;
-        int rc =
-            meter_db_invoice_batch(db, ids, n, run->a->year, run->a->month,
-                                   run->a->finalize, run->a->seller, outs, &e);
+        int rc = billing_run(db, ids, n, run->a->year, run->a->month,
+                             run->a->finalize, run->a->seller, outs, &e);
         pthread_mutex_lock(&run->lock);
         run->done += n;
         if (rc < 0) {
@@ -226,7 +222,7 @@ run_worker(void *arg)
             run->failed += n;
         }
         for (size_t k = 0; k < n && rc >= 0; k++) {
-            const struct meter_invoice_outcome *o = &outs[k];
+            const struct billing_outcome *o = &outs[k];
             if (o->failed) {
                 fprintf(stderr, "%smeterctl: account %s: %s\n",
                         run->tty ? "\n" : "", ids[k], o->error);
@@ -272,7 +268,7 @@ invoice_run(struct ctl *ctl, int argc, char **argv)
     if (!a.seller || !*a.seller)
         a.seller = "Unnamed seller";
     if (!a.batch)
-        a.batch = INVOICE_BATCH;
+        a.batch = BILLING_BATCH;
     if (!a.jobs) {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         a.jobs = cpus > 0 ? (uint64_t)cpus : 1;
@@ -282,8 +278,7 @@ invoice_run(struct ctl *ctl, int argc, char **argv)
         return CTL_FAILED;
     struct meter_err e = {{0}};
     struct meter_strtab accounts = {0};
-    rc = meter_db_invoice_accounts(db, a.year, a.month, a.account, &accounts,
-                                   &e) < 0
+    rc = billing_accounts(db, a.year, a.month, a.account, &accounts, &e) < 0
              ? ctl_failed(&e)
              : 0;
     PQfinish(db);
@@ -401,7 +396,7 @@ invoice_show(struct ctl *ctl, int argc, char **argv)
     struct report_invoice inv = {0};
     FILE *out = NULL;
     rc = CTL_FAILED;
-    switch (meter_db_invoice_get(db, ref, NULL, &inv, &e)) {
+    switch (billing_document(db, ref, NULL, &inv, NULL, &e)) {
     case METER_DB_ROWS:
         break;
     case METER_DB_NONE:
@@ -410,21 +405,6 @@ invoice_show(struct ctl *ctl, int argc, char **argv)
     default:
         ctl_failed(&e);
         goto out;
-    }
-    if (inv.sha256[0]) {
-        /* A final document must still be what was issued. */
-        char hex[65];
-        if (report_invoice_hash(&inv, hex, &e) < 0) {
-            ctl_failed(&e);
-            goto out;
-        }
-        if (strcmp(hex, inv.sha256) != 0) {
-            fprintf(stderr,
-                    "meterctl: invoice %s does not match its SHA-256 (%s "
-                    "stored, %s now)\n",
-                    ref, inv.sha256, hex);
-            goto out;
-        }
     }
     out = a.output ? fopen(a.output, "wb") : stdout;
     if (!out) {
@@ -462,7 +442,7 @@ invoice_void(struct ctl *ctl, int argc, char **argv)
     struct meter_err e = {{0}};
     char credit[16];
     rc = 0;
-    if (meter_db_invoice_void(db, argv[optind], a.reason, credit, &e) < 0)
+    if (billing_void(db, argv[optind], a.reason, credit, &e) < 0)
         rc = ctl_failed(&e);
     else
         printf("invoice %s voided by credit note %s\n", argv[optind], credit);
@@ -539,10 +519,8 @@ invoice_preview(struct ctl *ctl, int argc, char **argv)
     rc = CTL_FAILED;
     if (!db)
         goto out;
-    if (meter_db_invoice_preview(db, a.account, a.year, a.month, NULL, &now,
-                                 &e) < 0 ||
-        meter_db_invoice_preview(db, a.account, a.year, a.month, book, &alt,
-                                 &e) < 0) {
+    if (billing_preview(db, a.account, a.year, a.month, NULL, &now, &e) < 0 ||
+        billing_preview(db, a.account, a.year, a.month, book, &alt, &e) < 0) {
         ctl_failed(&e);
         goto out;
     }

@@ -7,14 +7,14 @@
  */
 #include "meterd_int.h"
 
+#include "billing.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define PAGE_DEFAULT 100
-/* Accounts invoiced in one transaction (meter_db_invoice_batch). */
-#define RUN_BATCH 500
 #define PAGE_MAX 1000
 
 /* The account a key of role account is limited to, else NULL. */
@@ -204,31 +204,30 @@ meterd_invoices_get(struct meter_http_request *rq)
                                  ref);
         return;
     }
-    struct report_invoice inv;
+    struct report_invoice inv = {0};
     struct meter_err e = {{0}};
     PGconn *db = meter_http_db(rq);
+    bool altered = false;
     enum meter_db_status st =
-        db ? meter_db_invoice_get(db, ref, own_account(rq), &inv, &e)
+        db ? billing_document(db, ref, own_account(rq), &inv, &altered, &e)
            : METER_DB_HARD;
     if (st == METER_DB_NONE) {
         meter_http_reply_problem(rq, 404, "not-found", "Not found", NULL,
                                  "no invoice '%s'", ref);
         return;
     }
-    if (st < 0) {
-        meter_http_reply_db_error(rq, db, st, &e, "the invoice cannot be read");
-        return;
-    }
-    /* A final document must still be what was issued. */
-    char hex[65];
-    if (inv.sha256[0] &&
-        (report_invoice_hash(&inv, hex, &e) < 0 || strcmp(hex, inv.sha256))) {
-        meter_log(METER_LOG_ERROR, "invoice %s does not match its SHA-256",
-                  ref);
+    if (altered) {
+        /* A final document that is no longer what was issued. */
+        meter_log(METER_LOG_ERROR, "%s", e.msg);
         report_invoice_release(&inv);
         meter_http_reply_problem(rq, 500, "internal", "Invoice altered", NULL,
                                  "invoice '%s' does not match its SHA-256",
                                  ref);
+        return;
+    }
+    if (st < 0) {
+        report_invoice_release(&inv);
+        meter_http_reply_db_error(rq, db, st, &e, "the invoice cannot be read");
         return;
     }
     char *text = NULL;
@@ -260,7 +259,7 @@ meterd_invoices_get(struct meter_http_request *rq)
 /* The fields of a document the run wrote: id, total (to the currency's
  * minor unit), currency, and number once final. */
 static void
-set_document(json_t *o, const struct meter_invoice_doc *d)
+set_document(json_t *o, const struct billing_doc *d)
 {
     char total[64], id[24];
     pricing_money_format(d->total, d->currency, total, sizeof(total));
@@ -323,7 +322,7 @@ meterd_invoices_run(struct meter_http_request *rq)
     struct meter_strtab ids = {0};
     json_t *items = json_array();
     int failed = 0;
-    struct meter_invoice_outcome *outs = calloc(RUN_BATCH, sizeof(*outs));
+    struct billing_outcome *outs = calloc(BILLING_BATCH, sizeof(*outs));
     /* Finalizations are audited as done by this request's key; the
      * connection serves other keys after it (reset at out). */
     const struct meter_principal *who = meter_http_principal(rq);
@@ -338,16 +337,16 @@ meterd_invoices_run(struct meter_http_request *rq)
     enum meter_db_status st =
         db ? meter_db_set_actor(db, actor, &e) : METER_DB_HARD;
     if (st >= 0)
-        st = meter_db_invoice_accounts(db, year, month, account, &ids, &e);
+        st = billing_accounts(db, year, month, account, &ids, &e);
     if (st < 0) {
         meter_http_reply_db_error(rq, db, st, &e, "the run cannot start");
         goto out;
     }
-    for (size_t first = 0; first < ids.n; first += RUN_BATCH) {
-        size_t n = ids.n - first < RUN_BATCH ? ids.n - first : RUN_BATCH;
+    for (size_t first = 0; first < ids.n; first += BILLING_BATCH) {
+        size_t n =
+            ids.n - first < BILLING_BATCH ? ids.n - first : BILLING_BATCH;
         const char *const *batch = (const char *const *)ids.str + first;
-        st = meter_db_invoice_batch(db, batch, n, year, month, finalize, seller,
-                                    outs, &e);
+        st = billing_run(db, batch, n, year, month, finalize, seller, outs, &e);
         if (st < 0) {
             /* Gone, busy (or past --db-timeout): the batches done are
              * done; running it again redoes the rest. */
@@ -358,7 +357,7 @@ meterd_invoices_run(struct meter_http_request *rq)
             goto out;
         }
         for (size_t k = 0; k < n; k++) {
-            const struct meter_invoice_outcome *r = &outs[k];
+            const struct billing_outcome *r = &outs[k];
             json_t *item = json_pack("{s:s}", "account_id", batch[k]);
             if (r->failed) {
                 failed++;
@@ -372,7 +371,7 @@ meterd_invoices_run(struct meter_http_request *rq)
                                             : r->written     ? "draft"
                                                              : "none"));
             if (r->written) {
-                struct meter_invoice_doc own = {.id = r->id, .total = r->total};
+                struct billing_doc own = {.id = r->id, .total = r->total};
                 snprintf(own.number, sizeof(own.number), "%s", r->number);
                 snprintf(own.currency, sizeof(own.currency), "%s", r->currency);
                 set_document(item, &own);
