@@ -82,4 +82,15 @@ billing_complete(PGconn *db, const struct meter_db_account *acct, int year,
                  const struct meter_db_grants *gs, struct billing_docs *ds,
                  struct billing_rated *rated, struct meter_err *e);
 
+/* Document inv's total (a draft of acct, its lines set) spread over the
+ * days it bills, into *cells (n of them; the caller frees it, which
+ * points into inv's lines): known are the drivers of one period already
+ * read (or NULL), the others read through db. */
+enum meter_db_status billing_revenue(PGconn *db,
+                                     const struct meter_db_account *acct,
+                                     const struct report_invoice *inv,
+                                     const struct meter_db_period_days *known,
+                                     struct meter_db_revenue_cell **cells,
+                                     size_t *n, struct meter_err *e);
+
 #endif

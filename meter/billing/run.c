@@ -309,17 +309,23 @@ store_batch(PGconn *db, struct batch *bt, struct meter_err *e)
                 gone_i[ngone++] = b->db.drafts[i].id;
             }
         }
-        for (size_t x = 0; x < b->ds.n; x++) {
+        for (size_t x = 0; st >= 0 && x < b->ds.n; x++) {
             struct report_invoice *inv = &b->ds.d[x];
+            struct meter_db_revenue_cell *cells = NULL;
+            size_t ncells = 0;
             inv->id = draft_of(b, inv->currency);
-            d[nd++] = (struct meter_db_draft){inv, x == 0 ? b->rated.p : NULL,
-                                              x == 0 ? b->rated.n : 0,
-                                              &b->db.acct, &b->db.days};
+            st = billing_revenue(db, &b->db.acct, inv, &b->db.days, &cells,
+                                 &ncells, e);
+            d[nd++] =
+                (struct meter_db_draft){inv, x == 0 ? b->rated.p : NULL,
+                                        x == 0 ? b->rated.n : 0, cells, ncells};
         }
     }
     if (st >= 0)
         st = meter_db_drafts_store(db, bt->year, bt->month, none, nnone, gone_a,
                                    gone_i, ngone, d, nd, e);
+    for (size_t i = 0; d && i < nd; i++)
+        free((void *)d[i].cells);
     free(none);
     free(gone_a);
     free(gone_i);

@@ -191,15 +191,6 @@ enum meter_db_status db_exec_prepared(PGconn *db, const char *what,
                                       const int *lengths, const int *formats,
                                       PGresult **res, struct meter_err *e);
 
-/* Appends to tsv the invoice_revenue rows (COPY text) of document inv (a
- * draft of acct, its id and lines set): its total spread over the days
- * it bills; known: the drivers of one period already read, or NULL. */
-enum meter_db_status db_revenue_rows(PGconn *db,
-                                     const struct meter_db_account *acct,
-                                     const struct report_invoice *inv,
-                                     const struct meter_db_period_days *known,
-                                     struct meter_buf *tsv,
-                                     struct meter_err *e);
 /* Writes the revenue of credit note `note`: that of `voided`, negated. */
 enum meter_db_status db_revenue_negate(PGconn *db, const char *account,
                                        int64_t note, int64_t voided,

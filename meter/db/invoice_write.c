@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Appends inv's lines as invoice_lines rows (COPY text). */
 static void
@@ -72,6 +73,33 @@ usage_tsv(struct meter_buf *b, const struct report_invoice *inv,
 #define COPY_USAGE                                                             \
     "COPY invoice_usage (account_id, invoice_id, period, samples,"             \
     " first_runs, running_s, idle_s, revision) FROM STDIN"
+
+/* Appends a document's revenue cells as invoice_revenue rows. */
+static void
+revenue_tsv(struct meter_buf *b, const struct report_invoice *inv,
+            const struct meter_db_revenue_cell *cells, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct meter_db_revenue_cell *c = &cells[i];
+        char day[16], amount[64];
+        time_t t = (time_t)(c->day * 86400);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        strftime(day, sizeof(day), "%Y-%m-%d", &tm);
+        pricing_money_format(c->amount, inv->currency, amount, sizeof(amount));
+        db_tsv_text(b, inv->account_id);
+        db_tsv_int(b, inv->id);
+        db_tsv_text(b, day);
+        db_tsv_text(b, c->kind);
+        db_tsv_text(b, c->book[0] ? c->book : NULL);
+        if (c->book[0])
+            db_tsv_int(b, c->version);
+        else
+            db_tsv_text(b, NULL);
+        db_tsv_text(b, amount);
+        db_tsv_end(b);
+    }
+}
 
 #define COPY_REVENUE                                                           \
     "COPY invoice_revenue (account_id, invoice_id, day, kind,"                 \
@@ -340,9 +368,8 @@ meter_db_drafts_store(PGconn *db, int year, int month, const char *const *none,
             meter_buf_release(&h[x][c]);
     for (size_t k = 0; k < n && st >= 0; k++) {
         lines_tsv(&lines, drafts[k].inv);
-        st = db_revenue_rows(db, drafts[k].acct, drafts[k].inv, drafts[k].days,
-                             &revenue, e);
         usage_tsv(&usage, drafts[k].inv, drafts[k].rated, drafts[k].nrated);
+        revenue_tsv(&revenue, drafts[k].inv, drafts[k].cells, drafts[k].ncells);
     }
     if (st >= 0 && (lines.failed || usage.failed || revenue.failed))
         st = db_hard(e, "out of memory");
@@ -355,7 +382,7 @@ meter_db_drafts_store(PGconn *db, int year, int month, const char *const *none,
     if (st >= 0 && revenue.len)
         st = db_copy_in(db, COPY_REVENUE, revenue.p, revenue.len,
                         "cannot store the revenue by day", e);
-    struct meter_buf *bufs[] = {&none_a,   &old_a, &old_i, &gone_a,
+    struct meter_buf *bufs[] = {&none_a, &old_a, &old_i, &gone_a,
                                 &gone_i, &lines, &usage, &revenue};
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
         meter_buf_release(bufs[i]);

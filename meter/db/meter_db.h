@@ -862,15 +862,24 @@ struct meter_db_rated {
     uint64_t running_s, idle_s;    /* of the statements priced */
 };
 
+/* A document's revenue on one day, for one kind of charge and book
+ * (invoice_revenue): its amount, to the currency's minor unit. */
+struct meter_db_revenue_cell {
+    int64_t day;             /* Unix day */
+    const char *kind, *book; /* book "" for none */
+    int version;
+    struct pricing_dec amount;
+};
+
 /* A draft to write: inv (its id that of the draft it replaces, or 0 for
  * a new one), what it rated (the first document of an account's run),
- * its account and the drivers of its period's days (revenue). */
+ * and its revenue by day. */
 struct meter_db_draft {
     struct report_invoice *inv;
     const struct meter_db_rated *rated;
     size_t nrated;
-    const struct meter_db_account *acct;
-    const struct meter_db_period_days *days;
+    const struct meter_db_revenue_cell *cells;
+    size_t ncells;
 };
 
 /*
