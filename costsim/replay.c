@@ -18,8 +18,6 @@
  */
 #include "replay_int.h"
 
-#include "billing.h"
-
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -485,7 +483,7 @@ replay_release(struct cs_replay *rp)
     free(rp->facts.run_ev.ev);
     free(rp->facts.disk_ev.ev);
     pricing_statements_free(rp->own, rp->nown);
-    meter_account_period_release(&rp->period);
+    billing_account_period_release(&rp->period);
     report_invoice_release(&rp->inv);
 }
 
@@ -516,7 +514,7 @@ cs_replay_main(int argc, char **argv)
         meter_db_set_read_only(db, &e) < 0)
         goto fail;
     enum meter_db_status st =
-        meter_db_account_period(db, a.account, a.year, a.month, &rp.period, &e);
+        billing_account_period(db, a.account, a.year, a.month, &rp.period, &e);
     if (st < 0)
         goto fail;
     if (st == METER_DB_NONE) {

@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 
+#include "billing.h"
 #include "costsim_int.h"
 #include "meter_db.h"
 #include "report.h"
@@ -85,7 +86,7 @@ struct cs_replay {
     /* The account's own books in the period, as stored, and the period
      * rated with them as the invoice run rates it (its own lines, one
      * statement per part), or why it could not be. */
-    struct meter_account_period period;
+    struct billing_period period;
     bool own_failed;
     struct pricing_err own_err;
     struct pricing_statement *own;

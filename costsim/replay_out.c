@@ -208,7 +208,7 @@ table_own(FILE *f, const struct cs_replay *rp)
         fprintf(f, "    none: the account is on no price book in the "
                    "period\n");
     for (size_t k = 0; k < rp->period.nparts; k++) {
-        const struct meter_book_part *p = &rp->period.parts[k];
+        const struct billing_book_part *p = &rp->period.parts[k];
         fprintf(f, "  %s version %d, %s to %s\n", p->book_id, p->version,
                 day(p->from, a, sizeof(a)), day(p->to, b, sizeof(b)));
         if (!rp->own_failed && k < rp->nown)
@@ -415,7 +415,7 @@ own_json(const struct cs_replay *rp)
     json_t *parts = json_array();
     char a[32], b[32];
     for (size_t k = 0; parts && k < rp->period.nparts; k++) {
-        const struct meter_book_part *p = &rp->period.parts[k];
+        const struct billing_book_part *p = &rp->period.parts[k];
         json_t *x =
             json_pack("{s:s, s:i, s:s, s:s}", "price_book", p->book_id,
                       "version", p->version, "from", day(p->from, a, sizeof(a)),

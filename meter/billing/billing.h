@@ -109,4 +109,31 @@ enum meter_db_status billing_void(PGconn *db, const char *number,
                                   const char *reason, char credit[16],
                                   struct meter_err *e);
 
+/* A part of a period spent on one price book, as the invoice run cuts
+ * the period (whole days), with that version of the book as stored. */
+struct billing_book_part {
+    char book_id[PRICING_ID_MAX + 1];
+    int version;
+    int64_t from, to;          /* Unix seconds, multiples of 86,400 */
+    struct pricing_book *book; /* parsed; owned by the period */
+};
+
+/* An account and the books it is on during one period. */
+struct billing_period {
+    char name[801]; /* "" if it has none */
+    struct billing_book_part parts[31];
+    size_t nparts; /* 0: on no book in the period */
+};
+
+/* Reads account and the parts of (year, month) it spends on each book,
+ * in one read-only transaction: ROWS, NONE if there is no such account,
+ * or the failure. Release *out with billing_account_period_release
+ * whatever the result. */
+enum meter_db_status billing_account_period(PGconn *db, const char *account,
+                                            int year, int month,
+                                            struct billing_period *out,
+                                            struct meter_err *e);
+/* Frees the parts' books; p may be NULL. */
+void billing_account_period_release(struct billing_period *p);
+
 #endif

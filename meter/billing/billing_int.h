@@ -27,6 +27,17 @@ billing_period_end(int year, int month)
     return end;
 }
 
+/* The parts of a period: the days on each book, each assignment holding
+ * from its day until the account's next one (an override book, a
+ * preview's, prices every part). */
+struct billing_parts {
+    struct pricing_part p[31];
+    const struct meter_db_assignment *a[31];
+    size_t n;
+};
+void billing_parts_of(const struct meter_db_account *acct, int year, int month,
+                      struct billing_parts *out);
+
 /* HARD, with the message in e. */
 enum meter_db_status billing_fail(struct meter_err *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -50,8 +50,8 @@ billing_rate_source(const struct meter_db_account *acct, int year, int month,
                     struct billing_rated *rated, size_t slot,
                     struct meter_err *e)
 {
-    struct meter_db_parts parts;
-    meter_db_parts_of(acct, year, month, &parts);
+    struct billing_parts parts;
+    billing_parts_of(acct, year, month, &parts);
     if (parts.n == 0)
         return METER_DB_NONE;
     struct pricing_scope scope = {year, month, 0, acct->id, false};
@@ -101,8 +101,8 @@ rate_period(PGconn *db, const struct meter_db_account *acct, int year,
         billing_rated_slot(rated, acct, year, month, first_runs, revision, e);
     if (slot == SIZE_MAX)
         return METER_DB_HARD;
-    struct meter_db_parts parts;
-    meter_db_parts_of(acct, year, month, &parts);
+    struct billing_parts parts;
+    billing_parts_of(acct, year, month, &parts);
     if (parts.n == 0)
         return METER_DB_NONE;
     struct meter_usage_reader *r =

@@ -121,7 +121,7 @@ add_to_cell(struct spread *s, int64_t day, const char *kind, const char *book,
  * the period priced with it. A line of no book, or of a book no part
  * names (an override), has every day of the period. */
 static bool
-on_book(const struct meter_db_parts *parts, const struct report_line *l,
+on_book(const struct billing_parts *parts, const struct report_line *l,
         int64_t t)
 {
     if (!l->book[0])
@@ -151,8 +151,8 @@ spread_line(PGconn *db, const struct meter_db_account *acct,
     const char *kind =
         strcmp(l->kind, "late_usage") == 0 ? l->corrects : l->kind;
     enum driver d = driver_of(kind);
-    struct meter_db_parts parts;
-    meter_db_parts_of(acct, l->year, l->month, &parts);
+    struct billing_parts parts;
+    billing_parts_of(acct, l->year, l->month, &parts);
     int64_t w[31];
     pricing_i128 total = 0;
     int ndays = 0, heaviest = -1;

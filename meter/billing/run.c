@@ -29,7 +29,7 @@ struct bill {
     struct billing_outcome *out;
     enum { BILL_RATE, BILL_NONE, BILL_DONE, BILL_FAILED } state;
     char error[sizeof(((struct meter_err *)0)->msg)];
-    struct meter_db_parts parts;
+    struct billing_parts parts;
     struct billing_docs ds;
     struct billing_rated rated;
 };
@@ -96,7 +96,7 @@ start_batch(PGconn *db, struct batch *bt, bool lock, bool live,
         struct bill *b = &bt->b[k];
         char msg[256];
         b->db.acct.override = bt->override;
-        meter_db_parts_of(&b->db.acct, bt->year, bt->month, &b->parts);
+        billing_parts_of(&b->db.acct, bt->year, bt->month, &b->parts);
         if (b->db.acct.pk == 0) {
             snprintf(msg, sizeof(msg), "no account '%s'", b->db.acct.id);
             bill_fail(b, msg);
@@ -215,8 +215,8 @@ finalized_before(struct batch *bt, struct bill *b)
     pricing_period_of(acct->a[0].from, &y, &m, &start, &end);
     for (int p = pricing_period_index(y, m);
          p < pricing_period_index(bt->year, bt->month); p++) {
-        struct meter_db_parts parts;
-        meter_db_parts_of(acct, p / 12, p % 12 + 1, &parts);
+        struct billing_parts parts;
+        billing_parts_of(acct, p / 12, p % 12 + 1, &parts);
         bool final = false;
         for (size_t i = 0; i < b->db.nfinals && !final; i++)
             final = b->db.finals[i] == p;

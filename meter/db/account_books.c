@@ -31,9 +31,10 @@ meter_db_account_release(struct meter_db_account *acct)
 }
 
 /* Reads the account (locking its row when lock) and its assignments. */
-enum meter_db_status
-meter_db_account_load(PGconn *db, struct meter_db_account *acct, bool lock,
-                      struct meter_err *e)
+/* The account and its assignments: NONE if there is no such account. */
+static enum meter_db_status
+account_load(PGconn *db, struct meter_db_account *acct, bool lock,
+             struct meter_err *e)
 {
     const char *v[] = {acct->id};
     PGresult *r;
@@ -49,8 +50,7 @@ meter_db_account_load(PGconn *db, struct meter_db_account *acct, bool lock,
                       1, v, NULL, NULL, &r, e);
     if (st == METER_DB_NONE) {
         PQclear(r);
-        meter_fail(e, "no account '%s'", acct->id);
-        return METER_DB_HARD;
+        return st;
     }
     if (st < 0)
         return st;
@@ -97,27 +97,23 @@ meter_db_account_load(PGconn *db, struct meter_db_account *acct, bool lock,
     return METER_DB_ROWS;
 }
 
-void
-meter_db_parts_of(const struct meter_db_account *acct, int year, int month,
-                  struct meter_db_parts *out)
+enum meter_db_status
+meter_db_account_load(PGconn *db, struct meter_db_account *acct, bool lock,
+                      struct meter_err *e)
 {
-    int64_t start = db_period_start(year, month),
-            end = db_period_end(year, month);
-    out->n = 0;
-    for (size_t i = 0; i < acct->na; i++) {
-        int64_t from = acct->a[i].from,
-                to = i + 1 < acct->na ? acct->a[i + 1].from : INT64_MAX;
-        if (from < start)
-            from = start;
-        if (to > end)
-            to = end;
-        if (from >= to || out->n == 31)
-            continue;
-        out->p[out->n].book = acct->override ? acct->override : acct->a[i].book;
-        out->p[out->n].from = from;
-        out->p[out->n].to = to;
-        out->a[out->n++] = &acct->a[i];
+    enum meter_db_status st = account_load(db, acct, lock, e);
+    if (st == METER_DB_NONE) {
+        meter_fail(e, "no account '%s'", acct->id);
+        return METER_DB_HARD;
     }
+    return st;
+}
+
+enum meter_db_status
+meter_db_account_read(PGconn *db, struct meter_db_account *acct,
+                      struct meter_err *e)
+{
+    return account_load(db, acct, false, e);
 }
 
 /* ---- a batch of accounts, their books read once ------------------------- */
@@ -282,74 +278,4 @@ meter_db_accounts_load(PGconn *db, struct meter_db_account *const *accts,
     free(order);
     meter_buf_release(&ids);
     return st < 0 ? st : METER_DB_ROWS;
-}
-
-/* ---- an account's period, for a reader outside the invoice run -------- */
-
-struct period_arg {
-    const char *account;
-    int year, month;
-    struct meter_account_period *out;
-};
-
-static enum meter_db_status
-period_attempt(PGconn *db, void *arg, struct meter_err *e)
-{
-    struct period_arg *a = arg;
-    struct meter_db_account acct = {.id = a->account};
-    meter_account_period_release(a->out);
-    /* No such account is an answer here, not a failure. */
-    const char *v[] = {a->account};
-    enum meter_db_status st =
-        meter_db_exec(db, "cannot read the account",
-                      "SELECT 1 FROM accounts WHERE account_id = $1", 1, v,
-                      NULL, NULL, NULL, e);
-    if (st == METER_DB_ROWS)
-        st = meter_db_account_load(db, &acct, false, e);
-    if (st <= 0)
-        goto out;
-    snprintf(a->out->name, sizeof(a->out->name), "%s", acct.name);
-    struct meter_db_parts parts;
-    meter_db_parts_of(&acct, a->year, a->month, &parts);
-    for (size_t i = 0; i < parts.n; i++) {
-        struct meter_book_part *p = &a->out->parts[i];
-        snprintf(p->book_id, sizeof(p->book_id), "%s", parts.a[i]->book_id);
-        p->version = parts.a[i]->version;
-        p->from = parts.p[i].from;
-        p->to = parts.p[i].to;
-    }
-    /* The parts' books move to the caller; the others are freed. */
-    for (size_t i = 0; i < parts.n; i++)
-        for (size_t k = 0; k < acct.na; k++)
-            if (&acct.a[k] == parts.a[i]) {
-                a->out->parts[i].book = acct.a[k].book;
-                acct.a[k].book = NULL;
-            }
-    a->out->nparts = parts.n;
-    st = METER_DB_ROWS;
-out:
-    meter_db_account_release(&acct);
-    return st;
-}
-
-enum meter_db_status
-meter_db_account_period(PGconn *db, const char *account, int year, int month,
-                        struct meter_account_period *out, struct meter_err *e)
-{
-    struct period_arg a = {account, year, month, out};
-    memset(out, 0, sizeof(*out));
-    return meter_db_transaction(db,
-                                "BEGIN ISOLATION LEVEL REPEATABLE READ "
-                                "READ ONLY",
-                                3, period_attempt, &a, e);
-}
-
-void
-meter_account_period_release(struct meter_account_period *p)
-{
-    if (!p)
-        return;
-    for (size_t i = 0; i < p->nparts; i++)
-        pricing_book_free(p->parts[i].book);
-    memset(p, 0, sizeof(*p));
 }

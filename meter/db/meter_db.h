@@ -309,33 +309,6 @@ enum meter_db_status meter_db_account_add(PGconn *db, const char *id,
                                           const char *from,
                                           struct meter_err *e);
 
-/* A part of a period spent on one price book, as the invoice run cuts
- * the period (whole days), with that version of the book as stored. */
-struct meter_book_part {
-    char book_id[PRICING_ID_MAX + 1];
-    int version;
-    int64_t from, to;          /* Unix seconds, multiples of 86,400 */
-    struct pricing_book *book; /* parsed; owned by the period */
-};
-
-/* An account and the books it is on during one period. */
-struct meter_account_period {
-    char name[801]; /* "" if it has none */
-    struct meter_book_part parts[31];
-    size_t nparts; /* 0: on no book in the period */
-};
-
-/* Reads account and the parts of (year, month) it spends on each book,
- * in one read-only transaction: ROWS, NONE if there is no such account,
- * or the failure. Release *out with meter_account_period_release
- * whatever the result. */
-enum meter_db_status meter_db_account_period(PGconn *db, const char *account,
-                                             int year, int month,
-                                             struct meter_account_period *out,
-                                             struct meter_err *e);
-/* Frees the parts' books; p may be NULL. */
-void meter_account_period_release(struct meter_account_period *p);
-
 /* ---- storage ------------------------------------------------------------ */
 
 /* Creates the monthly usage partitions of this month and the next
@@ -712,17 +685,11 @@ meter_db_accounts_load(PGconn *db, struct meter_db_account *const *accts,
 enum meter_db_status meter_db_account_load(PGconn *db,
                                            struct meter_db_account *acct,
                                            bool lock, struct meter_err *e);
+/* The same without a lock: NONE if there is no such account. */
+enum meter_db_status meter_db_account_read(PGconn *db,
+                                           struct meter_db_account *acct,
+                                           struct meter_err *e);
 void meter_db_account_release(struct meter_db_account *acct);
-
-/* The parts of a period: the days on each book. */
-struct meter_db_parts {
-    struct pricing_part p[31];
-    const struct meter_db_assignment *a[31];
-    size_t n;
-};
-
-void meter_db_parts_of(const struct meter_db_account *acct, int year, int month,
-                       struct meter_db_parts *out);
 
 /* The grants an account has received (its books' and its operator's,
  * in that order), with the balances its final documents left. */
