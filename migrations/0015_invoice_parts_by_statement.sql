@@ -12,8 +12,13 @@ DROP FUNCTION invoice_parts_immutable();
 CREATE FUNCTION invoice_parts_immutable() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF EXISTS (SELECT 1 FROM changed c JOIN invoices i
-                USING (account_id, invoice_id) WHERE i.status = 'final') THEN
+    -- One probe of the primary key a document the statement touched.
+    IF EXISTS (SELECT 1 FROM (SELECT DISTINCT account_id, invoice_id
+                                FROM changed) c
+                CROSS JOIN LATERAL (SELECT 1 FROM invoices i
+                 WHERE i.account_id = c.account_id
+                   AND i.invoice_id = c.invoice_id
+                   AND i.status = 'final' LIMIT 1) f) THEN
         RAISE EXCEPTION 'the % of a final invoice never change', TG_TABLE_NAME
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;

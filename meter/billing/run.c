@@ -186,9 +186,14 @@ rate_batch(PGconn *db, struct batch *bt, struct meter_err *e)
                       &b->ds.d[0], &b->rated, slot, &ae);
         if (slot != SIZE_MAX)
             b->rated.p[slot].seconds = meter_db_usage_account_seconds(r);
-        if (rs < 0 && batch_broken(db, rs)) {
+        /* A block that does not decode stops the read for every account
+         * after it: the batch fails, and runs again account by account,
+         * where it is that one account's failure. */
+        if (rs < 0 && (batch_broken(db, rs) || meter_db_usage_failed(r))) {
             *e = ae;
-            st = rs;
+            st = METER_DB_HARD;
+            if (rs == METER_DB_SOFT)
+                st = rs;
         } else if (rs < 0) {
             bill_fail(b, ae.msg);
         }
@@ -453,7 +458,8 @@ billing_run(PGconn *db, const char *const *accounts, size_t n, int year,
             : meter_db_transaction(db, "BEGIN", 5, batch_attempt, &bt, e);
     batch_release(&bt);
     meter_db_books_release(&books);
-    if (st >= 0 || meter_db_lost(db))
+    /* Lost, or busy past the retries: no account can be run now. */
+    if (st >= 0 || meter_db_lost(db) || meter_db_unavailable(db, st))
         return st;
     if (n == 1) {
         /* A statement the server refused: this account's failure. */

@@ -248,8 +248,12 @@ take_live(const struct batch_read *br, struct meter_db_bill *b, PGresult *r,
           int i, struct meter_err *e)
 {
     (void)br;
-    if (b->nlive == METER_INVOICE_DOCS)
-        return 0; /* one per currency: never more than a run writes */
+    if (b->nlive == sizeof(b->live) / sizeof(b->live[0])) {
+        snprintf(b->problem, sizeof(b->problem),
+                 "account '%s': more than %zu live invoices of a period",
+                 b->acct.id, b->nlive);
+        return 0;
+    }
     int rc = db_get_text(r, i, 1, b->live[b->nlive].number,
                          sizeof(b->live[b->nlive].number), e) < 0 ||
                      db_get_text(r, i, 2, b->live[b->nlive].currency,

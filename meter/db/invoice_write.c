@@ -248,30 +248,38 @@ meter_db_drafts_store(PGconn *db, int year, int month, const char *const *none,
                          " AND status = 'draft' AND kind = 'invoice'",
                          &none_a, NULL, year, month, NULL, e);
     if (st >= 0 && ngone)
-        st =
-            exec_arrays(db, "cannot remove a stale draft",
-                        "DELETE FROM invoices WHERE account_id ="
-                        " ANY ($1::text[]) AND invoice_id = ANY ($2::bigint[])",
-                        &gone_a, &gone_i, year, month, NULL, e);
+        st = exec_arrays(
+            db, "cannot remove a stale draft",
+            "DELETE FROM invoices t USING unnest($1::text[], $2::bigint[])"
+            " AS x (account_id, invoice_id)"
+            " WHERE t.account_id = x.account_id"
+            " AND t.invoice_id = x.invoice_id",
+            &gone_a, &gone_i, year, month, NULL, e);
     /* The drafts kept lose their parts, rewritten below. */
     if (st >= 0 && any_old)
-        st =
-            exec_arrays(db, "cannot replace a draft",
-                        "DELETE FROM invoice_lines WHERE account_id ="
-                        " ANY ($1::text[]) AND invoice_id = ANY ($2::bigint[])",
-                        &old_a, &old_i, year, month, NULL, e);
+        st = exec_arrays(
+            db, "cannot replace a draft",
+            "DELETE FROM invoice_lines t USING unnest($1::text[], $2::bigint[])"
+            " AS x (account_id, invoice_id)"
+            " WHERE t.account_id = x.account_id"
+            " AND t.invoice_id = x.invoice_id",
+            &old_a, &old_i, year, month, NULL, e);
     if (st >= 0 && any_old)
-        st =
-            exec_arrays(db, "cannot replace a draft",
-                        "DELETE FROM invoice_usage WHERE account_id ="
-                        " ANY ($1::text[]) AND invoice_id = ANY ($2::bigint[])",
-                        &old_a, &old_i, year, month, NULL, e);
+        st = exec_arrays(
+            db, "cannot replace a draft",
+            "DELETE FROM invoice_usage t USING unnest($1::text[], $2::bigint[])"
+            " AS x (account_id, invoice_id)"
+            " WHERE t.account_id = x.account_id"
+            " AND t.invoice_id = x.invoice_id",
+            &old_a, &old_i, year, month, NULL, e);
     if (st >= 0 && any_old)
-        st =
-            exec_arrays(db, "cannot replace a draft",
-                        "DELETE FROM invoice_revenue WHERE account_id ="
-                        " ANY ($1::text[]) AND invoice_id = ANY ($2::bigint[])",
-                        &old_a, &old_i, year, month, NULL, e);
+        st = exec_arrays(db, "cannot replace a draft",
+                         "DELETE FROM invoice_revenue t USING "
+                         "unnest($1::text[], $2::bigint[])"
+                         " AS x (account_id, invoice_id)"
+                         " WHERE t.account_id = x.account_id"
+                         " AND t.invoice_id = x.invoice_id",
+                         &old_a, &old_i, year, month, NULL, e);
     char now[32] = "";
     if (st >= 0)
         st = meter_db_exec(db, "cannot read the time",
@@ -285,7 +293,7 @@ meter_db_drafts_store(PGconn *db, int year, int month, const char *const *none,
     }
     /* Headers: those kept updated, the new inserted in the bills' and
      * documents' order, which gives their ids. Each a row of arrays:
-     * account, id (or, new, its place: bill x 8 + document), currency,
+     * account, id (or, new, its place: its index among the drafts), currency,
      * total, seller, account name. */
     struct meter_buf h[2][6] = {{{0}}};
     for (size_t x = 0; x < 2; x++)

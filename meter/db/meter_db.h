@@ -740,6 +740,9 @@ meter_db_usage_open_batch(PGconn *db, const int32_t *pks,
                           int64_t to, struct meter_err *e);
 struct pricing_source
 meter_db_usage_account_source(struct meter_usage_reader *r, int32_t account_pk);
+/* Whether the batch's read failed (a stored block that does not
+ * decode, the cursor): the accounts after it cannot be read either. */
+bool meter_db_usage_failed(const struct meter_usage_reader *r);
 /* Seconds the last account's source returned. */
 uint64_t meter_db_usage_account_seconds(const struct meter_usage_reader *r);
 

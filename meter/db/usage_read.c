@@ -20,12 +20,6 @@
 
 #define FETCH_ROWS "2000"
 
-/* A sandbox of a batch's accounts. */
-struct sandbox_key {
-    int32_t pk, first_run;
-    const char *id; /* in the reader's sandboxes result */
-};
-
 struct meter_usage_reader {
     PGconn *db;
     PGresult *rows;
@@ -45,12 +39,9 @@ struct meter_usage_reader {
     char pack_account[PRICING_ID_MAX + 1];
     char pack_sandbox[PRICING_ID_MAX + 1];
     int32_t pack_first_run;
-    /* A batch's reader (meter_db_usage_open_batch): rows carry the account's
-     * and the sandbox's keys, named from the sandboxes read once. */
+    /* A batch's reader (meter_db_usage_open_batch): rows carry the
+     * account's key, named from the batch's. */
     bool batch;
-    PGresult *sandboxes;     /* their ids */
-    struct sandbox_key *sbx; /* by sandbox_pk */
-    size_t nsbx;
     const int32_t *pks; /* the batch's accounts, ascending */
     const char *const *ids;
     size_t naccounts;
@@ -60,6 +51,7 @@ struct meter_usage_reader {
      * belongs to a later one. */
     int32_t limit;
     bool pending;
+    bool failed; /* the read itself failed: no account can go on */
     struct pricing_block ahead;
     uint64_t limit_seconds;
 };
@@ -158,8 +150,6 @@ meter_usage_reader_free(struct meter_usage_reader *r)
     if (!r)
         return;
     PQclear(r->rows);
-    PQclear(r->sandboxes);
-    free(r->sbx);
     PQclear(PQexec(r->db, r->own_tx ? "ROLLBACK" : "CLOSE usage_cursor"));
     free(r->pack);
     free(r->pack_data);
@@ -202,29 +192,21 @@ struct part {
 };
 
 /* The account, sandbox and first running minute of row i: its columns,
- * or, in a batch, those its keys name. -1 for a sandbox not known. */
+ * but in a batch, whose rows carry the account's key, the account the
+ * key names. -1 for an account not of the batch. */
 static int
 row_names(const struct meter_usage_reader *r, int i, const char **account,
           const char **sandbox, int32_t *first_run, int32_t *account_pk)
 {
     PGresult *x = r->rows;
+    *sandbox = PQgetvalue(x, i, 1);
+    *first_run = (int32_t)meter_be32(PQgetvalue(x, i, 5));
     if (!r->batch) {
         *account = PQgetvalue(x, i, 0);
-        *sandbox = PQgetvalue(x, i, 1);
-        *first_run = (int32_t)meter_be32(PQgetvalue(x, i, 5));
         *account_pk = 0;
         return 0;
     }
     int32_t apk = (int32_t)meter_be32(PQgetvalue(x, i, 0));
-    int32_t spk = (int32_t)meter_be32(PQgetvalue(x, i, 1));
-    size_t lo = 0, hi = r->nsbx;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (r->sbx[mid].pk < spk)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
     size_t a = 0, b = r->naccounts;
     while (a < b) {
         size_t mid = a + (b - a) / 2;
@@ -233,12 +215,9 @@ row_names(const struct meter_usage_reader *r, int i, const char **account,
         else
             b = mid;
     }
-    if (lo == r->nsbx || r->sbx[lo].pk != spk || a == r->naccounts ||
-        r->pks[a] != apk)
+    if (a == r->naccounts || r->pks[a] != apk)
         return -1;
     *account = r->ids[a];
-    *sandbox = r->sbx[lo].id;
-    *first_run = r->sbx[lo].first_run;
     *account_pk = apk;
     return 0;
 }
@@ -277,8 +256,8 @@ open_pack(struct meter_usage_reader *r, struct pricing_err *pe)
     if (row_names(r, i, &account, &sandbox, &r->pack_first_run,
                   &r->pack_account_pk) < 0) {
         snprintf(pe->msg, sizeof(pe->msg),
-                 "a stored pack of an unknown sandbox (%d)",
-                 (int)meter_be32(PQgetvalue(x, i, 1)));
+                 "a stored pack of an account not of the batch (%d)",
+                 (int)meter_be32(PQgetvalue(x, i, 0)));
         return -1;
     }
     snprintf(r->pack_account, sizeof(r->pack_account), "%s", account);
@@ -308,8 +287,8 @@ peek(struct meter_usage_reader *r, struct part *p, struct pricing_err *pe)
         if (got &&
             row_names(r, i, &account, &sandbox, &first_run, &account_pk) < 0) {
             snprintf(pe->msg, sizeof(pe->msg),
-                     "a stored block of an unknown sandbox (%d)",
-                     (int)meter_be32(PQgetvalue(x, i, 1)));
+                     "a stored block of an account not of the batch (%d)",
+                     (int)meter_be32(PQgetvalue(x, i, 0)));
             return -1;
         }
         if (r->taken < r->npack) {
@@ -468,73 +447,44 @@ meter_db_usage_open_batch(PGconn *db, const int32_t *pks,
     r->ids = ids;
     r->naccounts = n;
     db_int4_array(&arr, pks, n);
-    char lo[32], hi[32], lo_h[32], first[16], last[16];
     int64_t lo_m = from / 60, hi_m = (to + 59) / 60;
     lo_m = lo_m < INT32_MAX ? lo_m : INT32_MAX;
-    snprintf(lo, sizeof(lo), "%lld", (long long)lo_m);
-    snprintf(hi, sizeof(hi), "%lld",
-             (long long)(hi_m < INT32_MAX ? hi_m : INT32_MAX));
-    snprintf(lo_h, sizeof(lo_h), "%lld", (long long)(lo_m - lo_m % 60));
-    snprintf(first, sizeof(first), "%d", n ? pks[0] : 0);
-    snprintf(last, sizeof(last), "%d", n ? pks[n - 1] : -1);
-    const char *values[] = {lo, hi, lo_h, first, last, arr.p};
-    /* The accounts' range first, so the scans are ordered index ranges
-     * of (account_pk, sandbox_pk, minute); ids are joined in memory. */
-    PGresult *res = PQexecParams(
-        db,
-        "DECLARE usage_cursor BINARY NO SCROLL CURSOR FOR"
-        " SELECT account_pk, sandbox_pk, minute, seconds, data FROM"
-        " (SELECT account_pk, sandbox_pk, minute, seconds, data"
-        "  FROM usage_blocks WHERE account_pk BETWEEN $4::int AND $5::int"
-        "  AND account_pk = ANY ($6::int[])"
-        "  AND minute >= $1::int AND minute < $2::int"
-        "  UNION ALL SELECT account_pk, sandbox_pk, minute, 0, data"
-        "  FROM usage_packs WHERE account_pk BETWEEN $4::int AND $5::int"
-        "  AND account_pk = ANY ($6::int[])"
-        "  AND minute >= $3::int AND minute < $2::int) b"
-        " ORDER BY account_pk, sandbox_pk, minute",
-        6, NULL, values, NULL, NULL, 0);
-    bool ok = !arr.failed && PQresultStatus(res) == PGRES_COMMAND_OK,
-         read = true; /* the sandboxes' keys read */
+    struct db_params p = {0};
+    db_param_int64(&p, lo_m);
+    db_param_int64(&p, hi_m < INT32_MAX ? hi_m : INT32_MAX);
+    db_param_int64(&p, lo_m - lo_m % 60);
+    db_param_int32(&p, n ? pks[0] : 0);
+    db_param_int32(&p, n ? pks[n - 1] : -1);
+    db_param_text(&p, arr.p);
+    /* The accounts' range first, so the scans are index ranges of
+     * (account_pk, sandbox_pk, minute); the sandboxes' ids and first runs
+     * in the same snapshot as the blocks. Seconds 0: a pack. */
+    PGresult *res =
+        arr.failed
+            ? NULL
+            : PQexecParams(
+                  db,
+                  "DECLARE usage_cursor BINARY NO SCROLL CURSOR FOR"
+                  " SELECT b.account_pk, s.sandbox_id, b.minute, b.seconds,"
+                  "  b.data, coalesce(s.first_running_minute, 2147483647)"
+                  " FROM (SELECT account_pk, sandbox_pk, minute, seconds, data"
+                  "  FROM usage_blocks WHERE account_pk BETWEEN $4::int"
+                  "  AND $5::int AND account_pk = ANY ($6::int[])"
+                  "  AND minute >= $1::int AND minute < $2::int"
+                  "  UNION ALL SELECT account_pk, sandbox_pk, minute, 0, data"
+                  "  FROM usage_packs WHERE account_pk BETWEEN $4::int"
+                  "  AND $5::int AND account_pk = ANY ($6::int[])"
+                  "  AND minute >= $3::int AND minute < $2::int) b"
+                  " JOIN sandboxes s ON s.account_pk = b.account_pk"
+                  "  AND s.sandbox_pk = b.sandbox_pk"
+                  " ORDER BY b.account_pk, b.sandbox_pk, b.minute",
+                  p.n, NULL, p.v, NULL, NULL, 0);
+    bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
     PQclear(res);
     db_answered(db);
-    /* After the cursor: every sandbox it can return is seen. */
-    if (ok) {
-        const char *v[] = {arr.p};
-        r->sandboxes = PQexecParams(
-            db,
-            "SELECT sandbox_pk, coalesce(first_running_minute, 2147483647),"
-            " sandbox_id FROM sandboxes WHERE account_pk = ANY ($1::int[])"
-            " ORDER BY sandbox_pk",
-            1, NULL, v, NULL, NULL, 0);
-        ok = PQresultStatus(r->sandboxes) == PGRES_TUPLES_OK;
-    }
-    if (ok) {
-        int ns = PQntuples(r->sandboxes);
-        r->sbx = calloc(ns ? (size_t)ns : 1, sizeof(*r->sbx));
-        read = r->sbx != NULL;
-        for (int i = 0; read && i < ns; i++) {
-            read =
-                db_get_int32(r->sandboxes, i, 0, &r->sbx[i].pk, e) == 0 &&
-                db_get_int32(r->sandboxes, i, 1, &r->sbx[i].first_run, e) == 0;
-            r->sbx[i].id = PQgetvalue(r->sandboxes, i, 2);
-        }
-        r->nsbx = r->sbx ? (size_t)ns : 0;
-        if (!read) {
-            free(r->sbx);
-            r->sbx = NULL;
-        }
-    }
     meter_buf_release(&arr);
-    if (!ok || !r->sbx) {
-        if (!ok)
-            meter_fail(e, "cannot read stored usage: %s", PQerrorMessage(db));
-        else if (read) /* else e names the value */
-            meter_fail(e, "out of memory");
-        if (ok)
-            PQclear(PQexec(db, "CLOSE usage_cursor"));
-        PQclear(r->sandboxes);
-        free(r->sbx);
+    if (!ok) {
+        meter_fail(e, "cannot read stored usage: %s", PQerrorMessage(db));
         free(r);
         return NULL;
     }
@@ -550,6 +500,7 @@ next_of_account(void *ctx, struct pricing_block *b, struct pricing_err *pe)
     for (;;) {
         if (!r->pending) {
             int got = next_block(r, &r->ahead, pe);
+            r->failed |= got < 0;
             if (got <= 0)
                 return got;
             r->pending = true;
@@ -578,4 +529,10 @@ uint64_t
 meter_db_usage_account_seconds(const struct meter_usage_reader *r)
 {
     return r->limit_seconds;
+}
+
+bool
+meter_db_usage_failed(const struct meter_usage_reader *r)
+{
+    return r->failed;
 }
