@@ -75,28 +75,6 @@ db_answered(PGconn *db)
         progress(db);
 }
 
-enum meter_db_status
-meter_db_set_statement_timeout(PGconn *db, unsigned ms, struct meter_err *e)
-{
-    struct db_params p = {0};
-    db_param_uint64(&p, ms);
-    enum meter_db_status st =
-        meter_db_exec(db, "cannot set the statement timeout",
-                      "SELECT set_config('statement_timeout', $1, false)", p.n,
-                      p.v, NULL, NULL, NULL, e);
-    return st < 0 ? st : METER_DB_NONE;
-}
-
-enum meter_db_status
-meter_db_set_read_only(PGconn *db, struct meter_err *e)
-{
-    enum meter_db_status st = meter_db_exec(
-        db, "cannot make the session read-only",
-        "SELECT set_config('default_transaction_read_only', 'on', false)", 0,
-        NULL, NULL, NULL, NULL, e);
-    return st < 0 ? st : METER_DB_NONE;
-}
-
 /* A failure of the connection itself (no server error, or the server's
  * connection exception or shutdown) that libpq may not have marked yet
  * (a write that failed before the end of the stream was read): the
@@ -460,13 +438,4 @@ db_tsv_end(struct meter_buf *b)
 {
     if (!b->failed && b->len && b->p[b->len - 1] == '\t')
         b->p[b->len - 1] = '\n';
-}
-
-enum meter_db_status
-meter_db_commit_async(PGconn *db, struct meter_err *e)
-{
-    enum meter_db_status st = meter_db_exec(
-        db, "cannot set the commit mode", "SET LOCAL synchronous_commit = off",
-        0, NULL, NULL, NULL, NULL, e);
-    return st < 0 ? st : METER_DB_NONE;
 }
