@@ -188,6 +188,13 @@ meter_db_invoices_finalize(PGconn *db, struct report_invoice *const *docs,
     return st < 0 ? st : METER_DB_ROWS;
 }
 
+/* Deletes from table t the rows of the documents named by the arrays $1
+ * (accounts) and $2 (ids), paired: each a probe of the primary key. */
+#define DELETE_DOCS(t)                                                         \
+    "DELETE FROM " t " x USING unnest($1::text[], $2::bigint[])"               \
+    " AS d (account_id, invoice_id) WHERE x.account_id = d.account_id"         \
+    " AND x.invoice_id = d.invoice_id"
+
 /* Runs sql with the arrays a1 and a2 as $1 and $2, or, without a2, a1
  * and the period. */
 static enum meter_db_status
@@ -248,38 +255,22 @@ meter_db_drafts_store(PGconn *db, int year, int month, const char *const *none,
                          " AND status = 'draft' AND kind = 'invoice'",
                          &none_a, NULL, year, month, NULL, e);
     if (st >= 0 && ngone)
-        st = exec_arrays(
-            db, "cannot remove a stale draft",
-            "DELETE FROM invoices t USING unnest($1::text[], $2::bigint[])"
-            " AS x (account_id, invoice_id)"
-            " WHERE t.account_id = x.account_id"
-            " AND t.invoice_id = x.invoice_id",
-            &gone_a, &gone_i, year, month, NULL, e);
+        st = exec_arrays(db, "cannot remove a stale draft",
+                         DELETE_DOCS("invoices"), &gone_a, &gone_i, year, month,
+                         NULL, e);
     /* The drafts kept lose their parts, rewritten below. */
     if (st >= 0 && any_old)
-        st = exec_arrays(
-            db, "cannot replace a draft",
-            "DELETE FROM invoice_lines t USING unnest($1::text[], $2::bigint[])"
-            " AS x (account_id, invoice_id)"
-            " WHERE t.account_id = x.account_id"
-            " AND t.invoice_id = x.invoice_id",
-            &old_a, &old_i, year, month, NULL, e);
-    if (st >= 0 && any_old)
-        st = exec_arrays(
-            db, "cannot replace a draft",
-            "DELETE FROM invoice_usage t USING unnest($1::text[], $2::bigint[])"
-            " AS x (account_id, invoice_id)"
-            " WHERE t.account_id = x.account_id"
-            " AND t.invoice_id = x.invoice_id",
-            &old_a, &old_i, year, month, NULL, e);
+        st = exec_arrays(db, "cannot replace a draft",
+                         DELETE_DOCS("invoice_lines"), &old_a, &old_i, year,
+                         month, NULL, e);
     if (st >= 0 && any_old)
         st = exec_arrays(db, "cannot replace a draft",
-                         "DELETE FROM invoice_revenue t USING "
-                         "unnest($1::text[], $2::bigint[])"
-                         " AS x (account_id, invoice_id)"
-                         " WHERE t.account_id = x.account_id"
-                         " AND t.invoice_id = x.invoice_id",
-                         &old_a, &old_i, year, month, NULL, e);
+                         DELETE_DOCS("invoice_usage"), &old_a, &old_i, year,
+                         month, NULL, e);
+    if (st >= 0 && any_old)
+        st = exec_arrays(db, "cannot replace a draft",
+                         DELETE_DOCS("invoice_revenue"), &old_a, &old_i, year,
+                         month, NULL, e);
     char now[32] = "";
     if (st >= 0)
         st = meter_db_exec(db, "cannot read the time",

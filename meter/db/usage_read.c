@@ -56,9 +56,12 @@ struct meter_usage_reader {
     uint64_t limit_seconds;
 };
 
-struct meter_usage_reader *
-meter_db_usage_open(PGconn *db, const char *account, int64_t from, int64_t to,
-                    bool own_tx, struct meter_err *e)
+/* A reader of [from, to) on db, and its cursor's first parameters in p:
+ * the first minute, the end minute and the hour of the first minute's
+ * pack. NULL (and e) when out of memory. */
+static struct meter_usage_reader *
+reader_new(PGconn *db, int64_t from, int64_t to, struct db_params *p,
+           struct meter_err *e)
 {
     struct meter_usage_reader *r = calloc(1, sizeof(*r));
     if (!r) {
@@ -66,17 +69,27 @@ meter_db_usage_open(PGconn *db, const char *account, int64_t from, int64_t to,
         return NULL;
     }
     r->db = db;
-    r->own_tx = own_tx;
     r->from = from;
     r->to = to;
     /* Minutes are int4: clamp a range reaching past their end. */
     int64_t lo_m = from / 60, hi_m = (to + 59) / 60;
     lo_m = lo_m < INT32_MAX ? lo_m : INT32_MAX;
-    struct db_params p = {0};
-    db_param_int64(&p, lo_m);
-    db_param_int64(&p, hi_m < INT32_MAX ? hi_m : INT32_MAX);
+    db_param_int64(p, lo_m);
+    db_param_int64(p, hi_m < INT32_MAX ? hi_m : INT32_MAX);
     /* The pack holding lo_m starts at its hour. */
-    db_param_int64(&p, lo_m - lo_m % 60);
+    db_param_int64(p, lo_m - lo_m % 60);
+    return r;
+}
+
+struct meter_usage_reader *
+meter_db_usage_open(PGconn *db, const char *account, int64_t from, int64_t to,
+                    bool own_tx, struct meter_err *e)
+{
+    struct db_params p = {0};
+    struct meter_usage_reader *r = reader_new(db, from, to, &p, e);
+    if (!r)
+        return NULL;
+    r->own_tx = own_tx;
     if (account)
         db_param_text(&p, account);
     bool ok = true;
@@ -433,26 +446,16 @@ meter_db_usage_open_batch(PGconn *db, const int32_t *pks,
                           const char *const *ids, size_t n, int64_t from,
                           int64_t to, struct meter_err *e)
 {
-    struct meter_usage_reader *r = calloc(1, sizeof(*r));
-    struct meter_buf arr = {0};
-    if (!r) {
-        meter_fail(e, "out of memory");
+    struct db_params p = {0};
+    struct meter_usage_reader *r = reader_new(db, from, to, &p, e);
+    if (!r)
         return NULL;
-    }
-    r->db = db;
+    struct meter_buf arr = {0};
     r->batch = true;
-    r->from = from;
-    r->to = to;
     r->pks = pks;
     r->ids = ids;
     r->naccounts = n;
     db_int4_array(&arr, pks, n);
-    int64_t lo_m = from / 60, hi_m = (to + 59) / 60;
-    lo_m = lo_m < INT32_MAX ? lo_m : INT32_MAX;
-    struct db_params p = {0};
-    db_param_int64(&p, lo_m);
-    db_param_int64(&p, hi_m < INT32_MAX ? hi_m : INT32_MAX);
-    db_param_int64(&p, lo_m - lo_m % 60);
     db_param_int32(&p, n ? pks[0] : 0);
     db_param_int32(&p, n ? pks[n - 1] : -1);
     db_param_text(&p, arr.p);
