@@ -145,14 +145,14 @@ cached_book(PGconn *db, struct meter_db_books *c, const char *id, int version,
         c->v = v;
         c->cap = cap;
     }
-    char ver[16];
-    snprintf(ver, sizeof(ver), "%d", version);
-    const char *v[] = {id, ver};
+    struct db_params v = {0};
+    db_param_text(&v, id);
+    db_param_int32(&v, version);
     PGresult *r;
     *st = meter_db_exec(db, "cannot read a price book",
                         "SELECT book::text FROM price_books"
                         " WHERE price_book_id = $1 AND version = $2::int",
-                        2, v, NULL, NULL, &r, e);
+                        v.n, v.v, NULL, NULL, &r, e);
     if (*st == METER_DB_NONE)
         *st = db_hard(e, "no price book %s version %d", id, version);
     if (*st < 0)

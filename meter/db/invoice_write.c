@@ -121,9 +121,8 @@ meter_db_invoices_finalize(PGconn *db, struct report_invoice *const *docs,
 {
     if (n == 0)
         return METER_DB_NONE;
-    char count[24];
-    snprintf(count, sizeof(count), "%zu", n);
-    const char *c[] = {count};
+    struct db_params c = {0};
+    db_param_uint64(&c, n);
     PGresult *r;
     enum meter_db_status st = meter_db_exec(
         db, "cannot number the invoices",
@@ -132,7 +131,7 @@ meter_db_invoices_finalize(PGconn *db, struct report_invoice *const *docs,
         " ON CONFLICT (year) DO UPDATE SET last = invoice_numbers.last"
         " + $1::int RETURNING year, last, to_char(now() AT TIME ZONE 'UTC',"
         " 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')",
-        1, c, NULL, NULL, &r, e);
+        c.n, c.v, NULL, NULL, &r, e);
     if (st < 0)
         return st;
     int year = 0, last = 0;
