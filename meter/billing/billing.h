@@ -114,15 +114,16 @@ enum meter_db_status billing_void(PGconn *db, const char *number,
 struct billing_book_part {
     char book_id[PRICING_ID_MAX + 1];
     int version;
-    int64_t from, to;          /* Unix seconds, multiples of 86,400 */
-    struct pricing_book *book; /* parsed; owned by the period */
+    int64_t from, to;                /* Unix seconds, multiples of 86,400 */
+    const struct pricing_book *book; /* parsed; in the period's books */
 };
 
 /* An account and the books it is on during one period. */
 struct billing_period {
     char name[801]; /* "" if it has none */
     struct billing_book_part parts[31];
-    size_t nparts; /* 0: on no book in the period */
+    size_t nparts;               /* 0: on no book in the period */
+    struct meter_db_books books; /* the parts' books, owned */
 };
 
 /* Reads account and the parts of (year, month) it spends on each book,

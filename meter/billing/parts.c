@@ -58,14 +58,11 @@ period_attempt(PGconn *db, void *arg, struct meter_err *e)
         p->version = parts.a[i]->version;
         p->from = parts.p[i].from;
         p->to = parts.p[i].to;
+        p->book = parts.p[i].book;
     }
-    /* The parts' books move to the caller; the others are freed. */
-    for (size_t i = 0; i < parts.n; i++)
-        for (size_t k = 0; k < acct.na; k++)
-            if (&acct.a[k] == parts.a[i]) {
-                a->out->parts[i].book = acct.a[k].book;
-                acct.a[k].book = NULL;
-            }
+    /* The account's books move to the caller, with the parts. */
+    a->out->books = acct.books;
+    memset(&acct.books, 0, sizeof(acct.books));
     a->out->nparts = parts.n;
     st = METER_DB_ROWS;
 out:
@@ -90,7 +87,6 @@ billing_account_period_release(struct billing_period *p)
 {
     if (!p)
         return;
-    for (size_t i = 0; i < p->nparts; i++)
-        pricing_book_free(p->parts[i].book);
+    meter_db_books_release(&p->books);
     memset(p, 0, sizeof(*p));
 }

@@ -23,78 +23,21 @@ date_days(const char *s)
 void
 meter_db_account_release(struct meter_db_account *acct)
 {
-    for (size_t i = 0; i < acct->na && !acct->borrowed; i++)
-        pricing_book_free(acct->a[i].book);
     free(acct->a);
     acct->a = NULL;
     acct->na = 0;
+    meter_db_books_release(&acct->books);
 }
 
-/* Reads the account (locking its row when lock) and its assignments. */
-/* The account and its assignments: NONE if there is no such account. */
+/* The account and its assignments, read as a batch of one with its own
+ * books: NONE if there is no such account. */
 static enum meter_db_status
 account_load(PGconn *db, struct meter_db_account *acct, bool lock,
              struct meter_err *e)
 {
-    const char *v[] = {acct->id};
-    PGresult *r;
     enum meter_db_status st =
-        meter_db_exec(db, "cannot read the account",
-                      /* NO KEY: ingestion's foreign keys to the row
-                       * (KEY SHARE) do not wait for the run. */
-                      lock ? "SELECT account_pk, coalesce(name, '') FROM"
-                             " accounts WHERE account_id = $1"
-                             " FOR NO KEY UPDATE"
-                           : "SELECT account_pk, coalesce(name, '') FROM"
-                             " accounts WHERE account_id = $1",
-                      1, v, NULL, NULL, &r, e);
-    if (st == METER_DB_NONE) {
-        PQclear(r);
-        return st;
-    }
-    if (st < 0)
-        return st;
-    if (db_get_int32(r, 0, 0, &acct->pk, e) < 0 ||
-        db_get_text(r, 0, 1, acct->name, sizeof(acct->name), e) < 0) {
-        PQclear(r);
-        return METER_DB_HARD;
-    }
-    PQclear(r);
-    st = meter_db_exec(db, "cannot read the account's price books",
-                       "SELECT a.valid_from, a.price_book_id, a.version,"
-                       " b.book::text FROM account_price_books a"
-                       " JOIN price_books b USING (price_book_id, version)"
-                       " WHERE a.account_id = $1 ORDER BY a.valid_from",
-                       1, v, NULL, NULL, &r, e);
-    if (st < 0)
-        return st;
-    int n = PQntuples(r);
-    acct->a = calloc(n ? (size_t)n : 1, sizeof(*acct->a));
-    if (!acct->a) {
-        PQclear(r);
-        return db_hard(e, "out of memory");
-    }
-    for (int i = 0; i < n; i++) {
-        struct meter_db_assignment *x = &acct->a[acct->na++];
-        x->from = date_days(PQgetvalue(r, i, 0)) * 86400;
-        if (db_get_text(r, i, 1, x->book_id, sizeof(x->book_id), e) < 0 ||
-            db_get_int(r, i, 2, &x->version, e) < 0) {
-            PQclear(r);
-            return METER_DB_HARD;
-        }
-        struct pricing_err pe = {{0}};
-        char origin[96];
-        snprintf(origin, sizeof(origin), "price book %s version %d", x->book_id,
-                 x->version);
-        x->book = pricing_book_parse(PQgetvalue(r, i, 3),
-                                     (size_t)PQgetlength(r, i, 3), origin, &pe);
-        if (!x->book) {
-            PQclear(r);
-            return db_hard(e, "%s", pe.msg);
-        }
-    }
-    PQclear(r);
-    return METER_DB_ROWS;
+        meter_db_accounts_load(db, &acct, 1, lock, &acct->books, e);
+    return st >= 0 && acct->pk == 0 ? METER_DB_NONE : st;
 }
 
 enum meter_db_status
@@ -212,7 +155,6 @@ meter_db_accounts_load(PGconn *db, struct meter_db_account *const *accts,
         db_array_text(&ids, accts[i]->id);
         order[i] = i;
         accts[i]->pk = 0;
-        accts[i]->borrowed = true;
     }
     meter_buf_str(&ids, "}");
     if (!order || ids.failed) {

@@ -650,16 +650,6 @@ struct meter_db_assignment {
     struct pricing_book *book;
 };
 
-struct meter_db_account {
-    const char *id;
-    char name[801]; /* 200 characters of UTF-8 */
-    int32_t pk;
-    struct meter_db_assignment *a;
-    size_t na;
-    const struct pricing_book *override; /* preview: this book instead */
-    bool borrowed; /* its books are a cache's (meter_db_accounts_load) */
-};
-
 /* Price books parsed once for a run: version `version` of `id`. */
 struct meter_db_book_entry {
     char id[PRICING_ID_MAX + 1];
@@ -671,6 +661,18 @@ struct meter_db_books {
     size_t n, cap;
 };
 void meter_db_books_release(struct meter_db_books *c);
+
+struct meter_db_account {
+    const char *id;
+    char name[801]; /* 200 characters of UTF-8 */
+    int32_t pk;
+    struct meter_db_assignment *a;
+    size_t na;
+    const struct pricing_book *override; /* preview: this book instead */
+    struct meter_db_books books;         /* the books of an account read alone
+                                            (meter_db_account_load); in a batch,
+                                            the batch's cache holds them */
+};
 
 /* Reads the accounts accts[0..n) name by their id (an account not found
  * keeps pk 0), locking their rows in id order when lock, and their
