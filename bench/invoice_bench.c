@@ -112,7 +112,8 @@ main(int argc, char **argv)
              " sandbox_pk, minute, seconds, data FROM usage_blocks UNION ALL"
              " SELECT account_pk, sandbox_pk, minute, 0, data FROM"
              " usage_packs) b JOIN sandboxes"
-             " s ON s.sandbox_pk = b.sandbox_pk JOIN accounts a ON"
+             " s ON (s.account_pk, s.sandbox_pk) = (b.account_pk, "
+             "b.sandbox_pk) JOIN accounts a ON"
              " a.account_pk = b.account_pk WHERE b.minute >= %lld AND"
              " b.minute < %lld ORDER BY b.account_pk, b.sandbox_pk, b.minute)"
              " TO STDOUT (FORMAT binary)\" >/dev/null",

@@ -639,14 +639,12 @@ int
 pricing_rater_add(struct pricing_rater *r, const struct pricing_block *b,
                   struct pricing_err *e)
 {
-    if (!r->in_sandbox || strcmp(r->sandbox, b->sandbox_id) != 0) {
+    /* A sandbox is a sandbox id of an account: the same id under
+     * another account is another sandbox. */
+    if (!r->in_sandbox || strcmp(r->sandbox, b->sandbox_id) != 0 ||
+        strcmp(r->account, b->account_id) != 0) {
         if (start_sandbox(r, b, e) < 0)
             return -1;
-    } else if (strcmp(r->account, b->account_id) != 0) {
-        snprintf(e->msg, sizeof(e->msg),
-                 "sandbox '%s' belongs to account '%s', not '%s'", r->sandbox,
-                 r->account, b->account_id);
-        return -1;
     }
     const struct pricing_book *book = r->book;
     bool ext = book->cpu_step || book->memory_step || book->ntypes ||

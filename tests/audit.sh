@@ -61,7 +61,7 @@ post "$GOOD" beta.json >/dev/null
 
 # --- provenance ---------------------------------------------------------------
 checks=$((checks + 1))
-got=$(sql "SELECT string_agg(s.sandbox_id || '=' || coalesce(b.key_id::text, 'null'), ' ' ORDER BY s.sandbox_id) FROM usage_blocks b JOIN sandboxes s USING (sandbox_pk)")
+got=$(sql "SELECT string_agg(s.sandbox_id || '=' || coalesce(b.key_id::text, 'null'), ' ' ORDER BY s.sandbox_id) FROM usage_blocks b JOIN sandboxes s USING (account_pk, sandbox_pk)")
 [ "$got" = "a-1=$leaked a-2=$good b-1=$good g-1=$leaked" ] || fail "the key of each block: $got"
 checks=$((checks + 1))
 got=$(sql "SELECT string_agg(DISTINCT coalesce(key_id::text, 'null'), ' ') FROM usage_hourly")
@@ -147,7 +147,7 @@ checks=$((checks + 1))
 [ "$(sql "SELECT count(*) FROM usage_blocks_quarantined WHERE key_id = $leaked")" = 3 ] || fail "the blocks are kept aside"
 # The packs of a-1 and g-1 held only the leaked key's blocks: gone.
 checks=$((checks + 1))
-got=$(sql "SELECT string_agg(s.sandbox_id, ' ' ORDER BY s.sandbox_id) FROM usage_packs p JOIN sandboxes s USING (sandbox_pk)")
+got=$(sql "SELECT string_agg(s.sandbox_id, ' ' ORDER BY s.sandbox_id) FROM usage_packs p JOIN sandboxes s USING (account_pk, sandbox_pk)")
 [ "$got" = "a-2 b-1" ] || fail "packs after the quarantine: $got, want a-2 b-1"
 # Each quarantine moved the hourly rows of exactly the blocks it moved.
 checks=$((checks + 1))

@@ -156,8 +156,15 @@ bad_sample "{\"ts\":\"2026-02-30T00:00:00Z\",$ok,\"state\":\"paused\"}" "'ts'"
 bad_sample "{\"ts\":1767225600,$ok,\"state\":\"paused\",\"gpu\":1}" "'gpu'" "unknown field"
 bad_sample "{\"ts\":1767225600,\"account_id\":\"a b\",\"sandbox_id\":\"x\",\"state\":\"paused\",\"disk_bytes\":0}" "'account_id'" "a b"
 bad_sample "{\"ts\":1767225600,$ok,\"state\":\"paused\"" "bad.ndjson:1"
-# A sandbox seen under two accounts.
-bad_sample "{\"ts\":1767225600,\"account_id\":\"other\",\"sandbox_id\":\"sb-1\",\"state\":\"paused\",\"disk_bytes\":0}" "sb-1" "belongs to account 'acme'"
+# One sandbox id under two accounts is two sandboxes, one each, even
+# when their seconds come in turn: a second each, rated apiece.
+printf '{"ts":1767225600,"account_id":"acme","sandbox_id":"sb-1","state":"running","vcpu":1,"cpu_used":1,"mem_bytes":0,"disk_bytes":0}\n{"ts":1767225600,"account_id":"other","sandbox_id":"sb-1","state":"running","vcpu":1,"cpu_used":1,"mem_bytes":0,"disk_bytes":0}\n{"ts":1767225601,"account_id":"acme","sandbox_id":"sb-1","state":"running","vcpu":1,"cpu_used":1,"mem_bytes":0,"disk_bytes":0}\n' >twoacct.ndjson
+expect_status 0 "$METERCTL" rate --price-book "$books/e2b-hobby.json" --usage twoacct.ndjson --format table
+contains "$out" "account other" "the second account's statement"
+acme_cpu=$(printf '%s\n' "$out" | sed -n '/^account acme/,/^$/p' | grep ' cpu ')
+other_cpu=$(printf '%s\n' "$out" | sed -n '/^account other/,/^$/p' | grep ' cpu ')
+contains "$acme_cpu" "2.000000 vCPU-second" "acme's sb-1: its two seconds"
+contains "$other_cpu" "1.000000 vCPU-second" "other's sb-1: its one second"
 # RFC 3339 timestamps are accepted.
 printf '{"ts":"2026-01-01T00:00:00Z","account_id":"acme","sandbox_id":"z","state":"running","vcpu":1,"cpu_used":1,"mem_bytes":0,"disk_bytes":0}\n' >rfc.ndjson
 expect_status 0 "$METERCTL" rate --price-book "$books/e2b-hobby.json" --usage rfc.ndjson

@@ -226,6 +226,40 @@ test_constraints(PGconn *db)
     EXPECT_ERR(db, "DELETE FROM accounts WHERE account_id = 'acme-1'", "23503");
 }
 
+/* meter_bucket (0016_keys_by_account) is PostgreSQL's own hash partition
+ * of account_pk among 64: a table partitioned by hash of the account and
+ * the router that sends an account's usage to its bucket agree. */
+static void
+test_bucket(PGconn *db)
+{
+    EXPECT_OK(db, "CREATE TEMP TABLE by_account (account_pk integer)"
+                  " PARTITION BY HASH (account_pk)");
+    CHECK(testdb_count(db,
+                       "SELECT count(*) FROM generate_series(-70000,"
+                       " 70000) a WHERE NOT satisfies_hash_partition("
+                       "'by_account'::regclass, 64, meter_bucket(a), a)") == 0);
+    CHECK(testdb_count(db, "SELECT count(*) FROM generate_series(1, 1000) a"
+                           " WHERE satisfies_hash_partition("
+                           "'by_account'::regclass, 64,"
+                           " (meter_bucket(a) + 1) % 64, a)") == 0);
+    CHECK(testdb_count(db, "SELECT count(DISTINCT meter_bucket(a))"
+                           " FROM generate_series(1, 10000) a") == 64);
+    CHECK(testdb_count(db, "SELECT min(meter_bucket(a)) + max(meter_bucket(a))"
+                           " FROM generate_series(1, 10000) a") == 63);
+    /* Keys of the sandboxes: the account first, the same id under two
+     * accounts allowed, twice under one refused. */
+    EXPECT_OK(db,
+              "INSERT INTO accounts (account_id) VALUES ('bk-a'), ('bk-b')");
+    EXPECT_OK(db, "INSERT INTO sandboxes (account_pk, sandbox_id)"
+                  " SELECT account_pk, 'sb' FROM accounts"
+                  " WHERE account_id IN ('bk-a', 'bk-b')");
+    EXPECT_ERR(
+        db,
+        "INSERT INTO sandboxes (account_pk, sandbox_id)"
+        " SELECT account_pk, 'sb' FROM accounts WHERE account_id = 'bk-a'",
+        "23505");
+}
+
 int
 main(void)
 {
@@ -243,6 +277,7 @@ main(void)
     test_failed_migration_is_atomic(db, &set);
     test_comments(db);
     test_constraints(db);
+    test_bucket(db);
     testdb_drop(&t, db);
     meter_migrations_release(&set);
     return test_result();

@@ -138,7 +138,8 @@ restore_first_runs(PGconn *db, const char *stale, struct meter_err *e)
     }
     for (size_t i = 0; i < n && st >= 0; i++)
         if (x[i].found >= 0)
-            json_array_append_new(found, json_pack("{s:I, s:I}", "pk", x[i].pk,
+            json_array_append_new(found, json_pack("{s:s, s:I, s:I}", "account",
+                                                   x[i].account, "pk", x[i].pk,
                                                    "minute", x[i].found));
     /* Every meterd forgets the first runs it kept (registry.c). */
     if (st >= 0 && n)
@@ -152,8 +153,10 @@ restore_first_runs(PGconn *db, const char *stale, struct meter_err *e)
     st = rows ? meter_db_exec(db, "cannot quarantine usage",
                               "UPDATE sandboxes s SET first_running_minute ="
                               " x.minute FROM json_to_recordset($1::json)"
-                              " AS x (pk bigint, minute int)"
-                              " WHERE s.sandbox_pk = x.pk",
+                              " AS x (account text, pk bigint, minute int)"
+                              " JOIN accounts a ON a.account_id = x.account"
+                              " WHERE s.account_pk = a.account_pk"
+                              " AND s.sandbox_pk = x.pk",
                               1, v, NULL, NULL, NULL, e)
               : db_hard(e, "out of memory");
     free(rows);
@@ -260,13 +263,16 @@ quarantine_attempt(PGconn *db, void *arg, struct meter_err *e)
         "  WHERE t.account_pk = d.account_pk AND t.hour = d.hour),"
         /* A sandbox whose first running minute was in a block moved
          * loses it, until restore_first_runs finds it in what is left. */
-        /* Locked in sandbox_pk order, as ingestion locks them. */
+        /* Locked in (account_pk, sandbox_pk) order, as ingestion locks
+         * them. */
         " stale AS (UPDATE sandboxes s SET first_running_minute = NULL"
-        "  FROM (SELECT l.sandbox_pk, l.first_running_minute AS minute"
+        "  FROM (SELECT l.account_pk, l.sandbox_pk,"
+        "  l.first_running_minute AS minute"
         "  FROM sandboxes l WHERE (l.account_pk, l.sandbox_pk,"
         "  l.first_running_minute) IN (SELECT account_pk, sandbox_pk, minute"
-        "  FROM moved) ORDER BY l.sandbox_pk FOR NO KEY UPDATE) m"
-        "  WHERE s.sandbox_pk = m.sandbox_pk"
+        "  FROM moved) ORDER BY l.account_pk, l.sandbox_pk"
+        "  FOR NO KEY UPDATE) m"
+        "  WHERE s.account_pk = m.account_pk AND s.sandbox_pk = m.sandbox_pk"
         "  RETURNING s.account_pk, s.sandbox_pk, s.sandbox_id, m.minute)"
         " SELECT quarantine_id, blocks, seconds, (SELECT coalesce(json_agg("
         "  json_build_array(a.account_id, x.sandbox_pk, x.sandbox_id,"

@@ -205,14 +205,16 @@ enum meter_db_status db_strings(PGconn *db, const char *what, const char *sql,
 /* What the registry knows of a sandbox. */
 struct db_sandbox {
     char account_id[PRICING_ID_MAX + 1];
-    int32_t sandbox_pk, account_pk;
+    int64_t sandbox_pk;
+    int32_t account_pk;
     int32_t first_run; /* first running minute stored, or at most that
                           (INT32_MAX: none known) */
 };
 
-/* Fills *out from the registry; false if the sandbox is not in it. */
-bool db_registry_get(struct meter_registry *r, const char *sandbox_id,
-                     struct db_sandbox *out);
+/* Fills *out from the registry; false if the sandbox (sandbox_id of
+ * account_id) is not in it. */
+bool db_registry_get(struct meter_registry *r, const char *account_id,
+                     const char *sandbox_id, struct db_sandbox *out);
 /* Remembers a sandbox stored (committed), or a lower first_run of one
  * remembered, as read under first_run_epoch epoch: nothing if the
  * registry has seen another epoch since; a cache, so failures to

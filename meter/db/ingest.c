@@ -1,9 +1,10 @@
 /*
  * ingest.c - stores a validated batch of samples exactly once, in one
- * transaction: sandboxes registered (accounts created on first sight),
- * repeats within the batch and against stored seconds told apart as
- * duplicates and conflicts, new seconds written as per-minute blocks
- * (binary COPY), and the hourly rollups of exactly those seconds.
+ * transaction: sandboxes registered (accounts created on first sight;
+ * a sandbox is a sandbox_id of an account), repeats within the batch and
+ * against stored seconds told apart as duplicates and conflicts, new seconds
+ * written as per-minute blocks (binary COPY), and the hourly rollups of exactly
+ * those seconds.
  *
  * Exactly once with several writers: the transaction locks the row of
  * each of its sandboxes in `sandboxes` (in sandbox order, so writers
@@ -19,6 +20,7 @@
 #define _GNU_SOURCE /* qsort_r */
 #include "db_int.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,13 +104,21 @@ count_repeat(struct batch *b, const struct pricing_second *standing,
         b->res.conflicts++;
 }
 
+/* Orders two samples' sandboxes: by account, then sandbox id. */
+static int
+sandbox_cmp(const struct meter_sample *a, const struct meter_sample *b)
+{
+    int c = strcmp(a->account_id, b->account_id);
+    return c ? c : strcmp(a->sandbox_id, b->sandbox_id);
+}
+
 static int
 by_sandbox_ts_index(const void *x, const void *y, void *base)
 {
     size_t i = *(const size_t *)x, j = *(const size_t *)y;
     const struct meter_sample *a = (const struct meter_sample *)base + i;
     const struct meter_sample *b = (const struct meter_sample *)base + j;
-    int c = strcmp(a->sandbox_id, b->sandbox_id);
+    int c = sandbox_cmp(a, b);
     if (c)
         return c;
     if (a->s.ts != b->s.ts)
@@ -135,8 +145,8 @@ before(const struct batch *b, size_t i, size_t j)
     return by_sandbox_ts_index(&i, &j, (void *)b->s) < 0;
 }
 
-/* b->ord: the samples by (sandbox, ts, index). A body lists a sandbox's
- * seconds together and in order (the columnar form always does): its
+/* b->ord: the samples by (account, sandbox, ts, index). A body lists a
+ * sandbox's seconds together and in order (the columnar form always does): its
  * runs, sorted by their first sample, are then the order already, which
  * a check of each seam confirms; else every sample is sorted. */
 static int
@@ -149,7 +159,7 @@ order(struct batch *b)
     for (size_t i = 0; i < b->n; i++) {
         struct run *r = nruns ? &runs[nruns - 1] : NULL;
         if (r && b->s[i].s.ts > b->s[i - 1].s.ts &&
-            strcmp(b->s[i].sandbox_id, b->s[i - 1].sandbox_id) == 0)
+            sandbox_cmp(&b->s[i], &b->s[i - 1]) == 0)
             r->n++;
         else
             runs[nruns++] = (struct run){i, 1};
@@ -170,25 +180,6 @@ order(struct batch *b)
     return 0;
 }
 
-/* Lists the samples of group g whose account is not account. */
-static void
-check_account(const struct batch *b, const struct group *g, const char *account,
-              struct meter_problems *probs)
-{
-    for (size_t k = g->first; k < g->end; k++) {
-        const struct meter_sample *x = &b->s[b->ord[k]];
-        if (strcmp(x->account_id, account) != 0) {
-            /* Not naming the owner: it may be another customer. */
-            char why[200];
-            snprintf(why, sizeof(why),
-                     "sandbox '%s' belongs to another account than '%s'",
-                     x->sandbox_id, x->account_id);
-            meter_problems_add(probs, b->ord[k], "account_id", x->account_id,
-                               why);
-        }
-    }
-}
-
 /* Orders the batch (b->ord); returns its distinct sandboxes, or -1 when
  * out of memory. */
 static long
@@ -199,14 +190,13 @@ sort_batch(struct batch *b)
         return -1;
     long n = 0;
     for (size_t k = 0; k < b->n; k++)
-        n += k == 0 || strcmp(b->s[b->ord[k]].sandbox_id,
-                              b->s[b->ord[k - 1]].sandbox_id) != 0;
+        n += k == 0 || sandbox_cmp(&b->s[b->ord[k]], &b->s[b->ord[k - 1]]) != 0;
     return n;
 }
 
 /* Splits the ordered batch into its `sandboxes` groups; checks what
  * needs no database: seconds in the future or older than max_age (0: no
- * bound), a sandbox under two accounts. */
+ * bound). */
 static int
 prepare(struct batch *b, size_t sandboxes, int64_t now, int64_t max_age,
         struct meter_problems *probs)
@@ -236,11 +226,9 @@ prepare(struct batch *b, size_t sandboxes, int64_t now, int64_t max_age,
         g->first = i;
         g->known = false;
         size_t j = i;
-        while (j < b->n &&
-               strcmp(b->s[b->ord[j]].sandbox_id, first->sandbox_id) == 0)
+        while (j < b->n && sandbox_cmp(&b->s[b->ord[j]], first) == 0)
             j++;
         g->end = j;
-        check_account(b, g, first->account_id, probs);
         i = j;
     }
     return 0;
@@ -275,14 +263,17 @@ exec_cmd(PGconn *db, const char *sql, int nparams, const char *const *values,
     return st < 0 ? st : METER_DB_NONE;
 }
 
-/* The group of sandbox id: groups are in sandbox id order. */
+/* The group of a sandbox: groups are in (account, sandbox id) order. */
 static struct group *
-find_group(struct batch *b, const char *id)
+find_group(struct batch *b, const char *account, const char *id)
 {
+    struct meter_sample key;
+    snprintf(key.account_id, sizeof(key.account_id), "%s", account);
+    snprintf(key.sandbox_id, sizeof(key.sandbox_id), "%s", id);
     size_t lo = 0, hi = b->ngroups;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(id, b->s[b->ord[b->groups[mid].first]].sandbox_id);
+        int c = sandbox_cmp(&key, &b->s[b->ord[b->groups[mid].first]]);
         if (c == 0)
             return &b->groups[mid];
         if (c < 0)
@@ -294,17 +285,17 @@ find_group(struct batch *b, const char *id)
 }
 
 /* Fills groups[].sb from the registry, then the database; registers
- * new sandboxes (and accounts). Checks each sample's account. */
+ * new sandboxes (and accounts). */
 static enum meter_db_status
 resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
-        struct meter_problems *probs, struct meter_err *e)
+        struct meter_err *e)
 {
     size_t unknown = 0;
     b->epoch = db_registry_epoch(reg);
     for (size_t i = 0; i < b->ngroups; i++) {
         const struct meter_sample *x = &b->s[b->ord[b->groups[i].first]];
-        b->groups[i].known =
-            db_registry_get(reg, x->sandbox_id, &b->groups[i].sb);
+        b->groups[i].known = db_registry_get(reg, x->account_id, x->sandbox_id,
+                                             &b->groups[i].sb);
         b->groups[i].fresh = false;
         b->groups[i].run_min = INT32_MAX;
         unknown += !b->groups[i].known;
@@ -339,8 +330,9 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
                               " FROM unnest($1::text[], $2::text[])"
                               "  AS x (sid, aid)"
                               " JOIN accounts a ON a.account_id = x.aid"
-                              " ORDER BY x.sid"
-                              " ON CONFLICT (sandbox_id) DO NOTHING",
+                              " ORDER BY a.account_pk, x.sid"
+                              " ON CONFLICT (account_pk, sandbox_id)"
+                              " DO NOTHING",
                               2, p1, "cannot register sandboxes", e);
         }
         PGresult *r = NULL;
@@ -348,10 +340,13 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
             r = PQexecParams(db,
                              "SELECT s.sandbox_id, s.sandbox_pk, s.account_pk,"
                              " a.account_id, coalesce(s.first_running_minute,"
-                             " 2147483647) FROM sandboxes s"
-                             " JOIN accounts a USING (account_pk)"
-                             " WHERE s.sandbox_id = ANY ($1::text[])",
-                             1, NULL, p1, NULL, NULL, 0);
+                             " 2147483647)"
+                             " FROM unnest($1::text[], $2::text[])"
+                             "  AS x (sid, aid)"
+                             " JOIN accounts a ON a.account_id = x.aid"
+                             " JOIN sandboxes s ON s.account_pk = a.account_pk"
+                             "  AND s.sandbox_id = x.sid",
+                             2, NULL, p1, NULL, NULL, 0);
             if (PQresultStatus(r) != PGRES_TUPLES_OK)
                 rc = db_failed(db, r, "cannot read sandboxes", e);
         }
@@ -360,12 +355,13 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
         if (rc != METER_DB_NONE)
             return rc;
         for (int row = 0; row < PQntuples(r); row++) {
-            struct group *g = find_group(b, PQgetvalue(r, row, 0));
+            struct group *g =
+                find_group(b, PQgetvalue(r, row, 3), PQgetvalue(r, row, 0));
             if (!g || g->known)
                 continue;
             if (db_get_text(r, row, 3, g->sb.account_id,
                             sizeof(g->sb.account_id), e) < 0 ||
-                db_get_int32(r, row, 1, &g->sb.sandbox_pk, e) < 0 ||
+                db_get_int64(r, row, 1, &g->sb.sandbox_pk, e) < 0 ||
                 db_get_int32(r, row, 2, &g->sb.account_pk, e) < 0 ||
                 db_get_int32(r, row, 4, &g->sb.first_run, e) < 0) {
                 PQclear(r);
@@ -378,10 +374,7 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
     }
     if (unknown > 0)
         return db_hard(e, "could not register %zu sandboxes", unknown);
-    /* Each sample's account must be its sandbox's. */
-    for (size_t i = 0; i < b->ngroups; i++)
-        check_account(b, &b->groups[i], b->groups[i].sb.account_id, probs);
-    return probs->total ? METER_DB_ABORT : METER_DB_NONE;
+    return METER_DB_NONE;
 }
 
 /* Groups each sandbox's seconds into minute blocks. The first copy of a
@@ -522,7 +515,7 @@ check_stored(PGconn *db, struct batch *b, struct meter_err *e)
         const struct group *g = &b->groups[k->group];
         const char *sep = i ? "," : "";
         meter_buf_printf(&acct, "%s%d", sep, g->sb.account_pk);
-        meter_buf_printf(&sb, "%s%d", sep, g->sb.sandbox_pk);
+        meter_buf_printf(&sb, "%s%" PRId64, sep, g->sb.sandbox_pk);
         meter_buf_printf(&min, "%s%lld", sep, (long long)k->minute);
         meter_buf_printf(&mask, "%s%lld", sep, (long long)k->mask);
         /* The first block of each sandbox and hour looks for a pack. */
@@ -558,7 +551,7 @@ check_stored(PGconn *db, struct batch *b, struct meter_err *e)
         db, "cannot read stored usage",
         /* LATERAL: one index probe per block, whatever the planner
          * guesses of the unnest; a join could scan the partition. */
-        "WITH k AS MATERIALIZED (SELECT * FROM unnest($1::int[], $2::int[],"
+        "WITH k AS MATERIALIZED (SELECT * FROM unnest($1::int[], $2::bigint[],"
         "  $3::int[], $4::bigint[], $7::bool[]) WITH ORDINALITY"
         "  AS k (account_pk, sandbox_pk, minute, mask, opens, i))"
         " SELECT k.i, u.seconds, u.data FROM k"
@@ -629,7 +622,7 @@ write_blocks(PGconn *db, struct batch *b, const struct meter_ingest_origin *o,
 
         db_copy_row(&copy, 7);
         db_copy_int4(&copy, g->sb.account_pk);
-        db_copy_int4(&copy, g->sb.sandbox_pk);
+        db_copy_int8(&copy, g->sb.sandbox_pk);
         db_copy_int4(&copy, (int32_t)k->minute);
         db_copy_int8(&copy, (int64_t)k->mask);
         db_copy_int8(&copy, o->now_us - DB_PG_EPOCH_US);
@@ -742,8 +735,9 @@ static enum meter_db_status
 lower_first_runs(PGconn *db, struct batch *b, bool trust_cache, int64_t *epoch,
                  struct meter_err *e)
 {
-    struct meter_buf pk = {0}, min = {0};
+    struct meter_buf acct = {0}, pk = {0}, min = {0};
     const char *sep = "";
+    meter_buf_str(&acct, "{");
     meter_buf_str(&pk, "{");
     meter_buf_str(&min, "{");
     for (size_t i = 0; i < b->ngroups; i++) {
@@ -751,32 +745,36 @@ lower_first_runs(PGconn *db, struct batch *b, bool trust_cache, int64_t *epoch,
         if (g->run_min == INT32_MAX ||
             (trust_cache && g->run_min >= g->sb.first_run))
             continue;
-        meter_buf_printf(&pk, "%s%d", sep, g->sb.sandbox_pk);
-        meter_buf_printf(&min, "%s%d", sep, g->run_min);
+        meter_buf_printf(&acct, "%s%" PRId32, sep, g->sb.account_pk);
+        meter_buf_printf(&pk, "%s%" PRId64, sep, g->sb.sandbox_pk);
+        meter_buf_printf(&min, "%s%" PRId32, sep, g->run_min);
         sep = ",";
     }
+    meter_buf_str(&acct, "}");
     meter_buf_str(&pk, "}");
     meter_buf_str(&min, "}");
-    const char *p[] = {pk.p, min.p};
+    const char *p[] = {acct.p, pk.p, min.p};
     PGresult *r = NULL;
     enum meter_db_status rc =
-        pk.failed || min.failed
+        acct.failed || pk.failed || min.failed
             ? db_hard(e, "out of memory")
             : meter_db_exec(db, "cannot note first runs",
                             "WITH u AS (UPDATE sandboxes s"
                             " SET first_running_minute = k.m"
-                            " FROM unnest($1::int[], $2::int[]) AS k (pk, m)"
-                            " WHERE s.sandbox_pk = k.pk AND"
-                            " (s.first_running_minute IS NULL OR"
+                            " FROM unnest($1::int[], $2::bigint[], $3::int[])"
+                            "  AS k (a, pk, m)"
+                            " WHERE s.account_pk = k.a AND s.sandbox_pk = k.pk"
+                            " AND (s.first_running_minute IS NULL OR"
                             "  s.first_running_minute > k.m))"
                             " SELECT epoch FROM first_run_epoch",
-                            2, p, NULL, NULL, &r, e);
+                            3, p, NULL, NULL, &r, e);
     if (rc == METER_DB_ROWS) {
         if (db_get_int64(r, 0, 0, epoch, e) < 0)
             rc = METER_DB_HARD;
     } else if (rc >= 0)
         rc = db_hard(e, "cannot note first runs: first_run_epoch is empty");
     PQclear(r);
+    meter_buf_release(&acct);
     meter_buf_release(&pk);
     meter_buf_release(&min);
     return rc < 0 ? rc : METER_DB_NONE;
@@ -811,41 +809,6 @@ note_first_runs(PGconn *db, struct meter_registry *reg, struct batch *b,
         }
     }
     return METER_DB_NONE;
-}
-
-/* Lists the samples whose sandbox is stored under another account, as
- * the batch's transaction would (resolve): ABORT if there are, so that a
- * batch it would refuse creates no partition first. */
-static enum meter_db_status
-check_owners(PGconn *db, struct batch *b, struct meter_problems *probs,
-             struct meter_err *e)
-{
-    struct meter_buf ids = {0};
-    for (size_t i = 0; i < b->ngroups; i++)
-        b->groups[i].known = false; /* id_array lists every group */
-    id_array(&ids, b, false);
-    if (ids.failed) {
-        meter_buf_release(&ids);
-        return db_hard(e, "out of memory");
-    }
-    const char *p[] = {ids.p};
-    PGresult *r;
-    enum meter_db_status st =
-        meter_db_exec(db, "cannot read sandboxes",
-                      "SELECT s.sandbox_id, a.account_id FROM sandboxes s"
-                      " JOIN accounts a USING (account_pk)"
-                      " WHERE s.sandbox_id = ANY ($1::text[])",
-                      1, p, NULL, NULL, &r, e);
-    meter_buf_release(&ids);
-    for (int row = 0; st >= 0 && row < PQntuples(r); row++) {
-        struct group *g = find_group(b, PQgetvalue(r, row, 0));
-        if (g)
-            check_account(b, g, PQgetvalue(r, row, 1), probs);
-    }
-    PQclear(r);
-    if (st < 0)
-        return st;
-    return probs->total ? METER_DB_ABORT : METER_DB_NONE;
 }
 
 /* For a scoped key: the samples of accounts it may not write, as
@@ -890,13 +853,13 @@ check_scope(PGconn *db, struct batch *b, int64_t key_id,
 }
 
 /* Creates the monthly partitions the batch needs, in their own
- * transactions, before the batch's; none if the batch would be refused
- * (its sandboxes' accounts are checked first). */
+ * transactions, before the batch's, which nothing refuses any more once
+ * its samples and its key's scope are checked; ABORT naming the first
+ * sample of an archived month. */
 static enum meter_db_status
 ensure_partitions(PGconn *db, struct meter_registry *reg, struct batch *b,
                   struct meter_problems *probs, struct meter_err *e)
 {
-    bool checked = false;
     for (size_t i = 0; i < b->nblocks; i++) {
         int y, m;
         int64_t start, end;
@@ -904,12 +867,6 @@ ensure_partitions(PGconn *db, struct meter_registry *reg, struct batch *b,
         int64_t key = (int64_t)y * 12 + m;
         if (db_registry_month_known(reg, key))
             continue;
-        if (!checked) {
-            enum meter_db_status st = check_owners(db, b, probs, e);
-            if (st != METER_DB_NONE)
-                return st;
-            checked = true;
-        }
         struct db_params p = {0};
         db_param_period(&p, y, m);
         PGresult *r =
@@ -964,26 +921,36 @@ ensure_partitions_retried(PGconn *db, struct meter_registry *reg,
     return st;
 }
 
-/* Locks the rows of the batch's sandboxes, in sandbox_pk order (the
- * sort below the lock: no deadlock between writers). FOR NO KEY UPDATE
- * lets the foreign keys of usage_blocks (FOR KEY SHARE) through. */
+/* Locks the rows of the batch's sandboxes, in (account_pk, sandbox_pk)
+ * order (the sort below the lock: no deadlock between writers). FOR NO
+ * KEY UPDATE lets the foreign keys of usage_blocks (FOR KEY SHARE)
+ * through. */
 static enum meter_db_status
 lock_sandboxes(PGconn *db, const struct batch *b, struct meter_err *e)
 {
-    struct meter_buf pks = {0};
+    struct meter_buf accts = {0}, pks = {0};
+    meter_buf_str(&accts, "{");
     meter_buf_str(&pks, "{");
-    for (size_t i = 0; i < b->ngroups; i++)
-        meter_buf_printf(&pks, "%s%d", i ? "," : "",
-                         b->groups[i].sb.sandbox_pk);
+    for (size_t i = 0; i < b->ngroups; i++) {
+        const char *sep = i ? "," : "";
+        meter_buf_printf(&accts, "%s%" PRId32, sep, b->groups[i].sb.account_pk);
+        meter_buf_printf(&pks, "%s%" PRId64, sep, b->groups[i].sb.sandbox_pk);
+    }
+    meter_buf_str(&accts, "}");
     meter_buf_str(&pks, "}");
-    const char *p[] = {pks.p};
+    const char *p[] = {accts.p, pks.p};
     enum meter_db_status rc =
-        pks.failed ? db_hard(e, "out of memory")
-                   : exec_cmd(db,
-                              "SELECT count(*) FROM (SELECT 1 FROM sandboxes"
-                              " WHERE sandbox_pk = ANY ($1::int[])"
-                              " ORDER BY sandbox_pk FOR NO KEY UPDATE) l",
-                              1, p, "cannot lock sandboxes", e);
+        accts.failed || pks.failed
+            ? db_hard(e, "out of memory")
+            : exec_cmd(db,
+                       "SELECT count(*) FROM (SELECT 1"
+                       " FROM unnest($1::int[], $2::bigint[]) AS k (a, pk)"
+                       " JOIN sandboxes s ON s.account_pk = k.a"
+                       "  AND s.sandbox_pk = k.pk"
+                       " ORDER BY s.account_pk, s.sandbox_pk"
+                       " FOR NO KEY UPDATE OF s) l",
+                       2, p, "cannot lock sandboxes", e);
+    meter_buf_release(&accts);
     meter_buf_release(&pks);
     return rc;
 }
@@ -993,7 +960,6 @@ struct attempt {
     struct meter_registry *reg;
     struct batch *b;
     const struct meter_ingest_origin *o;
-    struct meter_problems *probs;
     int tries;
 };
 
@@ -1014,7 +980,7 @@ ingest_attempt(PGconn *db, void *arg, struct meter_err *e)
         if (build_blocks(b) < 0)
             return db_hard(e, "out of memory");
     }
-    enum meter_db_status rc = resolve(db, a->reg, b, a->probs, e);
+    enum meter_db_status rc = resolve(db, a->reg, b, e);
     if (rc == METER_DB_NONE)
         rc = lock_sandboxes(db, b, e);
     if (rc == METER_DB_NONE)
@@ -1092,7 +1058,7 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
                                             : METER_INGEST_ERROR;
         goto out;
     }
-    struct attempt a = {reg, &b, o, probs, 0};
+    struct attempt a = {reg, &b, o, 0};
     switch (meter_db_transaction(db, "BEGIN", 5, ingest_attempt, &a, e)) {
     case METER_DB_NONE:
     case METER_DB_ROWS:

@@ -1,6 +1,6 @@
 /*
- * registry.c - what a meterd process knows of sandboxes: sandbox ->
- * account and keys, immutable once stored, and the first running minute,
+ * registry.c - what a meterd process knows of sandboxes: (account,
+ * sandbox id) -> keys, immutable once stored, and the first running minute,
  * which ingestion only lowers and a quarantine may raise (it then raises
  * first_run_epoch, and the registry starts over: ingest.c); and the
  * monthly partitions that exist. A bounded cache in front of the
@@ -18,14 +18,14 @@
 #define REGISTRY_MAX 1000000
 
 struct entry {
-    uint32_t account; /* index in accounts */
-    int32_t sandbox_pk, account_pk, first_run;
+    int64_t sandbox_pk;
+    int32_t account_pk, first_run;
 };
 
 struct meter_registry {
     pthread_rwlock_t lock;
-    struct meter_strtab sandboxes, accounts;
-    struct entry *entries; /* by sandbox index */
+    struct meter_strtab sandboxes; /* "account/sandbox" (ids have no '/') */
+    struct entry *entries;         /* by sandbox index */
     size_t cap;
     pthread_mutex_t months_lock;
     int64_t months[64]; /* partitions known to exist, as y*12+m */
@@ -50,23 +50,31 @@ meter_registry_free(struct meter_registry *r)
     if (!r)
         return;
     meter_strtab_release(&r->sandboxes);
-    meter_strtab_release(&r->accounts);
     free(r->entries);
     pthread_rwlock_destroy(&r->lock);
     pthread_mutex_destroy(&r->months_lock);
     free(r);
 }
 
-bool
-db_registry_get(struct meter_registry *r, const char *sandbox_id,
-                struct db_sandbox *out)
+/* The registry's key of a sandbox. */
+static void
+key_of(const char *account_id, const char *sandbox_id,
+       char out[2 * PRICING_ID_MAX + 2])
 {
+    snprintf(out, 2 * PRICING_ID_MAX + 2, "%s/%s", account_id, sandbox_id);
+}
+
+bool
+db_registry_get(struct meter_registry *r, const char *account_id,
+                const char *sandbox_id, struct db_sandbox *out)
+{
+    char key[2 * PRICING_ID_MAX + 2];
+    key_of(account_id, sandbox_id, key);
     pthread_rwlock_rdlock(&r->lock);
-    long i = meter_strtab_find(&r->sandboxes, sandbox_id);
+    long i = meter_strtab_find(&r->sandboxes, key);
     if (i >= 0) {
         const struct entry *x = &r->entries[i];
-        snprintf(out->account_id, sizeof(out->account_id), "%s",
-                 r->accounts.str[x->account]);
+        snprintf(out->account_id, sizeof(out->account_id), "%s", account_id);
         out->sandbox_pk = x->sandbox_pk;
         out->account_pk = x->account_pk;
         out->first_run = x->first_run;
@@ -79,18 +87,17 @@ void
 db_registry_put(struct meter_registry *r, const char *sandbox_id,
                 const struct db_sandbox *s, int64_t epoch)
 {
+    char key[2 * PRICING_ID_MAX + 2];
+    key_of(s->account_id, sandbox_id, key);
     pthread_rwlock_wrlock(&r->lock);
     if (epoch != r->epoch)
         goto out; /* read before a quarantine changed first runs */
     if (r->sandboxes.n >= REGISTRY_MAX) {
         /* Bounded: past the cap start over; the database has it all. */
         meter_strtab_clear(&r->sandboxes);
-        meter_strtab_clear(&r->accounts);
     }
     bool added;
-    long acct = meter_strtab_intern(&r->accounts, s->account_id, NULL);
-    long i =
-        acct < 0 ? -1 : meter_strtab_intern(&r->sandboxes, sandbox_id, &added);
+    long i = meter_strtab_intern(&r->sandboxes, key, &added);
     if (i < 0)
         goto out;
     if (!added) {
@@ -104,14 +111,12 @@ db_registry_put(struct meter_registry *r, const char *sandbox_id,
         if (!p) {
             /* Forget it again: every index must have its entry. */
             meter_strtab_clear(&r->sandboxes);
-            meter_strtab_clear(&r->accounts);
             goto out;
         }
         r->entries = p;
         r->cap = nc;
     }
-    r->entries[i] = (struct entry){(uint32_t)acct, s->sandbox_pk, s->account_pk,
-                                   s->first_run};
+    r->entries[i] = (struct entry){s->sandbox_pk, s->account_pk, s->first_run};
 out:
     pthread_rwlock_unlock(&r->lock);
 }
@@ -131,7 +136,6 @@ db_registry_epoch_seen(struct meter_registry *r, int64_t epoch)
     pthread_rwlock_wrlock(&r->lock);
     if (epoch != r->epoch) {
         meter_strtab_clear(&r->sandboxes);
-        meter_strtab_clear(&r->accounts);
         r->epoch = epoch;
     }
     pthread_rwlock_unlock(&r->lock);

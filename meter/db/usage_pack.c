@@ -27,7 +27,7 @@
 
 /* A block and its sandbox, for sorting into packs. */
 struct part {
-    int32_t sandbox_pk;
+    int64_t sandbox_pk;
     size_t order; /* ties: as read */
     struct meter_pack_part p;
 };
@@ -59,7 +59,7 @@ struct parts {
 };
 
 static int
-parts_add(struct parts *ps, int32_t sandbox_pk, const struct meter_pack_part *p)
+parts_add(struct parts *ps, int64_t sandbox_pk, const struct meter_pack_part *p)
 {
     if (ps->n == ps->cap) {
         size_t cap = ps->cap ? ps->cap * 2 : 256;
@@ -80,13 +80,13 @@ static enum meter_db_status
 add_pack(struct parts *ps, const PGresult *r, int i, int sb_col, int data_col,
          int64_t hour, struct meter_err *e)
 {
-    int32_t sandbox_pk = (int32_t)meter_be32(PQgetvalue(r, i, sb_col));
+    int64_t sandbox_pk = (int64_t)meter_be64(PQgetvalue(r, i, sb_col));
     struct meter_pack_part *v;
     size_t n;
     if (meter_pack_decode(hour, (const uint8_t *)PQgetvalue(r, i, data_col),
                           (size_t)PQgetlength(r, i, data_col), &v, &n) < 0)
         return db_hard(
-            e, "the pack of sandbox %" PRId32 " hour %" PRId64 " is corrupt",
+            e, "the pack of sandbox %" PRId64 " hour %" PRId64 " is corrupt",
             sandbox_pk, hour);
     for (size_t k = 0; k < n; k++)
         if (parts_add(ps, sandbox_pk, &v[k]) < 0) {
@@ -147,7 +147,7 @@ write_packs(PGconn *db, int32_t account_pk, int64_t hour, struct parts *ps,
         }
         db_copy_row(&copy, 7);
         db_copy_int4(&copy, account_pk);
-        db_copy_int4(&copy, ps->v[i].sandbox_pk);
+        db_copy_int8(&copy, ps->v[i].sandbox_pk);
         db_copy_int4(&copy, (int32_t)(hour * 60));
         db_copy_int8(&copy, first - DB_PG_EPOCH_US);
         db_copy_int8(&copy, last - DB_PG_EPOCH_US);
@@ -247,7 +247,7 @@ pack_attempt(PGconn *db, void *arg, struct meter_err *e)
         st = db_exec_binary(
             db, "cannot pack usage",
             "DELETE FROM usage_blocks WHERE account_pk = $1::int"
-            " AND sandbox_pk = ANY ($4::int[]) AND minute >= $2::int"
+            " AND sandbox_pk = ANY ($4::bigint[]) AND minute >= $2::int"
             " AND minute < $3::int RETURNING sandbox_pk, minute,"
             " seconds, arrived_at, coalesce(key_id, 0), data",
             sel.n, sel.v, &blocks, e);
@@ -259,7 +259,7 @@ pack_attempt(PGconn *db, void *arg, struct meter_err *e)
             st = db_exec_binary(
                 db, "cannot pack usage",
                 "DELETE FROM usage_packs WHERE account_pk = $1::int"
-                " AND sandbox_pk = ANY ($3::int[])"
+                " AND sandbox_pk = ANY ($3::bigint[])"
                 " AND minute = $2::int RETURNING sandbox_pk, data",
                 packs.n, packs.v, &old, e);
         for (int i = 0; st == METER_DB_NONE && i < PQntuples(old); i++)
@@ -274,7 +274,7 @@ pack_attempt(PGconn *db, void *arg, struct meter_err *e)
                 .data = (const uint8_t *)PQgetvalue(blocks, i, 5),
                 .len = (size_t)PQgetlength(blocks, i, 5),
             };
-            if (parts_add(&ps, (int32_t)meter_be32(PQgetvalue(blocks, i, 0)),
+            if (parts_add(&ps, (int64_t)meter_be64(PQgetvalue(blocks, i, 0)),
                           &p) < 0)
                 st = db_hard(e, "out of memory");
         }
@@ -374,7 +374,7 @@ db_usage_unpack(PGconn *db, int64_t key_id, int64_t from, int64_t to,
         meter_buf_str(&gone[i], "{");
     for (int i = 0; st == METER_DB_NONE && i < rows; i++) {
         int32_t account_pk = (int32_t)meter_be32(PQgetvalue(r, i, 0));
-        int32_t sandbox_pk = (int32_t)meter_be32(PQgetvalue(r, i, 1));
+        int64_t sandbox_pk = (int64_t)meter_be64(PQgetvalue(r, i, 1));
         int64_t minute = (int32_t)meter_be32(PQgetvalue(r, i, 2));
         struct rest *x = &rest[nrest];
         struct meter_pack_part *v;
@@ -382,7 +382,7 @@ db_usage_unpack(PGconn *db, int64_t key_id, int64_t from, int64_t to,
         if (meter_pack_decode(minute / 60, (const uint8_t *)PQgetvalue(r, i, 3),
                               (size_t)PQgetlength(r, i, 3), &v, &n) < 0) {
             st = db_hard(e,
-                         "the pack of sandbox %" PRId32 " hour %" PRId64
+                         "the pack of sandbox %" PRId64 " hour %" PRId64
                          " is corrupt",
                          sandbox_pk, minute / 60);
             break;
@@ -395,7 +395,7 @@ db_usage_unpack(PGconn *db, int64_t key_id, int64_t from, int64_t to,
                 /* Back to a block, as its batch stored it. */
                 db_copy_row(&blocks, 7);
                 db_copy_int4(&blocks, account_pk);
-                db_copy_int4(&blocks, sandbox_pk);
+                db_copy_int8(&blocks, sandbox_pk);
                 db_copy_int4(&blocks, (int32_t)p->minute);
                 db_copy_int8(&blocks, (int64_t)p->mask);
                 db_copy_int8(&blocks, p->arrived_us - DB_PG_EPOCH_US);
@@ -413,7 +413,7 @@ db_usage_unpack(PGconn *db, int64_t key_id, int64_t from, int64_t to,
         }
         const char *sep = ngone++ ? "," : "";
         meter_buf_printf(&gone[0], "%s%" PRId32, sep, account_pk);
-        meter_buf_printf(&gone[1], "%s%" PRId32, sep, sandbox_pk);
+        meter_buf_printf(&gone[1], "%s%" PRId64, sep, sandbox_pk);
         meter_buf_printf(&gone[2], "%s%" PRId64, sep, minute);
         nblocks += moved;
         nrest++;
@@ -428,7 +428,7 @@ db_usage_unpack(PGconn *db, int64_t key_id, int64_t from, int64_t to,
     if (st >= 0 && ngone)
         st = meter_db_exec(
             db, "cannot unpack usage",
-            "DELETE FROM usage_packs p USING unnest($1::int[], $2::int[],"
+            "DELETE FROM usage_packs p USING unnest($1::int[], $2::bigint[],"
             " $3::int[]) g (a, s, m) WHERE p.account_pk = g.a"
             " AND p.sandbox_pk = g.s AND p.minute = g.m",
             3, (const char *const[]){gone[0].p, gone[1].p, gone[2].p}, NULL,

@@ -127,7 +127,8 @@ meter_db_usage_open(PGconn *db, const char *account, int64_t from, int64_t to,
                       "  UNION ALL SELECT account_pk, sandbox_pk, minute, 0,"
                       "  data FROM usage_packs"
                       "  WHERE minute >= $3::int AND minute < $2::int) b"
-                      " JOIN sandboxes s ON s.sandbox_pk = b.sandbox_pk"
+                      " JOIN sandboxes s ON s.account_pk = b.account_pk"
+                      "  AND s.sandbox_pk = b.sandbox_pk"
                       " JOIN accounts a ON a.account_pk = b.account_pk"
                       " ORDER BY b.account_pk, b.sandbox_pk, b.minute",
             p.n, NULL, p.v, NULL, NULL, 0);
@@ -306,9 +307,11 @@ peek(struct meter_usage_reader *r, struct part *p, struct pricing_err *pe)
         }
         if (r->taken < r->npack) {
             /* The pack's next block goes first unless the row is of the
-             * same sandbox and an earlier minute (or the same: both). */
+             * same account and sandbox and an earlier minute (or the
+             * same: both). */
             const struct meter_pack_part *q = &r->pack[r->taken];
-            if (!got || strcmp(sandbox, r->pack_sandbox) != 0 ||
+            if (!got || strcmp(account, r->pack_account) != 0 ||
+                strcmp(sandbox, r->pack_sandbox) != 0 ||
                 q->minute <= (int32_t)meter_be32(PQgetvalue(x, i, 2))) {
                 *p = (struct part){r->pack_account,
                                    r->pack_sandbox,
@@ -352,8 +355,8 @@ take(struct meter_usage_reader *r, const struct part *p)
         r->row++;
 }
 
-/* The next (sandbox, minute): every block of it merged, seconds outside
- * [from, to) dropped. A minute stored in one block (the common case) is
+/* The next (account, sandbox, minute): every block of it merged, seconds
+ * outside [from, to) dropped. A minute stored in one block (the common case) is
  * decoded straight into the output. */
 static int
 next_block(void *ctx, struct pricing_block *b, struct pricing_err *pe)
@@ -369,7 +372,8 @@ next_block(void *ctx, struct pricing_block *b, struct pricing_err *pe)
         bool merged = false;
         while ((got = peek(r, &p, pe)) > 0) {
             if (have &&
-                (p.minute != minute || strcmp(p.sandbox, r->sandbox) != 0))
+                (p.minute != minute || strcmp(p.sandbox, r->sandbox) != 0 ||
+                 strcmp(p.account, r->account) != 0))
                 break; /* the next block starts here */
             if (!have) {
                 snprintf(r->account, sizeof(r->account), "%s", p.account);

@@ -16,7 +16,7 @@
 
 /* A sample as held for sorting. */
 struct rec {
-    uint32_t sandbox; /* index in sandboxes */
+    uint32_t sandbox; /* index in sandboxes: an account's sandbox id */
     uint32_t pad;
     uint64_t seq; /* input order */
     struct pricing_second s;
@@ -26,7 +26,8 @@ struct rec {
 enum { BLOCK = 4096 };
 
 struct meter_sample_set {
-    struct meter_strtab sandboxes, accounts;
+    struct meter_strtab sandboxes; /* "account/sandbox" (ids have no '/') */
+    struct meter_strtab accounts;
     uint32_t *owner; /* by sandbox: the account index */
     size_t owner_cap;
     struct rec *recs;
@@ -107,23 +108,15 @@ meter_sample_set_add(struct meter_sample_set *set, const struct meter_sample *m,
         set->owner = o;
         set->owner_cap = nc;
     }
-    long sb = meter_strtab_find(&set->sandboxes, m->sandbox_id);
-    if (sb >= 0 &&
-        strcmp(set->accounts.str[set->owner[sb]], m->account_id) != 0)
-        return meter_fail(e,
-                          "%s: field 'account_id' value \"%s\": sandbox '%s' "
-                          "belongs to account '%s'",
-                          where, m->account_id, m->sandbox_id,
-                          set->accounts.str[set->owner[sb]]);
+    char key[2 * PRICING_ID_MAX + 2];
+    snprintf(key, sizeof(key), "%s/%s", m->account_id, m->sandbox_id);
     long acct = meter_strtab_intern(&set->accounts, m->account_id, NULL);
-    if (acct < 0)
+    bool added;
+    long sb = acct < 0 ? -1 : meter_strtab_intern(&set->sandboxes, key, &added);
+    if (sb < 0)
         return meter_fail(e, "out of memory");
-    if (sb < 0) {
-        if ((sb = meter_strtab_intern(&set->sandboxes, m->sandbox_id, NULL)) <
-            0)
-            return meter_fail(e, "out of memory");
+    if (added)
         set->owner[sb] = (uint32_t)acct;
-    }
     struct rec *r = &set->recs[set->n];
     r->sandbox = (uint32_t)sb;
     r->pad = 0;
@@ -285,8 +278,8 @@ next_block(void *ctx, struct pricing_block *b, struct pricing_err *e)
     while (set->next < set->n && n < BLOCK &&
            set->recs[set->next].sandbox == sb)
         set->buf[n++] = set->recs[set->next++].s;
-    b->sandbox_id = set->sandboxes.str[sb];
     b->account_id = set->accounts.str[set->owner[sb]];
+    b->sandbox_id = set->sandboxes.str[sb] + strlen(b->account_id) + 1;
     b->s = set->buf;
     b->n = n;
     b->runs = NULL; /* seconds, one by one */
