@@ -41,6 +41,11 @@ meter/db/migrate.c|apply_one|m->sql
 # found the first (the second is made with it).
 meter/db/usage_compact.c|meter_db_usage_vacuum|"VACUUM (ANALYZE) %s"
 meter/db/usage_compact.c|meter_db_usage_vacuum|sql
+# PREPARE TRANSACTION, COMMIT PREPARED and ROLLBACK PREPARED take no
+# parameters, so a part of a batch over shards is named in the text: a
+# verb from a constant array and a name checked to be meter:, 32 hex
+# digits, : and a shard number (part_name), made by route.c.
+meter/db/exec.c|db_two_phase|sql
 '
 
 [ $# -gt 0 ] || set -- meter reports

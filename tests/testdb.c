@@ -39,8 +39,9 @@ testdb_create(struct testdb *t)
         base = meter_cluster_conninfo(c);
     }
     snprintf(t->admin, sizeof(t->admin), "%s dbname=postgres", base);
-    snprintf(t->name, sizeof(t->name), "test_%ld_%ld", (long)getpid(),
-             (long)time(NULL));
+    static int made; /* several databases a test (test_shards.c) */
+    snprintf(t->name, sizeof(t->name), "test_%ld_%ld_%d", (long)getpid(),
+             (long)time(NULL), made++);
     snprintf(t->conninfo, sizeof(t->conninfo), "%s dbname=%s", base, t->name);
     meter_cluster_free(c);
 

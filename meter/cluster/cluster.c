@@ -617,7 +617,11 @@ prepare(struct meter_cluster *c, struct meter_err *e)
               * touched after it log a full image again, which forced the
               * next; batches waited seconds (docs/performance.md). */
              "max_wal_size = 4GB\n"
-             "wal_compression = lz4\n",
+             "wal_compression = lz4\n"
+             /* A batch over several shards is prepared on each, then
+              * committed (docs/scale.md): one prepared transaction
+              * at most a connection. */
+             "max_prepared_transactions = 100\n",
              sock, (unsigned long long)shared_buffers_mb());
     snprintf(path, sizeof(path), "%s/meter.conf", c->datadir);
     return write_file(c, path, conf, "w", e);

@@ -211,6 +211,89 @@ struct db_sandbox {
                           (INT32_MAX: none known) */
 };
 
+/* ---- two-phase commit and shards (shards.c, docs/scale.md) ---------- */
+
+enum db_two_phase_op { DB_PREPARE, DB_COMMIT_PREPARED, DB_ROLLBACK_PREPARED };
+/* PREPARE TRANSACTION, COMMIT PREPARED or ROLLBACK PREPARED of part gid
+ * (meter:HEX32:SHARD; anything else is refused). With gone not NULL, a
+ * part that no longer exists (settled by another process) is NONE with
+ * *gone true. */
+enum meter_db_status db_two_phase(PGconn *db, enum db_two_phase_op op,
+                                  const char *gid, bool *gone,
+                                  struct meter_err *e);
+/* meter_db_transaction, ending with PREPARE TRANSACTION gid if gid is
+ * not NULL (the transaction is then prepared, not committed). */
+enum meter_db_status db_transaction_ends(PGconn *db, const char *begin,
+                                         int attempts, meter_db_tx_fn *fn,
+                                         void *arg, const char *gid,
+                                         struct meter_err *e);
+
+/* Shards a catalog may list (shards.shard_id 0-255). */
+#define DB_SHARDS_MAX 256
+
+/* A batch of samples sorted and checked (ingest.c), and its parts. */
+struct db_batch;
+/* A part of a routed batch: stored with gid prepared (NULL: committed),
+ * on a database that must hold its buckets, and with its accounts'
+ * shadow rows written first if shadow (a shard that is not the
+ * catalog). */
+struct db_part {
+    const char *gid;
+    const int32_t *buckets;
+    size_t nbuckets;
+    bool shadow;
+};
+/* Sorts and checks the n samples s as meter_ingest does (size, values,
+ * the key's scope on db): OK with *out a batch to store (NULL if there
+ * is nothing to store), else the refusal with *out NULL. */
+enum meter_ingest_status
+db_batch_open(PGconn *db, const struct meter_sample *s, size_t n,
+              const struct meter_ingest_origin *o,
+              struct meter_ingest_result *res, struct meter_problems *probs,
+              struct meter_err *e, struct db_batch **out);
+void db_batch_free(struct db_batch *b);
+/* Its sandboxes (groups), each's account, and routing them. */
+size_t db_batch_groups(const struct db_batch *b);
+const char *db_batch_account(const struct db_batch *b, size_t g);
+void db_batch_route(struct db_batch *b, size_t g, int32_t account_pk,
+                    int bucket);
+int db_batch_bucket(const struct db_batch *b, size_t g);
+/* The part of b of the groups g with keep[g]: over b's samples, which
+ * must outlive it. NULL if out of memory. */
+struct db_batch *db_batch_part(const struct db_batch *b, const bool *keep);
+/* Stores b (or a part, routed) on db in one transaction, as meter_ingest
+ * does; *moved true (UNAVAILABLE) if db refused a bucket it no longer
+ * holds. */
+enum meter_ingest_status
+db_batch_store(PGconn *db, struct meter_registry *reg, struct db_batch *b,
+               const struct meter_ingest_origin *o, const struct db_part *part,
+               struct meter_problems *probs, bool *moved, struct meter_err *e);
+/* What the stored b counted; and its new sandboxes remembered in reg,
+ * once it is committed. */
+const struct meter_ingest_result *db_batch_result(const struct db_batch *b);
+void db_batch_remember(struct db_batch *b, struct meter_registry *reg);
+
+/* Reads the shard map if not read yet, or again. */
+int db_shards_load(struct meter_shards *sh, PGconn *catalog, bool again,
+                   struct meter_err *e);
+/* The shard of bucket (the map loaded). */
+int db_shards_of_bucket(struct meter_shards *sh, int bucket);
+/* An account's key and bucket, if known; and remembering them. */
+bool db_shards_account(struct meter_shards *sh, const char *id, int32_t *pk,
+                       int *bucket);
+void db_shards_account_put(struct meter_shards *sh, const char *id, int32_t pk,
+                           int bucket);
+/* What the process knows of shard's sandboxes. NULL if out of memory. */
+struct meter_registry *db_shards_registry(struct meter_shards *sh, int shard);
+/* The shard's connection: the catalog for the catalog's own, else this
+ * thread's, opened (again, if fresh) as needed; NULL with e if it
+ * cannot be. */
+PGconn *db_links_conn(struct meter_shard_links *l, PGconn *catalog, int shard,
+                      bool fresh, struct meter_err *e);
+struct meter_shards *db_links_shards(struct meter_shard_links *l);
+/* The test hook, if set. */
+void db_links_between_commits(struct meter_shard_links *l, PGconn *next);
+
 /* Fills *out from the registry; false if the sandbox (sandbox_id of
  * account_id) is not in it. */
 bool db_registry_get(struct meter_registry *r, const char *account_id,

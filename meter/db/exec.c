@@ -326,9 +326,64 @@ db_copy_in(PGconn *db, const char *sql, const char *data, size_t len,
     return METER_DB_NONE;
 }
 
+/* Whether gid is a part's name as ingest.c makes them: it goes into the
+ * statement's text, since PREPARE TRANSACTION takes no parameter. */
+static bool
+part_name(const char *gid)
+{
+    size_t n = strlen(gid), hex = 0;
+    if (strncmp(gid, "meter:", 6) != 0 || n < 6 + 32 + 2 || n > 6 + 32 + 4)
+        return false;
+    for (const char *p = gid + 6; hex < 32; p++, hex++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return false;
+    if (gid[38] != ':')
+        return false;
+    for (const char *p = gid + 39; *p; p++)
+        if (*p < '0' || *p > '9')
+            return false;
+    return true;
+}
+
 enum meter_db_status
-meter_db_transaction(PGconn *db, const char *begin, int attempts,
-                     meter_db_tx_fn *fn, void *arg, struct meter_err *e)
+db_two_phase(PGconn *db, enum db_two_phase_op op, const char *gid, bool *gone,
+             struct meter_err *e)
+{
+    static const char *const verb[] = {"PREPARE TRANSACTION", "COMMIT PREPARED",
+                                       "ROLLBACK PREPARED"};
+    static const char *const tag[] = {"PREPARE TRANSACTION", "COMMIT PREPARED",
+                                      "ROLLBACK PREPARED"};
+    if (gone)
+        *gone = false;
+    if (!part_name(gid))
+        return db_hard(e, "'%s' is not a part's name", gid);
+    char sql[96];
+    snprintf(sql, sizeof(sql), "%s '%s'", verb[op], gid);
+    PGresult *r = PQexec(db, sql);
+    db_answered(db);
+    const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    if (op != DB_PREPARE && gone && state && strcmp(state, "42704") == 0) {
+        /* Settled already, by another process: what it did stands. */
+        PQclear(r);
+        *gone = true;
+        return METER_DB_NONE;
+    }
+    /* PREPARE TRANSACTION of a failed transaction rolls it back, and
+     * says so only in its tag. */
+    if (PQresultStatus(r) != PGRES_COMMAND_OK)
+        return db_failed(db, r, verb[op], e);
+    bool done = strcmp(PQcmdStatus(r), tag[op]) == 0;
+    PQclear(r);
+    return done
+               ? METER_DB_NONE
+               : db_hard(e, "%s %s: the transaction failed and was rolled back",
+                         verb[op], gid);
+}
+
+enum meter_db_status
+db_transaction_ends(PGconn *db, const char *begin, int attempts,
+                    meter_db_tx_fn *fn, void *arg, const char *gid,
+                    struct meter_err *e)
 {
     enum meter_db_status rc = METER_DB_SOFT;
     for (int i = 0; i < attempts && rc == METER_DB_SOFT; i++) {
@@ -343,8 +398,10 @@ meter_db_transaction(PGconn *db, const char *begin, int attempts,
         if (rc >= 0 && PQtransactionStatus(db) != PQTRANS_INTRANS)
             rc = db_hard(e, "the transaction failed and was not committed");
         if (rc >= 0) {
-            enum meter_db_status done = meter_db_exec(
-                db, "cannot commit", "COMMIT", 0, NULL, NULL, NULL, NULL, e);
+            enum meter_db_status done =
+                gid ? db_two_phase(db, DB_PREPARE, gid, NULL, e)
+                    : meter_db_exec(db, "cannot commit", "COMMIT", 0, NULL,
+                                    NULL, NULL, NULL, e);
             if (done >= 0)
                 return rc;
             rc = done;
@@ -359,6 +416,13 @@ meter_db_transaction(PGconn *db, const char *begin, int attempts,
             PQclear(PQexec(db, "ROLLBACK"));
     }
     return rc;
+}
+
+enum meter_db_status
+meter_db_transaction(PGconn *db, const char *begin, int attempts,
+                     meter_db_tx_fn *fn, void *arg, struct meter_err *e)
+{
+    return db_transaction_ends(db, begin, attempts, fn, arg, NULL, e);
 }
 
 /* ---- array parameters and text COPY rows ------------------------------- */

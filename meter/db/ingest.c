@@ -21,6 +21,7 @@
 #include "db_int.h"
 
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,8 @@ struct group {
     int32_t run_min;   /* first running minute the batch stores, or
                           INT32_MAX */
     struct db_sandbox sb;
+    int32_t account_pk; /* routed: the account's key and bucket, from the */
+    int bucket;         /* catalog (route.c) */
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -72,7 +75,7 @@ struct extra {
     bool counted;
 };
 
-struct batch {
+struct db_batch {
     const struct meter_sample *s;
     size_t n;
     size_t *ord; /* sample indexes by (sandbox, ts, index) */
@@ -88,14 +91,14 @@ struct batch {
 
 /* The stored value of sample i. */
 static const struct pricing_second *
-second_of(const struct batch *b, uint32_t i)
+second_of(const struct db_batch *b, uint32_t i)
 {
     return &b->s[i].s;
 }
 
 /* Counts a repeat of a second against the value that stands. */
 static void
-count_repeat(struct batch *b, const struct pricing_second *standing,
+count_repeat(struct db_batch *b, const struct pricing_second *standing,
              const struct pricing_second *repeat)
 {
     if (memcmp(standing, repeat, sizeof(*repeat)) == 0)
@@ -140,7 +143,7 @@ by_run_start(const void *x, const void *y, void *base)
 
 /* Whether sample i comes strictly before sample j in the batch's order. */
 static bool
-before(const struct batch *b, size_t i, size_t j)
+before(const struct db_batch *b, size_t i, size_t j)
 {
     return by_sandbox_ts_index(&i, &j, (void *)b->s) < 0;
 }
@@ -150,7 +153,7 @@ before(const struct batch *b, size_t i, size_t j)
  * runs, sorted by their first sample, are then the order already, which
  * a check of each seam confirms; else every sample is sorted. */
 static int
-order(struct batch *b)
+order(struct db_batch *b)
 {
     struct run *runs = malloc((b->n ? b->n : 1) * sizeof(*runs));
     if (!runs)
@@ -183,7 +186,7 @@ order(struct batch *b)
 /* Orders the batch (b->ord); returns its distinct sandboxes, or -1 when
  * out of memory. */
 static long
-sort_batch(struct batch *b)
+sort_batch(struct db_batch *b)
 {
     b->ord = malloc((b->n ? b->n : 1) * sizeof(*b->ord));
     if (!b->ord || order(b) < 0)
@@ -198,7 +201,7 @@ sort_batch(struct batch *b)
  * needs no database: seconds in the future or older than max_age (0: no
  * bound). */
 static int
-prepare(struct batch *b, size_t sandboxes, int64_t now, int64_t max_age,
+prepare(struct db_batch *b, size_t sandboxes, int64_t now, int64_t max_age,
         struct meter_problems *probs)
 {
     b->groups = malloc((sandboxes ? sandboxes : 1) * sizeof(*b->groups));
@@ -237,7 +240,7 @@ prepare(struct batch *b, size_t sandboxes, int64_t now, int64_t max_age,
 /* Appends "{"a","b"}" of the batch's groups' sandbox or account ids, for
  * those not yet known; ids are of [A-Za-z0-9._:-] so need no escaping. */
 static void
-id_array(struct meter_buf *out, const struct batch *b, bool account)
+id_array(struct meter_buf *out, const struct db_batch *b, bool account)
 {
     bool first = true;
     meter_buf_str(out, "{");
@@ -265,7 +268,7 @@ exec_cmd(PGconn *db, const char *sql, int nparams, const char *const *values,
 
 /* The group of a sandbox: groups are in (account, sandbox id) order. */
 static struct group *
-find_group(struct batch *b, const char *account, const char *id)
+find_group(struct db_batch *b, const char *account, const char *id)
 {
     struct meter_sample key;
     snprintf(key.account_id, sizeof(key.account_id), "%s", account);
@@ -287,7 +290,7 @@ find_group(struct batch *b, const char *account, const char *id)
 /* Fills groups[].sb from the registry, then the database; registers
  * new sandboxes (and accounts). */
 static enum meter_db_status
-resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
+resolve(PGconn *db, struct meter_registry *reg, struct db_batch *b,
         struct meter_err *e)
 {
     size_t unknown = 0;
@@ -381,7 +384,7 @@ resolve(PGconn *db, struct meter_registry *reg, struct batch *b,
  * second in batch order stands for it; later copies are set aside as
  * extras, counted once it is known what stands (check_stored). */
 static int
-build_blocks(struct batch *b)
+build_blocks(struct db_batch *b)
 {
     size_t nblocks = 0;
     for (size_t gi = 0; gi < b->ngroups; gi++) {
@@ -429,7 +432,7 @@ build_blocks(struct batch *b)
 
 /* Counts the extras that check_stored did not: against the first copy. */
 static void
-count_extras(struct batch *b)
+count_extras(struct db_batch *b)
 {
     for (size_t i = 0; i < b->nblocks; i++) {
         const struct block *k = &b->blocks[i];
@@ -443,7 +446,7 @@ count_extras(struct batch *b)
 /* Drops from block k the seconds of a stored block (minute, mask, data),
  * counting the batch's copies of them as repeats. */
 static enum meter_db_status
-drop_stored(struct batch *b, struct block *k, uint64_t stored,
+drop_stored(struct db_batch *b, struct block *k, uint64_t stored,
             const uint8_t *data, size_t len, struct meter_err *e)
 {
     struct pricing_second old[60];
@@ -473,7 +476,7 @@ drop_stored(struct batch *b, struct block *k, uint64_t stored,
 /* Drops from the blocks of the hour starting at block `first` the
  * seconds a pack of that sandbox and hour holds (usage_pack.c). */
 static enum meter_db_status
-drop_packed(struct batch *b, size_t first, const uint8_t *data, size_t len,
+drop_packed(struct db_batch *b, size_t first, const uint8_t *data, size_t len,
             struct meter_err *e)
 {
     int64_t hour = b->blocks[first].minute / 60;
@@ -501,7 +504,7 @@ drop_packed(struct batch *b, size_t first, const uint8_t *data, size_t len,
 /* Drops from the blocks the seconds already stored, in blocks or in
  * packs, counting them. */
 static enum meter_db_status
-check_stored(PGconn *db, struct batch *b, struct meter_err *e)
+check_stored(PGconn *db, struct db_batch *b, struct meter_err *e)
 {
     struct meter_buf acct = {0}, sb = {0}, min = {0}, mask = {0}, first = {0};
     int64_t lo = INT64_MAX, hi = INT64_MIN;
@@ -585,8 +588,8 @@ out:
 
 /* Writes the blocks (binary COPY) and the rollups of their seconds. */
 static enum meter_db_status
-write_blocks(PGconn *db, struct batch *b, const struct meter_ingest_origin *o,
-             struct meter_err *e)
+write_blocks(PGconn *db, struct db_batch *b,
+             const struct meter_ingest_origin *o, struct meter_err *e)
 {
     /* The rollups' columns, each an array parameter ("{1,2}"): the
      * statement stays a constant, whatever the batch. */
@@ -732,8 +735,8 @@ out:
  * run earlier than it, all of them (trust_cache false) or those whose
  * known first run is later; the first_run_epoch in *epoch. */
 static enum meter_db_status
-lower_first_runs(PGconn *db, struct batch *b, bool trust_cache, int64_t *epoch,
-                 struct meter_err *e)
+lower_first_runs(PGconn *db, struct db_batch *b, bool trust_cache,
+                 int64_t *epoch, struct meter_err *e)
 {
     struct meter_buf acct = {0}, pk = {0}, min = {0};
     const char *sep = "";
@@ -788,7 +791,7 @@ lower_first_runs(PGconn *db, struct batch *b, bool trust_cache, int64_t *epoch,
  * and the registry starts over. The sandboxes' row locks
  * (lock_sandboxes) order this after such a quarantine's commit. */
 static enum meter_db_status
-note_first_runs(PGconn *db, struct meter_registry *reg, struct batch *b,
+note_first_runs(PGconn *db, struct meter_registry *reg, struct db_batch *b,
                 struct meter_err *e)
 {
     int64_t epoch;
@@ -814,7 +817,7 @@ note_first_runs(PGconn *db, struct meter_registry *reg, struct batch *b,
 /* For a scoped key: the samples of accounts it may not write, as
  * problems; ABORT if there are any. */
 static enum meter_db_status
-check_scope(PGconn *db, struct batch *b, int64_t key_id,
+check_scope(PGconn *db, struct db_batch *b, int64_t key_id,
             struct meter_problems *probs, struct meter_err *e)
 {
     struct meter_buf ids = {0};
@@ -857,7 +860,7 @@ check_scope(PGconn *db, struct batch *b, int64_t key_id,
  * its samples and its key's scope are checked; ABORT naming the first
  * sample of an archived month. */
 static enum meter_db_status
-ensure_partitions(PGconn *db, struct meter_registry *reg, struct batch *b,
+ensure_partitions(PGconn *db, struct meter_registry *reg, struct db_batch *b,
                   struct meter_problems *probs, struct meter_err *e)
 {
     for (size_t i = 0; i < b->nblocks; i++) {
@@ -883,13 +886,17 @@ ensure_partitions(PGconn *db, struct meter_registry *reg, struct batch *b,
                      "the month %s is archived: its samples are no longer "
                      "accepted",
                      month);
-            for (size_t k = 0; k < b->n; k++)
-                if (b->s[k].s.ts >= start && b->s[k].s.ts < end) {
-                    char v[32];
-                    snprintf(v, sizeof(v), "%lld", (long long)b->s[k].s.ts);
-                    meter_problems_add(probs, k, "ts", v, why);
-                    break;
-                }
+            /* The batch's first sample of the month: a part of a
+             * routed batch holds some of the samples (b->ord). */
+            size_t first = SIZE_MAX;
+            for (size_t k = 0; k < b->n; k++) {
+                size_t at = b->ord[k];
+                if (b->s[at].s.ts >= start && b->s[at].s.ts < end && at < first)
+                    first = at;
+            }
+            char v[32];
+            snprintf(v, sizeof(v), "%lld", (long long)b->s[first].s.ts);
+            meter_problems_add(probs, first, "ts", v, why);
             return METER_DB_ABORT;
         }
         if (PQresultStatus(r) != PGRES_TUPLES_OK)
@@ -907,7 +914,7 @@ ensure_partitions(PGconn *db, struct meter_registry *reg, struct batch *b,
  * meter_db_transaction, the creation here. SOFT if it never succeeds. */
 static enum meter_db_status
 ensure_partitions_retried(PGconn *db, struct meter_registry *reg,
-                          struct batch *b, struct meter_problems *probs,
+                          struct db_batch *b, struct meter_problems *probs,
                           struct meter_err *e)
 {
     enum meter_db_status st = METER_DB_SOFT;
@@ -926,7 +933,7 @@ ensure_partitions_retried(PGconn *db, struct meter_registry *reg,
  * KEY UPDATE lets the foreign keys of usage_blocks (FOR KEY SHARE)
  * through. */
 static enum meter_db_status
-lock_sandboxes(PGconn *db, const struct batch *b, struct meter_err *e)
+lock_sandboxes(PGconn *db, const struct db_batch *b, struct meter_err *e)
 {
     struct meter_buf accts = {0}, pks = {0};
     meter_buf_str(&accts, "{");
@@ -958,16 +965,68 @@ lock_sandboxes(PGconn *db, const struct batch *b, struct meter_err *e)
 /* One attempt of the batch's transaction (meter_db_transaction). */
 struct attempt {
     struct meter_registry *reg;
-    struct batch *b;
+    struct db_batch *b;
     const struct meter_ingest_origin *o;
+    const struct db_part *part; /* NULL: not routed */
     int tries;
+    bool moved; /* this database refused a bucket (MT002) */
 };
+
+/* A routed part's first statements: its accounts' shadow rows on a shard
+ * that is not the catalog (for the foreign keys), then the check that
+ * this database holds its buckets (bucket_check, 0017_shard_map). */
+static enum meter_db_status
+check_part(PGconn *db, struct attempt *a, struct meter_err *e)
+{
+    const struct db_part *p = a->part;
+    struct meter_buf pks = {0}, ids = {0}, buckets = {0};
+    db_int4_array(&buckets, p->buckets, p->nbuckets);
+    meter_buf_str(&pks, "{");
+    meter_buf_str(&ids, "{");
+    for (size_t i = 0; i < a->b->ngroups; i++) {
+        const struct group *g = &a->b->groups[i];
+        if (i && g->account_pk == g[-1].account_pk)
+            continue;
+        meter_buf_printf(&pks, "%s%" PRId32, i ? "," : "", g->account_pk);
+        db_array_text(&ids, a->b->s[a->b->ord[g->first]].account_id);
+    }
+    meter_buf_str(&pks, "}");
+    meter_buf_str(&ids, "}");
+    enum meter_db_status st = METER_DB_NONE;
+    if (pks.failed || ids.failed || buckets.failed)
+        st = db_hard(e, "out of memory");
+    if (st == METER_DB_NONE && p->shadow)
+        st = exec_cmd(db,
+                      "INSERT INTO accounts (account_pk, account_id,"
+                      " auto_created) OVERRIDING SYSTEM VALUE"
+                      " SELECT pk, id, true FROM unnest($1::int[],"
+                      " $2::text[]) AS x (pk, id) ORDER BY pk"
+                      " ON CONFLICT DO NOTHING",
+                      2, (const char *const[]){pks.p, ids.p},
+                      "cannot register the shard's accounts", e);
+    if (st == METER_DB_NONE) {
+        const char *v[] = {buckets.p};
+        PGresult *r = PQexecParams(db, "SELECT bucket_check($1::int[])", 1,
+                                   NULL, v, NULL, NULL, 0);
+        db_answered(db);
+        const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+        a->moved = state && strcmp(state, "MT002") == 0;
+        if (PQresultStatus(r) != PGRES_TUPLES_OK)
+            st = db_failed(db, r, "cannot check the shard's buckets", e);
+        else
+            PQclear(r);
+    }
+    meter_buf_release(&pks);
+    meter_buf_release(&ids);
+    meter_buf_release(&buckets);
+    return st;
+}
 
 static enum meter_db_status
 ingest_attempt(PGconn *db, void *arg, struct meter_err *e)
 {
     struct attempt *a = arg;
-    struct batch *b = a->b;
+    struct db_batch *b = a->b;
     /* Each attempt starts from the batch alone: blocks, counts and
      * registrations of a rolled-back attempt are gone. */
     if (a->tries++ > 0) {
@@ -980,7 +1039,9 @@ ingest_attempt(PGconn *db, void *arg, struct meter_err *e)
         if (build_blocks(b) < 0)
             return db_hard(e, "out of memory");
     }
-    enum meter_db_status rc = resolve(db, a->reg, b, e);
+    enum meter_db_status rc = a->part ? check_part(db, a, e) : METER_DB_NONE;
+    if (rc == METER_DB_NONE)
+        rc = resolve(db, a->reg, b, e);
     if (rc == METER_DB_NONE)
         rc = lock_sandboxes(db, b, e);
     if (rc == METER_DB_NONE)
@@ -994,17 +1055,37 @@ ingest_attempt(PGconn *db, void *arg, struct meter_err *e)
     return rc;
 }
 
-enum meter_ingest_status
-meter_ingest(PGconn *db, struct meter_registry *reg,
-             const struct meter_sample *s, size_t n,
-             const struct meter_ingest_origin *o,
-             struct meter_ingest_result *res, struct meter_problems *probs,
-             struct meter_err *e)
+/* ---- the batch, for this file and route.c ------------------------------ */
+
+void
+db_batch_free(struct db_batch *b)
 {
-    struct batch b = {.s = s, .n = n};
+    if (!b)
+        return;
+    free(b->ord);
+    free(b->groups);
+    free(b->blocks);
+    free(b->extras);
+    free(b);
+}
+
+enum meter_ingest_status
+db_batch_open(PGconn *db, const struct meter_sample *s, size_t n,
+              const struct meter_ingest_origin *o,
+              struct meter_ingest_result *res, struct meter_problems *probs,
+              struct meter_err *e, struct db_batch **out)
+{
+    struct db_batch *b = calloc(1, sizeof(*b));
     enum meter_ingest_status st = METER_INGEST_ERROR;
     memset(res, 0, sizeof(*res));
-    long sandboxes = sort_batch(&b);
+    *out = NULL;
+    if (!b) {
+        meter_fail(e, "out of memory");
+        return st;
+    }
+    b->s = s;
+    b->n = n;
+    long sandboxes = sort_batch(b);
     if (sandboxes < 0) {
         meter_fail(e, "out of memory");
         goto out;
@@ -1016,7 +1097,7 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
         st = METER_INGEST_TOO_LARGE;
         goto out;
     }
-    if (prepare(&b, res->sandboxes, o->now_us / 1000000, o->max_age, probs) <
+    if (prepare(b, res->sandboxes, o->now_us / 1000000, o->max_age, probs) <
         0) {
         meter_fail(e, "out of memory");
         goto out;
@@ -1025,51 +1106,128 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
         st = METER_INGEST_INVALID;
         goto out;
     }
-    if (n == 0) {
-        st = METER_INGEST_OK;
+    st = METER_INGEST_OK;
+    if (n == 0)
         goto out;
-    }
     if (o->scoped) {
-        enum meter_db_status in = check_scope(db, &b, o->key_id, probs, e);
-        if (in == METER_DB_ABORT) {
+        enum meter_db_status in = check_scope(db, b, o->key_id, probs, e);
+        if (in == METER_DB_ABORT)
             st = METER_INGEST_FORBIDDEN;
-            goto out;
-        }
-        if (in < 0) {
+        else if (in < 0)
             st = meter_db_unavailable(db, in) ? METER_INGEST_UNAVAILABLE
                                               : METER_INGEST_ERROR;
+        if (in != METER_DB_NONE)
             goto out;
+    }
+    *out = b;
+    return st;
+out:
+    db_batch_free(b);
+    return st;
+}
+
+size_t
+db_batch_groups(const struct db_batch *b)
+{
+    return b->ngroups;
+}
+
+const char *
+db_batch_account(const struct db_batch *b, size_t g)
+{
+    return b->s[b->ord[b->groups[g].first]].account_id;
+}
+
+void
+db_batch_route(struct db_batch *b, size_t g, int32_t account_pk, int bucket)
+{
+    b->groups[g].account_pk = account_pk;
+    b->groups[g].bucket = bucket;
+}
+
+int
+db_batch_bucket(const struct db_batch *b, size_t g)
+{
+    return b->groups[g].bucket;
+}
+
+struct db_batch *
+db_batch_part(const struct db_batch *b, const bool *keep)
+{
+    size_t groups = 0, samples = 0;
+    for (size_t g = 0; g < b->ngroups; g++)
+        if (keep[g]) {
+            groups++;
+            samples += b->groups[g].end - b->groups[g].first;
         }
+    struct db_batch *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    p->s = b->s;
+    p->n = samples;
+    p->ord = malloc((samples ? samples : 1) * sizeof(*p->ord));
+    p->groups = malloc((groups ? groups : 1) * sizeof(*p->groups));
+    if (!p->ord || !p->groups) {
+        db_batch_free(p);
+        return NULL;
     }
+    for (size_t g = 0; g < b->ngroups; g++) {
+        if (!keep[g])
+            continue;
+        const struct group *from = &b->groups[g];
+        struct group *to = &p->groups[p->ngroups++];
+        *to = *from;
+        to->first = p->ngroups == 1 ? 0 : to[-1].end;
+        to->end = to->first + (from->end - from->first);
+        memcpy(p->ord + to->first, b->ord + from->first,
+               (from->end - from->first) * sizeof(*p->ord));
+    }
+    return p;
+}
+
+const struct meter_ingest_result *
+db_batch_result(const struct db_batch *b)
+{
+    return &b->res;
+}
+
+void
+db_batch_remember(struct db_batch *b, struct meter_registry *reg)
+{
+    for (size_t i = 0; i < b->ngroups; i++) {
+        const struct group *g = &b->groups[i];
+        if (g->fresh)
+            db_registry_put(reg, b->s[b->ord[g->first]].sandbox_id, &g->sb,
+                            b->epoch);
+    }
+}
+
+enum meter_ingest_status
+db_batch_store(PGconn *db, struct meter_registry *reg, struct db_batch *b,
+               const struct meter_ingest_origin *o, const struct db_part *part,
+               struct meter_problems *probs, bool *moved, struct meter_err *e)
+{
+    if (moved)
+        *moved = false;
     /* The minutes of the batch tell which partitions it needs. */
-    if (build_blocks(&b) < 0) {
+    if (build_blocks(b) < 0) {
         meter_fail(e, "out of memory");
-        goto out;
+        return METER_INGEST_ERROR;
     }
-    enum meter_db_status made =
-        ensure_partitions_retried(db, reg, &b, probs, e);
-    if (made == METER_DB_ABORT) {
-        st = METER_INGEST_INVALID;
-        goto out;
-    }
+    enum meter_db_status made = ensure_partitions_retried(db, reg, b, probs, e);
+    if (made == METER_DB_ABORT)
+        return METER_INGEST_INVALID;
     if (made < 0) {
         /* Still deadlocking: busy, not broken (the host sends again). */
-        st = meter_db_unavailable(db, made) ? METER_INGEST_UNAVAILABLE
-                                            : METER_INGEST_ERROR;
-        goto out;
+        return meter_db_unavailable(db, made) ? METER_INGEST_UNAVAILABLE
+                                              : METER_INGEST_ERROR;
     }
-    struct attempt a = {reg, &b, o, 0};
-    switch (meter_db_transaction(db, "BEGIN", 5, ingest_attempt, &a, e)) {
+    struct attempt a = {reg, b, o, part, 0, false};
+    enum meter_ingest_status st = METER_INGEST_ERROR;
+    switch (db_transaction_ends(db, "BEGIN", 5, ingest_attempt, &a,
+                                part ? part->gid : NULL, e)) {
     case METER_DB_NONE:
     case METER_DB_ROWS:
-        *res = b.res;
-        res->sandboxes = (size_t)sandboxes;
-        for (size_t i = 0; i < b.ngroups; i++) {
-            const struct group *g = &b.groups[i];
-            if (g->fresh)
-                db_registry_put(reg, b.s[b.ord[g->first]].sandbox_id, &g->sb,
-                                b.epoch);
-        }
         st = METER_INGEST_OK;
         break;
     case METER_DB_ABORT:
@@ -1080,20 +1238,44 @@ meter_ingest(PGconn *db, struct meter_registry *reg,
         st = METER_INGEST_UNAVAILABLE;
         break;
     case METER_DB_HARD:
+        if (a.moved) {
+            /* Routed by an old map: the caller reads it again. */
+            if (moved)
+                *moved = true;
+            st = METER_INGEST_UNAVAILABLE;
+            break;
+        }
         st = meter_db_unavailable(db, METER_DB_HARD) ? METER_INGEST_UNAVAILABLE
                                                      : METER_INGEST_ERROR;
         /* A month known to this process may have been archived since:
          * forget what is known and look again. */
         db_registry_months_clear(reg);
         if (st == METER_INGEST_ERROR &&
-            ensure_partitions_retried(db, reg, &b, probs, e) == METER_DB_ABORT)
+            ensure_partitions_retried(db, reg, b, probs, e) == METER_DB_ABORT)
             st = METER_INGEST_INVALID;
         break;
     }
-out:
-    free(b.ord);
-    free(b.groups);
-    free(b.blocks);
-    free(b.extras);
+    return st;
+}
+
+enum meter_ingest_status
+meter_ingest(PGconn *db, struct meter_registry *reg,
+             const struct meter_sample *s, size_t n,
+             const struct meter_ingest_origin *o,
+             struct meter_ingest_result *res, struct meter_problems *probs,
+             struct meter_err *e)
+{
+    struct db_batch *b;
+    enum meter_ingest_status st = db_batch_open(db, s, n, o, res, probs, e, &b);
+    if (!b)
+        return st;
+    size_t sandboxes = res->sandboxes;
+    st = db_batch_store(db, reg, b, o, NULL, probs, NULL, e);
+    if (st == METER_INGEST_OK) {
+        *res = b->res;
+        res->sandboxes = sandboxes;
+        db_batch_remember(b, reg);
+    }
+    db_batch_free(b);
     return st;
 }

@@ -373,6 +373,88 @@ enum meter_ingest_status meter_ingest(PGconn *db, struct meter_registry *reg,
                                       struct meter_problems *probs,
                                       struct meter_err *e);
 
+/* ---- shards (docs/scale.md) ---------------------------------------------
+ *
+ * Per-account usage may live on several databases, the shards, each
+ * holding some of the METER_BUCKETS buckets of accounts; the catalog (the
+ * database programs are given) holds the map. One server is the default:
+ * the catalog is shard 0 and holds every bucket. */
+
+#define METER_BUCKETS 64
+
+/* The process's view of the shards: the map as last read, which account
+ * is in which bucket, and what it knows of each shard's sandboxes (a
+ * struct meter_registry each). A cache in front of the catalog, read
+ * again when a shard refuses a bucket it no longer holds; two meterd
+ * processes need not share it. Thread-safe. */
+struct meter_shards;
+struct meter_shards *meter_shards_new(void);
+void meter_shards_free(struct meter_shards *sh);
+
+/* One thread's connections to the shards, opened when first needed with
+ * the map's conninfo, each with statement_timeout timeout_ms (0: the
+ * server's); the catalog's own shard is the catalog connection the
+ * caller passes. Not thread-safe: one per thread. */
+struct meter_shard_links;
+struct meter_shard_links *meter_shard_links_new(struct meter_shards *sh,
+                                                int timeout_ms);
+void meter_shard_links_free(struct meter_shard_links *l);
+
+/* Stores the n validated samples s as meter_ingest does, each account's
+ * on the shard that holds its bucket: new accounts are created in the
+ * catalog first (and stay if the batch then fails: no usage, no book);
+ * a batch of one shard is that shard's one transaction; over several,
+ * each shard's part is prepared (PREPARE TRANSACTION), the decision
+ * written in the catalog, then each committed, so that a batch stores
+ * everything or, if any part fails before the decision, nothing. A
+ * part whose commit fails (its shard lost after the decision) is
+ * committed again on a new connection; if that fails too: UNAVAILABLE,
+ * and meter_db_shards_resolve commits it later (a resend meanwhile
+ * counts the committed parts as duplicates). */
+enum meter_ingest_status
+meter_ingest_routed(PGconn *catalog, struct meter_shards *sh,
+                    struct meter_shard_links *l, const struct meter_sample *s,
+                    size_t n, const struct meter_ingest_origin *o,
+                    struct meter_ingest_result *res,
+                    struct meter_problems *probs, struct meter_err *e);
+
+/* Test hook: called between the commits of a batch's parts, with the
+ * connection of the part committed next; NULL (the default) in service. */
+typedef void meter_ingest_hook(PGconn *next, void *arg);
+void meter_shard_links_hook(struct meter_shard_links *l,
+                            meter_ingest_hook *between_commits, void *arg);
+
+/* Settles the parts of batches left prepared on the shards (a meterd
+ * gone between its PREPARE and its COMMIT): committed where the catalog
+ * says the batch was decided, rolled back where it was not and the part
+ * is older than grace_s seconds (the decision for it is then written as
+ * a rollback first, so its meterd cannot decide otherwise). Then forgets
+ * the decisions no reachable shard needs, if every shard was reached.
+ * *settled counts the parts. HARD if the catalog or a shard fails. */
+enum meter_db_status meter_db_shards_resolve(PGconn *catalog,
+                                             struct meter_shard_links *l,
+                                             int grace_s, long *settled,
+                                             struct meter_err *e);
+
+/* A shard as meterctl shard list shows it. */
+struct meter_shard_info {
+    int id;
+    char name[33];
+    char conninfo[1024]; /* "" for the catalog's own database */
+    int buckets;         /* buckets the map gives it */
+};
+typedef void meter_shard_cb(const struct meter_shard_info *s, void *arg);
+enum meter_db_status meter_db_shard_list(PGconn *catalog, meter_shard_cb *cb,
+                                         void *arg, struct meter_err *e);
+
+/* Adds shard name, reached with conninfo (as meterd will reach it): it
+ * must answer, be migrated to the catalog's version and hold no usage;
+ * it is then emptied of buckets (a new shard holds none until one moves
+ * to it) and listed in the catalog. HARD naming what is wrong. */
+enum meter_db_status meter_db_shard_add(PGconn *catalog, const char *name,
+                                        const char *conninfo,
+                                        struct meter_err *e);
+
 /* ---- invoices (docs/invoicing.md) ---------------------------------------- */
 
 /* Adds to out the accounts on a price book during the period (year,

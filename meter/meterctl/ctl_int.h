@@ -25,7 +25,8 @@ struct ctl {
 typedef int ctl_command(struct ctl *ctl, int argc, char **argv);
 
 ctl_command ctl_db, ctl_migrate, ctl_rate, ctl_books, ctl_accounts, ctl_keys,
-    ctl_export, ctl_gen, ctl_invoice, ctl_usage, ctl_credits, ctl_audit;
+    ctl_export, ctl_gen, ctl_invoice, ctl_usage, ctl_credits, ctl_audit,
+    ctl_shard;
 
 /* ---- argument helpers (args.c) ------------------------------------------ */
 

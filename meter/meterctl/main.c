@@ -99,6 +99,14 @@ static const char *const usage_text[] = {
     "                             the audit log: keys, books, accounts'\n"
     "                             books, grants, quarantines, invoices\n"
     "                             finalized, with who and when\n"
+    "  shard list                 the shards that hold usage, and how\n"
+    "                             many of the 64 buckets each holds\n"
+    "  shard add NAME CONNINFO    list a new, empty, migrated database as\n"
+    "                             a shard, reached as meterd will reach it\n"
+    "  shard resolve [--grace S]  settle the parts of batches over several\n"
+    "                             shards left prepared by a meterd gone:\n"
+    "                             committed if decided, else rolled back\n"
+    "                             once S seconds old (default 60)\n"
     "  help                       show this text\n"
     "\n"
     "options:\n"
@@ -134,6 +142,7 @@ static const struct {
     {"invoice", ctl_invoice},
     {"usage", ctl_usage},
     {"credits", ctl_credits},
+    {"shard", ctl_shard},
 };
 
 int

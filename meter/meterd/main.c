@@ -430,10 +430,11 @@ main(int argc, char **argv)
     if (meter_db_conninfo(o.v[OPT_DB], &conninfo, &e) < 0 ||
         prepare_database(conninfo, &e) < 0)
         goto out;
-    if (!(meterd.registry = meter_registry_new())) {
+    if (!(meterd.shards = meter_shards_new())) {
         meter_fail(&e, "out of memory");
         goto out;
     }
+    meterd.db_timeout_ms = (int)(cfg.db_timeout_s + 1) * 1000;
     cfg.conninfo = conninfo;
 
     /* Signals are taken by sigwait in this thread only. */
@@ -464,11 +465,12 @@ out:
     if (server)
         meter_http_stop(server);
     meterd_merge_stop();
+    meterd_samples_stop();
     if (server)
         meter_log(METER_LOG_INFO, "meterd stopped");
     if (rc)
         fprintf(stderr, "meterd: %s\n", e.msg);
-    meter_registry_free(meterd.registry);
+    meter_shards_free(meterd.shards);
     meterd_cache_clear();
     meter_http_tls_release(&tls);
     free(conninfo);

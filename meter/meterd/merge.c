@@ -16,6 +16,11 @@
  * After merging, it packs the account-hours that ended --pack-after
  * seconds ago (usage_pack.c), one transaction after the other, until
  * none is due, another packs, or meterd stops: the same way.
+ *
+ * Then it settles the parts of batches over several shards that a
+ * meterd left prepared (meter_db_shards_resolve, docs/scale.md): those
+ * whose batch was decided are committed at once, the others rolled back
+ * once they are a minute old.
  */
 #include "meterd_int.h"
 
@@ -26,6 +31,8 @@
 
 /* Rows a transaction: about a third of a second's work. */
 #define MERGE_ROWS 10000
+/* Seconds a prepared part without a decision is left to its meterd. */
+#define RESOLVE_GRACE_S 60
 
 static pthread_t thread;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -34,6 +41,7 @@ static bool running, stopping;
 static int sock = -1; /* the connection's, while it is open */
 static const char *conninfo;
 static unsigned every_s, pack_after_s, timeout_s;
+static struct meter_shard_links *links;
 
 static bool
 stopped(void)
@@ -116,6 +124,22 @@ pack_all(PGconn *db)
     } while (res.more && !stopped());
 }
 
+/* Settles the prepared parts of every shard. */
+static void
+resolve(PGconn *db)
+{
+    struct meter_err e = {{0}};
+    long settled;
+    if (meter_db_shards_resolve(db, links, RESOLVE_GRACE_S, &settled, &e) < 0) {
+        if (!stopped())
+            meter_log(METER_LOG_WARN, "resolve: %s", e.msg);
+        return;
+    }
+    if (settled)
+        meter_log(METER_LOG_INFO,
+                  "resolve: %ld prepared parts of batches settled", settled);
+}
+
 static void *
 run(void *arg)
 {
@@ -127,6 +151,8 @@ run(void *arg)
         merge_all(&db);
         if (db && pack_after_s && !stopped())
             pack_all(db);
+        if (db && !stopped())
+            resolve(db);
         pthread_mutex_lock(&lock);
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
@@ -150,6 +176,8 @@ meterd_merge_start(const char *db, unsigned every, unsigned pack_after,
     every_s = every;
     pack_after_s = pack_after;
     timeout_s = db_timeout_s + 1;
+    if (!(links = meter_shard_links_new(meterd.shards, (int)timeout_s * 1000)))
+        return meter_fail(e, "out of memory");
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -174,4 +202,6 @@ meterd_merge_stop(void)
     pthread_mutex_unlock(&lock);
     pthread_join(thread, NULL);
     running = false;
+    meter_shard_links_free(links);
+    links = NULL;
 }

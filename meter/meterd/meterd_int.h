@@ -14,17 +14,20 @@
 /* Process-wide state the endpoints share; set up by main before the
  * server starts. */
 struct meterd {
-    struct meter_registry *registry;
-    int64_t max_age;            /* seconds: older samples are refused */
-    size_t max_batch_sandboxes; /* --max-batch-sandboxes: distinct
-                                   sandboxes a batch may hold */
-    unsigned session_ttl;       /* seconds a browser session lasts */
-    unsigned max_sessions;      /* live sessions a key may hold; past it
-                                   its oldest ends */
-    unsigned merge_every;       /* --merge-every: seconds between merges of
-                                   the rollups; 0: never */
-    unsigned pack_after;        /* --pack-after: seconds after an hour ends
-                                   that its blocks are packed; 0: never */
+    struct meter_shards *shards; /* the shard map and what is known of
+                                    each shard's sandboxes */
+    int db_timeout_ms;           /* statement_timeout of the connections
+                                    to the shards */
+    int64_t max_age;             /* seconds: older samples are refused */
+    size_t max_batch_sandboxes;  /* --max-batch-sandboxes: distinct
+                                    sandboxes a batch may hold */
+    unsigned session_ttl;        /* seconds a browser session lasts */
+    unsigned max_sessions;       /* live sessions a key may hold; past it
+                                    its oldest ends */
+    unsigned merge_every;        /* --merge-every: seconds between merges of
+                                    the rollups; 0: never */
+    unsigned pack_after;         /* --pack-after: seconds after an hour ends
+                                    that its blocks are packed; 0: never */
 };
 extern struct meterd meterd;
 
@@ -32,6 +35,8 @@ extern struct meterd meterd;
 bool meterd_samples_admit(struct meter_http_request *rq);
 void meterd_samples(struct meter_http_request *rq);
 void meterd_samples_metrics(struct meter_buf *out);
+/* Closes every request thread's connections to the shards. */
+void meterd_samples_stop(void);
 
 /* GET /v1/invoices, GET /v1/invoices/{ref}, POST /v1/invoices/run
  * (invoices.c) */

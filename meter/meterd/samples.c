@@ -1,13 +1,56 @@
 /*
  * samples.c - POST /v1/samples: a batch of samples from a host (a key of
  * role host), in any body form of meter/README.md, validated and then
- * stored exactly once; answered 200 only after its transaction commits.
+ * stored exactly once, each account's on its shard (docs/scale.md);
+ * answered 200 only after its transaction commits, or every shard's.
  */
 #include "meterd_int.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
+
+/* Each request thread's connections to the shards, made with its first
+ * batch, all freed when meterd stops. */
+struct links {
+    struct meter_shard_links *l;
+    struct links *next;
+};
+static _Thread_local struct meter_shard_links *tl_links;
+static struct links *all_links;
+static pthread_mutex_t links_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct meter_shard_links *
+thread_links(void)
+{
+    if (tl_links)
+        return tl_links;
+    struct links *n = malloc(sizeof(*n));
+    if (!n ||
+        !(n->l = meter_shard_links_new(meterd.shards, meterd.db_timeout_ms))) {
+        free(n);
+        return NULL;
+    }
+    pthread_mutex_lock(&links_lock);
+    n->next = all_links;
+    all_links = n;
+    pthread_mutex_unlock(&links_lock);
+    return tl_links = n->l;
+}
+
+void
+meterd_samples_stop(void)
+{
+    pthread_mutex_lock(&links_lock);
+    while (all_links) {
+        struct links *n = all_links;
+        all_links = n->next;
+        meter_shard_links_free(n->l);
+        free(n);
+    }
+    pthread_mutex_unlock(&links_lock);
+}
 
 /* Samples a batch may hold: bounds a batch's memory (about 500 bytes a
  * sample while it is processed) whatever its body's size. */
@@ -176,8 +219,13 @@ meterd_samples(struct meter_http_request *rq)
         struct meter_ingest_origin o = {now_us(), meterd.max_age, who->key_id,
                                         who->scoped,
                                         meterd.max_batch_sandboxes};
-        st = db ? meter_ingest(db, meterd.registry, s, n, &o, &res, &probs, &e)
-                : METER_INGEST_UNAVAILABLE;
+        struct meter_shard_links *links = thread_links();
+        st = !db      ? METER_INGEST_UNAVAILABLE
+             : !links ? METER_INGEST_ERROR
+                      : meter_ingest_routed(db, meterd.shards, links, s, n, &o,
+                                            &res, &probs, &e);
+        if (!links)
+            meter_fail(&e, "out of memory");
     }
     reply(rq, db, st, n, &res, &probs, &e);
 out:

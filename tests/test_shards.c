@@ -1,0 +1,506 @@
+/*
+ * test_shards.c - a batch over several shards (meter_ingest_routed,
+ * docs/scale.md) against real PostgreSQL databases: a catalog and two
+ * shards, each bucket on one, beside a single server given the same
+ * batches. What the shards store together is what the single server
+ * stores, second for second; two processes (their own maps and
+ * registries) sending overlapping batches at once store each second
+ * once; a batch one shard refuses stores nothing on the other; a shard's
+ * backend killed between the commits, and a shard lost there, lose and
+ * double nothing, the resolver committing what was decided; a process
+ * whose map is stale is refused by the shard and routes again; a part
+ * left prepared with no decision is rolled back by the resolver.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meter_db.h"
+#include "testdb.h"
+
+#define JAN 1767225600LL /* 2026-01-01T00:00:00Z */
+#define ACCOUNTS 24
+#define SANDBOXES 3
+#define SECONDS 90
+
+struct fixture {
+    struct testdb cat_t, s1_t, s2_t, one_t;
+    PGconn *cat, *s1, *s2, *one; /* the catalog, two shards, one server */
+};
+
+/* What test_failures counted before a step. */
+static int
+sql_ok(PGconn *db, const char *sql)
+{
+    PGresult *r = PQexec(db, sql);
+    ExecStatusType st = PQresultStatus(r);
+    bool ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+    if (!ok) {
+        fprintf(stderr, "%s: %s", sql, PQerrorMessage(db));
+        test_failures++;
+    }
+    PQclear(r);
+    return ok ? 0 : -1;
+}
+
+/* The catalog holds no bucket; shard 1 holds 0-31, shard 2 32-63. */
+static void
+fixture_up(struct fixture *f)
+{
+    f->cat = testdb_create_migrated(&f->cat_t);
+    f->s1 = testdb_create_migrated(&f->s1_t);
+    f->s2 = testdb_create_migrated(&f->s2_t);
+    f->one = testdb_create_migrated(&f->one_t);
+    struct meter_err e = {{0}};
+    CHECK(meter_db_shard_add(f->cat, "one", f->s1_t.conninfo, &e) ==
+          METER_DB_ROWS);
+    CHECK(meter_db_shard_add(f->cat, "two", f->s2_t.conninfo, &e) ==
+          METER_DB_ROWS);
+    /* Added again: a name is once, and a shard with usage is refused. */
+    CHECK(meter_db_shard_add(f->cat, "one", f->s1_t.conninfo, &e) < 0);
+    CHECK(testdb_count(f->s1, "SELECT count(*) FROM bucket_holds") == 0);
+    sql_ok(f->cat, "UPDATE shard_buckets SET shard_id = CASE WHEN bucket < 32"
+                   " THEN 1 ELSE 2 END, epoch = epoch + 1");
+    sql_ok(f->cat, "DELETE FROM bucket_holds");
+    sql_ok(f->s1, "INSERT INTO bucket_holds SELECT generate_series(0, 31)");
+    sql_ok(f->s2, "INSERT INTO bucket_holds SELECT generate_series(32, 63)");
+}
+
+static void
+fixture_down(struct fixture *f)
+{
+    testdb_drop(&f->one_t, f->one);
+    testdb_drop(&f->s2_t, f->s2);
+    testdb_drop(&f->s1_t, f->s1);
+    testdb_drop(&f->cat_t, f->cat);
+}
+
+/* Seconds [from, from + n) of every sandbox of every account, values
+ * changing with the second, into s (ACCOUNTS * SANDBOXES * n). */
+static size_t
+make_batch(struct meter_sample *s, int64_t from, int n)
+{
+    size_t k = 0;
+    for (int a = 0; a < ACCOUNTS; a++)
+        for (int b = 0; b < SANDBOXES; b++)
+            for (int t = 0; t < n; t++) {
+                struct meter_sample *x = &s[k++];
+                memset(x, 0, sizeof(*x));
+                snprintf(x->account_id, sizeof(x->account_id), "acct-%02d", a);
+                /* The same sandbox ids in every account. */
+                snprintf(x->sandbox_id, sizeof(x->sandbox_id), "sb-%d", b);
+                x->s = (struct pricing_second){from + t,
+                                               10000 * (uint32_t)(1 + b),
+                                               (uint32_t)(100 * t),
+                                               (uint64_t)1 << 30,
+                                               (uint64_t)(t + a) << 20,
+                                               (uint64_t)(a * 1000 + t),
+                                               (uint64_t)t};
+            }
+    return k;
+}
+
+struct proc {
+    struct meter_shards *sh;
+    struct meter_shard_links *l;
+};
+
+static struct proc
+proc_new(void)
+{
+    struct proc p;
+    p.sh = meter_shards_new();
+    p.l = meter_shard_links_new(p.sh, 0);
+    return p;
+}
+
+static void
+proc_free(struct proc *p)
+{
+    meter_shard_links_free(p->l);
+    meter_shards_free(p->sh);
+}
+
+static enum meter_ingest_status
+routed(PGconn *cat, struct proc *p, const struct meter_sample *s, size_t n,
+       struct meter_ingest_result *res)
+{
+    struct meter_ingest_origin o = {.now_us = (JAN + 86400) * 1000000};
+    struct meter_problems probs = {0};
+    struct meter_err e = {{0}};
+    enum meter_ingest_status st =
+        meter_ingest_routed(cat, p->sh, p->l, s, n, &o, res, &probs, &e);
+    if (st != METER_INGEST_OK && st != METER_INGEST_INVALID)
+        fprintf(stderr, "routed: status %d: %s\n", st, e.msg);
+    return st;
+}
+
+static int
+by_text(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every second stored in the n databases dbs, one line each, sorted;
+ * *count of them. Free the result. */
+static char *
+stored(PGconn **dbs, int ndb, size_t *count)
+{
+    size_t n = 0, cap = 1024;
+    char **lines = malloc(cap * sizeof(*lines));
+    for (int d = 0; d < ndb; d++) {
+        struct meter_err e = {{0}};
+        struct meter_usage_reader *r =
+            meter_usage_reader_new(dbs[d], NULL, 0, JAN + 86400 * 30, &e);
+        if (!r) {
+            fprintf(stderr, "reader: %s\n", e.msg);
+            test_failures++;
+            continue;
+        }
+        struct pricing_source src = meter_usage_source(r);
+        struct pricing_block b;
+        struct pricing_err pe = {{0}};
+        while (src.next(src.ctx, &b, &pe) > 0)
+            for (size_t i = 0; i < b.n; i++) {
+                const struct pricing_second *x = &b.s[i];
+                if (n == cap)
+                    lines = realloc(lines, (cap *= 2) * sizeof(*lines));
+                char buf[256];
+                snprintf(buf, sizeof(buf),
+                         "%s %s %" PRId64 " %u %u %" PRIu64 " %" PRIu64
+                         " %" PRIu64 " %" PRIu64,
+                         b.account_id, b.sandbox_id, x->ts, x->vcpu,
+                         x->cpu_used, x->mem_bytes, x->mem_used_bytes,
+                         x->disk_bytes, x->egress_bytes);
+                lines[n++] = strdup(buf);
+            }
+        meter_usage_reader_free(r);
+    }
+    qsort(lines, n, sizeof(*lines), by_text);
+    struct meter_buf out = {0};
+    for (size_t i = 0; i < n; i++) {
+        meter_buf_str(&out, lines[i]);
+        meter_buf_str(&out, "\n");
+        free(lines[i]);
+    }
+    free(lines);
+    *count = n;
+    return out.p ? out.p : strdup("");
+}
+
+/* The shards' seconds against the single server's: equal, and count. */
+static void
+same_as_one(struct fixture *f, size_t want, int line)
+{
+    size_t n_sharded, n_one;
+    char *sharded = stored((PGconn *[]){f->cat, f->s1, f->s2}, 3, &n_sharded);
+    char *one = stored(&f->one, 1, &n_one);
+    if (strcmp(sharded, one) != 0 || n_one != want) {
+        fprintf(stderr,
+                "%s:%d: shards hold %zu seconds, the single server %zu, "
+                "want %zu%s\n",
+                __FILE__, line, n_sharded, n_one, want,
+                strcmp(sharded, one) ? " (and they differ)" : "");
+        test_failures++;
+    }
+    free(sharded);
+    free(one);
+}
+
+/* The single server's meter_ingest of the same batch. */
+static void
+single(PGconn *one, struct meter_registry *reg, const struct meter_sample *s,
+       size_t n, const struct meter_ingest_result *want)
+{
+    struct meter_ingest_origin o = {.now_us = (JAN + 86400) * 1000000};
+    struct meter_problems probs = {0};
+    struct meter_err e = {{0}};
+    struct meter_ingest_result res;
+    CHECK(meter_ingest(one, reg, s, n, &o, &res, &probs, &e) ==
+          METER_INGEST_OK);
+    CHECK(res.accepted == want->accepted &&
+          res.duplicates == want->duplicates &&
+          res.conflicts == want->conflicts);
+}
+
+/* Prepared parts left anywhere. */
+static long
+prepared(struct fixture *f)
+{
+    return testdb_count(f->cat, "SELECT count(*) FROM pg_prepared_xacts"
+                                " WHERE gid LIKE 'meter:%'");
+}
+
+static void
+test_split(struct fixture *f, struct meter_registry *reg)
+{
+    size_t n = ACCOUNTS * SANDBOXES * SECONDS;
+    struct meter_sample *s = malloc(n * sizeof(*s));
+    make_batch(s, JAN, SECONDS);
+    struct proc p = proc_new();
+    struct meter_ingest_result res;
+    CHECK(routed(f->cat, &p, s, n, &res) == METER_INGEST_OK);
+    CHECK(res.accepted == n && res.duplicates == 0 &&
+          res.sandboxes == ACCOUNTS * SANDBOXES);
+    single(f->one, reg, s, n, &res);
+    same_as_one(f, n, __LINE__);
+    /* Each account's usage on its bucket's shard, none in the catalog. */
+    CHECK(testdb_count(f->cat, "SELECT count(*) FROM usage_blocks") == 0);
+    CHECK(testdb_count(f->s1, "SELECT count(*) FROM sandboxes s JOIN"
+                              " accounts a USING (account_pk)"
+                              " WHERE meter_bucket(a.account_pk) >= 32") == 0);
+    CHECK(testdb_count(f->s2, "SELECT count(*) FROM sandboxes s JOIN"
+                              " accounts a USING (account_pk)"
+                              " WHERE meter_bucket(a.account_pk) < 32") == 0);
+    CHECK(testdb_count(f->s1, "SELECT count(*) FROM sandboxes") > 0);
+    CHECK(testdb_count(f->s2, "SELECT count(*) FROM sandboxes") > 0);
+    /* The shards' account rows are the catalog's keys. */
+    CHECK(testdb_count(f->s1, "SELECT count(*) FROM accounts") +
+              testdb_count(f->s2, "SELECT count(*) FROM accounts") ==
+          ACCOUNTS);
+    /* Sent again, by another process: all duplicates. */
+    struct proc q = proc_new();
+    CHECK(routed(f->cat, &q, s, n, &res) == METER_INGEST_OK);
+    CHECK(res.accepted == 0 && res.duplicates == n);
+    CHECK(prepared(f) == 0);
+    CHECK(testdb_count(f->cat, "SELECT count(*) FROM shard_commits") == 0);
+    proc_free(&q);
+    proc_free(&p);
+    free(s);
+}
+
+/* Two processes, each sending overlapping halves, at once. */
+struct sender {
+    struct testdb *t;
+    const struct meter_sample *s;
+    size_t n;
+    uint64_t accepted, duplicates;
+    int failures;
+};
+
+static void *
+send_all(void *arg)
+{
+    struct sender *x = arg;
+    PGconn *cat = PQconnectdb(x->t->conninfo);
+    struct proc p = proc_new();
+    /* Batches of a few accounts' seconds, each sent twice. */
+    for (size_t at = 0; at < x->n; at += 500)
+        for (int twice = 0; twice < 2; twice++) {
+            struct meter_ingest_result res;
+            size_t k = x->n - at < 500 ? x->n - at : 500;
+            if (routed(cat, &p, x->s + at, k, &res) != METER_INGEST_OK)
+                x->failures++;
+            x->accepted += res.accepted;
+            x->duplicates += res.duplicates;
+        }
+    proc_free(&p);
+    PQfinish(cat);
+    return NULL;
+}
+
+static void
+test_replicas(struct fixture *f, struct meter_registry *reg)
+{
+    size_t n = ACCOUNTS * SANDBOXES * SECONDS;
+    struct meter_sample *s = malloc(n * sizeof(*s));
+    make_batch(s, JAN + 3600, SECONDS);
+    /* The first sends it all, the second its last two thirds. */
+    struct sender a = {&f->cat_t, s, n, 0, 0, 0};
+    struct sender b = {&f->cat_t, s + n / 3, n - n / 3, 0, 0, 0};
+    pthread_t ta, tb;
+    pthread_create(&ta, NULL, send_all, &a);
+    pthread_create(&tb, NULL, send_all, &b);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    CHECK(a.failures == 0 && b.failures == 0);
+    CHECK(a.accepted + b.accepted == n);
+    CHECK(a.duplicates + b.duplicates == n + 2 * (n - n / 3));
+    struct meter_ingest_result want = {n, 0, 0, 0};
+    single(f->one, reg, s, n, &want);
+    same_as_one(f, 2 * (size_t)ACCOUNTS * SANDBOXES * SECONDS, __LINE__);
+    CHECK(prepared(f) == 0);
+    free(s);
+}
+
+/* A month archived on one shard: the batch is refused whole, nothing
+ * stored on the other shard, no part left prepared. */
+static void
+test_refused_whole(struct fixture *f)
+{
+    const int64_t mar = 1772323200; /* 2026-03-01 */
+    size_t n = ACCOUNTS * SANDBOXES * 2;
+    struct meter_sample *s = malloc(n * sizeof(*s));
+    make_batch(s, mar + 60, 2);
+    sql_ok(f->s2, "SELECT usage_blocks_partition('2026-03-01')");
+    sql_ok(f->s2, "ALTER TABLE usage_blocks DETACH PARTITION"
+                  " usage_blocks_202603");
+    struct proc p = proc_new();
+    struct meter_ingest_origin o = {.now_us = (mar + 86400) * 1000000};
+    struct meter_problems probs = {0};
+    struct meter_err e = {{0}};
+    struct meter_ingest_result res;
+    long before = testdb_count(f->s1, "SELECT count(*) FROM usage_blocks");
+    CHECK(meter_ingest_routed(f->cat, p.sh, p.l, s, n, &o, &res, &probs, &e) ==
+          METER_INGEST_INVALID);
+    CHECK(probs.total == 1 && strstr(probs.items[0].err.reason, "archived"));
+    CHECK(testdb_count(f->s1, "SELECT count(*) FROM usage_blocks") == before);
+    CHECK(prepared(f) == 0);
+    sql_ok(f->s2, "ALTER TABLE usage_blocks ATTACH PARTITION"
+                  " usage_blocks_202603 FOR VALUES FROM (29538720)"
+                  " TO (29583360)");
+    proc_free(&p);
+    free(s);
+}
+
+/* Between the commits: the next part's backend killed (committed on a
+ * new connection, answered OK), then its shard made unreachable (left
+ * prepared: UNAVAILABLE; the resolver commits it once the shard is
+ * back, and the resend counts duplicates). */
+struct kill {
+    PGconn *admin;
+    const char *lock_db; /* also refuse connections to it, or NULL */
+    int calls;
+};
+
+static void
+kill_next(PGconn *next, void *arg)
+{
+    struct kill *k = arg;
+    char sql[256];
+    k->calls++;
+    if (k->lock_db) {
+        snprintf(sql, sizeof(sql),
+                 "ALTER DATABASE %s WITH ALLOW_CONNECTIONS false", k->lock_db);
+        sql_ok(k->admin, sql);
+    }
+    snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%d)",
+             PQbackendPID(next));
+    sql_ok(k->admin, sql);
+}
+
+static void
+test_killed_between(struct fixture *f, struct meter_registry *reg)
+{
+    size_t n = ACCOUNTS * SANDBOXES * 10;
+    struct meter_sample *s = malloc(n * sizeof(*s));
+    struct proc p = proc_new();
+    struct kill k = {f->cat, NULL, 0};
+    struct meter_ingest_result res;
+    size_t total = 2 * (size_t)ACCOUNTS * SANDBOXES * SECONDS;
+
+    make_batch(s, JAN + 7200, 10);
+    meter_shard_links_hook(p.l, kill_next, &k);
+    CHECK(routed(f->cat, &p, s, n, &res) == METER_INGEST_OK);
+    CHECK(k.calls == 1 && res.accepted == n);
+    single(f->one, reg, s, n, &res);
+    same_as_one(f, total += n, __LINE__);
+
+    /* The shard lost for good between the commits. */
+    make_batch(s, JAN + 7300, 10);
+    k = (struct kill){f->cat, f->s2_t.name, 0};
+    CHECK(routed(f->cat, &p, s, n, &res) == METER_INGEST_UNAVAILABLE);
+    CHECK(k.calls == 1);
+    CHECK(prepared(f) == 1);
+    CHECK(testdb_count(f->cat, "SELECT count(*) FROM shard_commits"
+                               " WHERE committed") == 1);
+    /* Unreachable, the resolver fails and forgets nothing. */
+    long settled = -1;
+    struct meter_err e = {{0}};
+    CHECK(meter_db_shards_resolve(f->cat, p.l, 60, &settled, &e) < 0);
+    CHECK(testdb_count(f->cat, "SELECT count(*) FROM shard_commits") == 1);
+    char sql[256];
+    snprintf(sql, sizeof(sql), "ALTER DATABASE %s WITH ALLOW_CONNECTIONS true",
+             f->s2_t.name);
+    sql_ok(f->cat, sql);
+    meter_shard_links_hook(p.l, NULL, NULL);
+    CHECK(meter_db_shards_resolve(f->cat, p.l, 60, &settled, &e) == 0);
+    CHECK(settled == 1);
+    CHECK(prepared(f) == 0);
+    CHECK(testdb_count(f->cat, "SELECT count(*) FROM shard_commits") == 0);
+    struct meter_ingest_result want = {n, 0, 0, 0};
+    single(f->one, reg, s, n, &want);
+    same_as_one(f, total += n, __LINE__);
+    /* The resend: every second a duplicate. */
+    CHECK(routed(f->cat, &p, s, n, &res) == METER_INGEST_OK);
+    CHECK(res.accepted == 0 && res.duplicates == n);
+    proc_free(&p);
+    free(s);
+}
+
+/* A process whose map is stale: bucket 0's accounts moved to shard 2
+ * after it read the map; shard 1 refuses, it reads the map again. */
+static void
+test_stale_map(struct fixture *f, struct meter_registry *reg)
+{
+    struct proc p = proc_new();
+    size_t n = ACCOUNTS * SANDBOXES;
+    struct meter_sample *s = malloc(2 * n * sizeof(*s));
+    struct meter_ingest_result res;
+    make_batch(s, JAN + 9000, 1);
+    CHECK(routed(f->cat, &p, s, n, &res) == METER_INGEST_OK);
+    /* Every bucket of shard 1 goes to shard 2 (no usage moves: the test
+     * writes new seconds only). */
+    sql_ok(f->cat, "UPDATE shard_buckets SET shard_id = 2, epoch = epoch + 1"
+                   " WHERE shard_id = 1");
+    sql_ok(f->s1, "DELETE FROM bucket_holds");
+    sql_ok(f->s2, "INSERT INTO bucket_holds SELECT generate_series(0, 31)");
+    long before = testdb_count(f->s2, "SELECT count(*) FROM usage_blocks");
+    make_batch(s, JAN + 9001, 1);
+    CHECK(routed(f->cat, &p, s, n, &res) == METER_INGEST_OK);
+    CHECK(res.accepted == n);
+    CHECK(testdb_count(f->s2, "SELECT count(*) FROM usage_blocks") ==
+          before + (long)n);
+    /* The map as it was, for the tests after; these seconds stay on
+     * shard 2, the single server has them too. */
+    make_batch(s, JAN + 9000, 2);
+    single(f->one, reg, s, 2 * n,
+           &(struct meter_ingest_result){2 * n, 0, 0, 0});
+    sql_ok(f->cat, "UPDATE shard_buckets SET shard_id = 1, epoch = epoch + 1"
+                   " WHERE bucket < 32");
+    sql_ok(f->s2, "DELETE FROM bucket_holds WHERE bucket < 32");
+    sql_ok(f->s1, "INSERT INTO bucket_holds SELECT generate_series(0, 31)");
+    proc_free(&p);
+    free(s);
+}
+
+/* A part prepared and never decided (its meterd gone before the
+ * decision): kept while young, rolled back once older than the grace,
+ * its decision written as a rollback first. */
+static void
+test_undecided(struct fixture *f)
+{
+    struct proc p = proc_new();
+    sql_ok(f->s1, "BEGIN");
+    sql_ok(f->s1, "INSERT INTO accounts (account_pk, account_id)"
+                  " OVERRIDING SYSTEM VALUE VALUES (999999, 'undecided')");
+    sql_ok(f->s1, "PREPARE TRANSACTION"
+                  " 'meter:0123456789abcdef0123456789abcdef:1'");
+    long settled;
+    struct meter_err e = {{0}};
+    CHECK(meter_db_shards_resolve(f->cat, p.l, 3600, &settled, &e) == 0);
+    CHECK(settled == 0 && prepared(f) == 1);
+    CHECK(meter_db_shards_resolve(f->cat, p.l, 0, &settled, &e) == 0);
+    CHECK(settled == 1 && prepared(f) == 0);
+    CHECK(testdb_count(f->s1, "SELECT count(*) FROM accounts"
+                              " WHERE account_id = 'undecided'") == 0);
+    proc_free(&p);
+}
+
+int
+main(void)
+{
+    struct fixture f;
+    fixture_up(&f);
+    struct meter_registry *reg = meter_registry_new();
+    test_split(&f, reg);
+    test_replicas(&f, reg);
+    test_refused_whole(&f);
+    test_killed_between(&f, reg);
+    test_stale_map(&f, reg);
+    test_undecided(&f);
+    meter_registry_free(reg);
+    fixture_down(&f);
+    return test_result();
+}
