@@ -194,7 +194,8 @@ static void
 same_as_one(struct fixture *f, size_t want, int line)
 {
     size_t n_sharded, n_one;
-    char *sharded = stored((PGconn *[]){f->cat, f->s1, f->s2}, 3, &n_sharded);
+    /* The catalog holds no bucket (and refuses to read usage). */
+    char *sharded = stored((PGconn *[]){f->s1, f->s2}, 2, &n_sharded);
     char *one = stored(&f->one, 1, &n_one);
     if (strcmp(sharded, one) != 0 || n_one != want) {
         fprintf(stderr,
@@ -488,6 +489,40 @@ test_undecided(struct fixture *f)
     proc_free(&p);
 }
 
+/* Usage read from part of it would be wrong: until reads fan out over
+ * the shards, what reads usage on a catalog that does not hold every
+ * bucket refuses, naming why; an invoice run stores nothing rather than
+ * a bill of no usage. */
+static void
+test_reads_refused(struct fixture *f)
+{
+    struct meter_err e = {{0}};
+    CHECK(!meter_usage_reader_new(f->cat, NULL, 0, JAN + 86400, &e));
+    CHECK(strstr(e.msg, "gives this database 0 of the 64 buckets") != NULL);
+    json_t *out = NULL;
+    CHECK(meter_db_report_overview(f->cat, 2026, 1, JAN, &out, &e) < 0);
+    CHECK(!out && strstr(e.msg, "usage over several shards is not read yet"));
+    struct pricing_book *book = testdb_book_add(
+        f->cat,
+        "{\"id\": \"flat\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2025-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": "
+        "\"0.001\", \"per\": \"second\"}, \"memory\": {\"basis\": "
+        "\"allocated\", \"unit\": \"GiB\", \"rate\": \"0\", \"per\": "
+        "\"second\"}, \"storage\": {\"rate\": \"0\", \"per\": \"month\"}, "
+        "\"egress\": {\"rate\": \"0\"}, \"per_run\": \"0\"}");
+    testdb_account_add(f->cat, "acct-00", "flat", "2025-12-01");
+    struct billing_outcome o;
+    CHECK(billing_run_one(f->cat, "acct-00", 2026, 1, false, "Seller", &o, &e) <
+              0 ||
+          o.failed);
+    CHECK(testdb_count(f->cat, "SELECT count(*) FROM invoices") == 0);
+    /* The single server reads its own. */
+    CHECK(meter_db_report_overview(f->one, 2026, 1, JAN, &out, &e) ==
+          METER_DB_ROWS);
+    json_decref(out);
+    pricing_book_free(book);
+}
+
 int
 main(void)
 {
@@ -500,6 +535,7 @@ main(void)
     test_killed_between(&f, reg);
     test_stale_map(&f, reg);
     test_undecided(&f);
+    test_reads_refused(&f);
     meter_registry_free(reg);
     fixture_down(&f);
     return test_result();

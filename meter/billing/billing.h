@@ -69,7 +69,9 @@ struct billing_outcome {
  * error): one account's failure leaves the others' documents written (a
  * statement the server refused runs the batch again account by
  * account). The failure only if the batch could not run: the database
- * lost (meter_db_lost) or busy.
+ * lost (meter_db_lost) or busy, or it does not hold every account's
+ * usage (meter_db_usage_whole: usage on other shards would be billed as
+ * none).
  */
 enum meter_db_status billing_run(PGconn *db, const char *const *accounts,
                                  size_t n, int year, int month, bool finalize,

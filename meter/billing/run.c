@@ -449,6 +449,9 @@ billing_run(PGconn *db, const char *const *accounts, size_t n, int year,
             int month, bool finalize, const char *seller,
             struct billing_outcome *out, struct meter_err *e)
 {
+    /* Usage stored on other shards would be billed as none. */
+    if (meter_db_usage_whole(db, e) < 0)
+        return METER_DB_HARD;
     struct meter_db_books books = {0};
     struct batch bt = {year, month, finalize, seller, NULL,
                        NULL, 0,     &books,   NULL};
@@ -541,6 +544,8 @@ billing_preview(PGconn *db, const char *account, int year, int month,
     struct batch bt = {year, month, false, "", NULL, NULL, 0, &books, book};
     struct preview_arg a = {&bt, inv};
     snprintf(inv->status, sizeof(inv->status), "draft");
+    if (meter_db_usage_whole(db, e) < 0)
+        return METER_DB_HARD;
     enum meter_db_status st =
         batch_init(&bt, &account, 1, &out) < 0
             ? billing_fail(e, "out of memory")

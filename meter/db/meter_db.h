@@ -436,6 +436,13 @@ enum meter_db_status meter_db_shards_resolve(PGconn *catalog,
                                              int grace_s, long *settled,
                                              struct meter_err *e);
 
+/* 0 if db's shard map gives db itself every bucket of accounts (one
+ * server; or a shard, whose own map lists no other), else -1 naming how
+ * many: what reads usage (the readers, the reports, the invoice run)
+ * refuses to answer from part of it on a catalog of several shards,
+ * since reads over shards are not built yet (docs/scale.md). */
+int meter_db_usage_whole(PGconn *db, struct meter_err *e);
+
 /* A shard as meterctl shard list shows it. */
 struct meter_shard_info {
     int id;

@@ -79,6 +79,8 @@ enum meter_db_status
 meter_db_report_overview(PGconn *db, int year, int month, int64_t now,
                          json_t **out, struct meter_err *e)
 {
+    if (meter_db_usage_whole(db, e) < 0)
+        return METER_DB_HARD;
     struct bounds b;
     bounds_of(year, month, &b);
     /* Days of the period so far: all of it once it is over. */
@@ -175,6 +177,8 @@ enum meter_db_status
 meter_db_report_accounts(PGconn *db, const struct meter_report_query *q,
                          json_t **out, struct meter_err *e)
 {
+    if (meter_db_usage_whole(db, e) < 0)
+        return METER_DB_HARD;
     struct bounds b;
     bounds_of(q->year, q->month, &b);
     struct db_params p = {0};
@@ -241,6 +245,8 @@ enum meter_db_status
 meter_db_report_account(PGconn *db, const char *account, int year, int month,
                         json_t **out, struct meter_err *e)
 {
+    if (meter_db_usage_whole(db, e) < 0)
+        return METER_DB_HARD;
     struct bounds b;
     bounds_of(year, month, &b);
     struct db_params p = {0};
@@ -314,6 +320,8 @@ enum meter_db_status
 meter_db_report_usage(PGconn *db, int64_t from, int64_t to, bool daily,
                       json_t **out, struct meter_err *e)
 {
+    if (meter_db_usage_whole(db, e) < 0)
+        return METER_DB_HARD;
     struct db_params p = {0};
     db_param_int64(&p, from / 3600);
     db_param_int64(&p, to / 3600);

@@ -206,6 +206,32 @@ db_shards_registry(struct meter_shards *sh, int shard)
     return r;
 }
 
+int
+meter_db_usage_whole(PGconn *db, struct meter_err *e)
+{
+    PGresult *r;
+    int64_t held = 0;
+    /* The map in db: on a shard, which lists none, its own database. */
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot read the shard map",
+        "SELECT count(*) FROM shard_buckets b JOIN shards s USING (shard_id)"
+        " WHERE s.conninfo IS NULL",
+        0, NULL, NULL, NULL, &r, e);
+    if (st >= 0 && db_get_int64(r, 0, 0, &held, e) < 0)
+        st = METER_DB_HARD;
+    PQclear(r);
+    if (st < 0)
+        return -1;
+    if (held != METER_BUCKETS)
+        return meter_fail(e,
+                          "the shard map gives this database %" PRId64
+                          " of the %d buckets of accounts: usage over "
+                          "several shards is not read yet, only stored "
+                          "(docs/scale.md)",
+                          held, METER_BUCKETS);
+    return 0;
+}
+
 /* ---- one thread's connections ----------------------------------------- */
 
 struct meter_shard_links *

@@ -63,6 +63,8 @@ static struct meter_usage_reader *
 reader_new(PGconn *db, int64_t from, int64_t to, struct db_params *p,
            struct meter_err *e)
 {
+    if (meter_db_usage_whole(db, e) < 0)
+        return NULL;
     struct meter_usage_reader *r = calloc(1, sizeof(*r));
     if (!r) {
         meter_fail(e, "out of memory");

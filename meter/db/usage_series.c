@@ -10,6 +10,8 @@ meter_db_usage_series(PGconn *db, const char *account, int64_t from, int64_t to,
                       bool daily, int64_t after, int limit, meter_usage_cb *cb,
                       void *arg, struct meter_err *e)
 {
+    if (meter_db_usage_whole(db, e) < 0)
+        return METER_DB_HARD;
     int64_t len = daily ? 86400 : 3600;
     struct db_params p = {0};
     db_param_text(&p, account);
