@@ -348,8 +348,8 @@ batch_thread(void *p)
     struct meter_err e = {{0}};
     struct billing_outcome out[8];
     PGconn *db = meter_db_connect(a->conninfo, &e);
-    if (db && billing_run(db, a->accounts, a->n, 2026, 1, true, "Seller", out,
-                          &e) == METER_DB_ROWS) {
+    if (db && billing_run(db, NULL, a->accounts, a->n, 2026, 1, true, "Seller",
+                          out, &e) == METER_DB_ROWS) {
         for (size_t i = 0; i < a->n; i++) {
             a->finals += out[i].written && out[i].number[0];
             a->already += out[i].already_final;

@@ -437,7 +437,7 @@ test_stale_map(struct fixture *f, struct meter_registry *reg)
 {
     struct proc p = proc_new();
     size_t n = ACCOUNTS * SANDBOXES;
-    struct meter_sample *s = malloc(2 * n * sizeof(*s));
+    struct meter_sample *s = malloc(n * sizeof(*s));
     struct meter_ingest_result res;
     make_batch(s, JAN + 9000, 1);
     CHECK(routed(f->cat, &p, s, n, &res) == METER_INGEST_OK);
@@ -453,15 +453,26 @@ test_stale_map(struct fixture *f, struct meter_registry *reg)
     CHECK(res.accepted == n);
     CHECK(testdb_count(f->s2, "SELECT count(*) FROM usage_blocks") ==
           before + (long)n);
-    /* The map as it was, for the tests after; these seconds stay on
-     * shard 2, the single server has them too. */
-    make_batch(s, JAN + 9000, 2);
-    single(f->one, reg, s, 2 * n,
-           &(struct meter_ingest_result){2 * n, 0, 0, 0});
+    /* The map as it was, for the tests after: the moved accounts'
+     * seconds out of shard 2 again (a move copies them, the test does
+     * not) and sent again, to shard 1 now; the single server gets both
+     * batches. */
+    sql_ok(f->s2, "DELETE FROM usage_blocks b USING accounts a"
+                  " WHERE a.account_pk = b.account_pk"
+                  " AND meter_bucket(a.account_pk) < 32");
     sql_ok(f->cat, "UPDATE shard_buckets SET shard_id = 1, epoch = epoch + 1"
                    " WHERE bucket < 32");
     sql_ok(f->s2, "DELETE FROM bucket_holds WHERE bucket < 32");
     sql_ok(f->s1, "INSERT INTO bucket_holds SELECT generate_series(0, 31)");
+    CHECK(routed(f->cat, &p, s, n, &res) == METER_INGEST_OK);
+    CHECK(res.accepted + res.duplicates == n && res.accepted > 0 &&
+          res.duplicates > 0);
+    struct meter_ingest_result want = {n, 0, 0, 0};
+    single(f->one, reg, s, n, &want);
+    make_batch(s, JAN + 9000, 1);
+    single(f->one, reg, s, n, &want);
+    same_as_one(f, 2 * (size_t)ACCOUNTS * SANDBOXES * SECONDS + 20 * n + 2 * n,
+                __LINE__);
     proc_free(&p);
     free(s);
 }
@@ -489,10 +500,133 @@ test_undecided(struct fixture *f)
     proc_free(&p);
 }
 
-/* Usage read from part of it would be wrong: until reads fan out over
- * the shards, what reads usage on a catalog that does not hold every
- * bucket refuses, naming why; an invoice run stores nothing rather than
- * a bill of no usage. */
+/* Two documents equal but for their ids and times (each database made
+ * its own), compared as the JSON they are served as. */
+static void
+same_document(struct report_invoice *a, struct report_invoice *b, int line)
+{
+    struct report_invoice *d[] = {a, b};
+    char *text[2];
+    for (int i = 0; i < 2; i++) {
+        d[i]->id = 0;
+        d[i]->created_at[0] = d[i]->finalized_at[0] = d[i]->sha256[0] = '\0';
+        json_t *j = report_invoice_json(d[i]);
+        text[i] = j ? json_dumps(j, JSON_SORT_KEYS) : NULL;
+        json_decref(j);
+    }
+    if (!text[0] || !text[1] || strcmp(text[0], text[1]) != 0) {
+        fprintf(stderr, "%s:%d: documents differ:\n  %s\n  %s\n", __FILE__,
+                line, text[0] ? text[0] : "?", text[1] ? text[1] : "?");
+        test_failures++;
+    }
+    free(text[0]);
+    free(text[1]);
+}
+
+/* Runs (year, month) over the shards and on the single server, and
+ * compares every account's documents. */
+static void
+same_run(struct fixture *f, struct proc *p, int year, int month, int line)
+{
+    const char *ids[ACCOUNTS];
+    char names[ACCOUNTS][16];
+    struct billing_outcome a[ACCOUNTS], b[ACCOUNTS];
+    for (int k = 0; k < ACCOUNTS; k++) {
+        snprintf(names[k], sizeof(names[k]), "acct-%02d", k);
+        ids[k] = names[k];
+    }
+    struct meter_err e = {{0}};
+    CHECK(billing_run(f->cat, p->l, ids, ACCOUNTS, year, month, true, "Seller",
+                      a, &e) == METER_DB_ROWS);
+    CHECK(billing_run(f->one, NULL, ids, ACCOUNTS, year, month, true, "Seller",
+                      b, &e) == METER_DB_ROWS);
+    int docs = 0;
+    for (int k = 0; k < ACCOUNTS; k++) {
+        if (a[k].failed || b[k].failed)
+            fprintf(stderr, "%s:%d: %s: %s / %s\n", __FILE__, line, ids[k],
+                    a[k].error, b[k].error);
+        CHECK(!a[k].failed && !b[k].failed);
+        CHECK(a[k].written == b[k].written && a[k].nother == b[k].nother &&
+              a[k].samples == b[k].samples);
+        if (!a[k].written || !b[k].written)
+            continue;
+        CHECK_STR(a[k].number, b[k].number);
+        for (size_t x = 0; x <= a[k].nother && x <= b[k].nother; x++) {
+            const char *na = x ? a[k].other[x - 1].number : a[k].number;
+            const char *nb = x ? b[k].other[x - 1].number : b[k].number;
+            struct report_invoice da = {0}, db = {0};
+            CHECK(meter_db_invoice_get(f->cat, na, NULL, &da, &e) ==
+                  METER_DB_ROWS);
+            CHECK(meter_db_invoice_get(f->one, nb, NULL, &db, &e) ==
+                  METER_DB_ROWS);
+            same_document(&da, &db, line);
+            docs++;
+            report_invoice_release(&da);
+            report_invoice_release(&db);
+        }
+    }
+    CHECK(docs >= ACCOUNTS);
+}
+
+/* The invoice run over the shards: each account's usage read on its
+ * shard, its documents written in the catalog, and they are the single
+ * server's, numbers included: a book changed mid-month, a grant, then
+ * late usage of a final month billed the month after. */
+static void
+test_invoices(struct fixture *f, struct meter_registry *reg)
+{
+    static const char *books[] = {
+        "{\"id\": \"flat\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2025-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": "
+        "\"0.001\", \"per\": \"second\"}, \"memory\": {\"basis\": "
+        "\"allocated\", \"unit\": \"GiB\", \"rate\": \"0.0001\", \"per\": "
+        "\"second\"}, \"storage\": {\"rate\": \"0.1\", \"per\": \"month\"}, "
+        "\"egress\": {\"rate\": \"0.05\"}, \"per_run\": \"0.01\"}",
+        "{\"id\": \"steep\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2025-01-01\", \"cpu\": {\"basis\": \"used\", \"rate\": "
+        "\"0.002\", \"per\": \"minute\"}, \"memory\": {\"basis\": "
+        "\"allocated\", \"unit\": \"GiB\", \"rate\": \"0\", \"per\": "
+        "\"second\"}, \"storage\": {\"rate\": \"0\", \"per\": \"month\"}, "
+        "\"egress\": {\"rate\": \"0\"}, \"per_run\": \"0\", "
+        "\"granularity_s\": 60}",
+    };
+    PGconn *dbs[] = {f->cat, f->one};
+    struct meter_err e = {{0}};
+    char given[PRICING_ID_MAX + 1];
+    for (int d = 0; d < 2; d++) {
+        for (int b = 0; b < 2; b++)
+            pricing_book_free(testdb_book_add(dbs[d], books[b]));
+        for (int k = 0; k < ACCOUNTS; k++) {
+            char id[16];
+            snprintf(id, sizeof(id), "acct-%02d", k);
+            testdb_account_add(dbs[d], id, "flat", "2026-01-01");
+            /* Every third changes book in the middle of January. */
+            if (k % 3 == 0)
+                testdb_account_add(dbs[d], id, "steep", "2026-01-15");
+        }
+        CHECK(meter_db_grant_add(dbs[d], "acct-05", "1.50", 3, "welcome", JAN,
+                                 given, &e) >= 0);
+    }
+    struct proc p = proc_new();
+    same_run(f, &p, 2026, 1, __LINE__);
+    /* Late seconds of January, then February's run bills them. */
+    size_t n = ACCOUNTS * SANDBOXES * 5;
+    struct meter_sample *s = malloc(n * sizeof(*s));
+    struct meter_ingest_result res;
+    make_batch(s, JAN + 20000, 5);
+    CHECK(routed(f->cat, &p, s, n, &res) == METER_INGEST_OK);
+    single(f->one, reg, s, n, &res);
+    same_run(f, &p, 2026, 2, __LINE__);
+    CHECK(testdb_count(f->cat, "SELECT count(*) FROM invoice_lines"
+                               " WHERE kind = 'late_usage'") > 0);
+    proc_free(&p);
+    free(s);
+}
+
+/* Usage read from part of it would be wrong: what reads usage on a
+ * catalog that does not hold every bucket, without the shards, refuses,
+ * naming why; an invoice run without them stores nothing rather than a
+ * bill of no usage. (The run over the shards: test_invoices.) */
 static void
 test_reads_refused(struct fixture *f)
 {
@@ -502,25 +636,16 @@ test_reads_refused(struct fixture *f)
     json_t *out = NULL;
     CHECK(meter_db_report_overview(f->cat, 2026, 1, JAN, &out, &e) < 0);
     CHECK(!out && strstr(e.msg, "usage over several shards is not read yet"));
-    struct pricing_book *book = testdb_book_add(
-        f->cat,
-        "{\"id\": \"flat\", \"currency\": \"USD\", \"effective_from\": "
-        "\"2025-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": "
-        "\"0.001\", \"per\": \"second\"}, \"memory\": {\"basis\": "
-        "\"allocated\", \"unit\": \"GiB\", \"rate\": \"0\", \"per\": "
-        "\"second\"}, \"storage\": {\"rate\": \"0\", \"per\": \"month\"}, "
-        "\"egress\": {\"rate\": \"0\"}, \"per_run\": \"0\"}");
-    testdb_account_add(f->cat, "acct-00", "flat", "2025-12-01");
+    long before = testdb_count(f->cat, "SELECT count(*) FROM invoices");
     struct billing_outcome o;
-    CHECK(billing_run_one(f->cat, "acct-00", 2026, 1, false, "Seller", &o, &e) <
-              0 ||
-          o.failed);
-    CHECK(testdb_count(f->cat, "SELECT count(*) FROM invoices") == 0);
+    CHECK(billing_run_one(f->cat, "acct-01", 2026, 3, false, "Seller", &o, &e) <
+          0);
+    CHECK(strstr(e.msg, "gives this database 0 of the 64 buckets") != NULL);
+    CHECK(testdb_count(f->cat, "SELECT count(*) FROM invoices") == before);
     /* The single server reads its own. */
     CHECK(meter_db_report_overview(f->one, 2026, 1, JAN, &out, &e) ==
           METER_DB_ROWS);
     json_decref(out);
-    pricing_book_free(book);
 }
 
 int
@@ -535,6 +660,7 @@ main(void)
     test_killed_between(&f, reg);
     test_stale_map(&f, reg);
     test_undecided(&f);
+    test_invoices(&f, reg);
     test_reads_refused(&f);
     meter_registry_free(reg);
     fixture_down(&f);

@@ -69,12 +69,18 @@ struct billing_outcome {
  * error): one account's failure leaves the others' documents written (a
  * statement the server refused runs the batch again account by
  * account). The failure only if the batch could not run: the database
- * lost (meter_db_lost) or busy, or it does not hold every account's
- * usage (meter_db_usage_whole: usage on other shards would be billed as
+ * lost (meter_db_lost) or busy.
+ *
+ * db is the catalog. Over several shards (docs/scale.md), each account's
+ * usage is read on its shard through shards (this thread's connections
+ * to them); the documents, their numbers and their order are those of
+ * one server. shards NULL: db must hold every account's usage (one
+ * server), else the run fails (usage on other shards would be billed as
  * none).
  */
-enum meter_db_status billing_run(PGconn *db, const char *const *accounts,
-                                 size_t n, int year, int month, bool finalize,
+enum meter_db_status billing_run(PGconn *db, struct meter_shard_links *shards,
+                                 const char *const *accounts, size_t n,
+                                 int year, int month, bool finalize,
                                  const char *seller,
                                  struct billing_outcome *out,
                                  struct meter_err *e);

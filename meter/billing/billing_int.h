@@ -82,22 +82,25 @@ void billing_docs_start(struct billing_docs *ds,
  * Completes the account's documents for the period once the first holds
  * its own lines: late usage (of its own period, which billed says final
  * documents billed, and of the earlier periods late lists, nlate of
- * them, rated again here through db), late usage in another currency on
- * a document of its own, the grants of gs that pay each, their totals.
- * Without gs (a preview), the first document alone, with its own lines.
+ * them, rated again here: their documents read through db, their usage
+ * through usage), late usage in another currency on a document of its
+ * own, the grants of gs that pay each, their totals. Without gs (a
+ * preview), the first document alone, with its own lines.
  */
 enum meter_db_status
-billing_complete(PGconn *db, const struct meter_db_account *acct, int year,
-                 int month, const struct report_invoice *billed,
+billing_complete(PGconn *db, PGconn *usage, const struct meter_db_account *acct,
+                 int year, int month, const struct report_invoice *billed,
                  const int *late, size_t nlate,
                  const struct meter_db_grants *gs, struct billing_docs *ds,
                  struct billing_rated *rated, struct meter_err *e);
 
 /* Document inv's total (a draft of acct, its lines set) spread over the
  * days it bills, into *cells (n of them; the caller frees it, which
- * points into inv's lines): known are the drivers of one period already
+ * points into inv's lines), the drivers of other periods read through
+ * usage (the database of acct's usage): known are the drivers of one
+ * period already
  * read (or NULL), the others read through db. */
-enum meter_db_status billing_revenue(PGconn *db,
+enum meter_db_status billing_revenue(PGconn *usage,
                                      const struct meter_db_account *acct,
                                      const struct report_invoice *inv,
                                      const struct meter_db_period_days *known,

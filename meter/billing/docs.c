@@ -181,13 +181,13 @@ add_late(struct billing_docs *ds, int year, int month,
 /* Late usage of period (year, month): a fresh rating less what is billed,
  * as late_usage lines of the run's documents. */
 static enum meter_db_status
-late_usage(PGconn *db, const struct meter_db_account *acct, int year, int month,
-           struct billing_docs *ds, struct billing_rated *rated,
-           struct meter_err *e)
+late_usage(PGconn *db, PGconn *usage, const struct meter_db_account *acct,
+           int year, int month, struct billing_docs *ds,
+           struct billing_rated *rated, struct meter_err *e)
 {
     struct report_invoice fresh = {0}, billed = {0};
     enum meter_db_status st =
-        rate_period(db, acct, year, month, &fresh, rated, e);
+        rate_period(usage, acct, year, month, &fresh, rated, e);
     if (st >= 0)
         st = meter_db_billed_lines(db, acct, year, month, &billed, e);
     if (st >= 0)
@@ -262,8 +262,8 @@ billing_docs_start(struct billing_docs *ds, const struct meter_db_account *acct,
  * own lines.
  */
 enum meter_db_status
-billing_complete(PGconn *db, const struct meter_db_account *acct, int year,
-                 int month, const struct report_invoice *billed,
+billing_complete(PGconn *db, PGconn *usage, const struct meter_db_account *acct,
+                 int year, int month, const struct report_invoice *billed,
                  const int *late, size_t nlate,
                  const struct meter_db_grants *gs, struct billing_docs *ds,
                  struct billing_rated *rated, struct meter_err *e)
@@ -274,7 +274,8 @@ billing_complete(PGconn *db, const struct meter_db_account *acct, int year,
         st = add_late(ds, year, month, &none, billed, e);
     }
     for (size_t i = 0; i < nlate && st >= 0; i++)
-        st = late_usage(db, acct, late[i] / 12, late[i] % 12 + 1, ds, rated, e);
+        st = late_usage(db, usage, acct, late[i] / 12, late[i] % 12 + 1, ds,
+                        rated, e);
     /* A document of another currency whose differences came to nothing
      * is not issued. */
     size_t kept = 1;

@@ -290,7 +290,7 @@ round_cells(struct spread *s, pricing_i128 total, int minor)
 }
 
 enum meter_db_status
-billing_revenue(PGconn *db, const struct meter_db_account *acct,
+billing_revenue(PGconn *usage, const struct meter_db_account *acct,
                 const struct report_invoice *inv,
                 const struct meter_db_period_days *known,
                 struct meter_db_revenue_cell **cells, size_t *ncells,
@@ -309,7 +309,7 @@ billing_revenue(PGconn *db, const struct meter_db_account *acct,
     /* The charges first, then the grants that pay them. */
     for (size_t i = 0; i < inv->nlines && st >= 0; i++)
         if (strcmp(inv->lines[i].kind, "credit_grant") != 0)
-            st = spread_line(db, acct, &inv->lines[i], &s, e);
+            st = spread_line(usage, acct, &inv->lines[i], &s, e);
     for (size_t i = 0; i < inv->nlines && st >= 0; i++)
         if (strcmp(inv->lines[i].kind, "credit_grant") == 0 &&
             spread_grant(&inv->lines[i], &s) < 0)

@@ -7,6 +7,12 @@
  * read of the batch's usage; completes each account's documents (late
  * usage, grants); writes the drafts at once; and, finalizing, numbers
  * them at once in the accounts' order.
+ *
+ * Over several shards (docs/scale.md) the batch is the same, and so are
+ * its documents and their numbers: its accounts' usage is read on each
+ * account's shard, each shard's accounts in a few statements and one
+ * ordered read, in a read-only snapshot of that shard beside the
+ * catalog's transaction.
  */
 #define _GNU_SOURCE /* qsort_r */
 #include "billing_int.h"
@@ -23,10 +29,15 @@ billing_accounts(PGconn *db, int year, int month, const char *only,
     return meter_db_invoice_accounts(db, year, month, only, out, e);
 }
 
+/* The most databases of usage a batch reads (shards). */
+#define USAGE_MAX 256
+
 /* One account of a batch, and what the run read and made of it. */
 struct bill {
     struct meter_db_bill db; /* db.acct.id: the caller's */
     struct billing_outcome *out;
+    PGconn *usage; /* the database of its usage: its shard, or the
+                      catalog itself on one server */
     enum { BILL_RATE, BILL_NONE, BILL_DONE, BILL_FAILED } state;
     char error[sizeof(((struct meter_err *)0)->msg)];
     struct billing_parts parts;
@@ -58,11 +69,13 @@ bill_reset(struct bill *b)
 {
     const char *id = b->db.acct.id;
     struct billing_outcome *out = b->out;
+    PGconn *usage = b->usage;
     meter_db_bill_release(&b->db);
     billing_docs_release(&b->ds);
     memset(b, 0, sizeof(*b));
     b->db.acct.id = id;
     b->out = out;
+    b->usage = usage;
 }
 
 /* Whether a failure is the batch's (the transaction can go no further)
@@ -142,10 +155,26 @@ by_pk(const void *a, const void *b, void *arg)
     return (p > q) - (p < q);
 }
 
-/* Rates each bill's period from one ordered read of the batch's usage,
- * into the first of its documents. */
+/* The distinct databases of the batch's bills' usage, in the bills'
+ * order, into conns; how many. */
+static size_t
+usage_dbs(const struct batch *bt, PGconn **conns)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < bt->n; k++) {
+        size_t i = 0;
+        while (i < n && conns[i] != bt->b[k].usage)
+            i++;
+        if (i == n && n < USAGE_MAX)
+            conns[n++] = bt->b[k].usage;
+    }
+    return n;
+}
+
+/* Rates the period of each bill whose usage is on usage from one
+ * ordered read, into the first of its documents. */
 static enum meter_db_status
-rate_batch(PGconn *db, struct batch *bt, struct meter_err *e)
+rate_on(PGconn *db, PGconn *usage, struct batch *bt, struct meter_err *e)
 {
     size_t n = 0;
     size_t *order = calloc(bt->n ? bt->n : 1, sizeof(*order));
@@ -156,7 +185,7 @@ rate_batch(PGconn *db, struct batch *bt, struct meter_err *e)
     if (!order || !pks || !ids)
         st = billing_fail(e, "out of memory");
     for (size_t k = 0; st >= 0 && k < bt->n; k++)
-        if (bt->b[k].state == BILL_RATE)
+        if (bt->b[k].state == BILL_RATE && bt->b[k].usage == usage)
             order[n++] = k;
     if (st >= 0)
         qsort_r(order, n, sizeof(*order), by_pk, bt->b);
@@ -166,7 +195,7 @@ rate_batch(PGconn *db, struct batch *bt, struct meter_err *e)
     }
     if (st >= 0 && n &&
         !(r = meter_db_usage_open_batch(
-              db, pks, ids, n, billing_period_start(bt->year, bt->month),
+              usage, pks, ids, n, billing_period_start(bt->year, bt->month),
               billing_period_end(bt->year, bt->month), e)))
         st = METER_DB_HARD;
     for (size_t j = 0; st >= 0 && j < n; j++) {
@@ -189,7 +218,8 @@ rate_batch(PGconn *db, struct batch *bt, struct meter_err *e)
         /* A block that does not decode stops the read for every account
          * after it: the batch fails, and runs again account by account,
          * where it is that one account's failure. */
-        if (rs < 0 && (batch_broken(db, rs) || meter_db_usage_failed(r))) {
+        if (rs < 0 && (batch_broken(db, rs) || batch_broken(usage, rs) ||
+                       meter_db_usage_failed(r))) {
             *e = ae;
             st = METER_DB_HARD;
             if (rs == METER_DB_SOFT)
@@ -203,6 +233,44 @@ rate_batch(PGconn *db, struct batch *bt, struct meter_err *e)
     free(pks);
     free(ids);
     return st;
+}
+
+/* Reads what each database of usage holds of its bills (a snapshot of
+ * it begun first, if it is not db), then rates them. */
+static enum meter_db_status
+rate_batch(PGconn *db, struct batch *bt, unsigned what, struct meter_err *e)
+{
+    PGconn *conns[USAGE_MAX];
+    size_t nconns = usage_dbs(bt, conns);
+    struct meter_db_bill **mine = calloc(bt->n ? bt->n : 1, sizeof(*mine));
+    enum meter_db_status st =
+        mine ? METER_DB_ROWS : billing_fail(e, "out of memory");
+    for (size_t c = 0; st >= 0 && c < nconns; c++) {
+        size_t m = 0;
+        for (size_t k = 0; k < bt->n; k++)
+            if (bt->b[k].usage == conns[c])
+                mine[m++] = &bt->b[k].db;
+        if (conns[c] != db)
+            st = meter_db_snapshot_begin(conns[c], e);
+        if (st >= 0)
+            st = meter_db_bills_usage(conns[c], mine, m, bt->year, bt->month,
+                                      what, e);
+        if (st >= 0)
+            st = rate_on(db, conns[c], bt, e);
+    }
+    free(mine);
+    return st;
+}
+
+/* Ends the snapshots rate_batch began. */
+static void
+end_snapshots(PGconn *db, struct batch *bt)
+{
+    PGconn *conns[USAGE_MAX];
+    size_t nconns = usage_dbs(bt, conns);
+    for (size_t c = 0; c < nconns; c++)
+        if (conns[c] != db)
+            meter_db_snapshot_end(conns[c]);
 }
 
 /* HARD, naming the period, when an earlier period in which the account
@@ -254,9 +322,9 @@ complete_batch(PGconn *db, struct batch *bt, bool with_late,
         }
         struct meter_err ae = {{0}};
         enum meter_db_status st = billing_complete(
-            db, &b->db.acct, bt->year, bt->month, &b->db.billed, b->db.late,
-            b->db.nlate, with_late ? &b->db.grants : NULL, &b->ds, &b->rated,
-            &ae);
+            db, b->usage, &b->db.acct, bt->year, bt->month, &b->db.billed,
+            b->db.late, b->db.nlate, with_late ? &b->db.grants : NULL, &b->ds,
+            &b->rated, &ae);
         if (st < 0 && batch_broken(db, st)) {
             *e = ae;
             return st;
@@ -319,8 +387,8 @@ store_batch(PGconn *db, struct batch *bt, struct meter_err *e)
             struct meter_db_revenue_cell *cells = NULL;
             size_t ncells = 0;
             inv->id = draft_of(b, inv->currency);
-            st = billing_revenue(db, &b->db.acct, inv, &b->db.days, &cells,
-                                 &ncells, e);
+            st = billing_revenue(b->usage, &b->db.acct, inv, &b->db.days,
+                                 &cells, &ncells, e);
             d[nd++] =
                 (struct meter_db_draft){inv, x == 0 ? b->rated.p : NULL,
                                         x == 0 ? b->rated.n : 0, cells, ncells};
@@ -405,7 +473,7 @@ batch_attempt(PGconn *db, void *arg, struct meter_err *e)
                                      (bt->finalize ? METER_DB_BILLS_FINALS : 0),
                                  e);
     if (st >= 0)
-        st = rate_batch(db, bt, e);
+        st = rate_batch(db, bt, METER_DB_BILLS_HISTORY, e);
     if (st >= 0)
         st = complete_batch(db, bt, true, e);
     if (st >= 0)
@@ -414,13 +482,15 @@ batch_attempt(PGconn *db, void *arg, struct meter_err *e)
         st = finalize_batch(db, bt, e);
     if (st >= 0)
         outcomes(bt);
+    end_snapshots(db, bt);
     return st < 0 ? st : METER_DB_ROWS;
 }
 
-/* The batch of accounts[0..n): its bills (free with batch_release). */
+/* The batch of accounts[0..n), whose usage is on usage[k] (NULL: all
+ * on db): its bills (free with batch_release). */
 static int
-batch_init(struct batch *bt, const char *const *accounts, size_t n,
-           struct billing_outcome *out)
+batch_init(struct batch *bt, PGconn *db, PGconn *const *usage,
+           const char *const *accounts, size_t n, struct billing_outcome *out)
 {
     bt->b = calloc(n ? n : 1, sizeof(*bt->b));
     bt->dbs = calloc(n ? n : 1, sizeof(*bt->dbs));
@@ -429,6 +499,7 @@ batch_init(struct batch *bt, const char *const *accounts, size_t n,
     bt->n = n;
     for (size_t k = 0; k < n; k++) {
         bt->b[k].db.acct.id = accounts[k];
+        bt->b[k].usage = usage ? usage[k] : db;
         bt->b[k].out = &out[k];
         bt->dbs[k] = &bt->b[k].db;
     }
@@ -444,25 +515,27 @@ batch_release(struct batch *bt)
     free(bt->dbs);
 }
 
-enum meter_db_status
-billing_run(PGconn *db, const char *const *accounts, size_t n, int year,
-            int month, bool finalize, const char *seller,
-            struct billing_outcome *out, struct meter_err *e)
+/* The run of accounts[0..n), account k's usage on usage[k] (NULL: all
+ * on db). */
+static enum meter_db_status
+run_batch(PGconn *db, PGconn *const *usage, const char *const *accounts,
+          size_t n, int year, int month, bool finalize, const char *seller,
+          struct billing_outcome *out, struct meter_err *e)
 {
-    /* Usage stored on other shards would be billed as none. */
-    if (meter_db_usage_whole(db, e) < 0)
-        return METER_DB_HARD;
     struct meter_db_books books = {0};
     struct batch bt = {year, month, finalize, seller, NULL,
                        NULL, 0,     &books,   NULL};
     enum meter_db_status st =
-        batch_init(&bt, accounts, n, out) < 0
+        batch_init(&bt, db, usage, accounts, n, out) < 0
             ? billing_fail(e, "out of memory")
             : meter_db_transaction(db, "BEGIN", 5, batch_attempt, &bt, e);
     batch_release(&bt);
     meter_db_books_release(&books);
     /* Lost, or busy past the retries: no account can be run now. */
-    if (st >= 0 || meter_db_lost(db) || meter_db_unavailable(db, st))
+    bool lost = meter_db_lost(db);
+    for (size_t k = 0; usage && k < n; k++)
+        lost = lost || meter_db_lost(usage[k]);
+    if (st >= 0 || lost || meter_db_unavailable(db, st))
         return st;
     if (n == 1) {
         /* A statement the server refused: this account's failure. */
@@ -474,8 +547,8 @@ billing_run(PGconn *db, const char *const *accounts, size_t n, int year,
     /* One account's statement failed the batch: each on its own, so the
      * others are invoiced and the failure is named. */
     for (size_t k = 0; k < n; k++) {
-        st = billing_run(db, &accounts[k], 1, year, month, finalize, seller,
-                         &out[k], e);
+        st = run_batch(db, usage ? &usage[k] : NULL, &accounts[k], 1, year,
+                       month, finalize, seller, &out[k], e);
         if (st < 0)
             return st;
     }
@@ -483,12 +556,49 @@ billing_run(PGconn *db, const char *const *accounts, size_t n, int year,
 }
 
 enum meter_db_status
+billing_run(PGconn *db, struct meter_shard_links *shards,
+            const char *const *accounts, size_t n, int year, int month,
+            bool finalize, const char *seller, struct billing_outcome *out,
+            struct meter_err *e)
+{
+    struct meter_err one = {{0}};
+    if (meter_db_usage_whole(db, &one) == 0)
+        return run_batch(db, NULL, accounts, n, year, month, finalize, seller,
+                         out, e);
+    /* Usage stored on other shards would be billed as none without
+     * them. */
+    if (!shards) {
+        *e = one;
+        return METER_DB_HARD;
+    }
+    int *shard = calloc(n ? n : 1, sizeof(*shard));
+    PGconn **usage = calloc(n ? n : 1, sizeof(*usage));
+    enum meter_db_status st =
+        !shard || !usage ? billing_fail(e, "out of memory")
+                         : meter_db_accounts_shards(db, accounts, n, shard, e);
+    /* An account the catalog does not know is none of a shard's: the
+     * run says so. */
+    for (size_t k = 0; st >= 0 && k < n; k++)
+        if (shard[k] >= 0 &&
+            !(usage[k] = meter_shard_links_conn(shards, db, shard[k], e)))
+            st = METER_DB_HARD;
+        else if (shard[k] < 0)
+            usage[k] = db;
+    if (st >= 0)
+        st = run_batch(db, usage, accounts, n, year, month, finalize, seller,
+                       out, e);
+    free(shard);
+    free(usage);
+    return st;
+}
+
+enum meter_db_status
 billing_run_one(PGconn *db, const char *account, int year, int month,
                 bool finalize, const char *seller, struct billing_outcome *out,
                 struct meter_err *e)
 {
-    enum meter_db_status st =
-        billing_run(db, &account, 1, year, month, finalize, seller, out, e);
+    enum meter_db_status st = billing_run(db, NULL, &account, 1, year, month,
+                                          finalize, seller, out, e);
     if (st >= 0 && out->failed) {
         snprintf(e->msg, sizeof(e->msg), "%s", out->error);
         return METER_DB_HARD;
@@ -517,9 +627,7 @@ preview_attempt(PGconn *db, void *arg, struct meter_err *e)
         st = billing_fail(e, "%s", b->error);
     /* Its own lines only: late usage is billed as it was. */
     if (st >= 0)
-        st = meter_db_bills_read(db, bt->dbs, bt->n, bt->year, bt->month, 0, e);
-    if (st >= 0)
-        st = rate_batch(db, bt, e);
+        st = rate_batch(db, bt, 0, e);
     if (st >= 0)
         st = complete_batch(db, bt, false, e);
     if (st >= 0 && b->state == BILL_FAILED)
@@ -547,7 +655,7 @@ billing_preview(PGconn *db, const char *account, int year, int month,
     if (meter_db_usage_whole(db, e) < 0)
         return METER_DB_HARD;
     enum meter_db_status st =
-        batch_init(&bt, &account, 1, &out) < 0
+        batch_init(&bt, db, NULL, &account, 1, &out) < 0
             ? billing_fail(e, "out of memory")
             : meter_db_transaction(
                   db, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 3,

@@ -159,9 +159,12 @@ meter_db_bill_release(struct meter_db_bill *b)
     meter_db_account_release(&b->acct);
     report_invoice_release(&b->billed);
     free(b->finals);
+    free(b->rated);
     meter_db_grants_release(&b->grants);
     b->finals = NULL;
     b->nfinals = 0;
+    b->rated = NULL;
+    b->nrated = 0;
 }
 
 /* The bill of row i's first column (an account id), looked for from *at
@@ -293,25 +296,6 @@ take_billed(const struct batch_read *br, struct meter_db_bill *b, PGresult *r,
 }
 
 static int
-take_late(const struct batch_read *br, struct meter_db_bill *b, PGresult *r,
-          int i, struct meter_err *e)
-{
-    (void)br;
-    (void)e;
-    int y, m;
-    meter_period_parse(PQgetvalue(r, i, 1), &y, &m);
-    if (b->nlate == sizeof(b->late) / sizeof(b->late[0])) {
-        snprintf(b->problem, sizeof(b->problem),
-                 "account '%s': more than 64 periods of late usage in one "
-                 "invoice",
-                 b->acct.id);
-        return 0;
-    }
-    b->late[b->nlate++] = pricing_period_index(y, m);
-    return 0;
-}
-
-static int
 take_finals(const struct batch_read *br, struct meter_db_bill *b, PGresult *r,
             int i, struct meter_err *e)
 {
@@ -418,6 +402,112 @@ read_days(PGconn *db, const struct batch_read *br, struct meter_err *e)
     return st;
 }
 
+/* Earlier periods with a live final invoice, and what the latest rating
+ * of each that stands saw (a rating, or a credit note's return), into
+ * each bill's rated: read in the catalog, compared with the usage by
+ * meter_db_bills_usage. */
+static int
+take_rated(const struct batch_read *br, struct meter_db_bill *b, PGresult *r,
+           int i, struct meter_err *e)
+{
+    (void)br;
+    struct meter_db_rated_period *p =
+        realloc(b->rated, (b->nrated + 1) * sizeof(*p));
+    if (!p)
+        return meter_fail(e, "out of memory");
+    b->rated = p;
+    p += b->nrated;
+    int y, m;
+    meter_period_parse(PQgetvalue(r, i, 1), &y, &m);
+    p->period = pricing_period_index(y, m);
+    if (db_get_bool(r, i, 2, &p->no_samples, e) < 0 ||
+        db_get_uint64(r, i, 3, &p->samples, e) < 0 ||
+        db_get_uint64(r, i, 4, &p->first_runs, e) < 0 ||
+        db_get_uint64(r, i, 5, &p->revision, e) < 0)
+        return -1;
+    b->nrated++;
+    return 0;
+}
+
+/* Earlier periods whose billing may be off: their usage changed since
+ * the latest rating that stands (more seconds stored, other first runs,
+ * or a quarantine took seconds: its revision), or a credit note took
+ * back lines of theirs since. Each gets its late usage. */
+static enum meter_db_status
+read_late(PGconn *usage, const struct batch_read *br, struct meter_err *e)
+{
+    struct meter_buf pks = {0}, periods = {0};
+    meter_buf_str(&pks, "{");
+    meter_buf_str(&periods, "{");
+    size_t n = 0;
+    for (size_t k = 0; k < br->n; k++) {
+        const struct meter_db_bill *b = br->bills[k];
+        for (size_t i = 0; b->active && i < b->nrated; i++) {
+            char day[32];
+            int p = b->rated[i].period;
+            db_period_text(p / 12, p % 12 + 1, day);
+            db_array_int(&pks, b->acct.pk);
+            db_array_text(&periods, day);
+            n++;
+        }
+    }
+    meter_buf_str(&pks, "}");
+    meter_buf_str(&periods, "}");
+    const char *v[] = {pks.p, periods.p};
+    PGresult *r = NULL;
+    enum meter_db_status st = METER_DB_ROWS;
+    if (pks.failed || periods.failed)
+        st = db_hard(e, "out of memory");
+    /* What each period holds now, in the order asked. */
+    else if (n)
+        st = meter_db_exec(
+            usage, "cannot look for late usage",
+            "SELECT (SELECT coalesce(sum(h.samples), 0)"
+            "  FROM usage_hourly_totals h WHERE h.account_pk = x.pk"
+            "  AND h.hour >= extract(epoch FROM x.period)::bigint / 3600"
+            "  AND h.hour < extract(epoch FROM x.period + interval '1 month')"
+            "   ::bigint / 3600),"
+            " (SELECT count(*) FROM sandboxes s WHERE s.account_pk = x.pk"
+            "  AND s.first_running_minute >= extract(epoch FROM x.period)"
+            "   ::bigint / 60"
+            "  AND s.first_running_minute < extract(epoch FROM x.period"
+            "   + interval '1 month')::bigint / 60),"
+            " coalesce((SELECT v.revision FROM usage_revisions v"
+            "  WHERE v.account_pk = x.pk AND v.period = x.period), 0)"
+            " FROM unnest($1::int[], $2::date[]) WITH ORDINALITY"
+            "  AS x (pk, period, i) ORDER BY x.i",
+            2, v, NULL, NULL, &r, e);
+    int row = 0;
+    for (size_t k = 0; st >= 0 && k < br->n; k++) {
+        struct meter_db_bill *b = br->bills[k];
+        for (size_t i = 0; st >= 0 && b->active && i < b->nrated; i++, row++) {
+            const struct meter_db_rated_period *p = &b->rated[i];
+            uint64_t samples, first_runs, revision;
+            if (db_get_uint64(r, row, 0, &samples, e) < 0 ||
+                db_get_uint64(r, row, 1, &first_runs, e) < 0 ||
+                db_get_uint64(r, row, 2, &revision, e) < 0) {
+                st = METER_DB_HARD;
+                break;
+            }
+            if (!p->no_samples && samples == p->samples &&
+                first_runs == p->first_runs && revision == p->revision)
+                continue;
+            if (b->nlate == sizeof(b->late) / sizeof(b->late[0])) {
+                snprintf(b->problem, sizeof(b->problem),
+                         "account '%s': more than 64 periods of late usage "
+                         "in one invoice",
+                         b->acct.id);
+                continue;
+            }
+            b->late[b->nlate++] = p->period;
+        }
+    }
+    PQclear(r);
+    meter_buf_release(&pks);
+    meter_buf_release(&periods);
+    return st;
+}
+
 enum meter_db_status
 meter_db_bills_read(PGconn *db, struct meter_db_bill *const *bills, size_t n,
                     int year, int month, unsigned what, struct meter_err *e)
@@ -431,21 +521,6 @@ meter_db_bills_read(PGconn *db, struct meter_db_bill *const *bills, size_t n,
                       " AND i.period = $2::date AND " LIVE(
                           "i") " ORDER BY i.account_id, i.invoice_id",
                       false, take_live, e);
-    if (what == METER_DB_BILLS_LIVE)
-        return st;
-    if (st >= 0)
-        st = for_rows(
-            db, bt, "cannot read the period's usage state",
-            "SELECT a.account_id,"
-            " (SELECT count(*) FROM sandboxes s WHERE s.account_pk = a.pk"
-            "  AND s.first_running_minute >= extract(epoch FROM $2::date)"
-            "   ::bigint / 60"
-            "  AND s.first_running_minute < extract(epoch FROM $2::date"
-            "   + interval '1 month')::bigint / 60),"
-            " coalesce((SELECT revision FROM usage_revisions v"
-            "  WHERE v.account_pk = a.pk AND v.period = $2::date), 0)"
-            " FROM unnest($1::text[], $3::int[]) AS a (account_id, pk)",
-            true, take_state, e);
     if (st < 0 || !(what & METER_DB_BILLS_HISTORY))
         return st;
     st = for_rows(db, bt, "cannot read billed lines",
@@ -457,57 +532,29 @@ meter_db_bills_read(PGconn *db, struct meter_db_bill *const *bills, size_t n,
                   " AND l.kind <> 'credit_grant'"
                   " ORDER BY l.account_id, i.invoice_id, l.line_no",
                   false, take_billed, e);
-    /* Earlier periods with a live final invoice whose billing may be
-     * off: their usage changed since the latest rating that stands
-     * (more seconds stored, other first runs, or a quarantine took
-     * seconds: its revision), or a credit note took back lines of
-     * theirs since. Each gets its late usage. */
     if (st >= 0)
         st = for_rows(
             db, bt, "cannot look for late usage",
-            "SELECT a.account_id, to_char(p.period, 'YYYY-MM')"
-            " FROM unnest($1::text[], $3::int[]) AS a (account_id, pk)"
-            " CROSS JOIN LATERAL (SELECT DISTINCT i.period FROM invoices i"
-            "  WHERE i.account_id = a.account_id AND i.period < $2::date"
-            "  AND " LIVE(
+            "SELECT a.account_id, to_char(p.period, 'YYYY-MM'),"
+            " last.samples IS NULL, coalesce(last.samples, 0),"
+            " coalesce(last.first_runs, 0), coalesce(last.revision, 0)"
+            " FROM unnest($1::text[]) AS a (account_id)"
+            " CROSS JOIN LATERAL (SELECT DISTINCT i.period"
+            "  FROM invoices i WHERE i.account_id = a.account_id"
+            "  AND i.period < $2::date AND " LIVE(
                 "i") ") p"
                      /* the latest that stands: a rating, or a credit note's
                         return */
-                     " CROSS JOIN LATERAL (SELECT u.samples, u.first_runs, "
-                     "u.revision"
-                     "  FROM invoice_usage u JOIN invoices d"
+                     " CROSS JOIN LATERAL (SELECT u.samples, u.first_runs,"
+                     "  u.revision FROM invoice_usage u JOIN invoices d"
                      "  USING (account_id, invoice_id)"
-                     "  WHERE u.account_id = a.account_id AND u.period = "
-                     "p.period"
-                     "  AND d.status = 'final'"
+                     "  WHERE u.account_id = a.account_id"
+                     "  AND u.period = p.period AND d.status = 'final'"
                      "  AND (d.kind = 'credit_note' OR " NOT_VOIDED(
                          "d") ")"
                               "  ORDER BY u.seq DESC LIMIT 1) last"
-                              " WHERE last.samples IS NULL"
-                              " OR (SELECT coalesce(sum(h.samples), 0)"
-                              "  FROM usage_hourly_totals h WHERE h.account_pk "
-                              "= a.pk"
-                              "  AND h.hour >= extract(epoch FROM "
-                              "p.period)::bigint / 3600"
-                              "  AND h.hour < extract(epoch FROM p.period + "
-                              "interval '1 month')"
-                              "   ::bigint / 3600) <> last.samples"
-                              " OR (SELECT count(*) FROM sandboxes s WHERE "
-                              "s.account_pk = a.pk"
-                              "  AND s.first_running_minute >= extract(epoch "
-                              "FROM p.period)"
-                              "   ::bigint / 60"
-                              "  AND s.first_running_minute < extract(epoch "
-                              "FROM p.period"
-                              "   + interval '1 month')::bigint / 60) <> "
-                              "last.first_runs"
-                              " OR coalesce((SELECT v.revision FROM "
-                              "usage_revisions v"
-                              "  WHERE v.account_pk = a.pk AND v.period = "
-                              "p.period), 0)"
-                              "  <> coalesce(last.revision, 0)"
                               " ORDER BY a.account_id, p.period",
-            true, take_late, e);
+            false, take_rated, e);
     if (st >= 0 && (what & METER_DB_BILLS_FINALS))
         st = for_rows(db, bt, "cannot read the accounts' invoices",
                       "SELECT DISTINCT account_id, to_char(period, 'YYYY-MM')"
@@ -525,8 +572,32 @@ meter_db_bills_read(PGconn *db, struct meter_db_bill *const *bills, size_t n,
                       " AND period = $2::date AND status = 'draft'"
                       " AND kind = 'invoice' ORDER BY account_id, invoice_id",
                       false, take_draft, e);
+    return st;
+}
+
+enum meter_db_status
+meter_db_bills_usage(PGconn *usage, struct meter_db_bill *const *bills,
+                     size_t n, int year, int month, unsigned what,
+                     struct meter_err *e)
+{
+    const struct batch_read br = {bills, n, year, month}, *bt = &br;
+    enum meter_db_status st =
+        for_rows(usage, bt, "cannot read the period's usage state",
+                 "SELECT a.account_id,"
+                 " (SELECT count(*) FROM sandboxes s WHERE s.account_pk = a.pk"
+                 "  AND s.first_running_minute >= extract(epoch FROM $2::date)"
+                 "   ::bigint / 60"
+                 "  AND s.first_running_minute < extract(epoch FROM $2::date"
+                 "   + interval '1 month')::bigint / 60),"
+                 " coalesce((SELECT revision FROM usage_revisions v"
+                 "  WHERE v.account_pk = a.pk AND v.period = $2::date), 0)"
+                 " FROM unnest($1::text[], $3::int[]) AS a (account_id, pk)",
+                 true, take_state, e);
+    if (st < 0 || !(what & METER_DB_BILLS_HISTORY))
+        return st;
+    st = read_late(usage, bt, e);
     if (st >= 0)
-        st = read_days(db, bt, e);
+        st = read_days(usage, bt, e);
     return st;
 }
 

@@ -443,6 +443,16 @@ enum meter_db_status meter_db_shards_resolve(PGconn *catalog,
  * since reads over shards are not built yet (docs/scale.md). */
 int meter_db_usage_whole(PGconn *db, struct meter_err *e);
 
+/* The shard of each account ids[k] into shard[k] (-1: no such account),
+ * from the map in catalog. */
+enum meter_db_status meter_db_accounts_shards(PGconn *catalog,
+                                              const char *const *ids, size_t n,
+                                              int *shard, struct meter_err *e);
+/* This thread's connection to shard (the catalog for its own), opened
+ * as needed; NULL with e if it cannot be. */
+PGconn *meter_shard_links_conn(struct meter_shard_links *l, PGconn *catalog,
+                               int shard, struct meter_err *e);
+
 /* A shard as meterctl shard list shows it. */
 struct meter_shard_info {
     int id;
@@ -849,6 +859,14 @@ uint64_t meter_db_usage_seconds(const struct meter_usage_reader *r);
 /* An account of a batch of the invoice run, and what the period holds of
  * it, as meter_db_bills_* read it. The caller sets acct.id, and active
  * on the accounts to read further; meter_db_bill_release frees it. */
+/* An earlier period with a live final invoice, and what the latest
+ * rating of it that stands saw (no_samples: it counted none). */
+struct meter_db_rated_period {
+    int period; /* pricing_period_index */
+    bool no_samples;
+    uint64_t samples, first_runs, revision;
+};
+
 struct meter_db_bill {
     struct meter_db_account acct;
     bool active;
@@ -860,8 +878,11 @@ struct meter_db_bill {
     size_t nlive;
     /* Read before the usage: a later change is then seen as late. */
     uint64_t first_runs, revision;
-    struct report_invoice billed; /* what final documents bill of the
-                                     period, grant lines aside */
+    struct report_invoice billed;        /* what final documents bill of the
+                                            period, grant lines aside */
+    struct meter_db_rated_period *rated; /* earlier periods with a live
+                                            final invoice */
+    size_t nrated;
     int late[64]; /* earlier periods (pricing_period_index) to rate again */
     size_t nlate;
     int *finals; /* earlier periods with a final invoice */
@@ -895,12 +916,22 @@ enum meter_db_status meter_db_bills_lock(PGconn *db,
                                          size_t n, bool lock,
                                          struct meter_db_books *cache,
                                          struct meter_err *e);
-/* Reads what `what` names of the active bills for (year, month), a few
- * statements for the whole batch. */
+/* Reads what `what` names of the active bills for (year, month) from
+ * their documents in db, the catalog, a few statements for the whole
+ * batch: live; with history billed, rated, finals (with finals),
+ * grants, drafts. */
 enum meter_db_status meter_db_bills_read(PGconn *db,
                                          struct meter_db_bill *const *bills,
                                          size_t n, int year, int month,
                                          unsigned what, struct meter_err *e);
+/* Reads what the active bills' usage holds from usage, the database
+ * that stores it (their shard; the catalog itself on one server): their
+ * state; with history (after meter_db_bills_read's), the earlier
+ * periods of rated whose usage changed, as late, and the days. */
+enum meter_db_status meter_db_bills_usage(PGconn *usage,
+                                          struct meter_db_bill *const *bills,
+                                          size_t n, int year, int month,
+                                          unsigned what, struct meter_err *e);
 
 /* One account's period, read as the batch reads it, for the earlier
  * periods a run rates again: its state, then (after its usage) what
@@ -956,6 +987,13 @@ enum meter_db_status meter_db_drafts_store(
     PGconn *db, int year, int month, const char *const *none, size_t nnone,
     const char *const *gone_accounts, const int64_t *gone_ids, size_t ngone,
     struct meter_db_draft *drafts, size_t n, struct meter_err *e);
+
+/* A read-only snapshot of db (REPEATABLE READ) for what follows, until
+ * meter_db_snapshot_end (which rolls back whatever is open): the invoice
+ * run reads a batch's usage on its shard so, beside its transaction in
+ * the catalog. */
+enum meter_db_status meter_db_snapshot_begin(PGconn *db, struct meter_err *e);
+void meter_db_snapshot_end(PGconn *db);
 
 /* The transaction's commit waits for no disk flush (what it writes is
  * recomputed by any run: drafts). */

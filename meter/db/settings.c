@@ -35,3 +35,23 @@ meter_db_commit_async(PGconn *db, struct meter_err *e)
         0, NULL, NULL, NULL, NULL, e);
     return st < 0 ? st : METER_DB_NONE;
 }
+
+enum meter_db_status
+meter_db_snapshot_begin(PGconn *db, struct meter_err *e)
+{
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot begin reading the usage",
+                      "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0,
+                      NULL, NULL, NULL, NULL, e);
+    return st < 0 ? st : METER_DB_NONE;
+}
+
+void
+meter_db_snapshot_end(PGconn *db)
+{
+    PGresult *r;
+    while ((r = PQgetResult(db)))
+        PQclear(r);
+    if (PQtransactionStatus(db) != PQTRANS_IDLE)
+        PQclear(PQexec(db, "ROLLBACK"));
+}

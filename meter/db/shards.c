@@ -324,6 +324,57 @@ db_links_conn(struct meter_shard_links *l, PGconn *catalog, int shard,
     return *c;
 }
 
+PGconn *
+meter_shard_links_conn(struct meter_shard_links *l, PGconn *catalog, int shard,
+                       struct meter_err *e)
+{
+    if (shard < 0 || shard >= SHARDS_MAX) {
+        meter_fail(e, "shard %d is out of range", shard);
+        return NULL;
+    }
+    if (db_shards_load(l->sh, catalog, false, e) < 0)
+        return NULL;
+    return db_links_conn(l, catalog, shard, false, e);
+}
+
+enum meter_db_status
+meter_db_accounts_shards(PGconn *catalog, const char *const *ids, size_t n,
+                         int *shard, struct meter_err *e)
+{
+    struct meter_buf arr = {0};
+    meter_buf_str(&arr, "{");
+    for (size_t k = 0; k < n; k++) {
+        db_array_text(&arr, ids[k]);
+        shard[k] = -1;
+    }
+    meter_buf_str(&arr, "}");
+    const char *v[] = {arr.p};
+    PGresult *r = NULL;
+    enum meter_db_status st =
+        arr.failed
+            ? db_hard(e, "out of memory")
+            : meter_db_exec(catalog, "cannot read the accounts' shards",
+                            "SELECT x.i, b.shard_id FROM unnest($1::text[])"
+                            " WITH ORDINALITY AS x (id, i)"
+                            " JOIN accounts a ON a.account_id = x.id"
+                            " JOIN shard_buckets b"
+                            "  ON b.bucket = meter_bucket(a.account_pk)",
+                            1, v, NULL, NULL, &r, e);
+    for (int i = 0; st >= 0 && i < PQntuples(r); i++) {
+        int64_t at;
+        int32_t s;
+        if (db_get_int64(r, i, 0, &at, e) < 0 ||
+            db_get_int32(r, i, 1, &s, e) < 0 || at < 1 || (size_t)at > n) {
+            st = METER_DB_HARD;
+            break;
+        }
+        shard[at - 1] = s;
+    }
+    PQclear(r);
+    meter_buf_release(&arr);
+    return st;
+}
+
 /* ---- listing and adding shards ---------------------------------------- */
 
 enum meter_db_status

@@ -200,7 +200,12 @@ run_worker(void *arg)
         pthread_mutex_unlock(&run->lock);
         return NULL;
     }
-    struct billing_outcome *outs = calloc(run->batch, sizeof(*outs));
+    /* This worker's connections to the shards (docs/scale.md), if the
+     * usage is on several. */
+    struct meter_shards *sh = meter_shards_new();
+    struct meter_shard_links *links = sh ? meter_shard_links_new(sh, 0) : NULL;
+    struct billing_outcome *outs =
+        links ? calloc(run->batch, sizeof(*outs)) : NULL;
     while (outs) {
         pthread_mutex_lock(&run->lock);
         size_t first = run->next, n = run->accounts->n - first < run->batch
@@ -212,7 +217,7 @@ run_worker(void *arg)
             break;
         const char *const *ids =
             (const char *const *)run->accounts->str + first;
-        int rc = billing_run(db, ids, n, run->a->year, run->a->month,
+        int rc = billing_run(db, links, ids, n, run->a->year, run->a->month,
                              run->a->finalize, run->a->seller, outs, &e);
         pthread_mutex_lock(&run->lock);
         run->done += n;
@@ -244,6 +249,8 @@ run_worker(void *arg)
             break;
     }
     free(outs);
+    meter_shard_links_free(links);
+    meter_shards_free(sh);
     PQfinish(db);
     return NULL;
 }

@@ -346,7 +346,8 @@ meterd_invoices_run(struct meter_http_request *rq)
         size_t n =
             ids.n - first < BILLING_BATCH ? ids.n - first : BILLING_BATCH;
         const char *const *batch = (const char *const *)ids.str + first;
-        st = billing_run(db, batch, n, year, month, finalize, seller, outs, &e);
+        st = billing_run(db, meterd_thread_links(), batch, n, year, month,
+                         finalize, seller, outs, &e);
         if (st < 0) {
             /* Gone, busy (or past --db-timeout): the batches done are
              * done; running it again redoes the rest. */

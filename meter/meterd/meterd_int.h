@@ -35,6 +35,9 @@ extern struct meterd meterd;
 bool meterd_samples_admit(struct meter_http_request *rq);
 void meterd_samples(struct meter_http_request *rq);
 void meterd_samples_metrics(struct meter_buf *out);
+/* This request thread's connections to the shards (docs/scale.md),
+ * made when first asked for; NULL if out of memory. */
+struct meter_shard_links *meterd_thread_links(void);
 /* Closes every request thread's connections to the shards. */
 void meterd_samples_stop(void);
 

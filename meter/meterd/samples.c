@@ -21,8 +21,8 @@ static _Thread_local struct meter_shard_links *tl_links;
 static struct links *all_links;
 static pthread_mutex_t links_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static struct meter_shard_links *
-thread_links(void)
+struct meter_shard_links *
+meterd_thread_links(void)
 {
     if (tl_links)
         return tl_links;
@@ -219,7 +219,7 @@ meterd_samples(struct meter_http_request *rq)
         struct meter_ingest_origin o = {now_us(), meterd.max_age, who->key_id,
                                         who->scoped,
                                         meterd.max_batch_sandboxes};
-        struct meter_shard_links *links = thread_links();
+        struct meter_shard_links *links = meterd_thread_links();
         st = !db      ? METER_INGEST_UNAVAILABLE
              : !links ? METER_INGEST_ERROR
                       : meter_ingest_routed(db, meterd.shards, links, s, n, &o,
