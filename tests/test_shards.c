@@ -636,6 +636,27 @@ test_reads_refused(struct fixture *f)
     json_t *out = NULL;
     CHECK(meter_db_report_overview(f->cat, 2026, 1, JAN, &out, &e) < 0);
     CHECK(!out && strstr(e.msg, "usage over several shards is not read yet"));
+    /* One account's usage is read on its shard. */
+    for (int k = 0; k < 2; k++) {
+        const char *id = k ? "acct-07" : "acct-00";
+        struct meter_usage_reader *r[2] = {
+            meter_usage_reader_new(f->cat, id, 0, JAN + 86400 * 40, &e),
+            meter_usage_reader_new(f->one, id, 0, JAN + 86400 * 40, &e)};
+        uint64_t n[2] = {0, 0}, disk[2] = {0, 0};
+        for (int d = 0; d < 2; d++) {
+            CHECK(r[d] != NULL);
+            if (!r[d])
+                continue;
+            struct pricing_source src = meter_usage_source(r[d]);
+            struct pricing_block b;
+            struct pricing_err pe = {{0}};
+            while (src.next(src.ctx, &b, &pe) > 0)
+                for (size_t i = 0; i < b.n; i++, n[d]++)
+                    disk[d] += b.s[i].disk_bytes;
+            meter_usage_reader_free(r[d]);
+        }
+        CHECK(n[0] > 0 && n[0] == n[1] && disk[0] == disk[1]);
+    }
     long before = testdb_count(f->cat, "SELECT count(*) FROM invoices");
     struct billing_outcome o;
     CHECK(billing_run_one(f->cat, "acct-01", 2026, 3, false, "Seller", &o, &e) <

@@ -76,8 +76,6 @@ billing_account_period(PGconn *db, const char *account, int year, int month,
 {
     struct period_arg a = {account, year, month, out};
     memset(out, 0, sizeof(*out));
-    if (meter_db_usage_whole(db, e) < 0)
-        return METER_DB_HARD;
     return meter_db_transaction(db,
                                 "BEGIN ISOLATION LEVEL REPEATABLE READ "
                                 "READ ONLY",

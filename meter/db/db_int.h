@@ -273,6 +273,11 @@ db_batch_store(PGconn *db, struct meter_registry *reg, struct db_batch *b,
 const struct meter_ingest_result *db_batch_result(const struct db_batch *b);
 void db_batch_remember(struct db_batch *b, struct meter_registry *reg);
 
+/* The conninfo of the shard that holds account's usage into *conninfo
+ * (malloc'd), NULL if it is db itself (one server, or the catalog's own
+ * buckets, or an account db does not know); -1 with e on failure. */
+int db_account_shard(PGconn *db, const char *account, char **conninfo,
+                     struct meter_err *e);
 /* Reads the shard map if not read yet, or again. */
 int db_shards_load(struct meter_shards *sh, PGconn *catalog, bool again,
                    struct meter_err *e);

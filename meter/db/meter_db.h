@@ -730,7 +730,10 @@ enum meter_db_status meter_db_usage_vacuum(PGconn *db, int year, int month,
 /* Stored seconds of [from, to) (Unix seconds), of one account or all
  * (account NULL), as a pricing source: blocks of one (sandbox, minute),
  * each sandbox's together and in order. Holds a read transaction on db
- * until freed; db must not be used for anything else meanwhile. */
+ * until freed; db must not be used for anything else meanwhile. One
+ * account's are read on its shard, which db (the catalog) names, on a
+ * connection of the reader's own; every account's only where db holds
+ * them all (meter_db_usage_whole). */
 struct meter_usage_reader;
 struct meter_usage_reader *meter_usage_reader_new(PGconn *db,
                                                   const char *account,

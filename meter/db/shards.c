@@ -324,6 +324,26 @@ db_links_conn(struct meter_shard_links *l, PGconn *catalog, int shard,
     return *c;
 }
 
+int
+db_account_shard(PGconn *db, const char *account, char **conninfo,
+                 struct meter_err *e)
+{
+    const char *v[] = {account};
+    PGresult *r;
+    *conninfo = NULL;
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot read the account's shard",
+                      "SELECT s.conninfo FROM accounts a JOIN shard_buckets b"
+                      " ON b.bucket = meter_bucket(a.account_pk)"
+                      " JOIN shards s USING (shard_id) WHERE a.account_id = $1"
+                      " AND s.conninfo IS NOT NULL",
+                      1, v, NULL, NULL, &r, e);
+    if (st == METER_DB_ROWS && !(*conninfo = strdup(PQgetvalue(r, 0, 0))))
+        st = db_hard(e, "out of memory");
+    PQclear(r);
+    return st < 0 ? -1 : 0;
+}
+
 PGconn *
 meter_shard_links_conn(struct meter_shard_links *l, PGconn *catalog, int shard,
                        struct meter_err *e)

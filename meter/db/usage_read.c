@@ -22,6 +22,7 @@
 
 struct meter_usage_reader {
     PGconn *db;
+    PGconn *own_db; /* a connection of its own, to the account's shard */
     PGresult *rows;
     int row, nrows;
     bool done, own_tx;
@@ -63,8 +64,6 @@ static struct meter_usage_reader *
 reader_new(PGconn *db, int64_t from, int64_t to, struct db_params *p,
            struct meter_err *e)
 {
-    if (meter_db_usage_whole(db, e) < 0)
-        return NULL;
     struct meter_usage_reader *r = calloc(1, sizeof(*r));
     if (!r) {
         meter_fail(e, "out of memory");
@@ -151,7 +150,23 @@ struct meter_usage_reader *
 meter_usage_reader_new(PGconn *db, const char *account, int64_t from,
                        int64_t to, struct meter_err *e)
 {
-    return meter_db_usage_open(db, account, from, to, true, e);
+    /* One account: on its shard. Every account: only on one server. */
+    char *conninfo = NULL;
+    if (!account && meter_db_usage_whole(db, e) < 0)
+        return NULL;
+    if (account && db_account_shard(db, account, &conninfo, e) < 0)
+        return NULL;
+    PGconn *own = conninfo ? meter_db_connect(conninfo, e) : NULL;
+    free(conninfo);
+    if (conninfo && !own)
+        return NULL;
+    struct meter_usage_reader *r =
+        meter_db_usage_open(own ? own : db, account, from, to, true, e);
+    if (!r)
+        PQfinish(own);
+    else
+        r->own_db = own;
+    return r;
 }
 
 uint64_t
@@ -167,6 +182,7 @@ meter_usage_reader_free(struct meter_usage_reader *r)
         return;
     PQclear(r->rows);
     PQclear(PQexec(r->db, r->own_tx ? "ROLLBACK" : "CLOSE usage_cursor"));
+    PQfinish(r->own_db);
     free(r->pack);
     free(r->pack_data);
     free(r);
