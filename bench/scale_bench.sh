@@ -7,7 +7,9 @@
 # commit); then the invoice run of the same usage on each. All the
 # databases are one private embedded PostgreSQL on this machine, so two
 # shards cannot be faster than one: the figures are the routing's
-# overhead, runs alternated, each layout's median with its min and max.
+# overhead, runs alternated, each layout's median with its min and max,
+# and the WAL the cluster wrote a sample during the push (every
+# database's, two-phase commit's included).
 #
 #   bench/scale_bench.sh BUILD_DIR [SANDBOXES [SECONDS [RUNS]]]
 #   bench/scale_bench.sh build-bench 2000 600 3
@@ -62,6 +64,8 @@ one_run() {
     db=$cat
     private_meterd --merge-every 0
     db=$db_saved
+    # WAL of the whole cluster during the push: every database's.
+    lsn0=$(sql -c "SELECT pg_current_wal_lsn()")
     ctl gen --sandboxes "$sandboxes" --accounts $((sandboxes / 10)) \
         --seconds "$seconds" --start "$start" --seed 7 \
         --push "http://127.0.0.1:$port" --token "$token" --connections 4 \
@@ -74,6 +78,7 @@ one_run() {
     [ -n "$accepted" ] && [ "$accepted" = "$pushed" ] ||
         { echo "$1: $accepted of $pushed samples accepted: $(cat push.out)" >&2; exit 1; }
     samples=$pushed
+    wal=$(sql -c "SELECT round(pg_wal_lsn_diff(pg_current_wal_lsn(), '$lsn0') / $pushed, 1)")
     for a in $(psql "$cat" -XAtq -c "SELECT account_id FROM accounts"); do
         ctl --db "$cat" accounts add "$a" --book fly-machines --from "$period-01" >/dev/null || exit 1
     done
@@ -81,7 +86,7 @@ one_run() {
     ctl --db "$cat" invoice run --period "$period" --jobs 2 >run.out 2>&1 ||
         { echo "$1: invoice run: $(tail -n 3 run.out)" >&2; exit 1; }
     ms=$((($(date +%s%N) - t0) / 1000000))
-    echo "$1 $rate $ms" >>results
+    echo "$1 $rate $ms $wal" >>results
 }
 
 : >results
@@ -101,5 +106,6 @@ for l in single one two; do
     echo "scale_bench: $l: ingestion $(stat $l 2) samples/s" \
         "($(awk -v a="$(med $l 2)" -v b="$base_rate" 'BEGIN { printf "%.2f", a / b }') of one server);" \
         "invoice run $(stat $l 3) ms" \
-        "($(awk -v a="$(med $l 3)" -v b="$base_ms" 'BEGIN { printf "%.2f", a / b }') of one server's time)"
+        "($(awk -v a="$(med $l 3)" -v b="$base_ms" 'BEGIN { printf "%.2f", a / b }') of one server's time);" \
+        "WAL $(stat $l 4) bytes a sample"
 done
