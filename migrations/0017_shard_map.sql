@@ -14,7 +14,7 @@ CREATE TABLE shards (
     shard_id  integer     PRIMARY KEY CHECK (shard_id BETWEEN 0 AND 255),
     name      text        NOT NULL UNIQUE
               CHECK (name ~ '^[a-z][a-z0-9_-]{0,31}$'),
-    conninfo  text        CHECK (conninfo <> ''),
+    conninfo  text        UNIQUE CHECK (conninfo <> ''),
     added_at  timestamptz NOT NULL DEFAULT now()
 );
 COMMENT ON TABLE shards IS
@@ -23,8 +23,8 @@ COMMENT ON TABLE shards IS
 COMMENT ON COLUMN shards.shard_id IS 'the shard''s number';
 COMMENT ON COLUMN shards.name IS 'the shard''s name, for meterctl shard';
 COMMENT ON COLUMN shards.conninfo IS
-    'how meterd and meterctl reach it (libpq conninfo, as meter_worker); '
-    'NULL: the catalog''s own database';
+    'how meterd and meterctl reach it (libpq conninfo, as meter_worker), '
+    'once; NULL: the catalog''s own database';
 COMMENT ON COLUMN shards.added_at IS 'when meterctl shard add added it';
 
 INSERT INTO shards (shard_id, name) VALUES (0, 'local');

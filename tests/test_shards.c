@@ -497,6 +497,12 @@ test_undecided(struct fixture *f)
     CHECK(settled == 1 && prepared(f) == 0);
     CHECK(testdb_count(f->s1, "SELECT count(*) FROM accounts"
                               " WHERE account_id = 'undecided'") == 0);
+    /* The rollback outlives later sweeps: a part of its batch still on
+     * its way to PREPARE must find it, not commit alone. */
+    CHECK(meter_db_shards_resolve(f->cat, p.l, 0, &settled, &e) == 0);
+    CHECK(testdb_count(f->cat, "SELECT count(*) FROM shard_commits"
+                               " WHERE gid = 'meter:0123456789abcdef"
+                               "0123456789abcdef' AND NOT committed") == 1);
     proc_free(&p);
 }
 

@@ -325,7 +325,9 @@ complete_batch(PGconn *db, struct batch *bt, bool with_late,
             db, b->usage, &b->db.acct, bt->year, bt->month, &b->db.billed,
             b->db.late, b->db.nlate, with_late ? &b->db.grants : NULL, &b->ds,
             &b->rated, &ae);
-        if (st < 0 && batch_broken(db, st)) {
+        /* The catalog's transaction, or the snapshot of this account's
+         * shard, can go no further: the batch's failure. */
+        if (st < 0 && (batch_broken(db, st) || batch_broken(b->usage, st))) {
             *e = ae;
             return st;
         }

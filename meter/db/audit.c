@@ -296,6 +296,9 @@ meter_db_usage_quarantine(PGconn *db, int64_t key_id, int64_t from, int64_t to,
                           const char *reason, struct meter_quarantine *out,
                           struct meter_err *e)
 {
+    /* Over shards, only the catalog's share would be set aside. */
+    if (meter_db_usage_whole(db, e) < 0)
+        return METER_DB_HARD;
     struct quarantine q = {
         .key_id = key_id, .from = from, .to = to, .out = out};
     db_param_int64(&q.p, key_id);

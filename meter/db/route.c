@@ -82,32 +82,33 @@ route_accounts(PGconn *catalog, struct meter_shards *sh, struct db_batch *b,
             st = meter_db_exec(catalog, "cannot read accounts",
                                "SELECT account_id, account_pk,"
                                " meter_bucket(account_pk) FROM accounts"
-                               " WHERE account_id = ANY ($1::text[])",
+                               " WHERE account_id = ANY ($1::text[])"
+                               " ORDER BY account_id COLLATE \"C\"",
                                1, v, NULL, NULL, &r, e);
     }
-    for (int i = 0; st >= 0 && r && i < PQntuples(r); i++) {
+    /* The rows and the groups both in account id order (bytes): routed
+     * from the rows, not the cache, which another thread may clear. */
+    int rows = st >= 0 && r ? PQntuples(r) : 0, i = 0;
+    for (size_t g = 0; st >= 0 && g < n; g++) {
+        if (db_batch_bucket(b, g) >= 0)
+            continue;
+        const char *id = db_batch_account(b, g);
+        while (i < rows && strcmp(PQgetvalue(r, i, 0), id) < 0)
+            i++;
         int32_t pk, bucket;
-        if (db_get_int32(r, i, 1, &pk, e) < 0 ||
-            db_get_int32(r, i, 2, &bucket, e) < 0 || bucket < 0 ||
-            bucket >= METER_BUCKETS) {
-            st = db_hard(e, "account '%s': no bucket", PQgetvalue(r, i, 0));
-            break;
+        if (i == rows || strcmp(PQgetvalue(r, i, 0), id) != 0)
+            st = db_hard(e, "account '%s' could not be created", id);
+        else if (db_get_int32(r, i, 1, &pk, e) < 0 ||
+                 db_get_int32(r, i, 2, &bucket, e) < 0 || bucket < 0 ||
+                 bucket >= METER_BUCKETS)
+            st = db_hard(e, "account '%s': no bucket", id);
+        else {
+            db_batch_route(b, g, pk, bucket);
+            db_shards_account_put(sh, id, pk, bucket);
         }
-        db_shards_account_put(sh, PQgetvalue(r, i, 0), pk, bucket);
     }
     PQclear(r);
     meter_buf_release(&ids);
-    for (size_t g = 0; st >= 0 && g < n; g++) {
-        int32_t pk;
-        int bucket;
-        if (db_batch_bucket(b, g) >= 0)
-            continue;
-        if (!db_shards_account(sh, db_batch_account(b, g), &pk, &bucket))
-            st = db_hard(e, "account '%s' could not be created",
-                         db_batch_account(b, g));
-        else
-            db_batch_route(b, g, pk, bucket);
-    }
     return st < 0 ? st : METER_DB_NONE;
 }
 
@@ -130,22 +131,23 @@ split(struct meter_shards *sh, const struct db_batch *b, struct part *parts,
     /* Each shard with a used bucket, in shard order: two batches prepare
      * their parts in the same order. */
     for (int shard = 0; shard < DB_SHARDS_MAX; shard++) {
-        struct part *p = &parts[*nparts];
-        *p = (struct part){.shard = shard};
-        size_t nb = 0;
+        struct part p = {.shard = shard};
         for (int k = 0; k < METER_BUCKETS; k++)
             if (used[k] && shard_of[k] == shard)
-                p->buckets[nb++] = k;
-        if (!nb)
+                p.buckets[p.nbuckets++] = k;
+        if (!p.nbuckets)
             continue;
         for (size_t g = 0; g < n; g++)
             keep[g] = shard_of[db_batch_bucket(b, g)] == shard;
-        if (!(p->b = db_batch_part(b, keep))) {
+        if (!(p.b = db_batch_part(b, keep))) {
+            for (size_t i = 0; i < *nparts; i++)
+                db_batch_free(parts[i].b);
+            *nparts = 0;
             free(keep);
             return meter_fail(e, "out of memory");
         }
-        p->nbuckets = nb;
-        (*nparts)++;
+        /* At most one part a bucket: never past METER_BUCKETS. */
+        parts[(*nparts)++] = p;
     }
     free(keep);
     return 0;

@@ -102,10 +102,12 @@ db_shards_load(struct meter_shards *sh, PGconn *catalog, bool again,
         map[b] = -1;
     for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
         int32_t id;
-        if (db_get_int32(r, i, 0, &id, e) < 0 || id < 0 || id >= SHARDS_MAX) {
-            rc = id < 0 || id >= SHARDS_MAX
-                     ? meter_fail(e, "shard %" PRId32 " is out of range", id)
-                     : -1;
+        if (db_get_int32(r, i, 0, &id, e) < 0) {
+            rc = -1;
+            break;
+        }
+        if (id < 0 || id >= SHARDS_MAX) {
+            rc = meter_fail(e, "shard %" PRId32 " is out of range", id);
             break;
         }
         listed[id] = true;
@@ -354,6 +356,12 @@ meter_shard_links_conn(struct meter_shard_links *l, PGconn *catalog, int shard,
     }
     if (db_shards_load(l->sh, catalog, false, e) < 0)
         return NULL;
+    /* A shard added since the map was read: read it again. */
+    pthread_rwlock_rdlock(&l->sh->lock);
+    bool listed = l->sh->listed[shard];
+    pthread_rwlock_unlock(&l->sh->lock);
+    if (!listed && db_shards_load(l->sh, catalog, true, e) < 0)
+        return NULL;
     return db_links_conn(l, catalog, shard, false, e);
 }
 
@@ -444,12 +452,29 @@ enum meter_db_status
 meter_db_shard_add(PGconn *catalog, const char *name, const char *conninfo,
                    struct meter_err *e)
 {
+    /* Listed already: refused before the shard is touched (emptying a
+     * live shard of its buckets would stop its ingestion). */
+    const char *v[] = {name, conninfo};
+    PGresult *r = NULL;
+    enum meter_db_status st =
+        meter_db_exec(catalog, "cannot read the shards",
+                      "SELECT name FROM shards WHERE name = $1"
+                      " OR conninfo = $2",
+                      2, v, NULL, NULL, &r, e);
+    if (st == METER_DB_ROWS)
+        st = db_hard(e,
+                     "shard '%s' is listed already with that name or "
+                     "conninfo",
+                     PQgetvalue(r, 0, 0));
+    PQclear(r);
+    if (st < 0)
+        return st;
     struct meter_err why = {{0}};
     PGconn *shard = meter_db_connect(conninfo, &why);
     if (!shard)
         return db_hard(e, "cannot reach shard '%s': %s", name, why.msg);
     int64_t mine, theirs;
-    enum meter_db_status st = schema_version(catalog, &mine, e);
+    st = schema_version(catalog, &mine, e);
     if (st >= 0 && (st = schema_version(shard, &theirs, e)) >= 0 &&
         mine != theirs)
         st = db_hard(e,
@@ -457,14 +482,16 @@ meter_db_shard_add(PGconn *catalog, const char *name, const char *conninfo,
                      ", the catalog at %04" PRId64
                      ": run meterctl --db SHARD migrate on it first",
                      name, theirs, mine);
-    PGresult *r = NULL;
+    r = NULL;
     if (st >= 0)
         st = meter_db_exec(shard, "cannot read the shard's usage",
                            "SELECT (SELECT count(*) FROM sandboxes)"
-                           " + (SELECT count(*) FROM usage_hourly)",
+                           " + (SELECT count(*) FROM usage_hourly),"
+                           " (SELECT count(*) FROM bucket_holds)",
                            0, NULL, NULL, NULL, &r, e);
-    int64_t rows = 0;
-    if (st >= 0 && db_get_int64(r, 0, 0, &rows, e) < 0)
+    int64_t rows = 0, held = 0;
+    if (st >= 0 && (db_get_int64(r, 0, 0, &rows, e) < 0 ||
+                    db_get_int64(r, 0, 1, &held, e) < 0))
         st = METER_DB_HARD;
     PQclear(r);
     if (st >= 0 && rows > 0)
@@ -472,6 +499,13 @@ meter_db_shard_add(PGconn *catalog, const char *name, const char *conninfo,
                      "shard '%s' already holds usage (%" PRId64
                      " rows): a new shard must be empty",
                      name, rows);
+    /* Migrated and never added, it holds them all; added, what the map
+     * gave it. */
+    if (st >= 0 && held != 0 && held != METER_BUCKETS)
+        st = db_hard(e,
+                     "shard '%s' holds %" PRId64
+                     " buckets: it is some catalog's shard already",
+                     name, held);
     /* Empty of buckets first: listed in the catalog, it may be given
      * some, and must refuse the rest. */
     if (st >= 0)
@@ -481,7 +515,6 @@ meter_db_shard_add(PGconn *catalog, const char *name, const char *conninfo,
     PQfinish(shard);
     if (st < 0)
         return st;
-    const char *v[] = {name, conninfo};
     st = meter_db_exec(catalog, "cannot add the shard",
                        "INSERT INTO shards (shard_id, name, conninfo)"
                        " SELECT coalesce(max(shard_id), 0) + 1, $1, $2"
@@ -570,9 +603,11 @@ meter_db_shards_resolve(PGconn *catalog, struct meter_shard_links *l,
     if (db_shards_load(l->sh, catalog, true, e) < 0)
         return METER_DB_HARD;
     PGresult *r;
-    /* Decisions older than the sweep's start whose parts the sweep did
-     * not find are no longer needed: every part was prepared before its
-     * decision, so a part still prepared is found and settled. */
+    /* A decision to commit is written once every part is prepared: one
+     * older than the sweep's start whose parts the sweep, reaching every
+     * shard, did not leave prepared, is no longer needed. A rollback,
+     * which a resolver may write while a part is still to be prepared,
+     * is kept a day, for that part's meterd to find. */
     enum meter_db_status st =
         meter_db_exec(catalog, "cannot read the time", "SELECT now()::text", 0,
                       NULL, NULL, NULL, &r, e);
@@ -580,23 +615,37 @@ meter_db_shards_resolve(PGconn *catalog, struct meter_shard_links *l,
     if (st >= 0 && db_get_text(r, 0, 0, start, sizeof(start), e) < 0)
         st = METER_DB_HARD;
     PQclear(r);
+    /* Every shard, even past one that fails: its parts may hold rows
+     * that batches wait for. */
+    enum meter_db_status first = st;
     for (int s = 0; st >= 0 && s < SHARDS_MAX; s++) {
         pthread_rwlock_rdlock(&l->sh->lock);
         bool listed = l->sh->listed[s];
         pthread_rwlock_unlock(&l->sh->lock);
         if (!listed)
             continue;
-        PGconn *db = db_links_conn(l, catalog, s, false, e);
+        struct meter_err se = {{0}};
+        PGconn *db = db_links_conn(l, catalog, s, false, &se);
         if (db && PQstatus(db) != CONNECTION_OK)
-            db = db_links_conn(l, catalog, s, true, e);
-        st =
-            db ? settle_shard(catalog, db, grace_s, settled, e) : METER_DB_HARD;
+            db = db_links_conn(l, catalog, s, true, &se);
+        enum meter_db_status ss =
+            db ? settle_shard(catalog, db, grace_s, settled, &se)
+               : METER_DB_HARD;
+        if (ss < 0 && first >= 0) {
+            first = ss;
+            *e = se;
+        }
+        /* The catalog lost: no decision can be read any more. */
+        if (ss < 0 && meter_db_lost(catalog))
+            st = ss;
     }
     const char *v[] = {start};
-    if (st >= 0)
-        st = meter_db_exec(catalog, "cannot forget decisions",
-                           "DELETE FROM shard_commits"
-                           " WHERE decided_at < $1::timestamptz",
-                           1, v, NULL, NULL, NULL, e);
-    return st < 0 ? st : METER_DB_NONE;
+    if (first >= 0)
+        first =
+            meter_db_exec(catalog, "cannot forget decisions",
+                          "DELETE FROM shard_commits"
+                          " WHERE (committed AND decided_at < $1::timestamptz)"
+                          " OR decided_at < $1::timestamptz - interval '1 day'",
+                          1, v, NULL, NULL, NULL, e);
+    return first < 0 ? first : METER_DB_NONE;
 }

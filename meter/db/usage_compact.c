@@ -82,6 +82,9 @@ enum meter_db_status
 meter_db_usage_compact(PGconn *db, const char *account, int year, int month,
                        uint64_t *rows, struct meter_err *e)
 {
+    /* Over shards: on each shard (meterctl --db SHARD usage compact). */
+    if (meter_db_usage_whole(db, e) < 0)
+        return METER_DB_HARD;
     struct compact c = {.rows = 0};
     db_param_text(&c.p, account);
     bounds(year, month, 60, &c.p);

@@ -157,8 +157,9 @@ meter_usage_reader_new(PGconn *db, const char *account, int64_t from,
     if (account && db_account_shard(db, account, &conninfo, e) < 0)
         return NULL;
     PGconn *own = conninfo ? meter_db_connect(conninfo, e) : NULL;
+    bool remote = conninfo != NULL;
     free(conninfo);
-    if (conninfo && !own)
+    if (remote && !own)
         return NULL;
     struct meter_usage_reader *r =
         meter_db_usage_open(own ? own : db, account, from, to, true, e);

@@ -26,6 +26,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -63,6 +64,26 @@ disconnect(PGconn **db)
     *db = NULL;
 }
 
+/* Merges db's rollups until nothing is left, another merges, or meterd
+ * stops; false if a merge failed. */
+static bool
+merge_rows(PGconn *db, const char *where)
+{
+    struct meter_err e = {{0}};
+    uint64_t rows;
+    do {
+        if (meter_db_usage_merge(db, MERGE_ROWS, &rows, &e) < 0) {
+            if (!stopped()) /* else cut off by meterd_merge_stop */
+                meter_log(METER_LOG_WARN, "merge%s: %s", where, e.msg);
+            return false;
+        }
+        if (rows)
+            meter_log(METER_LOG_DEBUG, "merge%s: %llu hourly rows merged",
+                      where, (unsigned long long)rows);
+    } while (rows == MERGE_ROWS && !stopped());
+    return true;
+}
+
 /* Merges until nothing is left, another merges, or meterd stops. */
 static void
 merge_all(PGconn **db)
@@ -85,24 +106,14 @@ merge_all(PGconn **db)
             shutdown(sock, SHUT_RDWR);
         pthread_mutex_unlock(&lock);
     }
-    uint64_t rows;
-    do {
-        if (meter_db_usage_merge(*db, MERGE_ROWS, &rows, &e) < 0) {
-            if (!stopped()) /* else cut off by meterd_merge_stop */
-                meter_log(METER_LOG_WARN, "merge: %s", e.msg);
-            return;
-        }
-        if (rows)
-            meter_log(METER_LOG_DEBUG, "merge: %llu hourly rows merged",
-                      (unsigned long long)rows);
-    } while (rows == MERGE_ROWS && !stopped());
+    merge_rows(*db, "");
 }
 
 /* Packs until nothing is due, another packs, meterd stops, or a merge
  * is due again: a backlog of hours (the first start after migration
  * 0011) is packed a period at a time, the rollups merged in between. */
 static void
-pack_all(PGconn *db)
+pack_all(PGconn *db, const char *where)
 {
     struct meter_err e = {{0}};
     struct meter_pack_result res;
@@ -114,14 +125,52 @@ pack_all(PGconn *db)
             return;
         if (meter_db_usage_pack(db, pack_after_s, &res, &e) < 0) {
             if (!stopped())
-                meter_log(METER_LOG_WARN, "pack: %s", e.msg);
+                meter_log(METER_LOG_WARN, "pack%s: %s", where, e.msg);
             return;
         }
         if (res.blocks)
-            meter_log(METER_LOG_DEBUG, "pack: %llu blocks into %llu packs",
-                      (unsigned long long)res.blocks,
+            meter_log(METER_LOG_DEBUG, "pack%s: %llu blocks into %llu packs",
+                      where, (unsigned long long)res.blocks,
                       (unsigned long long)res.packs);
     } while (res.more && !stopped());
+}
+
+/* The shards besides the catalog's database, listed by meter_db_shard_list. */
+struct shard_ids {
+    int id[256];
+    size_t n;
+};
+
+static void
+note_shard(const struct meter_shard_info *s, void *arg)
+{
+    struct shard_ids *ids = arg;
+    if (s->conninfo[0] && ids->n < sizeof(ids->id) / sizeof(ids->id[0]))
+        ids->id[ids->n++] = s->id;
+}
+
+/* Merges and packs on each shard (docs/scale.md), as on the catalog. */
+static void
+shards_work(PGconn *db)
+{
+    struct shard_ids ids = {{0}, 0};
+    struct meter_err e = {{0}};
+    if (meter_db_shard_list(db, note_shard, &ids, &e) < 0) {
+        if (!stopped())
+            meter_log(METER_LOG_WARN, "merge: %s", e.msg);
+        return;
+    }
+    for (size_t i = 0; i < ids.n && !stopped(); i++) {
+        char where[32];
+        snprintf(where, sizeof(where), " (shard %d)", ids.id[i]);
+        PGconn *s = meter_shard_links_conn(links, db, ids.id[i], &e);
+        if (!s) {
+            meter_log(METER_LOG_WARN, "merge%s: %s", where, e.msg);
+            continue;
+        }
+        if (merge_rows(s, where) && pack_after_s && !stopped())
+            pack_all(s, where);
+    }
 }
 
 /* Settles the prepared parts of every shard. */
@@ -150,7 +199,9 @@ run(void *arg)
         pthread_mutex_unlock(&lock);
         merge_all(&db);
         if (db && pack_after_s && !stopped())
-            pack_all(db);
+            pack_all(db, "");
+        if (db && !stopped())
+            shards_work(db);
         if (db && !stopped())
             resolve(db);
         pthread_mutex_lock(&lock);
