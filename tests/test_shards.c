@@ -625,6 +625,19 @@ test_invoices(struct fixture *f, struct meter_registry *reg)
     same_run(f, &p, 2026, 2, __LINE__);
     CHECK(testdb_count(f->cat, "SELECT count(*) FROM invoice_lines"
                                " WHERE kind = 'late_usage'") > 0);
+    /* A preview reads the account's usage on its shard too. */
+    for (int k = 0; k < 2; k++) {
+        const char *id = k ? "acct-07" : "acct-03";
+        struct report_invoice pa = {0}, pb = {0};
+        CHECK(billing_preview(f->cat, id, 2026, 1, NULL, &pa, &e) ==
+              METER_DB_ROWS);
+        CHECK(billing_preview(f->one, id, 2026, 1, NULL, &pb, &e) ==
+              METER_DB_ROWS);
+        CHECK(pa.nlines > 0);
+        same_document(&pa, &pb, __LINE__);
+        report_invoice_release(&pa);
+        report_invoice_release(&pb);
+    }
     proc_free(&p);
     free(s);
 }

@@ -94,7 +94,8 @@ enum meter_db_status billing_run_one(PGconn *db, const char *account, int year,
 
 /* The invoice the run would compute for the period, every part priced
  * with book instead of the account's (NULL: its own), in inv (release
- * with report_invoice_release); nothing is stored. */
+ * with report_invoice_release); nothing is stored. db is the catalog:
+ * over shards the account's usage is read on its shard. */
 enum meter_db_status billing_preview(PGconn *db, const char *account, int year,
                                      int month, const struct pricing_book *book,
                                      struct report_invoice *inv,

@@ -640,6 +640,7 @@ preview_attempt(PGconn *db, void *arg, struct meter_err *e)
         snprintf(a->inv->status, sizeof(a->inv->status), "draft");
         b->ds.n = 0;
     }
+    end_snapshots(db, bt);
     /* Nothing is stored: roll back whatever happened. */
     return st < 0 ? st : METER_DB_ABORT;
 }
@@ -654,15 +655,34 @@ billing_preview(PGconn *db, const char *account, int year, int month,
     struct batch bt = {year, month, false, "", NULL, NULL, 0, &books, book};
     struct preview_arg a = {&bt, inv};
     snprintf(inv->status, sizeof(inv->status), "draft");
-    if (meter_db_usage_whole(db, e) < 0)
-        return METER_DB_HARD;
-    enum meter_db_status st =
-        batch_init(&bt, db, NULL, &account, 1, &out) < 0
-            ? billing_fail(e, "out of memory")
-            : meter_db_transaction(
-                  db, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 3,
-                  preview_attempt, &a, e);
+    /* Over shards, the account's usage is read on its shard, on a
+     * connection of the preview's own. */
+    struct meter_err one = {{0}};
+    struct meter_shards *sh = NULL;
+    struct meter_shard_links *links = NULL;
+    PGconn *usage = db;
+    int shard = -1;
+    enum meter_db_status st = METER_DB_ROWS;
+    if (meter_db_usage_whole(db, &one) < 0 &&
+        (st = meter_db_accounts_shards(db, &account, 1, &shard, e)) >= 0 &&
+        shard >= 0) {
+        sh = meter_shards_new();
+        links = sh ? meter_shard_links_new(sh, 0) : NULL;
+        usage = links ? meter_shard_links_conn(links, db, shard, e) : NULL;
+        if (!links)
+            st = billing_fail(e, "out of memory");
+        else if (!usage)
+            st = METER_DB_HARD;
+    }
+    if (st >= 0)
+        st = batch_init(&bt, db, &usage, &account, 1, &out) < 0
+                 ? billing_fail(e, "out of memory")
+                 : meter_db_transaction(
+                       db, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 3,
+                       preview_attempt, &a, e);
     batch_release(&bt);
     meter_db_books_release(&books);
+    meter_shard_links_free(links);
+    meter_shards_free(sh);
     return st == METER_DB_ABORT ? METER_DB_ROWS : st;
 }
