@@ -142,6 +142,17 @@ checks=$((checks + 1))
 [ $differ = 0 ] || fail "$differ accounts' exports differ from the single server's"
 checks=$((checks + 1))
 [ "$(wc -l <all-sharded.ndjson)" = "$pushed" ] || fail "the exports hold $(wc -l <all-sharded.ndjson) samples, want $pushed"
+# An account's usage by hour, from its shard's rollups: the single
+# server's figures.
+FIN1=$("$METERCTL" --db "$one_wdb" keys create --role finance --name f 2>/dev/null)
+for a in acct-0 acct-7; do
+    q="account=$a&from=$from&to=$((from + 7200))&granularity=hour"
+    curl -s -H "Authorization: Bearer $FIN" "http://127.0.0.1:$base/v1/usage?$q" >u-sharded.json
+    curl -s -H "Authorization: Bearer $FIN1" "http://127.0.0.1:$((base + 2))/v1/usage?$q" >u-one.json
+    checks=$((checks + 1))
+    cmp -s u-sharded.json u-one.json && grep -q '"samples"' u-one.json ||
+        fail "GET /v1/usage of $a over shards: $(head -c 300 u-sharded.json), one server: $(head -c 300 u-one.json)"
+done
 # Every account at once is not read over shards yet: refused, named.
 expect_status 1 "$METERCTL" --db "$cat_wdb" export --from 0 --to 9999999999
 contains "$err" "usage over several shards is not read yet" "export of every account over shards"

@@ -1,17 +1,18 @@
 /*
  * usage_series.c - an account's usage by hour or day, from the rollups
  * (usage_hourly_totals): what dashboards and the usage endpoint read, without
- * decoding a block.
+ * decoding a block. Over shards, read on the account's shard, on a
+ * connection of the call's own (docs/scale.md).
  */
 #include "db_int.h"
 
-enum meter_db_status
-meter_db_usage_series(PGconn *db, const char *account, int64_t from, int64_t to,
-                      bool daily, int64_t after, int limit, meter_usage_cb *cb,
-                      void *arg, struct meter_err *e)
+#include <stdlib.h>
+
+static enum meter_db_status
+series(PGconn *db, const char *account, int64_t from, int64_t to, bool daily,
+       int64_t after, int limit, meter_usage_cb *cb, void *arg,
+       struct meter_err *e)
 {
-    if (meter_db_usage_whole(db, e) < 0)
-        return METER_DB_HARD;
     int64_t len = daily ? 86400 : 3600;
     struct db_params p = {0};
     db_param_text(&p, account);
@@ -57,5 +58,25 @@ meter_db_usage_series(PGconn *db, const char *account, int64_t from, int64_t to,
         cb(&u, arg);
     }
     PQclear(r);
+    return st;
+}
+
+enum meter_db_status
+meter_db_usage_series(PGconn *db, const char *account, int64_t from, int64_t to,
+                      bool daily, int64_t after, int limit, meter_usage_cb *cb,
+                      void *arg, struct meter_err *e)
+{
+    char *conninfo;
+    if (db_account_shard(db, account, &conninfo, e) < 0)
+        return METER_DB_HARD;
+    if (!conninfo)
+        return series(db, account, from, to, daily, after, limit, cb, arg, e);
+    PGconn *shard = meter_db_connect(conninfo, e);
+    free(conninfo);
+    if (!shard)
+        return METER_DB_HARD;
+    enum meter_db_status st =
+        series(shard, account, from, to, daily, after, limit, cb, arg, e);
+    PQfinish(shard);
     return st;
 }
