@@ -85,13 +85,13 @@ db_shards_load(struct meter_shards *sh, PGconn *catalog, bool again,
     if (loaded && !again)
         return 0;
     PGresult *r;
-    enum meter_db_status st = meter_db_exec(
-        catalog, "cannot read the shard map",
-        "SELECT s.shard_id, s.conninfo, coalesce(array_agg(b.bucket"
-        " ORDER BY b.bucket) FILTER (WHERE b.bucket IS NOT NULL), '{}')"
-        " FROM shards s LEFT JOIN shard_buckets b USING (shard_id)"
-        " GROUP BY s.shard_id, s.conninfo ORDER BY s.shard_id",
-        0, NULL, NULL, NULL, &r, e);
+    enum meter_db_status st =
+        meter_db_exec(catalog, "cannot read the shard map",
+                      /* A row a bucket, and one for a shard that holds none. */
+                      "SELECT s.shard_id, s.conninfo, b.bucket FROM shards s"
+                      " LEFT JOIN shard_buckets b USING (shard_id)"
+                      " ORDER BY s.shard_id, b.bucket",
+                      0, NULL, NULL, NULL, &r, e);
     if (st < 0)
         return -1;
     int map[METER_BUCKETS];
@@ -110,24 +110,21 @@ db_shards_load(struct meter_shards *sh, PGconn *catalog, bool again,
             rc = meter_fail(e, "shard %" PRId32 " is out of range", id);
             break;
         }
-        listed[id] = true;
-        if (!PQgetisnull(r, i, 1) && !(info[id] = strdup(PQgetvalue(r, i, 1))))
+        if (!listed[id] && !PQgetisnull(r, i, 1) &&
+            !(info[id] = strdup(PQgetvalue(r, i, 1)))) {
             rc = meter_fail(e, "out of memory");
-        /* {1,2,3}: the buckets of the shard. */
-        const char *p = PQgetvalue(r, i, 2);
-        while (rc == 0 && *p) {
-            char *end;
-            long b = strtol(p + (*p == '{' || *p == ','), &end, 10);
-            if (end == p + (*p == '{' || *p == ','))
-                break; /* "{}" */
-            if (b < 0 || b >= METER_BUCKETS)
-                rc = meter_fail(e, "bucket %ld is out of range", b);
-            else
-                map[b] = id;
-            p = end;
-            if (*p == '}')
-                break;
+            break;
         }
+        listed[id] = true;
+        int32_t b;
+        if (PQgetisnull(r, i, 2))
+            continue;
+        if (db_get_int32(r, i, 2, &b, e) < 0)
+            rc = -1;
+        else if (b < 0 || b >= METER_BUCKETS)
+            rc = meter_fail(e, "bucket %" PRId32 " is out of range", b);
+        else
+            map[b] = id;
     }
     PQclear(r);
     for (int b = 0; rc == 0 && b < METER_BUCKETS; b++)
