@@ -224,6 +224,7 @@ bootstrap:
         max_wal_senders: 10
         max_replication_slots: 10
         synchronous_commit: "on"
+        wal_retrieve_retry_interval: 1s
   initdb:
     - encoding: UTF8
     - locale: C.UTF-8
