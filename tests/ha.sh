@@ -13,6 +13,8 @@
 # line, and the hourly rollups against the generated totals), the
 # clients' replies add up to accepted + duplicates = generated with no
 # conflict, and the batches answered 503 meanwhile were sent again.
+# Then both standbys stopped: a batch waits for one, unacknowledged
+# (503), and is a duplicate when sent again once they are back.
 # The figures are printed on stdout, lines "ha: ..." (docs/scale.md).
 # Not part of `make check`: `make check-ha` runs it. HA_KEEP=1 keeps the
 # directory and leaves the cluster running, to look into a failure.
@@ -297,10 +299,10 @@ wait_for() {
     fail "$what not within $limit s: $(members | tr '\n' ';')"
     return 1
 }
-# on_node N SQL: a query on node N itself, as the superuser (read-only,
-# so that no commit waits for a standby), bounded in time.
+# on_node N SQL [DB]: a query on node N itself, as the superuser
+# (read-only, so that no commit waits for a standby), bounded in time.
 on_node() {
-    timeout 10 psql "host=127.0.0.1 port=$(pg_port $1) dbname=postgres user=postgres connect_timeout=3" \
+    timeout 10 psql "host=127.0.0.1 port=$(pg_port $1) dbname=${3:-postgres} user=postgres connect_timeout=3" \
         -qAtX -c "$2" 2>/dev/null
 }
 # healthy N: N members running, one the leader, one its sync standby,
@@ -469,12 +471,14 @@ print(f"{n503} {n200} {gap:.1f}")
 PY
 }
 
-# probe: one sample of its own (account ha-probe, between the parts'
-# hours, so that no part's export sees it) POSTed once; its status in
-# $probe_status, its reply in probe.out and headers in probe.hdr.
+# probe [N]: one sample of its own (account ha-probe, sandbox probe-N,
+# between the parts' hours, so that no part's export sees it) POSTed
+# once; its status in $probe_status, its reply in probe.out and headers
+# in probe.hdr.
 probe() {
-    printf '[{"ts": %d, "account_id": "ha-probe", "sandbox_id": "probe-1", "state": "running", "vcpu": 1, "cpu_used": 0.5, "mem_bytes": 1073741824, "disk_bytes": 0}]' \
-        $((day0 + 5400)) >probe.json
+    local k=${1:-1}
+    printf '[{"ts": %d, "account_id": "ha-probe", "sandbox_id": "probe-%d", "state": "running", "vcpu": 1, "cpu_used": 0.5, "mem_bytes": 1073741824, "disk_bytes": 0}]' \
+        $((day0 + 5400 + k)) $k >probe.json
     probe_status=$(curl -s -o probe.out -D probe.hdr -m 30 -w '%{http_code}' -X POST \
         -H "Authorization: Bearer $HOST" -H 'Content-Type: application/json' \
         --data-binary @probe.json "$url/v1/samples")
@@ -567,6 +571,20 @@ failover() {
 failover switchover switchover 11 $day0 3
 failover kill kill 12 $((day0 + 7200)) 2
 
+# stop_node N: node N's Patroni stopped (it stops its PostgreSQL first),
+# killed with its PostgreSQL if it takes more than 30 s.
+stop_node() {
+    local p=${patroni_pids[$1]} i
+    kill -TERM "$p" 2>/dev/null
+    for i in $(seq 1 300); do
+        kill -0 "$p" 2>/dev/null || break
+        sleep 0.1
+    done
+    { kill -KILL "$p" && wait "$p"; } 2>/dev/null
+    kill_postgres "$1"
+    patroni_pids[$1]=x
+}
+
 # ---- the lost node comes back ----------------------------------------------
 lost=
 for n in 1 2 3; do [ "${patroni_pids[$n]}" = x ] && lost=$n; done
@@ -574,6 +592,40 @@ t0=$SECONDS
 start_node "$lost"
 wait_for 90 "n$lost rejoined as a replica" healthy 3
 echo "ha: n$lost rejoined as a replica in $((SECONDS - t0)) s: $(members | tr '\n' ';')"
+
+# ---- no standby: strict mode withholds the acknowledgement -----------------
+# Both standbys stopped: the primary keeps the leader key, but no
+# standby can confirm a commit, and Patroni does not turn synchronous
+# replication off (strict). A batch's COMMIT then waits for one (no
+# statement timeout ends that wait: PostgreSQL turns it off before it
+# commits), unseen by other sessions, and meterd's watchdog answers it
+# 503 after --db-timeout (10 s here). Once a standby is back the commit
+# completes, and the batch sent again is a duplicate.
+ldr=$(leader)
+standbys=()
+for n in 1 2 3; do [ "n$n" = "$ldr" ] || standbys+=($n); done
+for n in "${standbys[@]}"; do stop_node "$n"; done
+t0=$SECONDS
+probe 2
+waited=$((SECONDS - t0))
+checks=$((checks + 1))
+[ "$probe_status" = 503 ] && grep -qi '^Retry-After: ' probe.hdr && [ $waited -ge 9 ] ||
+    fail "no standby: a batch got HTTP $probe_status after $waited s, want 503 with Retry-After after --db-timeout (10 s): $(cat probe.out)"
+seen() { on_node "${ldr#n}" "SELECT count(*) FROM sandboxes WHERE sandbox_id = 'probe-2'" meter; }
+waiting() { on_node "${ldr#n}" "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'"; }
+checks=$((checks + 1))
+[ "$(seen)" = 0 ] && [ "$(waiting)" -ge 1 ] ||
+    fail "no standby: the batch is not waiting for a standby: $(seen) seen, $(waiting) sessions waiting"
+t0=$SECONDS
+for n in "${standbys[@]}"; do start_node "$n"; done
+wait_for 90 "the standbys back" healthy 3
+checks=$((checks + 1))
+[ "$(seen)" = 1 ] || fail "no standby: the batch's commit did not complete once a standby was back"
+probe 2
+checks=$((checks + 1))
+[ "$probe_status" = 200 ] && [ "$(jq -c '{accepted, duplicates, conflicts}' probe.out 2>/dev/null)" = '{"accepted":0,"duplicates":1,"conflicts":0}' ] ||
+    fail "no standby: the batch sent again: HTTP $probe_status $(cat probe.out), want 1 duplicate"
+echo "ha: no standby: a batch answered 503 after $waited s, its commit waiting for a standby; the standbys back in $((SECONDS - t0)) s, the commit done, the batch sent again a duplicate"
 
 # Every node holds the same samples: the standbys replay what the
 # primary has (within a few seconds), nothing more, nothing less.
