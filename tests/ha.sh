@@ -440,15 +440,14 @@ SQL
 }
 
 # gaps NAME FAULT_EPOCH: from meterd's log, the batches answered after
-# the fault (200 and 503), and the longest time without a 200 across it
-# (from the last 200 before the fault to the first after the outage):
-# the failover as a client saw it.
+# the fault (200 and 503), and when writes came back: the first 200
+# after the last 503, in seconds from the fault (the failover as a
+# client saw it).
 gaps() {
     python3 - "$2" meterd.log >"$1.gaps" <<'PY'
 import sys, datetime
 fault = float(sys.argv[1])
-last_before = None
-stamps, n503, n200 = [], 0, 0
+n503, n200, last503, back = 0, 0, None, None
 for line in open(sys.argv[2], errors="replace"):
     if " POST /v1/samples " not in line:
         continue
@@ -456,18 +455,15 @@ for line in open(sys.argv[2], errors="replace"):
     t = t.replace(tzinfo=datetime.timezone.utc).timestamp()
     status = line.split(" POST /v1/samples ")[1].split()[0]
     if t < fault:
-        if status == "200":
-            last_before = t
         continue
-    n503 += status == "503"
-    if status == "200":
+    if status == "503":
+        n503 += 1
+        last503, back = t, None
+    elif status == "200":
         n200 += 1
-        stamps.append(t)
-gap, prev = 0.0, last_before if last_before is not None else fault
-for t in stamps:
-    gap = max(gap, t - prev)
-    prev = t
-print(f"{n503} {n200} {gap:.1f}")
+        if last503 is not None and back is None:
+            back = t
+print(f"{n503} {n200} {(back - fault) if back else 0:.1f}")
 PY
 }
 
@@ -506,18 +502,44 @@ failover() {
     sleep 2
     checks=$((checks + 1))
     kill -0 "${clients[0]}" 2>/dev/null || fail "$name: the push ended before the failover"
-    t0=$(date +%s.%N)
     case $how in
     switchover)
+        t0=$(date +%s.%N)
         timeout 60 patronictl -c "$tmp/$old/patroni.yml" failover --candidate "$sync" --force \
             >"$name.patronictl" 2>&1 || fail "$name: patronictl failover: $(cat "$name.patronictl")"
         ;;
     kill)
         n=${old#n}
+        # Batches on the standby's disk whose answers die with the
+        # primary, every time rather than when the kill lands at the
+        # right moment: the primary's commits made to wait for the
+        # standby to apply them (remote_apply, on this node alone: its
+        # setting dies with it), and the standby's replay (its startup
+        # process) stopped, so that every batch then committing waits,
+        # its WAL received and flushed by the standby. (Not
+        # pg_wal_replay_pause: Patroni resumes a paused replay at once.)
+        # The replay goes on once the primary is dead, and the standby
+        # is promoted with those batches; answered 503 when their
+        # connections broke, sent again they must come back as
+        # duplicates, not as new rows.
+        local spm replay
+        spm=$(head -n 1 "$tmp/$sync/data/postmaster.pid" 2>/dev/null)
+        replay=$(ps -o pid=,args= --ppid "${spm:-0}" | awk '/ startup / { print $1 }')
+        on_node "$n" "ALTER SYSTEM SET synchronous_commit = remote_apply" >/dev/null &&
+            on_node "$n" "SELECT pg_reload_conf()" >/dev/null && [ -n "$replay" ] &&
+            kill -STOP "$replay" ||
+            fail "$name: cannot make the commits wait for the standby's replay (its startup process: '$replay')"
+        # (one batch waits for the standby, the next ones of its
+        # sandboxes for its row locks)
+        stuck() { [ "$(on_node "$n" "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND usename = 'meter_worker'")" -ge 1 ]; }
+        wait_for 10 "$name: a batch waiting for the stopped replay" stuck
+        sleep 0.5
+        t0=$(date +%s.%N)
         # (bash's "Killed" notice for the job silenced with it)
         {
             kill -KILL "${patroni_pids[$n]}"
             kill_postgres "$n"
+            [ -n "$replay" ] && kill -CONT "$replay"
             wait "${patroni_pids[$n]}"
         } 2>/dev/null
         patroni_pids[$n]=x
@@ -564,7 +586,11 @@ failover() {
     checks=$((checks + 1))
     [ "$pushed" = "$generated" ] && [ $((acc + dup)) = "$generated" ] && [ "$con" = 0 ] ||
         fail "$name: ${pushed:-no} samples acknowledged, the replies say $acc accepted + $dup duplicates, $con conflicts, for $generated samples"
-    echo "ha: $name: leader $old -> $new (the sync standby $sync) in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s; no batch stored for $gap s; $n503 batches answered 503 after the fault, $n200 answered 200"
+    if [ "$how" = kill ]; then
+        checks=$((checks + 1))
+        [ "$dup" -gt 0 ] || fail "$name: the batches on the standby when the primary died were not counted as duplicates"
+    fi
+    echo "ha: $name: leader $old -> $new (the sync standby $sync) in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s; batches stored again $gap s after the fault; $n503 batches answered 503 after the fault, $n200 answered 200"
     echo "ha: $name: $generated samples generated, ${pushed:-none} acknowledged ($acc accepted + $dup duplicates, $con conflicts), $stored stored ($lost lost, $doubled doubled); the push retried $(said "$name" busy) batches answered 503, $(said "$name" cut) cut off"
 }
 
