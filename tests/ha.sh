@@ -639,6 +639,9 @@ checks=$((checks + 1))
     fail "no standby: a batch got HTTP $probe_status after $waited s, want 503 with Retry-After after --db-timeout (10 s): $(cat probe.out)"
 seen() { on_node "${ldr#n}" "SELECT count(*) FROM sandboxes WHERE sandbox_id = 'probe-2'" meter; }
 waiting() { on_node "${ldr#n}" "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'"; }
+# Still waiting past the statement timeout meterd sets (--db-timeout +
+# 1 s), which would have ended the wait by calling the commit done.
+while [ $((SECONDS - t0)) -lt 13 ]; do sleep 0.5; done
 checks=$((checks + 1))
 [ "$(seen)" = 0 ] && [ "$(waiting)" -ge 1 ] ||
     fail "no standby: the batch is not waiting for a standby: $(seen) seen, $(waiting) sessions waiting"
