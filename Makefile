@@ -46,8 +46,8 @@ check: deps openapi-lint browser-check
 	    -j $(JOBS) -E '^(layers|sql_hygiene|format|calls|install|openapi|fuzz|valgrind|costsim_html)$$'
 
 # High availability (docs/scale.md): a three-node etcd and three Patroni
-# nodes on loopback, a failover mid-push; about two minutes, so not part
-# of check. The programs of check's build, the two it needs.
+# nodes on loopback, failovers mid-push; two and a half minutes, so not
+# part of check. The programs of check's build, the two it needs.
 check-ha: deps ha-deps
 	cmake -S . -B build-check -DCMAKE_BUILD_TYPE=Debug -DMETER_SANITIZE=ON \
 	    -DMETER_WERROR=ON $(CMAKE_FLAGS)
