@@ -22,7 +22,7 @@
 
 PG_BINDIR=${METER_PG_BINDIR:-/usr/lib/postgresql/15/bin}
 for prog in "${METERCTL:-}" "${METERD:-}"; do
-    [ -x "$prog" ] || { fail "set METERCTL and METERD to the programs under test (make check-ha does)"; finish; exit 1; }
+    [ -x "$prog" ] || { checks=$((checks + 1)); fail "set METERCTL and METERD to the programs under test (make check-ha does)"; finish; exit 1; }
 done
 missing=""
 for tool in patroni patronictl etcd etcdctl psql curl jq setpriv; do
@@ -32,6 +32,7 @@ done
 if [ -n "$missing" ]; then
     echo "ha: missing:$missing (scripts/install-ha-deps.sh installs them)" >&2
     if [ "${CI:-}" = true ]; then
+        checks=$((checks + 1))
         fail "CI=true requires the HA tools:$missing"
         finish
         exit 1
