@@ -260,6 +260,18 @@ test_split(struct fixture *f, struct meter_registry *reg)
     CHECK(testdb_count(f->s1, "SELECT count(*) FROM accounts") +
               testdb_count(f->s2, "SELECT count(*) FROM accounts") ==
           ACCOUNTS);
+    /* A shard's connection keeps TCP alive (a shard gone at the
+     * network is found), the conninfo's own settings aside. */
+    struct meter_err ce = {{0}};
+    PGconn *s1 = meter_shard_links_conn(p.l, f->cat, 1, &ce);
+    CHECK(s1 != NULL && s1 != f->cat);
+    PQconninfoOption *opts = s1 ? PQconninfo(s1) : NULL;
+    bool alive = false;
+    for (PQconninfoOption *x = opts; x && x->keyword; x++)
+        alive = alive || (strcmp(x->keyword, "keepalives_idle") == 0 &&
+                          x->val && strcmp(x->val, "10") == 0);
+    CHECK(alive);
+    PQconninfoFree(opts);
     /* Sent again, by another process: all duplicates. */
     struct proc q = proc_new();
     CHECK(routed(f->cat, &q, s, n, &res) == METER_INGEST_OK);

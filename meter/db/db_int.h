@@ -278,6 +278,9 @@ void db_batch_remember(struct db_batch *b, struct meter_registry *reg);
  * buckets, or an account db does not know); -1 with e on failure. */
 int db_account_shard(PGconn *db, const char *account, char **conninfo,
                      struct meter_err *e);
+/* A connection to a shard by its conninfo, with TCP keepalives unless
+ * the conninfo says otherwise (meter_db_connect). */
+PGconn *db_shard_connect(const char *conninfo, struct meter_err *e);
 /* Reads the shard map if not read yet, or again. */
 int db_shards_load(struct meter_shards *sh, PGconn *catalog, bool again,
                    struct meter_err *e);

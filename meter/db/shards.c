@@ -231,6 +231,27 @@ meter_db_usage_whole(PGconn *db, struct meter_err *e)
     return 0;
 }
 
+PGconn *
+db_shard_connect(const char *conninfo, struct meter_err *e)
+{
+    /* A shard that stops answering at the network (no reset) is found
+     * by TCP keepalives, not hours later; the conninfo's own settings,
+     * after these, win. A URI takes no prefix: as given. */
+    if (strncmp(conninfo, "postgres://", 11) == 0 ||
+        strncmp(conninfo, "postgresql://", 13) == 0)
+        return meter_db_connect(conninfo, e);
+    struct meter_buf b = {0};
+    meter_buf_printf(&b,
+                     "keepalives=1 keepalives_idle=10 keepalives_interval=5 "
+                     "keepalives_count=3 %s",
+                     conninfo);
+    PGconn *c = b.failed ? NULL : meter_db_connect(b.p, e);
+    if (b.failed)
+        meter_fail(e, "out of memory");
+    meter_buf_release(&b);
+    return c;
+}
+
 /* ---- one thread's connections ----------------------------------------- */
 
 struct meter_shard_links *
@@ -308,7 +329,7 @@ db_links_conn(struct meter_shard_links *l, PGconn *catalog, int shard,
     PQfinish(*c);
     free(l->conninfo[shard]);
     l->conninfo[shard] = want;
-    *c = meter_db_connect(want, e);
+    *c = db_shard_connect(want, e);
     if (*c && l->timeout_ms > 0 &&
         meter_db_set_statement_timeout(*c, l->timeout_ms, e) < 0) {
         PQfinish(*c);

@@ -156,7 +156,7 @@ meter_usage_reader_new(PGconn *db, const char *account, int64_t from,
         return NULL;
     if (account && db_account_shard(db, account, &conninfo, e) < 0)
         return NULL;
-    PGconn *own = conninfo ? meter_db_connect(conninfo, e) : NULL;
+    PGconn *own = conninfo ? db_shard_connect(conninfo, e) : NULL;
     bool remote = conninfo != NULL;
     free(conninfo);
     if (remote && !own)

@@ -71,7 +71,7 @@ meter_db_usage_series(PGconn *db, const char *account, int64_t from, int64_t to,
         return METER_DB_HARD;
     if (!conninfo)
         return series(db, account, from, to, daily, after, limit, cb, arg, e);
-    PGconn *shard = meter_db_connect(conninfo, e);
+    PGconn *shard = db_shard_connect(conninfo, e);
     free(conninfo);
     if (!shard)
         return METER_DB_HARD;
