@@ -2,6 +2,8 @@
 # Installs the Debian packages the project builds and tests with, and
 # only those that are missing, so a second run is quick and needs no
 # network. As root it calls apt-get directly; otherwise through sudo.
+# With package names as arguments, those instead of the project's
+# (scripts/install-ha-deps.sh).
 set -eu
 
 # chromium: costsim's HTML report is tested in a real browser, Debian's,
@@ -14,6 +16,7 @@ libjansson-dev libgsl-dev libgmp-dev zlib1g-dev nettle-dev libcurl4-gnutls-dev c
 util-linux libcairo2-dev poppler-utils fonts-dejavu-core tzdata jq
 clang clang-format libclang-rt-14-dev openssl valgrind python3 chromium wrk"
 
+[ $# -gt 0 ] && packages="$*"
 missing=""
 for p in $packages; do
     status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
@@ -24,7 +27,7 @@ for p in $packages; do
 done
 # The OpenAPI linter runs on Node.js (>= 18.17, Debian 12 has 18.20):
 # any node and npm will do, Debian's or another vendor's.
-if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+if [ $# -eq 0 ] && { ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; }; then
     missing="$missing nodejs npm"
 fi
 [ -z "$missing" ] && exit 0

@@ -1,9 +1,8 @@
 #!/bin/sh
 # Installs what `make check-ha` (tests/ha.sh) needs beside
 # scripts/install-deps.sh's packages: Debian 12's Patroni and etcd (the
-# server, and the client for etcdctl), only if missing, so a second run
-# is quick and needs no network. As root it calls apt-get directly;
-# otherwise through sudo.
+# server, and the client for etcdctl), through install-deps.sh (only
+# what is missing, apt-get as root or through sudo).
 #
 # The packages start their own etcd (and Patroni, if configured) as
 # system services; the test runs its own three etcd and its Patroni
@@ -12,35 +11,12 @@
 # cluster no one asked for.
 set -eu
 
-packages="patroni etcd-server etcd-client"
+sh "$(dirname "$0")/install-deps.sh" patroni etcd-server etcd-client
 
-if [ "$(id -u)" -eq 0 ]; then
+if [ "$(id -u)" -eq 0 ] || ! command -v sudo >/dev/null 2>&1; then
     sudo=""
-elif command -v sudo >/dev/null 2>&1; then
-    sudo="sudo"
 else
-    sudo=none
-fi
-
-missing=""
-for p in $packages; do
-    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-    case "$status" in
-    *" installed") ;;
-    *) missing="$missing $p" ;;
-    esac
-done
-
-if [ -n "$missing" ]; then
-    if [ "$sudo" = none ]; then
-        echo "install-ha-deps: missing packages:$missing; run as root or install sudo" >&2
-        exit 1
-    fi
-    echo "install-ha-deps: installing$missing"
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -qq
-    # shellcheck disable=SC2086
-    $sudo apt-get install -y -qq --no-install-recommends $missing
+    sudo="sudo"
 fi
 
 # The system services, stopped and kept from starting at boot, whether
@@ -49,7 +25,6 @@ fi
 # else the packages' init scripts, and systemd's links for later boots.
 # Only the services are stopped, by their own pid files: an etcd or
 # Patroni of a test is none of this script's business.
-[ "$sudo" = none ] && sudo=""
 for svc in etcd patroni; do
     if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
         if systemctl is-enabled --quiet "$svc" 2>/dev/null ||
