@@ -317,9 +317,10 @@ int meter_db_prepare_partitions(PGconn *db, int months, struct meter_err *e);
 
 /* ---- ingestion ----------------------------------------------------------- */
 
-/* What a process knows of sandboxes: sandbox -> account and keys, which
- * never change once stored, and the partitions that exist. A cache:
- * bounded, and nothing is lost when it is dropped. Thread-safe. */
+/* What a process knows of one database's sandboxes: (account, sandbox
+ * id) -> keys, which never change once stored, and the partitions that
+ * exist. A cache: bounded, and nothing is lost when it is dropped.
+ * Thread-safe. */
 struct meter_registry;
 struct meter_registry *meter_registry_new(void);
 void meter_registry_free(struct meter_registry *r);
@@ -362,9 +363,11 @@ struct meter_ingest_origin {
  * batch) is a duplicate if equal, a conflict if not; the first stands.
  * Refused: more distinct sandboxes than o->max_sandboxes (TOO_LARGE,
  * before anything else is checked); samples more than 5 minutes after
- * o->now_us, samples more than o->max_age seconds before it, and a
- * sandbox under another account (INVALID); an account o->key_id may not
- * write (FORBIDDEN). A refused batch creates nothing.
+ * o->now_us, samples more than o->max_age seconds before it, or in a
+ * month archived (INVALID); an account o->key_id may not write
+ * (FORBIDDEN). A refused batch creates nothing. A sandbox is a
+ * sandbox_id of an account: the same id under another account is
+ * another sandbox.
  */
 enum meter_ingest_status meter_ingest(PGconn *db, struct meter_registry *reg,
                                       const struct meter_sample *s, size_t n,
