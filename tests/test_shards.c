@@ -9,7 +9,9 @@
  * backend killed between the commits, and a shard lost there, lose and
  * double nothing, the resolver committing what was decided; a process
  * whose map is stale is refused by the shard and routes again; a part
- * left prepared with no decision is rolled back by the resolver.
+ * left prepared with no decision is rolled back by the resolver; a
+ * bucket moved (meter_db_shard_move) to a shard that lags at the fence
+ * waits for it, and loses nothing.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -700,6 +702,134 @@ test_reads_refused(struct fixture *f)
     json_decref(out);
 }
 
+/* A move whose target lags at the fence: in the move's note that the
+ * copy is done, the target's usage_hourly is locked (its replication
+ * stops at the next row of it) and a batch of the bucket goes to the
+ * source; a thread lifts the lock 1.5 s later. The move must wait for
+ * the target to catch up: the batch is on the target after it, none of
+ * the bucket is left on the source, and the next batch, routed by a
+ * stale map, is refused there and lands on the target. */
+struct lagging {
+    struct fixture *f;
+    struct proc *p;
+    struct meter_sample *s;
+    long bucket;
+    PGconn *lock;
+    pthread_t lifter;
+    bool started;
+};
+
+static void *
+lift_lock(void *arg)
+{
+    struct lagging *g = arg;
+    struct timespec t = {1, 500000000L};
+    nanosleep(&t, NULL);
+    PQclear(PQexec(g->lock, "COMMIT"));
+    return NULL;
+}
+
+/* The samples of seconds [from, from + 30) of the accounts of the
+ * bucket in g->s: how many. */
+static size_t
+in_bucket(struct lagging *g, int64_t from)
+{
+    size_t n = make_batch(g->s, from, 30), k = 0;
+    char q[256];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(q, sizeof(q),
+                 "SELECT meter_bucket(account_pk) FROM accounts"
+                 " WHERE account_id = '%s'",
+                 g->s[i].account_id);
+        if (testdb_count(g->f->cat, q) == g->bucket)
+            g->s[k++] = g->s[i];
+    }
+    return k;
+}
+
+static void
+lagging_note(void *arg, const char *line)
+{
+    struct lagging *g = arg;
+    fprintf(stderr, "move: %s\n", line);
+    if (strncmp(line, "copied in ", 10) != 0 || g->started)
+        return;
+    sql_ok(g->lock, "BEGIN");
+    sql_ok(g->lock, "LOCK TABLE usage_hourly IN SHARE MODE");
+    struct meter_ingest_result res;
+    size_t n = in_bucket(g, JAN + 20030);
+    CHECK(routed(g->f->cat, g->p, g->s, n, &res) == METER_INGEST_OK);
+    CHECK(res.accepted == n && n > 0);
+    g->started = pthread_create(&g->lifter, NULL, lift_lock, g) == 0;
+    CHECK(g->started);
+}
+
+static void
+test_move(struct fixture *f)
+{
+    struct proc p = proc_new();
+    size_t n = ACCOUNTS * SANDBOXES * 30;
+    struct meter_sample *s = malloc(n * sizeof(*s));
+    struct meter_ingest_result res;
+    make_batch(s, JAN + 20000, 30);
+    CHECK(routed(f->cat, &p, s, n, &res) == METER_INGEST_OK);
+    long bucket = testdb_count(f->cat, "SELECT meter_bucket(account_pk)"
+                                       " FROM accounts WHERE account_id ="
+                                       " 'acct-00'");
+    long in_bucket = testdb_count(f->cat, "SELECT count(*) FROM accounts a"
+                                          " JOIN accounts b ON"
+                                          " meter_bucket(a.account_pk) ="
+                                          " meter_bucket(b.account_pk)"
+                                          " WHERE b.account_id = 'acct-00'");
+    PGconn *src = bucket < 32 ? f->s1 : f->s2,
+           *dst = bucket < 32 ? f->s2 : f->s1;
+    const char *dst_conninfo =
+        bucket < 32 ? f->s2_t.conninfo : f->s1_t.conninfo;
+    char q[256];
+    snprintf(q, sizeof(q),
+             "SELECT coalesce(sum(samples), 0) FROM usage_hourly_totals"
+             " WHERE meter_bucket(account_pk) = %ld",
+             bucket);
+    long before = testdb_count(src, q);
+    CHECK(before >= in_bucket * SANDBOXES * 30);
+
+    struct meter_err e = {{0}};
+    struct lagging g = {.f = f,
+                        .p = &p,
+                        .s = s,
+                        .bucket = bucket,
+                        .lock = meter_db_connect(dst_conninfo, &e)};
+    CHECK(g.lock != NULL);
+    CHECK(meter_db_shard_move(f->cat, (int)bucket, bucket < 32 ? "two" : "one",
+                              NULL, 60, lagging_note, &g, &e) == METER_DB_NONE);
+    if (e.msg[0])
+        fprintf(stderr, "move: %s\n", e.msg);
+    CHECK(g.started);
+    if (g.started)
+        pthread_join(g.lifter, NULL);
+    PQfinish(g.lock);
+    long batch = in_bucket * SANDBOXES * 30;
+    CHECK(testdb_count(dst, q) == before + batch);
+    CHECK(testdb_count(src, q) == 0);
+    snprintf(q, sizeof(q),
+             "SELECT count(*) FROM sandboxes WHERE meter_bucket(account_pk)"
+             " = %ld",
+             bucket);
+    CHECK(testdb_count(src, q) == 0);
+    /* p's map is stale: the source refuses, the map is read again. */
+    make_batch(s, JAN + 20060, 30);
+    CHECK(routed(f->cat, &p, s, n, &res) == METER_INGEST_OK);
+    CHECK(res.accepted == n);
+    snprintf(q, sizeof(q),
+             "SELECT coalesce(sum(samples), 0) FROM usage_hourly_totals"
+             " WHERE meter_bucket(account_pk) = %ld",
+             bucket);
+    CHECK(testdb_count(dst, q) == before + 2 * batch);
+    CHECK(testdb_count(src, q) == 0);
+    proc_free(&p);
+    free(s);
+}
+
 int
 main(void)
 {
@@ -714,6 +844,7 @@ main(void)
     test_undecided(&f);
     test_invoices(&f, reg);
     test_reads_refused(&f);
+    test_move(&f);
     meter_registry_free(reg);
     fixture_down(&f);
     return test_result();

@@ -621,7 +621,10 @@ prepare(struct meter_cluster *c, struct meter_err *e)
              /* A batch over several shards is prepared on each, then
               * committed (docs/scale.md): one prepared transaction
               * at most a connection. */
-             "max_prepared_transactions = 100\n",
+             "max_prepared_transactions = 100\n"
+             /* A bucket moves to another shard by logical replication
+              * (meterctl shard move): every database may be a source. */
+             "wal_level = logical\n",
              sock, (unsigned long long)shared_buffers_mb());
     snprintf(path, sizeof(path), "%s/meter.conf", c->datadir);
     return write_file(c, path, conf, "w", e);

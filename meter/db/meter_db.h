@@ -475,6 +475,23 @@ enum meter_db_status meter_db_shard_add(PGconn *catalog, const char *name,
                                         const char *conninfo,
                                         struct meter_err *e);
 
+/* A line of a move's progress, for the operator. */
+typedef void meter_move_note(void *arg, const char *line);
+/* Moves bucket (0-63) to the shard named target while meterd stores its
+ * usage (shard_move.c, docs/scale.md): copied by logical replication,
+ * its batches fenced on the source until the target has caught up, the
+ * map switched, the source's copy deleted. The source and the target
+ * are reached with their conninfo (the catalog's own for shard 0) as
+ * role user (NULL: the catalog connection's), which must be able to
+ * publish, subscribe and take a table's lock: their owner, a superuser
+ * on PostgreSQL 15. Waits at most copy_s seconds for the copy. A move
+ * cut short is finished by running it again. note, if not NULL, gets
+ * its progress. HARD naming what failed. */
+enum meter_db_status meter_db_shard_move(PGconn *catalog, int bucket,
+                                         const char *target, const char *user,
+                                         int copy_s, meter_move_note *note,
+                                         void *arg, struct meter_err *e);
+
 /* ---- invoices (docs/invoicing.md) ---------------------------------------- */
 
 /* Adds to out the accounts on a price book during the period (year,

@@ -57,6 +57,22 @@ compact_attempt(PGconn *db, void *arg, struct meter_err *e)
         0, NULL, NULL, NULL, NULL, e);
     if (st < 0)
         return st;
+    /* Rows rewritten during a move of their bucket would reach the
+     * target twice: its replication carries inserts, not deletes. */
+    st = meter_db_exec(db, "cannot compact usage",
+                       "SELECT bucket FROM bucket_moves WHERE bucket ="
+                       " (SELECT meter_bucket(account_pk) FROM accounts"
+                       "  WHERE account_id = $1)",
+                       1, c->p.v, NULL, NULL, &r, e);
+    if (st == METER_DB_ROWS)
+        st = db_hard(e,
+                     "cannot compact usage: account '%s' is in bucket %s, "
+                     "which is moving to another shard: compact it when the "
+                     "move is done",
+                     c->p.v[0], PQgetvalue(r, 0, 0));
+    PQclear(r);
+    if (st < 0)
+        return st;
     st = meter_db_exec(
         db, "cannot compact usage",
         "WITH moved AS (DELETE FROM usage_blocks WHERE account_pk ="

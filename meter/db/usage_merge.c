@@ -12,6 +12,9 @@
  * costs a reader nothing but speed. meterd merges in the background
  * (meter/meterd/merge.c). The merge also queues the account-hours it saw
  * for packing (usage_pack.c): each batch's hours come through here once.
+ * It leaves alone the buckets this database does not hold or is moving
+ * to another shard (migration 0019): a move's replication carries no
+ * update of usage_hourly, so the rows it copies must not change.
  */
 #include "db_int.h"
 
@@ -44,7 +47,9 @@ merge_attempt(PGconn *db, void *arg, struct meter_err *e)
         db, "cannot merge the hourly usage",
         "WITH m AS (UPDATE usage_hourly SET merged = true"
         "  WHERE ctid = ANY (ARRAY(SELECT ctid FROM usage_hourly"
-        "  WHERE NOT merged LIMIT $1::bigint)) RETURNING account_pk, hour, "
+        "  WHERE NOT merged AND meter_bucket(account_pk) = ANY (ARRAY("
+        "  SELECT bucket FROM bucket_holds EXCEPT SELECT bucket FROM"
+        "  bucket_moves)) LIMIT $1::bigint)) RETURNING account_pk, hour, "
         "samples, running_s, vcpu_s,"
         "  cpu_used_s, mem_byte_s, mem_used_byte_s, disk_byte_s,"
         "  egress_bytes),"

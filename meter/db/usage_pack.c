@@ -11,7 +11,8 @@
  * and packs in one statement, see the seconds in one place or the
  * other. Blocks that a batch stores meanwhile stay blocks, and their
  * rollups queue the hour again. One pack at a time, under the merge's
- * lock, and none under a quarantine.
+ * lock, and none under a quarantine. Like the merge, it leaves alone the
+ * buckets this database does not hold or is moving (migration 0019).
  */
 #include "db_int.h"
 
@@ -202,7 +203,10 @@ pack_attempt(PGconn *db, void *arg, struct meter_err *e)
     st = meter_db_exec(db, "cannot pack usage",
                        "SELECT account_pk, hour FROM usage_pack_queue"
                        " WHERE hour < (extract(epoch FROM now())::bigint"
-                       "  - $1::bigint) / 3600 ORDER BY hour, account_pk"
+                       "  - $1::bigint) / 3600 AND meter_bucket(account_pk)"
+                       "  = ANY (ARRAY(SELECT bucket FROM bucket_holds EXCEPT"
+                       "  SELECT bucket FROM bucket_moves))"
+                       " ORDER BY hour, account_pk"
                        " LIMIT 1",
                        pk->p.n, pk->p.v, NULL, NULL, &r, e);
     if (st != METER_DB_ROWS) {

@@ -4,7 +4,8 @@
  * buckets the map gives it; `add` lists a new, empty shard, reached as
  * meterd will reach it; `resolve` settles the parts of batches a meterd
  * left prepared, as meterd's background thread does every
- * --merge-every seconds.
+ * --merge-every seconds; `move` moves a bucket of accounts to another
+ * shard while meterd stores its usage (meter_db_shard_move).
  */
 #include "ctl_int.h"
 
@@ -105,16 +106,69 @@ shard_resolve(struct ctl *ctl, int argc, char **argv)
     return rc;
 }
 
+static void
+move_note(void *arg, const char *line)
+{
+    (void)arg;
+    printf("%s\n", line);
+    fflush(stdout);
+}
+
+static int
+shard_move(struct ctl *ctl, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"user", required_argument, NULL, 'u'},
+        {"copy-timeout", required_argument, NULL, 't'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *user = NULL;
+    uint64_t copy_s = 3600, bucket;
+    int opt;
+    ctl_getopt_reset();
+    while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (opt == 'u')
+            user = optarg;
+        else if (opt != 't')
+            return ctl_bad_option("shard move", argv);
+        else if (meter_parse_uint(optarg, 1, 86400 * 7, &copy_s) < 0)
+            return ctl_usage_error("shard move: --copy-timeout '%s' is not a "
+                                   "number of seconds from 1 to 604800",
+                                   optarg);
+    }
+    if (argc - optind != 2)
+        return ctl_usage_error("shard move needs BUCKET SHARD");
+    if (meter_parse_uint(argv[optind], 0, METER_BUCKETS - 1, &bucket) < 0)
+        return ctl_usage_error("shard move: BUCKET '%s' is not a number from "
+                               "0 to %d",
+                               argv[optind], METER_BUCKETS - 1);
+    /* The schema's owner: publishing, subscribing and the sandboxes'
+     * sequence are the owner's (and a superuser's on PostgreSQL 15). */
+    PGconn *db = ctl_connect_owner(ctl);
+    if (!db)
+        return CTL_FAILED;
+    struct meter_err e = {{0}};
+    int rc = 0;
+    if (meter_db_shard_move(db, (int)bucket, argv[optind + 1], user,
+                            (int)copy_s, move_note, NULL, &e) < 0)
+        rc = ctl_failed(&e);
+    PQfinish(db);
+    return rc;
+}
+
 int
 ctl_shard(struct ctl *ctl, int argc, char **argv)
 {
     if (argc < 2)
-        return ctl_usage_error("shard needs a subcommand: list, add, resolve");
+        return ctl_usage_error(
+            "shard needs a subcommand: list, add, move, resolve");
     if (strcmp(argv[1], "list") == 0)
         return shard_list(ctl, argc - 1, argv + 1);
     if (strcmp(argv[1], "add") == 0)
         return shard_add(ctl, argc - 1, argv + 1);
     if (strcmp(argv[1], "resolve") == 0)
         return shard_resolve(ctl, argc - 1, argv + 1);
+    if (strcmp(argv[1], "move") == 0)
+        return shard_move(ctl, argc - 1, argv + 1);
     return ctl_usage_error("unknown shard subcommand '%s'", argv[1]);
 }

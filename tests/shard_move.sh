@@ -1,0 +1,176 @@
+#!/bin/bash
+# A bucket of accounts moved to another shard while a fleet is pushed
+# (issue 24, docs/scale.md "Moving a bucket"): a catalog and two shards,
+# each an embedded PostgreSQL cluster of its own (unix sockets), and two
+# meterd replicas. `meterctl shard move` takes the bucket of acct-0 from
+# shard one to shard two during a push, then back during a second push
+# of new sandboxes. Then: every generated second stored once, on the
+# shard that holds its bucket, sample for sample and in the hourly
+# rollups; every batch acknowledged, none a conflict; nothing of the
+# moves left (marks, publications, slots, subscriptions, the old copy);
+# the moved accounts' new sandboxes stored with keys of their own; and
+# the errors of shard move.
+. "$(dirname "$0")/lib.sh"
+for tool in curl psql; do
+    command -v $tool >/dev/null || { fail "$tool not found"; finish; exit; }
+done
+top=$(pwd)
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+    for c in cat s1 s2; do (cd "$tmp/$c" 2>/dev/null && "$METERCTL" db destroy --yes >/dev/null 2>&1); done
+    cd "$top" && rm -rf "$tmp"
+}
+trap cleanup EXIT
+unset METER_DATABASE_URL METER_OWNER_DATABASE_URL
+export PGOPTIONS='-c client_min_messages=warning'
+for c in cat s1 s2; do
+    mkdir -p "$tmp/$c"
+    (cd "$tmp/$c" && "$METERCTL" db start >db.log 2>&1) ||
+        { echo "cannot start cluster $c: $(tail -n 3 "$tmp/$c/db.log")" >&2
+          [ "${CI:-}" = true ] && exit 1; exit 77; }
+    eval "${c}_db=\"\$(cd "$tmp/$c" && "$METERCTL" db url)\""
+    eval "${c}_wdb=\"\$(cd "$tmp/$c" && "$METERCTL" db url --worker)\""
+done
+cd "$tmp" || exit 1
+for d in "$cat_db" "$s1_db" "$s2_db"; do
+    "$METERCTL" --db "$d" migrate >/dev/null || fail "migrate $d"
+done
+expect_status 0 "$METERCTL" --db "$cat_wdb" shard add one "$s1_wdb"
+expect_status 0 "$METERCTL" --db "$cat_wdb" shard add two "$s2_wdb"
+psql "$cat_db" -XAtq -c "UPDATE shard_buckets SET shard_id = CASE WHEN bucket < 32 THEN 1 ELSE 2 END, epoch = epoch + 1" \
+    -c "DELETE FROM bucket_holds" || fail "the map"
+psql "$s1_db" -XAtq -c "INSERT INTO bucket_holds SELECT generate_series(0, 31)" || fail "shard one's buckets"
+psql "$s2_db" -XAtq -c "INSERT INTO bucket_holds SELECT generate_series(32, 63)" || fail "shard two's buckets"
+
+HOST=$("$METERCTL" --db "$cat_wdb" keys create --role host --name h 2>/dev/null)
+run_meterd() { # PORT
+    "$METERD" --listen 127.0.0.1:$1 --db "$cat_wdb" --threads 2 --merge-every 1 \
+        --pack-after 1 --log-level warn >>meterd-$1.log 2>&1 &
+    pids+=($!)
+    for i in $(seq 1 100); do
+        curl -sf "http://127.0.0.1:$1/readyz" >/dev/null && return
+        sleep 0.1
+    done
+    fail "meterd on $1 did not start: $(tail -n 3 meterd-$1.log)"
+}
+base=$((20000 + (RANDOM ^ $$) % 30000))
+run_meterd $base
+run_meterd $((base + 1))
+
+# Hours that ended: meterd merges and packs them as they come, so the
+# moves meet merges and packs under way.
+from=$(($(date -u +%s) / 3600 * 3600 - 4 * 3600))
+# push NAME SEED START: a fleet of 8 accounts for an hour, over both
+# replicas (each half the sandboxes), slowed so that a move lands
+# mid-push; what it sends is in NAME.ndjson.
+push() {
+    local fleet="--sandboxes 24 --accounts 8 --seconds 3600 --start $3 --seed $2"
+    "$METERCTL" gen $fleet >"$1.ndjson" || fail "$1: gen"
+    "$METERCTL" gen $fleet --batch-seconds 20 --rate 2500 --retry-for 60 \
+        --push "http://127.0.0.1:$base" --token "$HOST" 2>"$1.push" &
+    pushing=$!
+}
+said() { sed -n "s/.* \([0-9]*\) $2[,;].*/\1/p" "$1.push"; }
+pushed() { # NAME: every batch acknowledged, each sample accepted once
+    wait $pushing || fail "$1: the push failed: $(tail -n 3 "$1.push")"
+    local n
+    n=$(sed -n 's/.*pushed \([0-9]*\) samples.*/\1/p' "$1.push")
+    checks=$((checks + 1))
+    [ "$n" = "$(wc -l <"$1.ndjson")" ] && [ "$(said "$1" accepted)" = "$n" ] &&
+        [ "$(said "$1" conflicts)" = 0 ] ||
+        fail "$1: $(wc -l <"$1.ndjson") generated, ${n:-none} acknowledged: $(tail -n 1 "$1.push")"
+}
+# moved NAME BUCKET SHARD: shard move, which must finish and say how
+# long the bucket's batches waited.
+moved() {
+    "$METERCTL" --db "$cat_db" shard move "$2" "$3" >"$1.move" 2>&1
+    checks=$((checks + 1))
+    grep -q "^bucket $2 is on shard '$3': its batches waited [0-9]* ms at most" "$1.move" ||
+        fail "$1: shard move $2 $3: $(cat "$1.move")"
+    sed 's/^/shard_move: /' "$1.move"
+}
+on() { psql "$1" -XAtq -v ON_ERROR_STOP=1 -c "$2"; }
+
+push first 21 $from
+# acct-0's bucket, once its first batch made it
+for i in $(seq 1 100); do
+    bucket=$(on "$cat_db" "SELECT meter_bucket(account_pk) FROM accounts WHERE account_id = 'acct-0'")
+    [ -n "$bucket" ] && break
+    sleep 0.1
+done
+[ -n "$bucket" ] || { fail "acct-0 never came"; finish; exit 1; }
+if [ "$bucket" -lt 32 ]; then src=one dst=two src_db=$s1_db dst_db=$s2_db
+else src=two dst=one src_db=$s2_db dst_db=$s1_db; fi
+sleep 2
+moved first "$bucket" $dst
+checks=$((checks + 1))
+kill -0 $pushing 2>/dev/null || fail "first: the push ended before the move: slow it down"
+pushed first
+
+# Back, during a push of new sandboxes (another seed): their keys on the
+# shard that had the bucket before must not meet the copied ones.
+push second 22 $((from + 3600))
+sleep 2
+moved second "$bucket" $src
+pushed second
+
+# Every second once, on the shard that holds its bucket.
+for s in "$s1_wdb" "$s2_wdb"; do
+    "$METERCTL" --db "$s" export --from 0 --to 9999999999 >>stored.ndjson 2>x.err ||
+        fail "export on a shard: $(cat x.err)"
+done
+LC_ALL=C sort first.ndjson second.ndjson >want
+LC_ALL=C sort stored.ndjson >got
+lost=$(LC_ALL=C comm -23 want got | wc -l)
+doubled=$(LC_ALL=C comm -13 want got | wc -l)
+checks=$((checks + 1))
+[ "$lost" = 0 ] && [ "$doubled" = 0 ] && [ "$(wc -l <want)" -gt 50000 ] ||
+    fail "$(wc -l <want) samples generated, $(wc -l <got) stored: $lost lost, $doubled doubled or altered"
+echo "shard_move: $(wc -l <want) samples pushed during two moves; $lost lost, $doubled doubled"
+# The rollups too: samples and egress by account, over both shards.
+rollups() {
+    for s in "$s1_db" "$s2_db"; do
+        on "$s" "SELECT a.account_id, sum(h.samples), sum(h.egress_bytes) FROM usage_hourly_totals h JOIN accounts a USING (account_pk) WHERE meter_bucket(h.account_pk) IN (SELECT bucket FROM bucket_holds) GROUP BY 1"
+    done | LC_ALL=C sort
+}
+checks=$((checks + 1))
+[ "$(rollups)" = "$(jq -rs 'group_by(.account_id)[] | "\(.[0].account_id)|\(length)|\(map(.egress_bytes) | add)"' want | LC_ALL=C sort)" ] ||
+    fail "the hourly rollups are not the samples': $(rollups | head -n 3)"
+
+# The bucket is where the map says, and nothing of the moves is left.
+checks=$((checks + 1))
+[ "$(on "$cat_db" "SELECT s.name FROM shard_buckets b JOIN shards s USING (shard_id) WHERE bucket = $bucket")" = $src ] &&
+    [ "$(on "$src_db" "SELECT count(*) FROM bucket_holds WHERE bucket = $bucket AND NOT moving")" = 1 ] &&
+    [ "$(on "$dst_db" "SELECT count(*) FROM bucket_holds WHERE bucket = $bucket")" = 0 ] ||
+    fail "bucket $bucket is not back on shard $src alone"
+for d in "$s1_db" "$s2_db"; do
+    checks=$((checks + 1))
+    [ "$(on "$d" "SELECT (SELECT count(*) FROM bucket_moves) + (SELECT count(*) FROM pg_publication) + (SELECT count(*) FROM pg_subscription) + (SELECT count(*) FROM pg_replication_slots)")" = 0 ] ||
+        fail "a move left marks, publications, subscriptions or slots on $d"
+done
+checks=$((checks + 1))
+[ "$(on "$dst_db" "SELECT (SELECT count(*) FROM sandboxes WHERE meter_bucket(account_pk) = $bucket) + (SELECT count(*) FROM usage_hourly WHERE meter_bucket(account_pk) = $bucket) + (SELECT count(*) FROM accounts WHERE meter_bucket(account_pk) = $bucket)")" = 0 ] ||
+    fail "shard $dst kept rows of bucket $bucket"
+checks=$((checks + 1))
+[ "$(on "$src_db" "SELECT count(*) FROM sandboxes WHERE meter_bucket(account_pk) = $bucket")" = \
+  "$(cat first.ndjson second.ndjson | jq -r "select(.account_id == \"acct-0\") | .sandbox_id" | sort -u | wc -l)" ] ||
+    fail "acct-0's sandboxes on shard $src are not those pushed"
+# Merging and packing went on once the moves ended.
+for i in $(seq 1 100); do
+    [ "$(on "$src_db" "SELECT count(*) FROM usage_hourly WHERE NOT merged")" = 0 ] && break
+    sleep 0.2
+done
+checks=$((checks + 1))
+[ "$(on "$src_db" "SELECT count(*) FROM usage_hourly WHERE NOT merged")" = 0 ] ||
+    fail "shard $src's rollups are not merged after the moves"
+
+# The errors.
+expect_status 2 "$METERCTL" --db "$cat_db" shard move 64 one
+contains "$err" "BUCKET '64' is not a number from 0 to 63" "a bucket out of range"
+expect_status 1 "$METERCTL" --db "$cat_db" shard move 3 nine
+contains "$err" "no shard is named 'nine'" "an unknown shard"
+expect_status 0 "$METERCTL" --db "$cat_db" shard move "$bucket" $src
+contains "$out" "bucket $bucket is on shard '$src' already" "a bucket where it is"
+finish
