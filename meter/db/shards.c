@@ -335,33 +335,38 @@ db_links_conn(struct meter_shard_links *l, PGconn *catalog, int shard,
         PQfinish(*c);
         *c = NULL;
     }
-    if (!*c) {
-        /* Named by number: a conninfo may hold a password. */
-        char why[sizeof(e->msg)];
-        snprintf(why, sizeof(why), "%s", e->msg);
-        meter_fail(e, "cannot reach shard %d: %s", shard, why);
-    }
+    if (!*c) /* named by number: a conninfo may hold a password */
+        db_shard_away(e, shard, NULL);
     return *c;
 }
 
-int
-db_account_shard(PGconn *db, const char *account, char **conninfo,
-                 struct meter_err *e)
+enum meter_db_status
+db_account_conn(PGconn *db, const char *account, PGconn **own,
+                struct meter_shard_info *which, struct meter_err *e)
 {
     const char *v[] = {account};
     PGresult *r;
-    *conninfo = NULL;
+    struct meter_shard_info s = {0};
+    *own = NULL;
     enum meter_db_status st =
         meter_db_exec(db, "cannot read the account's shard",
-                      "SELECT s.conninfo FROM accounts a JOIN shard_buckets b"
+                      "SELECT s.shard_id, s.name, s.conninfo FROM accounts a"
+                      " JOIN shard_buckets b"
                       " ON b.bucket = meter_bucket(a.account_pk)"
                       " JOIN shards s USING (shard_id) WHERE a.account_id = $1"
                       " AND s.conninfo IS NOT NULL",
                       1, v, NULL, NULL, &r, e);
-    if (st == METER_DB_ROWS && !(*conninfo = strdup(PQgetvalue(r, 0, 0))))
-        st = db_hard(e, "out of memory");
+    if (st == METER_DB_ROWS &&
+        (db_get_int32(r, 0, 0, &s.id, e) < 0 ||
+         db_get_text(r, 0, 1, s.name, sizeof(s.name), e) < 0))
+        st = METER_DB_HARD;
+    else if (st == METER_DB_ROWS &&
+             !(*own = db_shard_connect(PQgetvalue(r, 0, 2), e)))
+        st = db_shard_away(e, s.id, s.name);
     PQclear(r);
-    return st < 0 ? -1 : 0;
+    if (which) /* id and name only: a conninfo may hold a password */
+        *which = s;
+    return st < 0 ? st : METER_DB_NONE;
 }
 
 PGconn *
