@@ -205,4 +205,18 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $FIN" "h
 checks=$((checks + 1))
 code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $FIN" "http://127.0.0.1:$base/v1/usage?account=$on2&$q")
 [ "$code" = 200 ] || fail "GET /v1/usage of $on2, shard two back: HTTP $code"
+# ---- shard add: a database listed already under another conninfo ----
+# Told apart by what PostgreSQL says of it (system identifier, oid),
+# not by the text: the catalog's own database, and shard one's, each by
+# a conninfo not listed, are refused naming the shard they are.
+expect_status 1 "$METERCTL" --db "$cat_wdb" shard add five "$cat_wdb application_name=five"
+contains "$err" "listed already as shard 'local' (the catalog's own database)" "the catalog's database by another conninfo"
+s1_dir=$(echo "$s1_wdb" | sed -n "s/.*host='\([^']*\)'.*/\1/p")
+s1_port=$(psql "$s1_wdb" -XAtq -c "SHOW port")
+s1_name=$(psql "$s1_wdb" -XAtq -c "SELECT current_database()")
+expect_status 1 "$METERCTL" --db "$cat_wdb" shard add six "postgresql:///$s1_name?host=$s1_dir&port=$s1_port&user=meter_worker"
+contains "$err" "listed already as shard 'one' ('$s1_wdb')" "shard one's database by a URI"
+expect_status 0 "$METERCTL" --db "$cat_wdb" shard list
+checks=$((checks + 1))
+[ "$(echo "$out" | wc -l)" = 4 ] || fail "shard list after the refusals: $out"
 finish

@@ -488,7 +488,10 @@ enum meter_db_status meter_db_shard_list(PGconn *catalog, meter_shard_cb *cb,
                                          void *arg, struct meter_err *e);
 
 /* Adds shard name, reached with conninfo (as meterd will reach it): it
- * must answer, be migrated to the catalog's version and hold no usage;
+ * must answer, be no database listed already (the catalog's own, or a
+ * shard's under another conninfo: by system identifier and oid, every
+ * listed shard reached to compare), be migrated to the catalog's
+ * version and hold no usage;
  * it is then emptied of buckets (a new shard holds none until one moves
  * to it) and listed in the catalog. HARD naming what is wrong. */
 enum meter_db_status meter_db_shard_add(PGconn *catalog, const char *name,
