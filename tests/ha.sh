@@ -394,52 +394,6 @@ said() {
 # acked: batches meterd has answered 200 so far.
 acked() { grep -c 'POST /v1/samples 200 ' meterd.log; }
 
-# check_stored NAME FROM TO: what is stored of [FROM, TO) against
-# NAME.ndjson, sample for sample (meterctl export reads blocks and
-# packs) and in total per account (the hourly rollups); sets generated,
-# stored, lost, doubled.
-check_stored() {
-    local name=$1 from=$2 to=$3
-    timeout 120 "$METERCTL" --db "$wdb" export --from $from --to $to >"$name.stored" 2>"$name.export.err" ||
-        fail "$name: export: $(cat "$name.export.err")"
-    LC_ALL=C sort "$name.ndjson" >"$name.want"
-    LC_ALL=C sort "$name.stored" >"$name.got"
-    generated=$(wc -l <"$name.want")
-    stored=$(wc -l <"$name.got")
-    lost=$(LC_ALL=C comm -23 "$name.want" "$name.got" | wc -l)
-    doubled=$(LC_ALL=C comm -13 "$name.want" "$name.got" | wc -l)
-    checks=$((checks + 1))
-    [ "$generated" -gt 0 ] || fail "$name: nothing generated"
-    [ "$lost" = 0 ] && [ "$doubled" = 0 ] && [ "$stored" = "$generated" ] ||
-        fail "$name: $generated samples generated, $stored stored: $lost lost, $doubled doubled or altered"
-    # (the temporary table's commit waits for no standby: it is the
-    # check's, not the data's; and it is bounded, in case of a cluster
-    # gone wrong)
-    timeout 120 psql "$db" -qAtX -v ON_ERROR_STOP=1 >"$name.totals" 2>&1 <<SQL || fail "$name: totals: $(cat "$name.totals")"
-SET synchronous_commit = local;
-CREATE TEMP TABLE gen (j jsonb);
-\copy gen FROM '$name.want'
-CREATE TEMP VIEW want AS SELECT j->>'account_id' AS account_id,
-    count(*) AS samples, count(*) FILTER (WHERE j->>'state' = 'running') AS running_s,
-    coalesce(sum((j->>'cpu_used')::numeric), 0) AS cpu_used_s,
-    coalesce(sum((j->>'mem_bytes')::numeric), 0) AS mem_byte_s,
-    coalesce(sum((j->>'egress_bytes')::numeric), 0) AS egress_bytes
-  FROM gen GROUP BY 1;
-CREATE TEMP VIEW got AS SELECT a.account_id, sum(h.samples) AS samples,
-    sum(h.running_s) AS running_s, sum(h.cpu_used_s) AS cpu_used_s,
-    sum(h.mem_byte_s) AS mem_byte_s, sum(h.egress_bytes) AS egress_bytes
-  FROM usage_hourly h JOIN accounts a USING (account_pk)
-  WHERE h.hour >= $from / 3600 AND h.hour < ($to + 3599) / 3600 GROUP BY 1;
-SELECT 'differ ' || coalesce(w.account_id, g.account_id)
-  FROM want w FULL JOIN got g USING (account_id)
-  WHERE (w.samples, w.running_s, w.cpu_used_s, w.mem_byte_s, w.egress_bytes)
-        IS DISTINCT FROM
-        (g.samples, g.running_s, g.cpu_used_s, g.mem_byte_s, g.egress_bytes);
-SQL
-    checks=$((checks + 1))
-    grep '^differ' "$name.totals" && fail "$name: the rollups' totals differ from the generated ones"
-}
-
 # gaps NAME FAULT_EPOCH: from meterd's log, the batches answered after
 # the fault (200 and 503), and when writes came back: the first 200
 # after the last 503, in seconds from the fault (the failover as a

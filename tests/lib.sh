@@ -118,6 +118,67 @@ finish() {
     [ "$fails" -eq 0 ]
 }
 
+# check_stored NAME FROM TO: what is stored of [FROM, TO) against
+# NAME.ndjson (meterctl gen's samples), sample for sample (meterctl
+# export on $wdb reads blocks and packs) and in total per account, every
+# sum of the hourly rollups on $db against the generated samples' (summed
+# exactly by PostgreSQL); sets generated, stored, lost, doubled, and
+# prints each account's totals, lines "SCRIPT: NAME ACCOUNT: ...". Each
+# step bounded, in case of a database gone wrong.
+check_stored() {
+    local name=$1 from=$2 to=$3 me
+    me=$(basename "$0" .sh)
+    timeout 120 "$METERCTL" --db "$wdb" export --from $from --to $to >"$name.stored" 2>"$name.export.err" ||
+        fail "$name: export: $(cat "$name.export.err")"
+    LC_ALL=C sort "$name.ndjson" >"$name.want"
+    LC_ALL=C sort "$name.stored" >"$name.got"
+    generated=$(wc -l <"$name.want")
+    stored=$(wc -l <"$name.got")
+    lost=$(LC_ALL=C comm -23 "$name.want" "$name.got" | wc -l)
+    doubled=$(LC_ALL=C comm -13 "$name.want" "$name.got" | wc -l)
+    checks=$((checks + 1))
+    [ "$generated" -gt 0 ] || fail "$name: nothing generated"
+    [ "$lost" = 0 ] && [ "$doubled" = 0 ] && [ "$stored" = "$generated" ] ||
+        fail "$name: $generated samples generated, $stored stored: $lost lost, $doubled doubled or altered"
+    # (the temporary table's commit waits for no standby, where there
+    # are some (ha.sh): it is the check's, not the data's)
+    timeout 120 psql "$db" -qAtX -v ON_ERROR_STOP=1 >"$name.totals" 2>&1 <<SQL || fail "$name: totals: $(cat "$name.totals")"
+SET synchronous_commit = local;
+CREATE TEMP TABLE gen (j jsonb);
+\copy gen FROM '$name.want'
+CREATE TEMP VIEW want AS SELECT j->>'account_id' AS account_id,
+    count(*) AS samples, count(*) FILTER (WHERE j->>'state' = 'running') AS running_s,
+    coalesce(sum((j->>'vcpu')::numeric), 0) AS vcpu_s,
+    coalesce(sum((j->>'cpu_used')::numeric), 0) AS cpu_used_s,
+    coalesce(sum((j->>'mem_bytes')::numeric), 0) AS mem_byte_s,
+    coalesce(sum((j->>'mem_used_bytes')::numeric), 0) AS mem_used_byte_s,
+    coalesce(sum((j->>'disk_bytes')::numeric), 0) AS disk_byte_s,
+    coalesce(sum((j->>'egress_bytes')::numeric), 0) AS egress_bytes
+  FROM gen GROUP BY 1;
+CREATE TEMP VIEW got AS SELECT a.account_id, sum(h.samples) AS samples,
+    sum(h.running_s) AS running_s, sum(h.vcpu_s) AS vcpu_s,
+    sum(h.cpu_used_s) AS cpu_used_s, sum(h.mem_byte_s) AS mem_byte_s,
+    sum(h.mem_used_byte_s) AS mem_used_byte_s,
+    sum(h.disk_byte_s) AS disk_byte_s, sum(h.egress_bytes) AS egress_bytes
+  FROM usage_hourly h JOIN accounts a USING (account_pk)
+  WHERE h.hour >= $from / 3600 AND h.hour < ($to + 3599) / 3600 GROUP BY 1;
+SELECT 'differ ' || coalesce(w.account_id, g.account_id)
+  FROM want w FULL JOIN got g USING (account_id)
+  WHERE (w.samples, w.running_s, w.vcpu_s, w.cpu_used_s, w.mem_byte_s,
+         w.mem_used_byte_s, w.disk_byte_s, w.egress_bytes)
+        IS DISTINCT FROM
+        (g.samples, g.running_s, g.vcpu_s, g.cpu_used_s, g.mem_byte_s,
+         g.mem_used_byte_s, g.disk_byte_s, g.egress_bytes);
+SELECT format('$me: %s %s: %s s (%s running), %s vCPU-s, %s used vCPU-s, %s memory byte-s, %s disk byte-s, %s egress bytes',
+              '$name', account_id, samples, running_s, vcpu_s, cpu_used_s,
+              mem_byte_s, disk_byte_s, egress_bytes)
+  FROM want ORDER BY account_id;
+SQL
+    checks=$((checks + 1))
+    grep '^differ' "$name.totals" && fail "$name: the rollups' totals differ from the generated ones"
+    grep "^$me:" "$name.totals"
+}
+
 # ---- a private PostgreSQL cluster, for tests that stop or crash it ----
 
 # private_cluster: the embedded cluster of the current directory (the

@@ -177,4 +177,46 @@ checks=$((checks + 1))
 [ "$(totals "$cat_db")" = "$(totals "$one_db")" ] || fail "the drafts over shards differ: $(diff <(totals "$cat_db") <(totals "$one_db") | head -n 4)"
 checks=$((checks + 1))
 [ "$(totals "$cat_db" | wc -l)" = 30 ] || fail "$(totals "$cat_db" | wc -l) drafts"
+# ---- a shard down (kept apart from the checks above) ----
+# One account's reads on a stopped shard answer 503 with Retry-After,
+# naming the shard; not 500, since the request may succeed later. The
+# other shard's accounts still read; once it is back, so does it.
+(cd "$tmp/s2" && "$METERCTL" db stop >>db.log 2>&1) || fail "stop shard two"
+on1=$(psql "$cat_db" -XAtq -c "SELECT account_id FROM accounts WHERE meter_bucket(account_pk) < 32 ORDER BY 1 LIMIT 1")
+on2=$(psql "$cat_db" -XAtq -c "SELECT account_id FROM accounts WHERE meter_bucket(account_pk) >= 32 ORDER BY 1 LIMIT 1")
+away() { # WHAT NAMED CURL-ARGS...: 503, Retry-After, shard two NAMED
+    local what=$1 named=$2 code
+    shift 2
+    code=$(curl -s -D away.h -o away.json -w '%{http_code}' -H "Authorization: Bearer $FIN" "$@")
+    checks=$((checks + 1))
+    [ "$code" = 503 ] && grep -qi '^Retry-After: [0-9]' away.h &&
+        grep -q "$named cannot be reached" away.json ||
+        fail "$what, shard two down: HTTP $code, want 503 with Retry-After naming $named: $(head -c 300 away.json)"
+}
+q="from=$from&to=$((from + 7200))&granularity=hour"
+away "GET /v1/usage of $on2" "shard 2 'two'" "http://127.0.0.1:$base/v1/usage?account=$on2&$q"
+printf '{"period": "%s", "account": "%s"}' "$period" "$on2" >run-away.json
+away "POST /v1/invoices/run of $on2" "shard 2" -H "Content-Type: application/json" \
+    --data-binary @run-away.json "http://127.0.0.1:$base/v1/invoices/run"
+checks=$((checks + 1))
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $FIN" "http://127.0.0.1:$base/v1/usage?account=$on1&$q")
+[ "$code" = 200 ] || fail "GET /v1/usage of $on1 on shard one, shard two down: HTTP $code"
+(cd "$tmp/s2" && "$METERCTL" db start >>db.log 2>&1) || fail "start shard two again"
+checks=$((checks + 1))
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $FIN" "http://127.0.0.1:$base/v1/usage?account=$on2&$q")
+[ "$code" = 200 ] || fail "GET /v1/usage of $on2, shard two back: HTTP $code"
+# ---- shard add: a database listed already under another conninfo ----
+# Told apart by what PostgreSQL says of it (system identifier, oid),
+# not by the text: the catalog's own database, and shard one's, each by
+# a conninfo not listed, are refused naming the shard they are.
+expect_status 1 "$METERCTL" --db "$cat_wdb" shard add five "$cat_wdb application_name=five"
+contains "$err" "listed already as shard 'local' (the catalog's own database)" "the catalog's database by another conninfo"
+s1_dir=$(echo "$s1_wdb" | sed -n "s/.*host='\([^']*\)'.*/\1/p")
+s1_port=$(psql "$s1_wdb" -XAtq -c "SHOW port")
+s1_name=$(psql "$s1_wdb" -XAtq -c "SELECT current_database()")
+expect_status 1 "$METERCTL" --db "$cat_wdb" shard add six "postgresql:///$s1_name?host=$s1_dir&port=$s1_port&user=meter_worker"
+contains "$err" "listed already as shard 'one' ('$s1_wdb')" "shard one's database by a URI"
+expect_status 0 "$METERCTL" --db "$cat_wdb" shard list
+checks=$((checks + 1))
+[ "$(echo "$out" | wc -l)" = 4 ] || fail "shard list after the refusals: $out"
 finish

@@ -9,7 +9,9 @@
  * backend killed between the commits, and a shard lost there, lose and
  * double nothing, the resolver committing what was decided; a process
  * whose map is stale is refused by the shard and routes again; a part
- * left prepared with no decision is rolled back by the resolver; a
+ * left prepared with no decision is rolled back by the resolver; reads
+ * of a shard that refuses connections are SHARD_AWAY, naming it; shard
+ * add refuses a database listed already under another conninfo; a
  * bucket moved (meter_db_shard_move) to a shard that lags at the fence
  * waits for it, and loses nothing.
  */
@@ -830,6 +832,92 @@ test_move(struct fixture *f)
     free(s);
 }
 
+static void
+no_point(const struct meter_usage_point *p, void *arg)
+{
+    (void)p;
+    (void)arg;
+}
+
+/* An account's shard refusing connections: its reads are SHARD_AWAY,
+ * which counts as the database away (meterd's 503) though the catalog
+ * answers, naming the shard and nothing of libpq's message; a run or a
+ * preview of it stores nothing. */
+static void
+test_shard_away(struct fixture *f)
+{
+    struct meter_err e = {{0}};
+    char sql[256], named[48];
+    PGresult *r = PQexec(f->cat, "SELECT account_id FROM accounts WHERE"
+                                 " meter_bucket(account_pk) >= 32"
+                                 " ORDER BY 1 LIMIT 1");
+    char id[PRICING_ID_MAX + 1] = "";
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        snprintf(id, sizeof(id), "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    CHECK(id[0] != '\0');
+    snprintf(sql, sizeof(sql), "ALTER DATABASE %s WITH ALLOW_CONNECTIONS false",
+             f->s2_t.name);
+    sql_ok(f->cat, sql);
+    enum meter_db_status st = meter_db_usage_series(
+        f->cat, id, 0, JAN + 86400 * 40, false, 0, 10, no_point, NULL, &e);
+    CHECK(st == METER_DB_SHARD_AWAY);
+    CHECK(meter_db_unavailable(f->cat, st) && !meter_db_lost(f->cat));
+    meter_db_away_shard(&e, named);
+    CHECK(strcmp(named, "shard 2 'two'") == 0);
+    struct report_invoice inv = {0};
+    CHECK(billing_preview(f->cat, id, 2026, 1, NULL, &inv, &e) ==
+          METER_DB_SHARD_AWAY);
+    meter_db_away_shard(&e, named);
+    CHECK(strcmp(named, "shard 2") == 0);
+    report_invoice_release(&inv);
+    /* The run's fresh links: the shard named, nothing written. */
+    long before = testdb_count(f->cat, "SELECT count(*) FROM invoices");
+    struct proc p = proc_new();
+    const char *ids[] = {id};
+    struct billing_outcome o;
+    CHECK(billing_run(f->cat, p.l, ids, 1, 2026, 1, false, "Seller", &o, &e) ==
+          METER_DB_SHARD_AWAY);
+    CHECK(testdb_count(f->cat, "SELECT count(*) FROM invoices") == before);
+    proc_free(&p);
+    snprintf(sql, sizeof(sql), "ALTER DATABASE %s WITH ALLOW_CONNECTIONS true",
+             f->s2_t.name);
+    sql_ok(f->cat, sql);
+    CHECK(meter_db_usage_series(f->cat, id, 0, JAN + 86400 * 40, false, 0, 10,
+                                no_point, NULL, &e) == METER_DB_ROWS);
+    /* Only what names a shard so: no other message gives a name. */
+    static const char *const not_named[] = {
+        "shard 'x' already holds usage (5 rows): a new shard must be empty",
+        "cannot connect to the database at host 'h': refused",
+        "shard 2 is not in the shard map",
+        "",
+    };
+    for (size_t i = 0; i < sizeof(not_named) / sizeof(*not_named); i++) {
+        meter_fail(&e, "%s", not_named[i]);
+        meter_db_away_shard(&e, named);
+        CHECK(named[0] == '\0');
+    }
+}
+
+/* shard add tells a database by what it is, not by its conninfo: the
+ * catalog's own and shard one's, each by a conninfo not listed. */
+static void
+test_add_listed(struct fixture *f)
+{
+    struct meter_err e = {{0}};
+    char other[sizeof(f->cat_t.conninfo) + 32];
+    snprintf(other, sizeof(other), "%s application_name=again",
+             f->cat_t.conninfo);
+    CHECK(meter_db_shard_add(f->cat, "again", other, &e) == METER_DB_HARD);
+    CHECK(strstr(e.msg, "listed already as shard 'local' (the catalog's own "
+                        "database)") != NULL);
+    snprintf(other, sizeof(other), "%s application_name=again",
+             f->s1_t.conninfo);
+    CHECK(meter_db_shard_add(f->cat, "again", other, &e) == METER_DB_HARD);
+    CHECK(strstr(e.msg, "listed already as shard 'one'") != NULL);
+    CHECK(testdb_count(f->cat, "SELECT count(*) FROM shards") == 3);
+}
+
 int
 main(void)
 {
@@ -844,6 +932,8 @@ main(void)
     test_undecided(&f);
     test_invoices(&f, reg);
     test_reads_refused(&f);
+    test_shard_away(&f);
+    test_add_listed(&f);
     test_move(&f);
     meter_registry_free(reg);
     fixture_down(&f);

@@ -557,6 +557,16 @@ run_batch(PGconn *db, PGconn *const *usage, const char *const *accounts,
     return METER_DB_ROWS;
 }
 
+/* The status of a shard's connection that meter_shard_links_conn could
+ * not give: the shard away (a 503 for meterd), or the map wrong. */
+static enum meter_db_status
+links_failed(const struct meter_err *e)
+{
+    char shard[48];
+    meter_db_away_shard(e, shard);
+    return shard[0] ? METER_DB_SHARD_AWAY : METER_DB_HARD;
+}
+
 enum meter_db_status
 billing_run(PGconn *db, struct meter_shard_links *shards,
             const char *const *accounts, size_t n, int year, int month,
@@ -583,12 +593,16 @@ billing_run(PGconn *db, struct meter_shard_links *shards,
     for (size_t k = 0; st >= 0 && k < n; k++)
         if (shard[k] >= 0 &&
             !(usage[k] = meter_shard_links_conn(shards, db, shard[k], e)))
-            st = METER_DB_HARD;
+            st = links_failed(e);
         else if (shard[k] < 0)
             usage[k] = db;
     if (st >= 0)
         st = run_batch(db, usage, accounts, n, year, month, finalize, seller,
                        out, e);
+    /* A shard lost (or busy) under the run, the catalog answering. */
+    for (size_t k = 0; usage && st < 0 && st != METER_DB_SHARD_AWAY && k < n;
+         k++)
+        st = meter_db_shard_failed(db, usage[k], shard[k], NULL, st, e);
     free(shard);
     free(usage);
     return st;
@@ -672,7 +686,7 @@ billing_preview(PGconn *db, const char *account, int year, int month,
         if (!links)
             st = billing_fail(e, "out of memory");
         else if (!usage)
-            st = METER_DB_HARD;
+            st = links_failed(e);
     }
     if (st >= 0)
         st = batch_init(&bt, db, &usage, &account, 1, &out) < 0

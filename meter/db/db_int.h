@@ -273,14 +273,22 @@ db_batch_store(PGconn *db, struct meter_registry *reg, struct db_batch *b,
 const struct meter_ingest_result *db_batch_result(const struct db_batch *b);
 void db_batch_remember(struct db_batch *b, struct meter_registry *reg);
 
-/* The conninfo of the shard that holds account's usage into *conninfo
- * (malloc'd), NULL if it is db itself (one server, or the catalog's own
- * buckets, or an account db does not know); -1 with e on failure. */
-int db_account_shard(PGconn *db, const char *account, char **conninfo,
-                     struct meter_err *e);
+/* The connection on which to read account's usage: *own NULL for db
+ * itself (one server, the catalog's own buckets, or an account db does
+ * not know), else a new one to its shard, the caller's to PQfinish, and
+ * which shard it is in *which (id and name; may be NULL). NONE, or the
+ * failure: SHARD_AWAY if the shard cannot be reached. */
+enum meter_db_status db_account_conn(PGconn *db, const char *account,
+                                     PGconn **own,
+                                     struct meter_shard_info *which,
+                                     struct meter_err *e);
 /* A connection to a shard by its conninfo, with TCP keepalives unless
  * the conninfo says otherwise (meter_db_connect). */
 PGconn *db_shard_connect(const char *conninfo, struct meter_err *e);
+/* SHARD_AWAY, e's message (why) prefixed with the shard's number and
+ * name (NULL if unknown) as meter_db_away_shard reads them. */
+enum meter_db_status db_shard_away(struct meter_err *e, int shard,
+                                   const char *name);
 /* Reads the shard map if not read yet, or again. */
 int db_shards_load(struct meter_shards *sh, PGconn *catalog, bool again,
                    struct meter_err *e);

@@ -63,8 +63,47 @@ busy_state(const char *state)
 bool
 meter_db_unavailable(PGconn *db, enum meter_db_status st)
 {
-    return !db || meter_db_lost(db) || st == METER_DB_SOFT ||
-           PQinstanceData(db, busy_event) == &busy_mark;
+    return st == METER_DB_SHARD_AWAY || !db || meter_db_lost(db) ||
+           st == METER_DB_SOFT || PQinstanceData(db, busy_event) == &busy_mark;
+}
+
+enum meter_db_status
+db_shard_away(struct meter_err *e, int shard, const char *name)
+{
+    char why[sizeof(e->msg)];
+    snprintf(why, sizeof(why), "%s", e->msg);
+    if (name)
+        meter_fail(e, "shard %d '%s': %s", shard, name, why);
+    else
+        meter_fail(e, "shard %d: %s", shard, why);
+    return METER_DB_SHARD_AWAY;
+}
+
+enum meter_db_status
+meter_db_shard_failed(PGconn *db, PGconn *usage, int shard, const char *name,
+                      enum meter_db_status st, struct meter_err *e)
+{
+    if (st >= 0 || st == METER_DB_SHARD_AWAY || !usage || usage == db ||
+        meter_db_unavailable(db, st) || !meter_db_unavailable(usage, st))
+        return st;
+    return db_shard_away(e, shard, name);
+}
+
+void
+meter_db_away_shard(const struct meter_err *e, char out[48])
+{
+    /* What db_shard_away wrote before the colon: a number and a name of
+     * [a-z0-9_-] (migration 0017). After it comes what the server or
+     * libpq said, which may name hosts: that stays in the log. */
+    out[0] = '\0';
+    const char *colon = e ? strchr(e->msg, ':') : NULL;
+    if (!colon || strncmp(e->msg, "shard ", 6) != 0 || colon - e->msg > 47)
+        return;
+    for (const char *p = e->msg + 6; p < colon; p++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyz0123456789_-' ", *p))
+            return;
+    memcpy(out, e->msg, (size_t)(colon - e->msg));
+    out[colon - e->msg] = '\0';
 }
 
 void

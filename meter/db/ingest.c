@@ -1234,6 +1234,7 @@ db_batch_store(PGconn *db, struct meter_registry *reg, struct db_batch *b,
         st = METER_INGEST_INVALID;
         break;
     case METER_DB_SOFT:
+    case METER_DB_SHARD_AWAY: /* not from one database's transaction */
         /* Still deadlocking after five tries: busy, not broken. */
         st = METER_INGEST_UNAVAILABLE;
         break;

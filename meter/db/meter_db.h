@@ -7,12 +7,12 @@
  * embedded cluster's own CREATE DATABASE and CREATE ROLE.
  *
  * Statuses (Taler's GNUNET_DB_QueryStatus is the model): operations that
- * talk to the server return enum meter_db_status; METER_DB_HARD and
- * METER_DB_SOFT carry a message in e. Other functions return 0 or -1
- * with a message in e. A PGconn belongs to one thread at a time; the
- * registry is the one object meant to be shared between threads.
- * Objects from *_new belong to the caller and are released with the
- * matching *_free, which accepts NULL.
+ * talk to the server return enum meter_db_status; METER_DB_HARD,
+ * METER_DB_SOFT and METER_DB_SHARD_AWAY carry a message in e. Other
+ * functions return 0 or -1 with a message in e. A PGconn belongs to one
+ * thread at a time; the registry is the one object meant to be shared
+ * between threads. Objects from *_new belong to the caller and are
+ * released with the matching *_free, which accepts NULL.
  */
 #ifndef METER_DB_H
 #define METER_DB_H
@@ -29,6 +29,10 @@
 #include "report.h"
 
 enum meter_db_status {
+    /* The shard that holds what was asked for cannot be reached, was lost
+     * or is busy, where db itself answered: retry later; e names the
+     * shard (meter_db_away_shard). */
+    METER_DB_SHARD_AWAY = -4,
     METER_DB_ABORT = -3, /* the caller's transaction function chose to roll
                             back, for a reason of its own (no message) */
     METER_DB_HARD = -2,  /* an error a retry will not fix, or a lost
@@ -82,9 +86,24 @@ bool meter_db_lost(PGconn *db);
  * connections, out of memory or disk). False for a statement the
  * server refused on a live connection (a privilege, a constraint, a
  * value it cannot take: a retry will not fix it), for a failure that
- * was not the server's, and for ABORT.
+ * was not the server's, and for ABORT. True for SHARD_AWAY, whatever
+ * db is.
  */
 bool meter_db_unavailable(PGconn *db, enum meter_db_status st);
+
+/* The shard a SHARD_AWAY failure's message names ("shard 2 'two'", or
+ * "shard 2"), into out: what a client may be shown of it (no conninfo,
+ * no server's message); "" if e names none. */
+void meter_db_away_shard(const struct meter_err *e, char out[48]);
+
+/* A failure st of an operation on db that read usage on the connection
+ * usage, to shard (its name may be NULL): SHARD_AWAY, naming the shard
+ * in e, if usage is a shard's and was lost or busy while db was not
+ * (meter_db_unavailable); else st. */
+enum meter_db_status meter_db_shard_failed(PGconn *db, PGconn *usage, int shard,
+                                           const char *name,
+                                           enum meter_db_status st,
+                                           struct meter_err *e);
 
 /* Whether the server answers a query on db within timeout_ms: 0, or -1
  * with e set; a server that does not answer in time leaves db broken
@@ -452,7 +471,8 @@ enum meter_db_status meter_db_accounts_shards(PGconn *catalog,
                                               const char *const *ids, size_t n,
                                               int *shard, struct meter_err *e);
 /* This thread's connection to shard (the catalog for its own), opened
- * as needed; NULL with e if it cannot be. */
+ * as needed; NULL with e if it cannot be: a shard that does not answer
+ * is named in e as SHARD_AWAY's are (meter_db_away_shard). */
 PGconn *meter_shard_links_conn(struct meter_shard_links *l, PGconn *catalog,
                                int shard, struct meter_err *e);
 
@@ -468,7 +488,10 @@ enum meter_db_status meter_db_shard_list(PGconn *catalog, meter_shard_cb *cb,
                                          void *arg, struct meter_err *e);
 
 /* Adds shard name, reached with conninfo (as meterd will reach it): it
- * must answer, be migrated to the catalog's version and hold no usage;
+ * must answer, be no database listed already (the catalog's own, or a
+ * shard's under another conninfo: by system identifier and oid, every
+ * listed shard reached to compare), be migrated to the catalog's
+ * version and hold no usage;
  * it is then emptied of buckets (a new shard holds none until one moves
  * to it) and listed in the catalog. HARD naming what is wrong. */
 enum meter_db_status meter_db_shard_add(PGconn *catalog, const char *name,

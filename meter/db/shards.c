@@ -335,33 +335,38 @@ db_links_conn(struct meter_shard_links *l, PGconn *catalog, int shard,
         PQfinish(*c);
         *c = NULL;
     }
-    if (!*c) {
-        /* Named by number: a conninfo may hold a password. */
-        char why[sizeof(e->msg)];
-        snprintf(why, sizeof(why), "%s", e->msg);
-        meter_fail(e, "cannot reach shard %d: %s", shard, why);
-    }
+    if (!*c) /* named by number: a conninfo may hold a password */
+        db_shard_away(e, shard, NULL);
     return *c;
 }
 
-int
-db_account_shard(PGconn *db, const char *account, char **conninfo,
-                 struct meter_err *e)
+enum meter_db_status
+db_account_conn(PGconn *db, const char *account, PGconn **own,
+                struct meter_shard_info *which, struct meter_err *e)
 {
     const char *v[] = {account};
     PGresult *r;
-    *conninfo = NULL;
+    struct meter_shard_info s = {0};
+    *own = NULL;
     enum meter_db_status st =
         meter_db_exec(db, "cannot read the account's shard",
-                      "SELECT s.conninfo FROM accounts a JOIN shard_buckets b"
+                      "SELECT s.shard_id, s.name, s.conninfo FROM accounts a"
+                      " JOIN shard_buckets b"
                       " ON b.bucket = meter_bucket(a.account_pk)"
                       " JOIN shards s USING (shard_id) WHERE a.account_id = $1"
                       " AND s.conninfo IS NOT NULL",
                       1, v, NULL, NULL, &r, e);
-    if (st == METER_DB_ROWS && !(*conninfo = strdup(PQgetvalue(r, 0, 0))))
-        st = db_hard(e, "out of memory");
+    if (st == METER_DB_ROWS &&
+        (db_get_int32(r, 0, 0, &s.id, e) < 0 ||
+         db_get_text(r, 0, 1, s.name, sizeof(s.name), e) < 0))
+        st = METER_DB_HARD;
+    else if (st == METER_DB_ROWS &&
+             !(*own = db_shard_connect(PQgetvalue(r, 0, 2), e)))
+        st = db_shard_away(e, s.id, s.name);
     PQclear(r);
-    return st < 0 ? -1 : 0;
+    if (which) /* id and name only: a conninfo may hold a password */
+        *which = s;
+    return st < 0 ? st : METER_DB_NONE;
 }
 
 PGconn *
@@ -466,6 +471,76 @@ schema_version(PGconn *db, int64_t *version, struct meter_err *e)
     return st;
 }
 
+/* A database as PostgreSQL tells it apart whatever conninfo reached it:
+ * its cluster's system identifier and its oid there (its name for the
+ * messages). A standby shares them with its primary, as it shares its
+ * data. */
+struct identity {
+    char sysid[32], oid[16], name[64];
+};
+
+static enum meter_db_status
+identity(PGconn *db, struct identity *id, struct meter_err *e)
+{
+    PGresult *r;
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot read the database's identity",
+        "SELECT (SELECT system_identifier FROM"
+        " pg_control_system())::text, d.oid::text, d.datname"
+        " FROM pg_database d WHERE d.datname = current_database()",
+        0, NULL, NULL, NULL, &r, e);
+    if (st >= 0 && (db_get_text(r, 0, 0, id->sysid, sizeof(id->sysid), e) < 0 ||
+                    db_get_text(r, 0, 1, id->oid, sizeof(id->oid), e) < 0 ||
+                    db_get_text(r, 0, 2, id->name, sizeof(id->name), e) < 0))
+        st = METER_DB_HARD;
+    PQclear(r);
+    return st;
+}
+
+/* Refuses shard `name` (db, reached by conninfo) if it is the database
+ * of a shard listed already under another conninfo: the catalog's own
+ * (shard 0), or another's, which must answer to be compared. */
+static enum meter_db_status
+listed_as(PGconn *catalog, PGconn *db, const char *name, const char *conninfo,
+          struct meter_err *e)
+{
+    struct identity mine, theirs;
+    PGresult *r = NULL;
+    enum meter_db_status st = identity(db, &mine, e);
+    if (st >= 0)
+        st =
+            meter_db_exec(catalog, "cannot read the shards",
+                          "SELECT name, conninfo FROM shards ORDER BY shard_id",
+                          0, NULL, NULL, NULL, &r, e);
+    for (int i = 0; st >= 0 && i < PQntuples(r); i++) {
+        const char *other = PQgetvalue(r, i, 0);
+        const char *info = PQgetisnull(r, i, 1) ? NULL : PQgetvalue(r, i, 1);
+        PGconn *o = info ? meter_db_connect(info, e) : catalog;
+        if (!o) {
+            char why[sizeof(e->msg)];
+            snprintf(why, sizeof(why), "%s", e->msg);
+            st = db_hard(e,
+                         "cannot tell whether shard '%s' is shard '%s' "
+                         "listed already, which does not answer: %s",
+                         name, other, why);
+            break;
+        }
+        st = identity(o, &theirs, e);
+        if (o != catalog)
+            PQfinish(o);
+        if (st >= 0 && strcmp(mine.sysid, theirs.sysid) == 0 &&
+            strcmp(mine.oid, theirs.oid) == 0)
+            st = db_hard(e,
+                         "shard '%s' ('%s') is database '%s' of system %s, "
+                         "listed already as shard '%s' (%s%s%s)",
+                         name, conninfo, mine.name, mine.sysid, other,
+                         info ? "'" : "the catalog's own database",
+                         info ? info : "", info ? "'" : "");
+    }
+    PQclear(r);
+    return st;
+}
+
 enum meter_db_status
 meter_db_shard_add(PGconn *catalog, const char *name, const char *conninfo,
                    struct meter_err *e)
@@ -492,7 +567,9 @@ meter_db_shard_add(PGconn *catalog, const char *name, const char *conninfo,
     if (!shard)
         return db_hard(e, "cannot reach shard '%s': %s", name, why.msg);
     int64_t mine, theirs;
-    st = schema_version(catalog, &mine, e);
+    st = listed_as(catalog, shard, name, conninfo, e);
+    if (st >= 0)
+        st = schema_version(catalog, &mine, e);
     if (st >= 0 && (st = schema_version(shard, &theirs, e)) >= 0 &&
         mine != theirs)
         st = db_hard(e,

@@ -151,15 +151,10 @@ meter_usage_reader_new(PGconn *db, const char *account, int64_t from,
                        int64_t to, struct meter_err *e)
 {
     /* One account: on its shard. Every account: only on one server. */
-    char *conninfo = NULL;
+    PGconn *own = NULL;
     if (!account && meter_db_usage_whole(db, e) < 0)
         return NULL;
-    if (account && db_account_shard(db, account, &conninfo, e) < 0)
-        return NULL;
-    PGconn *own = conninfo ? db_shard_connect(conninfo, e) : NULL;
-    bool remote = conninfo != NULL;
-    free(conninfo);
-    if (remote && !own)
+    if (account && db_account_conn(db, account, &own, NULL, e) < 0)
         return NULL;
     struct meter_usage_reader *r =
         meter_db_usage_open(own ? own : db, account, from, to, true, e);

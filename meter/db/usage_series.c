@@ -6,8 +6,6 @@
  */
 #include "db_int.h"
 
-#include <stdlib.h>
-
 static enum meter_db_status
 series(PGconn *db, const char *account, int64_t from, int64_t to, bool daily,
        int64_t after, int limit, meter_usage_cb *cb, void *arg,
@@ -66,17 +64,16 @@ meter_db_usage_series(PGconn *db, const char *account, int64_t from, int64_t to,
                       bool daily, int64_t after, int limit, meter_usage_cb *cb,
                       void *arg, struct meter_err *e)
 {
-    char *conninfo;
-    if (db_account_shard(db, account, &conninfo, e) < 0)
-        return METER_DB_HARD;
-    if (!conninfo)
-        return series(db, account, from, to, daily, after, limit, cb, arg, e);
-    PGconn *shard = db_shard_connect(conninfo, e);
-    free(conninfo);
-    if (!shard)
-        return METER_DB_HARD;
-    enum meter_db_status st =
-        series(shard, account, from, to, daily, after, limit, cb, arg, e);
+    PGconn *shard;
+    struct meter_shard_info which;
+    enum meter_db_status st = db_account_conn(db, account, &shard, &which, e);
+    if (st < 0)
+        return st;
+    st = series(shard ? shard : db, account, from, to, daily, after, limit, cb,
+                arg, e);
+    /* The catalog answered and the shard did not (lost, busy): the
+     * shard is away, not the statement wrong. */
+    st = meter_db_shard_failed(db, shard, which.id, which.name, st, e);
     PQfinish(shard);
     return st;
 }

@@ -124,12 +124,18 @@ meter_http_reply_db_error(struct meter_http_request *rq, PGconn *db,
         meter_log(away ? METER_LOG_WARN : METER_LOG_ERROR, "%s %s: %s: %s",
                   rq->method, rq->url, text, msg);
     }
+    char shard[48] = "";
+    if (st == METER_DB_SHARD_AWAY)
+        meter_db_away_shard(e, shard);
     if (away)
         meter_http_reply_problem(rq, 503, "unavailable", "Database unavailable",
                                  NULL,
-                                 "%s: the database cannot be reached or is "
-                                 "busy; retry later",
-                                 text);
+                                 "%s: %s cannot be reached or is busy; retry "
+                                 "later",
+                                 text,
+                                 shard[0]                    ? shard
+                                 : st == METER_DB_SHARD_AWAY ? "a shard"
+                                                             : "the database");
     else
         meter_http_reply_problem(rq, 500, "internal", "Database error", NULL,
                                  "%s: the database refused a statement; the "

@@ -246,9 +246,10 @@ PGconn *meter_http_db(struct meter_http_request *rq);
  * printf format, says what could not be done ("invoices cannot be
  * read"); the detail adds why. When the database is away or busy
  * (meter_db_unavailable: no connection, a lost one, a timeout, too many
- * connections, SOFT after the retries): 503 "unavailable" with
- * Retry-After. When the server refused a statement on a live connection
- * (a privilege, a constraint, a bug: a retry will not fix it): 500
+ * connections, SOFT after the retries; SHARD_AWAY, whose shard the
+ * detail names): 503 "unavailable" with Retry-After. When the server
+ * refused a statement on a live connection (a privilege, a constraint,
+ * a bug: a retry will not fix it): 500
  * "internal", titled "Database error". Either way counted in
  * meter_db_errors_total (a NULL db was counted by meter_http_db) and
  * e's message (may be NULL) logged, one line, as a warning or an error:
