@@ -9,7 +9,8 @@
 # shards cannot be faster than one: the figures are the routing's
 # overhead, runs alternated, each layout's median with its min and max,
 # and the WAL the cluster wrote a sample during the push (every
-# database's, two-phase commit's included).
+# database's, two-phase commit's included); then how long moving a
+# bucket to the other shard takes (meterctl shard move).
 #
 #   bench/scale_bench.sh BUILD_DIR [SANDBOXES [SECONDS [RUNS]]]
 #   bench/scale_bench.sh build-bench 2000 600 3
@@ -109,3 +110,20 @@ for l in single one two; do
         "($(awk -v a="$(med $l 3)" -v b="$base_ms" 'BEGIN { printf "%.2f", a / b }') of one server's time);" \
         "WAL $(stat $l 4) bytes a sample"
 done
+# Moving buckets (meterctl shard move) with the last two-shard run's
+# usage in place: 4 of shard one's 32 buckets to shard two, one after
+# another, with no push meanwhile: how long a bucket's copy takes, and
+# how long its batches would have waited (fence to switch).
+rows() { psql "$db dbname=s1" -XAtq -c "SELECT (SELECT count(*) FROM usage_blocks) + (SELECT count(*) FROM usage_hourly) + (SELECT count(*) FROM sandboxes)"; }
+before=$(rows)
+for b in 0 1 2 3; do
+    t0=$(date +%s%N)
+    ctl --db "$cat" shard move $b two >move.out 2>&1 ||
+        { echo "shard move $b: $(cat move.out)" >&2; exit 1; }
+    echo $((($(date +%s%N) - t0) / 1000000)) >>took
+    sed -n 's/.*waited \([0-9]*\) ms.*/\1/p' move.out >>waits
+    [ $b = 0 ] && sed 's/^/scale_bench: shard move: /' move.out
+done
+range() { sort -n "$1" | awk '{ v[NR] = $1 } END { printf "%s (%s-%s)", v[int((NR + 1) / 2)], v[1], v[NR] }'; }
+echo "scale_bench: shard move: 4 buckets of $(((before - $(rows)) / 4)) rows each on average (blocks, rollups, sandboxes), one after another:" \
+    "$(range took) ms a bucket, all steps; its batches would have waited $(range waits) ms"

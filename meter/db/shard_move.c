@@ -88,11 +88,12 @@ nap_ms(long ms)
 static int
 conninfo_of(PGconn *c, struct meter_buf *out, struct meter_err *e)
 {
+    /* Not passfile: a path of this process's user, not the server's. */
     static const char *const keys[] = {
-        "host",     "hostaddr", "port",    "dbname",
-        "user",     "password", "sslmode", "sslrootcert",
-        "sslcert",  "sslkey",   "sslcrl",  "target_session_attrs",
-        "passfile", NULL,
+        "host",    "hostaddr", "port",    "dbname",
+        "user",    "password", "sslmode", "sslrootcert",
+        "sslcert", "sslkey",   "sslcrl",  "target_session_attrs",
+        NULL,
     };
     PQconninfoOption *opts = PQconninfo(c);
     if (!opts)
@@ -526,6 +527,7 @@ static int
 clean(struct move *m, struct meter_err *e)
 {
     const char *v[] = {m->b};
+    double t0 = now_s();
     if (run(m->dst, "cannot drop the move's subscription",
             "SELECT meter_move_unsubscribe($1::int)", 1, v, NULL, e) < 0)
         return -1;
@@ -548,6 +550,7 @@ clean(struct move *m, struct meter_err *e)
                               m->bucket, m->from_name);
         nap_ms(100);
     }
+    say(m, "replication dropped in %.1f s", now_s() - t0);
     int64_t rows = 0;
     if (run(m->src, "cannot drop the bucket's publications",
             "SELECT meter_move_unpublish($1::int)", 1, v, NULL, e) < 0 ||
@@ -559,8 +562,8 @@ clean(struct move *m, struct meter_err *e)
             "DELETE FROM bucket_moves WHERE bucket = $1::int", 1, v, NULL,
             e) < 0)
         return -1;
-    say(m, "deleted the %" PRId64 " rows of bucket %d on shard '%s'", rows,
-        m->bucket, m->from_name);
+    say(m, "deleted the %" PRId64 " rows of bucket %d on shard '%s' in %.1f s",
+        rows, m->bucket, m->from_name, now_s() - t0);
     return 0;
 }
 
@@ -670,7 +673,10 @@ move(struct move *m, struct meter_err *e)
         if (!s.moving) {
             say(m, "copying bucket %d from shard '%s' to shard '%s'", m->bucket,
                 m->from_name, m->to_name);
-            if (copy(m, !s.target[0], e) < 0 || copied(m, e) < 0)
+            if (copy(m, !s.target[0], e) < 0)
+                return -1;
+            say(m, "subscribed in %.1f s", now_s() - t0);
+            if (copied(m, e) < 0)
                 return -1;
             say(m, "copied in %.1f s; fencing the bucket's batches",
                 now_s() - t0);
