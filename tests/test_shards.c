@@ -732,31 +732,31 @@ lift_lock(void *arg)
     return NULL;
 }
 
-/* The samples of seconds [from, from + 30) of the accounts of the
- * bucket in g->s: how many. */
+/* The samples of seconds [from, from + 30) of the accounts of bucket
+ * in s: how many. */
 static size_t
-in_bucket(struct lagging *g, int64_t from)
+in_bucket(struct fixture *f, struct meter_sample *s, long bucket, int64_t from)
 {
-    size_t n = make_batch(g->s, from, 30), k = 0;
+    size_t n = make_batch(s, from, 30), k = 0;
     char q[256];
     for (size_t i = 0; i < n; i++) {
         snprintf(q, sizeof(q),
                  "SELECT meter_bucket(account_pk) FROM accounts"
                  " WHERE account_id = '%s'",
-                 g->s[i].account_id);
-        if (testdb_count(g->f->cat, q) == g->bucket)
-            g->s[k++] = g->s[i];
+                 s[i].account_id);
+        if (testdb_count(f->cat, q) == bucket)
+            s[k++] = s[i];
     }
     return k;
 }
 
-static void
+static bool
 lagging_note(void *arg, const char *line)
 {
     struct lagging *g = arg;
     fprintf(stderr, "move: %s\n", line);
     if (strncmp(line, "copied in ", 10) != 0 || g->started)
-        return;
+        return true;
     /* A merge on the source meanwhile leaves the bucket alone: its
      * rollups marked merged there would stay unmerged on the target,
      * and be counted twice with the merged sums it receives. */
@@ -772,11 +772,12 @@ lagging_note(void *arg, const char *line)
     sql_ok(g->lock, "BEGIN");
     sql_ok(g->lock, "LOCK TABLE usage_hourly IN SHARE MODE");
     struct meter_ingest_result res;
-    size_t n = in_bucket(g, JAN + 20030);
+    size_t n = in_bucket(g->f, g->s, g->bucket, JAN + 20030);
     CHECK(routed(g->f->cat, g->p, g->s, n, &res) == METER_INGEST_OK);
     CHECK(res.accepted == n && n > 0);
     g->started = pthread_create(&g->lifter, NULL, lift_lock, g) == 0;
     CHECK(g->started);
+    return true;
 }
 
 static void
@@ -842,6 +843,96 @@ test_move(struct fixture *f)
              bucket);
     CHECK(testdb_count(dst, q) == before + 2 * batch);
     CHECK(testdb_count(src, q) == 0);
+    proc_free(&p);
+    free(s);
+}
+
+/* A move stopped after each of its steps, then run again: the bucket
+ * ends up on the other shard whole, nothing of the move left; batches
+ * stored meanwhile are there too, and one sent while the bucket is
+ * fenced is refused. */
+static const char *const stops[] = {"subscribed", "copied in", "fenced",
+                                    "bucket ", "replication dropped"};
+
+static bool
+stop_note(void *arg, const char *line)
+{
+    const char *at = arg;
+    fprintf(stderr, "move: %s\n", line);
+    return strncmp(line, at, strlen(at)) != 0;
+}
+
+static long
+leftovers(PGconn *db)
+{
+    return testdb_count(db, "SELECT (SELECT count(*) FROM bucket_moves)"
+                            " + (SELECT count(*) FROM pg_publication)"
+                            " + (SELECT count(*) FROM pg_subscription)"
+                            " + (SELECT count(*) FROM pg_replication_slots)");
+}
+
+static void
+test_move_resumed(struct fixture *f)
+{
+    struct proc p = proc_new();
+    struct meter_sample *s = malloc(ACCOUNTS * SANDBOXES * 30 * sizeof(*s));
+    long bucket = testdb_count(f->cat, "SELECT meter_bucket(account_pk)"
+                                       " FROM accounts WHERE account_id ="
+                                       " 'acct-05'");
+    char q[256];
+    snprintf(q, sizeof(q),
+             "SELECT coalesce(sum(samples), 0) FROM usage_hourly_totals"
+             " WHERE meter_bucket(account_pk) = %ld AND meter_bucket("
+             "account_pk) IN (SELECT bucket FROM bucket_holds)",
+             bucket);
+    /* (test_stale_map left some of it where it is not held) */
+    long total = testdb_count(f->s1, q) + testdb_count(f->s2, q);
+    CHECK(total > 0);
+    for (size_t k = 0; k < sizeof(stops) / sizeof(stops[0]); k++) {
+        snprintf(q, sizeof(q),
+                 "SELECT shard_id FROM shard_buckets WHERE bucket = %ld",
+                 bucket);
+        bool on_one = testdb_count(f->cat, q) == 1;
+        PGconn *to = on_one ? f->s2 : f->s1, *from = on_one ? f->s1 : f->s2;
+        const char *target = on_one ? "two" : "one";
+        struct meter_err e = {{0}};
+        CHECK(meter_db_shard_move(f->cat, (int)bucket, target, NULL, 60,
+                                  stop_note, (void *)stops[k],
+                                  &e) == METER_DB_HARD);
+        CHECK(strstr(e.msg, "stopped after: ") != NULL);
+        fprintf(stderr, "move: %s\n", e.msg);
+        /* A batch of the bucket while the move is cut short. */
+        size_t n = in_bucket(f, s, bucket, JAN + 30000 + 100 * (int64_t)k);
+        struct meter_ingest_result res;
+        enum meter_ingest_status st = routed(f->cat, &p, s, n, &res);
+        if (strcmp(stops[k], "fenced") == 0) {
+            CHECK(st == METER_INGEST_UNAVAILABLE);
+        } else {
+            CHECK(st == METER_INGEST_OK && res.accepted == n);
+            total += (long)n;
+        }
+        e.msg[0] = '\0';
+        CHECK(meter_db_shard_move(f->cat, (int)bucket, target, NULL, 60, NULL,
+                                  NULL, &e) == METER_DB_NONE);
+        if (e.msg[0])
+            fprintf(stderr, "move again: %s\n", e.msg);
+        snprintf(q, sizeof(q),
+                 "SELECT coalesce(sum(samples), 0) FROM usage_hourly_totals"
+                 " WHERE meter_bucket(account_pk) = %ld",
+                 bucket);
+        long there = testdb_count(to, q);
+        if (there != total)
+            fprintf(stderr, "bucket %ld: %ld seconds, want %ld\n", bucket,
+                    there, total);
+        CHECK(there == total);
+        CHECK(testdb_count(from, q) == 0);
+        CHECK(leftovers(f->s1) == 0 && leftovers(f->s2) == 0);
+        snprintf(q, sizeof(q),
+                 "SELECT count(*) FROM bucket_holds WHERE bucket = %ld"
+                 " AND NOT moving",
+                 bucket);
+        CHECK(testdb_count(to, q) == 1 && testdb_count(from, q) == 0);
+    }
     proc_free(&p);
     free(s);
 }
@@ -949,6 +1040,7 @@ main(void)
     test_shard_away(&f);
     test_add_listed(&f);
     test_move(&f);
+    test_move_resumed(&f);
     meter_registry_free(reg);
     fixture_down(&f);
     return test_result();

@@ -191,6 +191,20 @@ quarantine_attempt(PGconn *db, void *arg, struct meter_err *e)
     PQclear(r);
     if (st < 0)
         return st;
+    /* A move's replication carries no delete of blocks or rollups: what
+     * the quarantine takes out here would stay on the target. */
+    st = meter_db_exec(db, "cannot quarantine usage",
+                       "SELECT bucket, target FROM bucket_moves"
+                       " ORDER BY bucket LIMIT 1",
+                       0, NULL, NULL, NULL, &r, e);
+    if (st == METER_DB_ROWS)
+        st = db_hard(e,
+                     "cannot quarantine usage: bucket %s is moving to shard "
+                     "'%s' (meterctl shard move): quarantine once it is done",
+                     PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
+    PQclear(r);
+    if (st < 0)
+        return st;
     if (!past)
         return db_hard(e,
                        "cannot quarantine usage: --to %s is in the "

@@ -498,8 +498,9 @@ enum meter_db_status meter_db_shard_add(PGconn *catalog, const char *name,
                                         const char *conninfo,
                                         struct meter_err *e);
 
-/* A line of a move's progress, for the operator. */
-typedef void meter_move_note(void *arg, const char *line);
+/* A line of a move's progress, for the operator; false stops the move
+ * there (a test's way to cut it short: running it again finishes it). */
+typedef bool meter_move_note(void *arg, const char *line);
 /* Moves bucket (0-63) to the shard named target while meterd stores its
  * usage (shard_move.c, docs/scale.md): copied by logical replication,
  * its batches fenced on the source until the target has caught up, the

@@ -37,8 +37,10 @@
 
 /* The fence's lock (bucket_check, 0017) and the merges' (usage_merge.c). */
 #define FENCE_LOCK "7243613"
-/* How long the target may take to catch up with a fence, in 10 ms. */
-#define CATCH_UP_TICKS 3000
+/* How long the target may take to catch up with a fence, in seconds. */
+#define CATCH_UP_S 30
+/* The lock a move holds on the catalog for its bucket, while it runs. */
+#define MOVE_LOCK "7243616"
 /* Accounts whose old rows one transaction deletes. */
 #define CLEAN_ACCOUNTS 50
 
@@ -55,17 +57,20 @@ struct move {
     void *arg;
 };
 
-static void
-say(struct move *m, const char *fmt, ...)
+/* Tells the operator; -1 with e set if the note says to stop there. */
+static int
+say(struct move *m, struct meter_err *e, const char *fmt, ...)
 {
     if (!m->note)
-        return;
+        return 0;
     char line[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
-    m->note(m->arg, line);
+    if (m->note(m->arg, line))
+        return 0;
+    return meter_fail(e, "stopped after: %s", line);
 }
 
 static double
@@ -122,8 +127,10 @@ admin_connect(struct move *m, const char *conninfo, const char *name,
 {
     struct meter_buf own = {0};
     if (!conninfo) {
-        if (conninfo_of(m->catalog, &own, e) < 0)
+        if (conninfo_of(m->catalog, &own, e) < 0) {
+            meter_buf_release(&own);
             return NULL;
+        }
         conninfo = own.p;
     }
     const char *keys[] = {"connect_timeout", "dbname", "user", NULL};
@@ -205,19 +212,39 @@ clean_attempt(PGconn *db, void *arg, struct meter_err *e)
 }
 
 /* Deletes every row of the bucket's accounts from db, their accounts'
- * rows too unless db is the catalog's (keep_accounts); adds to *rows. */
+ * rows too unless db is the catalog's (keep_accounts); adds to *rows.
+ * A source's usage has its sandboxes (foreign keys); a target's copy
+ * cut short may not (the apply checks none): every table is searched
+ * (thorough). */
 static int
-clean_bucket(struct move *m, PGconn *db, bool keep_accounts, int64_t *rows,
-             struct meter_err *e)
+clean_bucket(struct move *m, PGconn *db, bool keep_accounts, bool thorough,
+             int64_t *rows, struct meter_err *e)
 {
     PGresult *r;
     const char *v[] = {m->b};
     enum meter_db_status st =
-        run(db, "cannot list a bucket's accounts",
-            "SELECT account_pk FROM accounts WHERE meter_bucket(account_pk)"
-            " = $1::int UNION SELECT account_pk FROM sandboxes"
-            " WHERE meter_bucket(account_pk) = $1::int ORDER BY 1",
-            1, v, &r, e);
+        thorough ? run(db, "cannot list a bucket's accounts",
+                       "SELECT account_pk FROM accounts"
+                       " WHERE meter_bucket(account_pk) = $1::int"
+                       " UNION SELECT account_pk FROM sandboxes"
+                       " WHERE meter_bucket(account_pk) = $1::int"
+                       " UNION SELECT account_pk FROM usage_blocks"
+                       " WHERE meter_bucket(account_pk) = $1::int"
+                       " UNION SELECT account_pk FROM usage_packs"
+                       " WHERE meter_bucket(account_pk) = $1::int"
+                       " UNION SELECT account_pk FROM usage_hourly"
+                       " WHERE meter_bucket(account_pk) = $1::int"
+                       " UNION SELECT account_pk FROM usage_hourly_merged"
+                       " WHERE meter_bucket(account_pk) = $1::int"
+                       " UNION SELECT account_pk FROM usage_pack_queue"
+                       " WHERE meter_bucket(account_pk) = $1::int ORDER BY 1",
+                       1, v, &r, e)
+                 : run(db, "cannot list a bucket's accounts",
+                       "SELECT account_pk FROM accounts"
+                       " WHERE meter_bucket(account_pk) = $1::int"
+                       " UNION SELECT account_pk FROM sandboxes"
+                       " WHERE meter_bucket(account_pk) = $1::int ORDER BY 1",
+                       1, v, &r, e);
     if (st < 0)
         return -1;
     struct clean c = {.accounts = !keep_accounts};
@@ -252,6 +279,59 @@ drain_attempt(PGconn *db, void *arg, struct meter_err *e)
                NULL, NULL, e);
 }
 
+/* The target gets the source's months of usage, this one and the next:
+ * a row of a month it has no partition for would stop its copy (new
+ * months are made by batches, and DDL is not replicated). */
+static int
+months(struct move *m, struct meter_err *e)
+{
+    PGresult *r;
+    if (run(m->src, "cannot list the months of usage",
+            "SELECT array_agg(d)::text FROM (SELECT to_date(substr(c.relname,"
+            " 14, 6), 'YYYYMM') AS d FROM pg_inherits i"
+            " JOIN pg_class c ON c.oid = i.inhrelid"
+            " WHERE i.inhparent = 'usage_blocks'::regclass"
+            " UNION SELECT (now() AT TIME ZONE 'UTC')::date"
+            " UNION SELECT (now() AT TIME ZONE 'UTC' + interval '1 "
+            "month')::date)"
+            " x",
+            0, NULL, &r, e) < 0)
+        return -1;
+    const char *v[] = {PQgetvalue(r, 0, 0)};
+    enum meter_db_status st =
+        run(m->dst, "cannot make the target's months of usage",
+            "SELECT usage_blocks_partition(d) FROM unnest($1::date[]) d", 1, v,
+            NULL, e);
+    PQclear(r);
+    return st < 0 ? -1 : 0;
+}
+
+/* Drops the move's slot on the source, if there, once its walsender is
+ * gone (soon after the subscription is disabled). */
+static int
+drop_slot(struct move *m, struct meter_err *e)
+{
+    const char *v[] = {m->b};
+    for (int i = 0;; i++) {
+        int64_t active;
+        if (ask_int64(m->src, "cannot drop the move's replication slot",
+                      "SELECT CASE WHEN active THEN 1 ELSE"
+                      " (SELECT 0 FROM pg_drop_replication_slot(slot_name))"
+                      " END FROM pg_replication_slots"
+                      " WHERE slot_name = format('meter_move_%s', $1::int)",
+                      1, v, &active, e) < 0)
+            return -1;
+        if (active != 1)
+            return 0;
+        if (i == 300)
+            return meter_fail(e,
+                              "the slot meter_move_%d on shard '%s' is "
+                              "still in use after 30 s",
+                              m->bucket, m->from_name);
+        nap_ms(100);
+    }
+}
+
 /* Step 1: the source publishes, the target copies and follows. */
 static int
 copy(struct move *m, bool fresh, struct meter_err *e)
@@ -259,20 +339,34 @@ copy(struct move *m, bool fresh, struct meter_err *e)
     const char *v[] = {m->b, m->to_name};
     if (fresh) {
         /* Rows of the bucket on the target are an earlier move's, from
-         * or to it: the target does not hold the bucket. */
-        int64_t left = 0;
+         * or to it, as long as the target does not hold the bucket. */
+        int64_t left = 0, held;
+        if (ask_int64(m->dst, "cannot read the target's buckets",
+                      "SELECT count(*) FROM bucket_holds"
+                      " WHERE bucket = $1::int",
+                      1, v, &held, e) < 0)
+            return -1;
+        if (held)
+            return meter_fail(e,
+                              "shard '%s' holds bucket %d already, which the "
+                              "map gives to shard '%s': mend the map first",
+                              m->to_name, m->bucket, m->from_name);
         if (run(m->dst, "cannot drop an earlier move's subscription",
                 "SELECT meter_move_unsubscribe($1::int)", 1, v, NULL, e) < 0 ||
-            clean_bucket(m, m->dst, m->to == 0, &left, e) < 0)
+            drop_slot(m, e) < 0 ||
+            run(m->dst, "cannot drop an earlier move's mark",
+                "DELETE FROM bucket_moves WHERE bucket = $1::int", 1, v, NULL,
+                e) < 0 ||
+            clean_bucket(m, m->dst, m->to == 0, true, &left, e) < 0)
             return -1;
         if (left)
-            say(m,
-                "deleted %" PRId64 " rows of bucket %d an earlier move "
-                "left on shard '%s'",
-                left, m->bucket, m->to_name);
+            (void)say(m, e,
+                      "deleted %" PRId64 " rows of bucket %d an earlier move "
+                      "left on shard '%s'",
+                      left, m->bucket, m->to_name);
         if (run(m->src, "cannot mark the bucket as moving",
                 "INSERT INTO bucket_moves (bucket, target)"
-                " VALUES ($1::int, $2)",
+                " VALUES ($1::int, $2) ON CONFLICT (bucket) DO NOTHING",
                 2, v, NULL, e) < 0)
             return -1;
     }
@@ -280,39 +374,34 @@ copy(struct move *m, bool fresh, struct meter_err *e)
      * ones after it see it (their lock comes before their statement). */
     if (meter_db_transaction(m->src, "BEGIN", 3, drain_attempt, NULL, e) < 0)
         return -1;
-    PGresult *r;
     if (run(m->src, "cannot publish the bucket",
             "SELECT meter_move_publish($1::int)", 1, v, NULL, e) < 0 ||
+        /* It waits for the transactions under way: a part left
+         * prepared would hold it for ever. */
+        run(m->src, "cannot make the move's replication slot",
+            "SET statement_timeout = '60s'", 0, NULL, NULL, e) < 0 ||
         run(m->src, "cannot make the move's replication slot",
             "SELECT pg_create_logical_replication_slot("
             " format('meter_move_%s', $1::int), 'pgoutput')"
             " WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots"
             "  WHERE slot_name = format('meter_move_%s', $1::int))",
-            1, v, NULL, e) < 0)
-        return -1;
-    /* The target must have the source's months: a row of a month it has
-     * no partition for would stop the copy. */
-    if (run(m->src, "cannot list the months of usage",
-            "SELECT coalesce(array_agg(to_date(substr(c.relname, 14, 6),"
-            " 'YYYYMM')), '{}')::text FROM pg_inherits i"
-            " JOIN pg_class c ON c.oid = i.inhrelid"
-            " WHERE i.inhparent = 'usage_blocks'::regclass",
-            0, NULL, &r, e) < 0)
-        return -1;
-    const char *months[] = {PQgetvalue(r, 0, 0)};
-    enum meter_db_status st =
-        run(m->dst, "cannot make the target's months of usage",
-            "SELECT usage_blocks_partition(d) FROM unnest($1::date[]) d", 1,
-            months, NULL, e);
-    PQclear(r);
-    if (st < 0)
+            1, v, NULL, e) < 0 ||
+        run(m->src, "cannot make the move's replication slot",
+            "RESET statement_timeout", 0, NULL, NULL, e) < 0 ||
+        months(m, e) < 0)
         return -1;
     struct meter_buf info = {0};
     int rc = conninfo_of(m->src, &info, e);
     const char *s[] = {m->b, info.p};
+    /* Its error counts are this run's (copied() stops at one). */
     if (rc == 0 &&
-        run(m->dst, "cannot subscribe to the bucket",
-            "SELECT meter_move_subscribe($1::int, $2)", 2, s, NULL, e) < 0)
+        (run(m->dst, "cannot subscribe to the bucket",
+             "SELECT meter_move_subscribe($1::int, $2)", 2, s, NULL, e) < 0 ||
+         run(m->dst, "cannot subscribe to the bucket",
+             "SELECT pg_stat_reset_subscription_stats(oid)"
+             " FROM pg_subscription"
+             " WHERE subname = format('meter_move_%s', $1::int)",
+             1, s, NULL, e) < 0))
         rc = -1;
     meter_buf_release(&info);
     return rc;
@@ -363,8 +452,8 @@ copied(struct move *m, struct meter_err *e)
                               m->bucket, copying, tables, m->to_name,
                               m->copy_s);
         if (t - said >= 10) {
-            say(m, "copying: %" PRId64 " of %" PRId64 " tables to go", copying,
-                tables);
+            (void)say(m, e, "copying: %" PRId64 " of %" PRId64 " tables to go",
+                      copying, tables);
             said = t;
         }
         nap_ms(200);
@@ -383,23 +472,35 @@ fence_attempt(PGconn *db, void *arg, struct meter_err *e)
     const char *v[] = {f->bucket};
     /* Batches hold the lock for a few milliseconds; a batch prepared on
      * several shards until it commits, or meterd's resolver settles it
-     * (a minute after its meterd is gone). */
+     * (a minute after its meterd is gone). The batches after the fence's
+     * request queue behind it: they wait 5 s at most. */
     enum meter_db_status st =
         run(db, "cannot fence the bucket's batches",
-            "SET LOCAL lock_timeout = '90s'", 0, NULL, NULL, e);
+            "SET LOCAL lock_timeout = '5s'", 0, NULL, NULL, e);
     if (st >= 0)
         st = run(db, "cannot fence the bucket's batches",
                  "SELECT pg_advisory_xact_lock(" FENCE_LOCK ", $1::int)", 1, v,
                  NULL, e);
     if (st >= 0)
         st = run(db, "cannot fence the bucket's batches",
-                 "UPDATE bucket_holds SET moving = true WHERE bucket = $1::int",
+                 "UPDATE bucket_holds SET moving = true WHERE bucket = $1::int"
+                 " RETURNING bucket",
                  1, v, NULL, e);
+    if (st == METER_DB_NONE)
+        return db_hard(e,
+                       "cannot fence bucket %s: the source holds it no "
+                       "more (another run of the move?)",
+                       f->bucket);
     if (st >= 0 && ask_int64(db, "cannot fence the bucket's batches",
                              "UPDATE bucket_moves SET fences = fences + 1"
                              " WHERE bucket = $1::int RETURNING fences",
                              1, v, &f->number, e) < 0)
         st = METER_DB_HARD;
+    if (st >= 0 && f->number < 1)
+        return db_hard(e,
+                       "cannot fence bucket %s: the source has no mark of "
+                       "its move (another run of the move?)",
+                       f->bucket);
     return st < 0 ? st : METER_DB_NONE;
 }
 
@@ -414,13 +515,18 @@ fence(struct move *m, int64_t *number, struct meter_err *e)
     return 0;
 }
 
+/* Lifts fence number f (-1: whichever). */
 static int
-unfence(struct move *m, struct meter_err *e)
+unfence(struct move *m, int64_t f, struct meter_err *e)
 {
-    const char *v[] = {m->b};
+    char n[24];
+    snprintf(n, sizeof(n), "%" PRId64, f);
+    const char *v[] = {m->b, n};
     return run(m->src, "cannot lift the fence",
-               "UPDATE bucket_holds SET moving = false WHERE bucket = $1::int",
-               1, v, NULL, e) < 0
+               "UPDATE bucket_holds h SET moving = false FROM bucket_moves v"
+               " WHERE h.bucket = $1::int AND v.bucket = h.bucket"
+               " AND ($2::bigint < 0 OR v.fences = $2::bigint)",
+               2, v, NULL, e) < 0
                ? -1
                : 0;
 }
@@ -430,7 +536,7 @@ static int
 caught_up(struct move *m, int64_t f, struct meter_err *e)
 {
     const char *v[] = {m->b};
-    for (int tick = 0; tick < CATCH_UP_TICKS; tick++) {
+    for (double t0 = now_s(); now_s() - t0 < CATCH_UP_S;) {
         int64_t seen;
         if (ask_int64(m->dst, "cannot read the target's progress",
                       "SELECT fences FROM bucket_moves WHERE bucket = $1::int",
@@ -443,7 +549,7 @@ caught_up(struct move *m, int64_t f, struct meter_err *e)
     return meter_fail(e,
                       "shard '%s' did not catch up with bucket %d's fence "
                       "in %d s",
-                      m->to_name, m->bucket, CATCH_UP_TICKS / 100);
+                      m->to_name, m->bucket, CATCH_UP_S);
 }
 
 /* Step 4, on the target: the bucket taken, in one transaction. */
@@ -479,11 +585,14 @@ take_attempt(PGconn *db, void *arg, struct meter_err *e)
     return st < 0 ? st : METER_DB_NONE;
 }
 
-/* Step 4: the source lets go, the target takes, the map switches. */
+/* Step 4: the source lets go of fence number f (-1: it has already),
+ * the target takes, the map switches. */
 static int
-switch_over(struct move *m, struct meter_err *e)
+switch_over(struct move *m, int64_t f, struct meter_err *e)
 {
-    const char *v[] = {m->b};
+    char n[24];
+    snprintf(n, sizeof(n), "%" PRId64, f);
+    const char *v[] = {m->b, n};
     PGresult *r;
     /* The accounts' rows: a shard's are copies of the catalog's, made by
      * the batches that brought their usage. */
@@ -495,13 +604,25 @@ switch_over(struct move *m, struct meter_err *e)
             1, v, &r, e) < 0)
         return -1;
     const char *t[] = {m->b, PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1)};
-    int rc = run(m->src, "cannot let the bucket go",
-                 "DELETE FROM bucket_holds WHERE bucket = $1::int", 1, v, NULL,
-                 e) < 0 ||
-                     meter_db_transaction(m->dst, "BEGIN", 3, take_attempt,
-                                          (void *)t, e) < 0
-                 ? -1
-                 : 0;
+    /* Only under the fence the target caught up with: lifted and raised
+     * again by another run, batches since would be lost. */
+    enum meter_db_status st =
+        f < 0 ? METER_DB_ROWS
+              : run(m->src, "cannot let the bucket go",
+                    "DELETE FROM bucket_holds h USING bucket_moves v"
+                    " WHERE h.bucket = $1::int AND h.moving"
+                    " AND v.bucket = h.bucket AND v.fences = $2::bigint"
+                    " RETURNING h.bucket",
+                    2, v, NULL, e);
+    int rc = st < 0 ? -1 : 0;
+    if (st == METER_DB_NONE)
+        rc = meter_fail(e,
+                        "bucket %d: the fence the target caught up with was "
+                        "lifted (another run of the move?): run it again",
+                        m->bucket);
+    if (rc == 0 && meter_db_transaction(m->dst, "BEGIN", 3, take_attempt,
+                                        (void *)t, e) < 0)
+        rc = -1;
     PQclear(r);
     if (rc < 0)
         return -1;
@@ -509,11 +630,10 @@ switch_over(struct move *m, struct meter_err *e)
     snprintf(from, sizeof(from), "%d", m->from);
     snprintf(to, sizeof(to), "%d", m->to);
     const char *w[] = {m->b, to, from};
-    enum meter_db_status st =
-        run(m->catalog, "cannot switch the map",
-            "UPDATE shard_buckets SET shard_id = $2::int, epoch = epoch + 1"
-            " WHERE bucket = $1::int AND shard_id = $3::int RETURNING bucket",
-            3, w, NULL, e);
+    st = run(m->catalog, "cannot switch the map",
+             "UPDATE shard_buckets SET shard_id = $2::int, epoch = epoch + 1"
+             " WHERE bucket = $1::int AND shard_id = $3::int RETURNING bucket",
+             3, w, NULL, e);
     if (st == METER_DB_NONE)
         return meter_fail(e,
                           "the map no longer gives bucket %d to shard '%s': "
@@ -531,39 +651,25 @@ clean(struct move *m, struct meter_err *e)
     if (run(m->dst, "cannot drop the move's subscription",
             "SELECT meter_move_unsubscribe($1::int)", 1, v, NULL, e) < 0)
         return -1;
-    /* Its walsender goes soon after the subscription is disabled. */
-    for (int i = 0;; i++) {
-        int64_t active;
-        if (ask_int64(m->src, "cannot drop the move's replication slot",
-                      "SELECT CASE WHEN active THEN 1 ELSE"
-                      " (SELECT 0 FROM pg_drop_replication_slot(slot_name))"
-                      " END FROM pg_replication_slots"
-                      " WHERE slot_name = format('meter_move_%s', $1::int)",
-                      1, v, &active, e) < 0)
-            return -1;
-        if (active != 1)
-            break;
-        if (i == 300)
-            return meter_fail(e,
-                              "the slot meter_move_%d on shard '%s' is "
-                              "still in use after 30 s",
-                              m->bucket, m->from_name);
-        nap_ms(100);
-    }
-    say(m, "replication dropped in %.1f s", now_s() - t0);
+    if (drop_slot(m, e) < 0)
+        return -1;
+    if (say(m, e, "replication dropped in %.1f s", now_s() - t0) < 0)
+        return -1;
     int64_t rows = 0;
     if (run(m->src, "cannot drop the bucket's publications",
             "SELECT meter_move_unpublish($1::int)", 1, v, NULL, e) < 0 ||
         run(m->dst, "cannot end the move on the target",
             "DELETE FROM bucket_moves WHERE bucket = $1::int", 1, v, NULL,
             e) < 0 ||
-        clean_bucket(m, m->src, m->from == 0, &rows, e) < 0 ||
+        clean_bucket(m, m->src, m->from == 0, false, &rows, e) < 0 ||
         run(m->src, "cannot end the move on the source",
             "DELETE FROM bucket_moves WHERE bucket = $1::int", 1, v, NULL,
             e) < 0)
         return -1;
-    say(m, "deleted the %" PRId64 " rows of bucket %d on shard '%s' in %.1f s",
-        rows, m->bucket, m->from_name, now_s() - t0);
+    (void)say(m, e,
+              "deleted the %" PRId64
+              " rows of bucket %d on shard '%s' in %.1f s",
+              rows, m->bucket, m->from_name, now_s() - t0);
     return 0;
 }
 
@@ -611,11 +717,12 @@ finish_elsewhere(struct move *m, struct meter_err *e)
     if (rc < 0)
         return -1;
     if (!m->src) {
-        say(m, "bucket %d is on shard '%s' already", m->bucket, m->to_name);
+        (void)say(m, e, "bucket %d is on shard '%s' already", m->bucket,
+                  m->to_name);
         return 0;
     }
-    say(m, "finishing the move of bucket %d from shard '%s'", m->bucket,
-        m->from_name);
+    (void)say(m, e, "finishing the move of bucket %d from shard '%s'",
+              m->bucket, m->from_name);
     return clean(m, e);
 }
 
@@ -667,40 +774,62 @@ move(struct move *m, struct meter_err *e)
                           "shard '%s' does not hold bucket %d, which the map "
                           "gives it, and no move of it is under way",
                           m->from_name, m->bucket);
+    /* Its slot lost (a failover, say) under a move begun: the
+     * subscription would go on from wherever a new slot starts, past
+     * writes it never saw. The copy starts over. */
+    bool fresh = !s.target[0];
+    if (s.held && !fresh) {
+        int64_t slot;
+        const char *v[] = {m->b};
+        if (ask_int64(m->src, "cannot read the move's slot",
+                      "SELECT count(*) FROM pg_replication_slots"
+                      " WHERE slot_name = format('meter_move_%s', $1::int)",
+                      1, v, &slot, e) < 0)
+            return -1;
+        if (slot == 0) {
+            (void)say(m, e,
+                      "the move's replication slot is gone: copying again");
+            if (s.moving && unfence(m, -1, e) < 0)
+                return -1;
+            fresh = true;
+            s.moving = false;
+        }
+    }
     double t0 = now_s(), fenced = 0;
+    int64_t f = -1;
     if (s.held) {
-        int64_t f = s.fences;
+        f = s.fences;
         if (!s.moving) {
-            say(m, "copying bucket %d from shard '%s' to shard '%s'", m->bucket,
-                m->from_name, m->to_name);
-            if (copy(m, !s.target[0], e) < 0)
+            (void)say(m, e, "copying bucket %d from shard '%s' to shard '%s'",
+                      m->bucket, m->from_name, m->to_name);
+            if (copy(m, fresh, e) < 0)
                 return -1;
-            say(m, "subscribed in %.1f s", now_s() - t0);
-            if (copied(m, e) < 0)
-                return -1;
-            say(m, "copied in %.1f s; fencing the bucket's batches",
-                now_s() - t0);
-            if (fence(m, &f, e) < 0)
+            if (say(m, e, "subscribed in %.1f s", now_s() - t0) < 0 ||
+                copied(m, e) < 0 || months(m, e) < 0 ||
+                say(m, e, "copied in %.1f s; fencing the bucket's batches",
+                    now_s() - t0) < 0 ||
+                fence(m, &f, e) < 0 ||
+                say(m, e, "fenced (fence %" PRId64 ")", f) < 0)
                 return -1;
         }
         fenced = now_s();
         if (caught_up(m, f, e) < 0) {
             struct meter_err why = {{0}};
-            if (unfence(m, &why) < 0)
-                return meter_fail(e, "%s; and %s", e->msg, why.msg);
-            return meter_fail(e,
-                              "%s: the fence is lifted; run the move "
-                              "again",
-                              e->msg);
+            char msg[sizeof(e->msg)];
+            snprintf(msg, sizeof(msg), "%s", e->msg);
+            if (unfence(m, f, &why) < 0)
+                return meter_fail(e, "%s; and %s", msg, why.msg);
+            return meter_fail(e, "%s: the fence is lifted; run the move again",
+                              msg);
         }
     }
-    if (switch_over(m, e) < 0)
+    if (switch_over(m, f, e) < 0)
         return -1;
-    if (fenced > 0)
-        say(m,
-            "bucket %d is on shard '%s': its batches waited %.0f ms at "
-            "most",
-            m->bucket, m->to_name, (now_s() - fenced) * 1000);
+    if (fenced > 0 && say(m, e,
+                          "bucket %d is on shard '%s': its batches waited "
+                          "%.0f ms at most",
+                          m->bucket, m->to_name, (now_s() - fenced) * 1000) < 0)
+        return -1;
     return clean(m, e);
 }
 
@@ -746,6 +875,18 @@ meter_db_shard_move(PGconn *catalog, int bucket, const char *target,
     m.to = to;
     snprintf(m.from_name, sizeof(m.from_name), "%s", PQgetvalue(r, 0, 1));
     snprintf(m.to_name, sizeof(m.to_name), "%s", target);
+    /* One run of a bucket's move at a time. */
+    int64_t mine;
+    if (ask_int64(catalog, "cannot lock the bucket's move",
+                  "SELECT pg_try_advisory_lock(" MOVE_LOCK ", $1::int)::int", 1,
+                  v, &mine, e) < 0) {
+        PQclear(r);
+        return METER_DB_HARD;
+    }
+    if (mine != 1) {
+        PQclear(r);
+        return db_hard(e, "another shard move of bucket %d is running", bucket);
+    }
     int rc;
     if (m.from == m.to) {
         m.dst = admin_connect(
@@ -765,5 +906,8 @@ meter_db_shard_move(PGconn *catalog, int bucket, const char *target,
     PQclear(r);
     PQfinish(m.src);
     PQfinish(m.dst);
+    PQclear(PQexecParams(catalog,
+                         "SELECT pg_advisory_unlock(" MOVE_LOCK ", $1::int)", 1,
+                         NULL, v, NULL, NULL, 0));
     return rc < 0 ? METER_DB_HARD : METER_DB_NONE;
 }

@@ -106,12 +106,13 @@ shard_resolve(struct ctl *ctl, int argc, char **argv)
     return rc;
 }
 
-static void
+static bool
 move_note(void *arg, const char *line)
 {
     (void)arg;
     printf("%s\n", line);
     fflush(stdout);
+    return true;
 }
 
 static int
