@@ -475,6 +475,19 @@ enum meter_db_status meter_db_shard_add(PGconn *catalog, const char *name,
                                         const char *conninfo,
                                         struct meter_err *e);
 
+/* Builds the catalog's relations that the reports read over every
+ * shard (fleet_hourly_totals and fleet_hourly, migration 0018) for the
+ * shard map as it is in catalog's transaction: views of its own usage
+ * while it holds every bucket; else a foreign partition for each shard
+ * holding buckets (a postgres_fdw server meter_shard_N with a user
+ * mapping for PUBLIC, from the shard's conninfo; the catalog's own
+ * through its connection's host, port, database and user). Idempotent;
+ * one statement, so a caller's transaction (a move's switch) includes
+ * it. The reports build them again by themselves when the map or a
+ * conninfo changed since. -1 naming what failed (postgres_fdw missing,
+ * a mapping without a password that only a superuser may make). */
+int meter_db_fleet_sync(PGconn *catalog, struct meter_err *e);
+
 /* ---- invoices (docs/invoicing.md) ---------------------------------------- */
 
 /* Adds to out the accounts on a price book during the period (year,

@@ -4,7 +4,8 @@
  * buckets the map gives it; `add` lists a new, empty shard, reached as
  * meterd will reach it; `resolve` settles the parts of batches a meterd
  * left prepared, as meterd's background thread does every
- * --merge-every seconds.
+ * --merge-every seconds; `sync` builds the reports' foreign partitions
+ * for the map now, rather than at the next report.
  */
 #include "ctl_int.h"
 
@@ -105,16 +106,37 @@ shard_resolve(struct ctl *ctl, int argc, char **argv)
     return rc;
 }
 
+static int
+shard_sync(struct ctl *ctl, int argc, char **argv)
+{
+    if (argc > 1)
+        return ctl_usage_error("shard sync: unexpected argument '%s'", argv[1]);
+    PGconn *db = ctl_connect(ctl);
+    if (!db)
+        return CTL_FAILED;
+    struct meter_err e = {{0}};
+    int rc = 0;
+    if (meter_db_fleet_sync(db, &e) < 0)
+        rc = ctl_failed(&e);
+    else
+        printf("the reports read the shards of the map\n");
+    PQfinish(db);
+    return rc;
+}
+
 int
 ctl_shard(struct ctl *ctl, int argc, char **argv)
 {
     if (argc < 2)
-        return ctl_usage_error("shard needs a subcommand: list, add, resolve");
+        return ctl_usage_error(
+            "shard needs a subcommand: list, add, resolve, sync");
     if (strcmp(argv[1], "list") == 0)
         return shard_list(ctl, argc - 1, argv + 1);
     if (strcmp(argv[1], "add") == 0)
         return shard_add(ctl, argc - 1, argv + 1);
     if (strcmp(argv[1], "resolve") == 0)
         return shard_resolve(ctl, argc - 1, argv + 1);
+    if (strcmp(argv[1], "sync") == 0)
+        return shard_sync(ctl, argc - 1, argv + 1);
     return ctl_usage_error("unknown shard subcommand '%s'", argv[1]);
 }
