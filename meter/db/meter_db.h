@@ -587,6 +587,14 @@ enum meter_db_status
 meter_db_report_invoices(PGconn *db, const struct meter_report_invoices *q,
                          json_t **out, struct meter_err *e);
 
+/* For tests: while set, each report function above, instead of running
+ * its statement, gives it and its parameters to fn, on db in the
+ * report's transaction with its settings, and returns NONE; NULL (the
+ * default) runs them. Not for threads: set it before, unset it after. */
+typedef void meter_db_report_hook(PGconn *db, const char *sql, int n,
+                                  const char *const *values, void *arg);
+void meter_db_report_hook_set(meter_db_report_hook *fn, void *arg);
+
 /* ---- watching the database's answers ------------------------------------ */
 
 /* Called with the connection each time the server has answered a
