@@ -97,14 +97,15 @@ out:
 }
 
 /* The catalog's own database as a libpq conninfo, from its connection:
- * host (or socket directory), port, database, user. */
+ * host (or socket directory), port, database, user, and the password
+ * if it took one. */
 static char *
 loopback_conninfo(PGconn *catalog)
 {
     struct meter_buf b = {0};
-    const char *k[] = {"host", "port", "dbname", "user"};
+    const char *k[] = {"host", "port", "dbname", "user", "password"};
     const char *v[] = {PQhost(catalog), PQport(catalog), PQdb(catalog),
-                       PQuser(catalog)};
+                       PQuser(catalog), PQpass(catalog)};
     for (size_t i = 0; i < sizeof(k) / sizeof(*k); i++) {
         if (!v[i] || !*v[i])
             continue;

@@ -441,9 +441,11 @@ enum meter_db_status meter_db_shards_resolve(PGconn *catalog,
 
 /* 0 if db's shard map gives db itself every bucket of accounts (one
  * server; or a shard, whose own map lists no other), else -1 naming how
- * many: what reads usage (the readers, the reports, the invoice run)
- * refuses to answer from part of it on a catalog of several shards,
- * since reads over shards are not built yet (docs/scale.md). */
+ * many: what reads every account's usage at once (the readers, usage
+ * compact and quarantine) refuses to answer from part of it on a
+ * catalog of several shards, since those reads are not built over
+ * shards (docs/scale.md; the reports read through fleet.c), and the
+ * invoice run and preview choose by it where to read. */
 int meter_db_usage_whole(PGconn *db, struct meter_err *e);
 
 /* The shard of each account ids[k] into shard[k] (-1: no such account),
