@@ -657,7 +657,8 @@ test_invoices(struct fixture *f, struct meter_registry *reg)
 /* Usage read from part of it would be wrong: what reads usage on a
  * catalog that does not hold every bucket, without the shards, refuses,
  * naming why; an invoice run without them stores nothing rather than a
- * bill of no usage. (The run over the shards: test_invoices.) */
+ * bill of no usage. (The run over the shards: test_invoices; the
+ * reports, which read the shards: test_fleet_reads.c.) */
 static void
 test_reads_refused(struct fixture *f)
 {
