@@ -56,15 +56,17 @@ shard_options(json_t *servers, int32_t id, const char *conninfo,
         PQfreemem(why);
         return rc;
     }
-    json_t *server = json_object(), *mapping = json_object();
+    /* Each made into o at once: o owns them, and jansson frees a value
+     * it cannot set. */
     json_t *o = json_object();
     int rc = 0;
-    if (!server || !mapping || !o ||
-        json_object_set_new(o, "server", server) < 0 ||
-        json_object_set_new(o, "user", mapping) < 0) {
+    if (json_object_set_new(o, "server", json_object()) < 0 ||
+        json_object_set_new(o, "user", json_object()) < 0) {
         rc = meter_fail(e, "out of memory");
         goto out;
     }
+    json_t *server = json_object_get(o, "server"),
+           *mapping = json_object_get(o, "user");
     static const char *const keepalives[][2] = {{"keepalives", "1"},
                                                 {"keepalives_idle", "10"},
                                                 {"keepalives_interval", "5"},
