@@ -191,6 +191,10 @@ enum meter_db_status db_exec_prepared(PGconn *db, const char *what,
                                       const int *lengths, const int *formats,
                                       PGresult **res, struct meter_err *e);
 
+/* Builds the fleet relations the reports read (fleet.c) if the shard
+ * map or a shard's conninfo changed since they were built. */
+enum meter_db_status db_fleet_ready(PGconn *db, struct meter_err *e);
+
 /* Writes the revenue of credit note `note`: that of `voided`, negated. */
 enum meter_db_status db_revenue_negate(PGconn *db, const char *account,
                                        int64_t note, int64_t voided,

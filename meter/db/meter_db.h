@@ -460,9 +460,11 @@ enum meter_db_status meter_db_shards_resolve(PGconn *catalog,
 
 /* 0 if db's shard map gives db itself every bucket of accounts (one
  * server; or a shard, whose own map lists no other), else -1 naming how
- * many: what reads usage (the readers, the reports, the invoice run)
- * refuses to answer from part of it on a catalog of several shards,
- * since reads over shards are not built yet (docs/scale.md). */
+ * many: what reads every account's usage at once (the readers, usage
+ * compact and quarantine) refuses to answer from part of it on a
+ * catalog of several shards, since those reads are not built over
+ * shards (docs/scale.md; the reports read through fleet.c), and the
+ * invoice run and preview choose by it where to read. */
 int meter_db_usage_whole(PGconn *db, struct meter_err *e);
 
 /* The shard of each account ids[k] into shard[k] (-1: no such account),
@@ -515,6 +517,19 @@ enum meter_db_status meter_db_shard_move(PGconn *catalog, int bucket,
                                          const char *target, const char *user,
                                          int copy_s, meter_move_note *note,
                                          void *arg, struct meter_err *e);
+
+/* Builds the catalog's relations that the reports read over every
+ * shard (fleet_hourly_totals and fleet_hourly, migration 0018) for the
+ * shard map as it is in catalog's transaction: views of its own usage
+ * while it holds every bucket; else a foreign partition for each shard
+ * holding buckets (a postgres_fdw server meter_shard_N with a user
+ * mapping for PUBLIC, from the shard's conninfo; the catalog's own
+ * through its connection's host, port, database and user). Idempotent;
+ * one statement, so a caller's transaction (a move's switch) includes
+ * it. The reports build them again by themselves when the map or a
+ * conninfo changed since. -1 naming what failed (postgres_fdw missing,
+ * a mapping without a password that only a superuser may make). */
+int meter_db_fleet_sync(PGconn *catalog, struct meter_err *e);
 
 /* ---- invoices (docs/invoicing.md) ---------------------------------------- */
 
@@ -614,6 +629,14 @@ struct meter_report_invoices {
 enum meter_db_status
 meter_db_report_invoices(PGconn *db, const struct meter_report_invoices *q,
                          json_t **out, struct meter_err *e);
+
+/* For tests: while set, each report function above, instead of running
+ * its statement, gives it and its parameters to fn, on db in the
+ * report's transaction with its settings, and returns NONE; NULL (the
+ * default) runs them. Not for threads: set it before, unset it after. */
+typedef void meter_db_report_hook(PGconn *db, const char *sql, int n,
+                                  const char *const *values, void *arg);
+void meter_db_report_hook_set(meter_db_report_hook *fn, void *arg);
 
 /* ---- watching the database's answers ------------------------------------ */
 

@@ -6,6 +6,14 @@
  * (usage_hourly_totals, usage_merge.c), and the documents' revenue by
  * day (invoice_revenue), never a block of samples. Amounts are decimal
  * strings in the minor unit of their currency, per currency.
+ *
+ * The rollups are read through fleet_hourly_totals and fleet_hourly
+ * (fleet.c, migration 0018): this database's own on one server, every
+ * shard's through postgres_fdw over shards. Every sum of them groups by
+ * part (over shards the bucket, the partitions' key; 0 on one server)
+ * and the account first, so that each shard sums its own rows and sends
+ * the sums (tests/test_fleet_reads.c
+ * checks each statement's plan); sums over accounts are taken after.
  */
 #include "db_int.h"
 
@@ -49,17 +57,53 @@ param_hours(struct db_params *p, const struct bounds *b)
     db_param_int64(p, b->hour_hi);
 }
 
-/* Runs sql, whose one row and column is a JSON document, into *out. */
+static meter_db_report_hook *report_hook;
+static void *report_hook_arg;
+
+void
+meter_db_report_hook_set(meter_db_report_hook *fn, void *arg)
+{
+    report_hook = fn;
+    report_hook_arg = arg;
+}
+
+/* Runs sql, whose one row and column is a JSON document, into *out:
+ * over the fleet relations as built for the shard map (built again
+ * first if it changed), in a read-only transaction where each shard
+ * sums its own rows: the statements group by part (the partitions'
+ * key) and account first. */
 static enum meter_db_status
 report(PGconn *db, const char *what, const char *sql, int n,
        const char *const *v, json_t **out, struct meter_err *e)
 {
-    PGresult *r;
     *out = NULL;
-    enum meter_db_status st =
-        meter_db_exec(db, what, sql, n, v, NULL, NULL, &r, e);
+    PGresult *r = NULL;
+    enum meter_db_status st = db_fleet_ready(db, e);
+    if (st >= 0)
+        st = meter_db_exec(db, "cannot begin a transaction", "BEGIN READ ONLY",
+                           0, NULL, NULL, NULL, NULL, e);
     if (st < 0)
         return st;
+    st = meter_db_exec(db, "cannot set up the report",
+                       "SET LOCAL enable_partitionwise_aggregate = on", 0, NULL,
+                       NULL, NULL, NULL, e);
+    if (st >= 0 && report_hook)
+        report_hook(db, sql, n, v, report_hook_arg);
+    else if (st >= 0)
+        st = meter_db_exec(db, what, sql, n, v, NULL, NULL, &r, e);
+    enum meter_db_status done =
+        st < 0 ? st
+               : meter_db_exec(db, "cannot commit", "COMMIT", 0, NULL, NULL,
+                               NULL, NULL, e);
+    if (done < 0)
+        st = done;
+    if (PQtransactionStatus(db) == PQTRANS_INTRANS ||
+        PQtransactionStatus(db) == PQTRANS_INERROR)
+        PQclear(PQexec(db, "ROLLBACK"));
+    if (st < 0 || !r) {
+        PQclear(r);
+        return st < 0 ? st : METER_DB_NONE; /* NONE: the hook had it */
+    }
     json_error_t je;
     *out = json_loads(PQgetvalue(r, 0, 0), JSON_DECODE_ANY, &je);
     PQclear(r);
@@ -79,8 +123,6 @@ enum meter_db_status
 meter_db_report_overview(PGconn *db, int year, int month, int64_t now,
                          json_t **out, struct meter_err *e)
 {
-    if (meter_db_usage_whole(db, e) < 0)
-        return METER_DB_HARD;
     struct bounds b;
     bounds_of(year, month, &b);
     /* Days of the period so far: all of it once it is over. */
@@ -166,10 +208,14 @@ meter_db_report_overview(PGconn *db, int year, int month, int64_t now,
         "  'ingested_per_minute', coalesce((SELECT json_agg(json_build_object("
         "   'minute', to_char(m AT TIME ZONE 'UTC',"
         "   'YYYY-MM-DD\"T\"HH24:MI\"Z\"'), 'samples', s) ORDER BY m) FROM"
-        "   (SELECT date_trunc('minute', h.added_at) AS m, sum(h.samples) AS s"
-        "   FROM usage_hourly h WHERE h.added_at >= to_timestamp($5::bigint)"
-        "   - interval '1 hour' AND h.added_at < to_timestamp($5::bigint)"
-        "   + interval '1 minute' GROUP BY 1) x), '[]'))",
+        "   (SELECT m, sum(s) AS s FROM (SELECT h.part,"
+        /* the UTC minute, as date_trunc's; but immutable, so a shard
+         * computes it */
+        "   date_bin('1 minute', h.added_at, to_timestamp(0)) AS m,"
+        "   sum(h.samples) AS s FROM fleet_hourly h"
+        "   WHERE h.added_at >= to_timestamp($5::bigint - 3600)"
+        "   AND h.added_at < to_timestamp($5::bigint + 60) GROUP BY 1, 2) per"
+        "   GROUP BY 1) x), '[]'))",
         p.n, p.v, out, e);
 }
 
@@ -177,8 +223,6 @@ enum meter_db_status
 meter_db_report_accounts(PGconn *db, const struct meter_report_query *q,
                          json_t **out, struct meter_err *e)
 {
-    if (meter_db_usage_whole(db, e) < 0)
-        return METER_DB_HARD;
     struct bounds b;
     bounds_of(q->year, q->month, &b);
     struct db_params p = {0};
@@ -201,8 +245,9 @@ meter_db_report_accounts(PGconn *db, const struct meter_report_query *q,
         "  FROM" REVENUE " WHERE r.day >= $1::date AND r.day < $2::date"
         "  GROUP BY 1, 2),"
         " use AS (SELECT h.account_pk, sum(h.vcpu_s) AS v,"
-        "  sum(h.mem_byte_s) AS m FROM usage_hourly_totals h"
-        "  WHERE h.hour >= $3::bigint AND h.hour < $4::bigint GROUP BY 1),"
+        "  sum(h.mem_byte_s) AS m FROM fleet_hourly_totals h"
+        "  WHERE h.hour >= $3::bigint AND h.hour < $4::bigint"
+        "  GROUP BY h.part, h.account_pk),"
         " book AS (SELECT DISTINCT ON (p.account_id) p.account_id,"
         "  p.price_book_id, p.version FROM account_price_books p"
         "  WHERE p.valid_from < $2::date"
@@ -245,8 +290,6 @@ enum meter_db_status
 meter_db_report_account(PGconn *db, const char *account, int year, int month,
                         json_t **out, struct meter_err *e)
 {
-    if (meter_db_usage_whole(db, e) < 0)
-        return METER_DB_HARD;
     struct bounds b;
     bounds_of(year, month, &b);
     struct db_params p = {0};
@@ -279,9 +322,10 @@ meter_db_report_account(PGconn *db, const char *account, int year, int month,
         "   FROM (SELECT h.hour / 24 AS d, sum(h.samples) AS s,"
         "   sum(h.running_s) AS r, sum(h.vcpu_s) AS v, sum(h.mem_byte_s) AS m,"
         "   sum(h.disk_byte_s) AS k, sum(h.egress_bytes) AS x"
-        "   FROM usage_hourly_totals h WHERE h.account_pk ="
+        "   FROM fleet_hourly_totals h WHERE h.account_pk ="
         "   (SELECT account_pk FROM a) AND h.hour >= $4::bigint"
-        "   AND h.hour < $5::bigint GROUP BY 1) u), '[]'),"
+        /* one account: one bucket */
+        "   AND h.hour < $5::bigint GROUP BY h.part, 1) u), '[]'),"
         "  'revenue_by_day', coalesce((SELECT json_agg(json_build_object("
         "   'day', to_char(day, 'YYYY-MM-DD'), 'currency', currency,"
         "   'amount', amount::text) ORDER BY day, currency) FROM"
@@ -320,8 +364,6 @@ enum meter_db_status
 meter_db_report_usage(PGconn *db, int64_t from, int64_t to, bool daily,
                       json_t **out, struct meter_err *e)
 {
-    if (meter_db_usage_whole(db, e) < 0)
-        return METER_DB_HARD;
     struct db_params p = {0};
     db_param_int64(&p, from / 3600);
     db_param_int64(&p, to / 3600);
@@ -344,16 +386,18 @@ meter_db_report_usage(PGconn *db, int64_t from, int64_t to, bool daily,
         "  'gib_hours', round(m / 3865470566400, 3)::text,"
         "  'storage_gib_hours', round(k / 3865470566400, 3)::text,"
         "  'egress_gb', round(x / 1e9, 3)::text) ORDER BY b), '[]'))"
-        /* By bucket and account first (a hash of a few thousand
-         * groups), then by bucket: a count(DISTINCT) beside the sums
-         * sorted every row (to disk, on a fleet-day). */
+        /* By account and hour or day first (a hash of a few thousand
+         * groups; on each shard), then by hour or day: a
+         * count(DISTINCT) beside the sums sorted every row (to disk, on
+         * a fleet-day). */
         " FROM (SELECT b, count(*) AS n, sum(s) AS s, sum(r) AS r,"
         "  sum(v) AS v, sum(m) AS m, sum(k) AS k, sum(x) AS x FROM"
         "  (SELECT h.hour / $3::int * $3::int AS b, h.account_pk,"
         "  sum(h.samples) AS s, sum(h.running_s) AS r, sum(h.vcpu_s) AS v,"
         "  sum(h.mem_byte_s) AS m, sum(h.disk_byte_s) AS k,"
-        "  sum(h.egress_bytes) AS x FROM usage_hourly_totals h"
-        "  WHERE h.hour >= $1::bigint AND h.hour < $2::bigint GROUP BY 1, 2)"
+        "  sum(h.egress_bytes) AS x FROM fleet_hourly_totals h"
+        "  WHERE h.hour >= $1::bigint AND h.hour < $2::bigint"
+        "  GROUP BY h.part, 2, 1)"
         "  per GROUP BY 1) u",
         p.n, p.v, out, e);
 }

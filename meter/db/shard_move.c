@@ -585,6 +585,25 @@ take_attempt(PGconn *db, void *arg, struct meter_err *e)
     return st < 0 ? st : METER_DB_NONE;
 }
 
+/* Step 4, in the catalog: the map names the target, and the reports'
+ * foreign partitions follow it (fleet.c), in one transaction. ROWS if
+ * the map gave the bucket to the source. */
+static enum meter_db_status
+map_attempt(PGconn *db, void *arg, struct meter_err *e)
+{
+    const char *const *w = arg; /* bucket, to, from */
+    enum meter_db_status st =
+        run(db, "cannot switch the map",
+            "UPDATE shard_buckets SET shard_id = $2::int, epoch = epoch + 1"
+            " WHERE bucket = $1::int AND shard_id = $3::int RETURNING bucket",
+            3, w, NULL, e);
+    if (st == METER_DB_NONE)
+        return METER_DB_ABORT;
+    if (st > 0 && meter_db_fleet_sync(db, e) < 0)
+        st = METER_DB_HARD;
+    return st;
+}
+
 /* Step 4: the source lets go of fence number f (-1: it has already),
  * the target takes, the map switches. */
 static int
@@ -630,11 +649,9 @@ switch_over(struct move *m, int64_t f, struct meter_err *e)
     snprintf(from, sizeof(from), "%d", m->from);
     snprintf(to, sizeof(to), "%d", m->to);
     const char *w[] = {m->b, to, from};
-    st = run(m->catalog, "cannot switch the map",
-             "UPDATE shard_buckets SET shard_id = $2::int, epoch = epoch + 1"
-             " WHERE bucket = $1::int AND shard_id = $3::int RETURNING bucket",
-             3, w, NULL, e);
-    if (st == METER_DB_NONE)
+    st =
+        meter_db_transaction(m->catalog, "BEGIN", 3, map_attempt, (void *)w, e);
+    if (st == METER_DB_ABORT)
         return meter_fail(e,
                           "the map no longer gives bucket %d to shard '%s': "
                           "another move?",

@@ -615,6 +615,9 @@ meter_db_shard_add(PGconn *catalog, const char *name, const char *conninfo,
                        " SELECT coalesce(max(shard_id), 0) + 1, $1, $2"
                        " FROM shards",
                        2, v, NULL, NULL, NULL, e);
+    /* The reports' foreign servers (fleet.c). */
+    if (st >= 0 && meter_db_fleet_sync(catalog, e) < 0)
+        st = METER_DB_HARD;
     return st < 0 ? st : METER_DB_ROWS;
 }
 

@@ -113,6 +113,8 @@ static const char *const usage_text[] = {
     "                             shards left prepared by a meterd gone:\n"
     "                             committed if decided, else rolled back\n"
     "                             once S seconds old (default 60)\n"
+    "  shard sync                 build the reports' foreign tables for\n"
+    "                             the shard map now (a report would)\n"
     "  help                       show this text\n"
     "\n"
     "options:\n"

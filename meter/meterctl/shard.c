@@ -5,7 +5,9 @@
  * meterd will reach it; `resolve` settles the parts of batches a meterd
  * left prepared, as meterd's background thread does every
  * --merge-every seconds; `move` moves a bucket of accounts to another
- * shard while meterd stores its usage (meter_db_shard_move).
+ * shard while meterd stores its usage (meter_db_shard_move); `sync`
+ * builds the reports' foreign partitions for the map now, rather than at
+ * the next report.
  */
 #include "ctl_int.h"
 
@@ -157,12 +159,30 @@ shard_move(struct ctl *ctl, int argc, char **argv)
     return rc;
 }
 
+static int
+shard_sync(struct ctl *ctl, int argc, char **argv)
+{
+    if (argc > 1)
+        return ctl_usage_error("shard sync: unexpected argument '%s'", argv[1]);
+    PGconn *db = ctl_connect(ctl);
+    if (!db)
+        return CTL_FAILED;
+    struct meter_err e = {{0}};
+    int rc = 0;
+    if (meter_db_fleet_sync(db, &e) < 0)
+        rc = ctl_failed(&e);
+    else
+        printf("the reports read the shards of the map\n");
+    PQfinish(db);
+    return rc;
+}
+
 int
 ctl_shard(struct ctl *ctl, int argc, char **argv)
 {
     if (argc < 2)
         return ctl_usage_error(
-            "shard needs a subcommand: list, add, move, resolve");
+            "shard needs a subcommand: list, add, move, resolve, sync");
     if (strcmp(argv[1], "list") == 0)
         return shard_list(ctl, argc - 1, argv + 1);
     if (strcmp(argv[1], "add") == 0)
@@ -171,5 +191,7 @@ ctl_shard(struct ctl *ctl, int argc, char **argv)
         return shard_resolve(ctl, argc - 1, argv + 1);
     if (strcmp(argv[1], "move") == 0)
         return shard_move(ctl, argc - 1, argv + 1);
+    if (strcmp(argv[1], "sync") == 0)
+        return shard_sync(ctl, argc - 1, argv + 1);
     return ctl_usage_error("unknown shard subcommand '%s'", argv[1]);
 }
