@@ -822,7 +822,8 @@ test_move(struct fixture *f)
                         .lock = meter_db_connect(dst_conninfo, &e)};
     CHECK(g.lock != NULL);
     CHECK(meter_db_shard_move(f->cat, (int)bucket, bucket < 32 ? "two" : "one",
-                              NULL, 60, lagging_note, &g, &e) == METER_DB_NONE);
+                              NULL, 60, false, lagging_note, &g,
+                              &e) == METER_DB_NONE);
     if (e.msg[0])
         fprintf(stderr, "move: %s\n", e.msg);
     CHECK(g.started);
@@ -900,7 +901,7 @@ test_move_resumed(struct fixture *f)
         PGconn *to = on_one ? f->s2 : f->s1, *from = on_one ? f->s1 : f->s2;
         const char *target = on_one ? "two" : "one";
         struct meter_err e = {{0}};
-        CHECK(meter_db_shard_move(f->cat, (int)bucket, target, NULL, 60,
+        CHECK(meter_db_shard_move(f->cat, (int)bucket, target, NULL, 60, false,
                                   stop_note, (void *)stops[k],
                                   &e) == METER_DB_HARD);
         CHECK(strstr(e.msg, "stopped after: ") != NULL);
@@ -916,8 +917,8 @@ test_move_resumed(struct fixture *f)
             total += (long)n;
         }
         e.msg[0] = '\0';
-        CHECK(meter_db_shard_move(f->cat, (int)bucket, target, NULL, 60, NULL,
-                                  NULL, &e) == METER_DB_NONE);
+        CHECK(meter_db_shard_move(f->cat, (int)bucket, target, NULL, 60, false,
+                                  NULL, NULL, &e) == METER_DB_NONE);
         if (e.msg[0])
             fprintf(stderr, "move again: %s\n", e.msg);
         snprintf(q, sizeof(q),
@@ -937,6 +938,35 @@ test_move_resumed(struct fixture *f)
                  bucket);
         CHECK(testdb_count(to, q) == 1 && testdb_count(from, q) == 0);
     }
+    /* Called off once fenced: the source keeps the bucket, whole and
+     * taking batches; nothing of the move is left; a move done is not
+     * called off. */
+    snprintf(q, sizeof(q),
+             "SELECT shard_id FROM shard_buckets WHERE bucket = %ld", bucket);
+    bool on_one = testdb_count(f->cat, q) == 1;
+    PGconn *here = on_one ? f->s1 : f->s2, *there = on_one ? f->s2 : f->s1;
+    const char *target = on_one ? "two" : "one";
+    struct meter_err e = {{0}};
+    CHECK(meter_db_shard_move(f->cat, (int)bucket, target, NULL, 60, false,
+                              stop_note, (void *)"fenced",
+                              &e) == METER_DB_HARD);
+    CHECK(meter_db_shard_move(f->cat, (int)bucket, target, NULL, 60, true, NULL,
+                              NULL, &e) == METER_DB_NONE);
+    size_t n = in_bucket(f, s, bucket, JAN + 31000);
+    struct meter_ingest_result res;
+    CHECK(routed(f->cat, &p, s, n, &res) == METER_INGEST_OK &&
+          res.accepted == n);
+    total += (long)n;
+    snprintf(q, sizeof(q),
+             "SELECT coalesce(sum(samples), 0) FROM usage_hourly_totals"
+             " WHERE meter_bucket(account_pk) = %ld",
+             bucket);
+    CHECK(testdb_count(here, q) == total);
+    CHECK(testdb_count(there, q) == 0);
+    CHECK(leftovers(f->s1) == 0 && leftovers(f->s2) == 0);
+    CHECK(meter_db_shard_move(f->cat, (int)bucket, on_one ? "one" : "two", NULL,
+                              60, true, NULL, NULL, &e) == METER_DB_HARD);
+    CHECK(strstr(e.msg, "the move is done") != NULL);
     proc_free(&p);
     free(s);
 }

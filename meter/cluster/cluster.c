@@ -623,8 +623,12 @@ prepare(struct meter_cluster *c, struct meter_err *e)
               * at most a connection. */
              "max_prepared_transactions = 100\n"
              /* A bucket moves to another shard by logical replication
-              * (meterctl shard move): every database may be a source. */
-             "wal_level = logical\n",
+              * (meterctl shard move): every database may be a source.
+              * A move left half done must not fill the disk with the
+              * WAL its slot keeps: past this the slot is lost, and the
+              * move, run again, copies afresh. */
+             "wal_level = logical\n"
+             "max_slot_wal_keep_size = 16GB\n",
              sock, (unsigned long long)shared_buffers_mb());
     snprintf(path, sizeof(path), "%s/meter.conf", c->datadir);
     return write_file(c, path, conf, "w", e);

@@ -511,12 +511,15 @@ typedef bool meter_move_note(void *arg, const char *line);
  * role user (NULL: the catalog connection's), which must be able to
  * publish, subscribe and take a table's lock: their owner, a superuser
  * on PostgreSQL 15. Waits at most copy_s seconds for the copy. A move
- * cut short is finished by running it again. note, if not NULL, gets
- * its progress. HARD naming what failed. */
+ * cut short is finished by running it again; with abort, called off
+ * instead (until the map names the target): the source keeps the
+ * bucket, the target's copy is deleted. note, if not NULL, gets its
+ * progress. HARD naming what failed. */
 enum meter_db_status meter_db_shard_move(PGconn *catalog, int bucket,
                                          const char *target, const char *user,
-                                         int copy_s, meter_move_note *note,
-                                         void *arg, struct meter_err *e);
+                                         int copy_s, bool abort,
+                                         meter_move_note *note, void *arg,
+                                         struct meter_err *e);
 
 /* Builds the catalog's relations that the reports read over every
  * shard (fleet_hourly_totals and fleet_hourly, migration 0018) for the

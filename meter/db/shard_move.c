@@ -850,10 +850,54 @@ move(struct move *m, struct meter_err *e)
     return clean(m, e);
 }
 
+/* Calls the move off where it stands, before the map names the target:
+ * the source holds the bucket, unfenced; the replication and the
+ * target's copy are gone. */
+static int
+call_off(struct move *m, struct meter_err *e)
+{
+    struct state s;
+    const char *v[] = {m->b};
+    if (source_state(m, &s, e) < 0)
+        return -1;
+    if (s.target[0] && strcmp(s.target, m->to_name) != 0)
+        return meter_fail(e, "bucket %d is moving to shard '%s', not '%s'",
+                          m->bucket, s.target, m->to_name);
+    /* Cut short in its switch: the source let go, the target may hold. */
+    if (!s.held && (run(m->dst, "cannot give the bucket back",
+                        "DELETE FROM bucket_holds WHERE bucket = $1::int", 1, v,
+                        NULL, e) < 0 ||
+                    run(m->src, "cannot give the bucket back",
+                        "INSERT INTO bucket_holds (bucket) VALUES ($1::int)", 1,
+                        v, NULL, e) < 0))
+        return -1;
+    if (s.moving && unfence(m, -1, e) < 0)
+        return -1;
+    int64_t rows = 0;
+    if (run(m->dst, "cannot drop the move's subscription",
+            "SELECT meter_move_unsubscribe($1::int)", 1, v, NULL, e) < 0 ||
+        drop_slot(m, e) < 0 ||
+        run(m->src, "cannot drop the bucket's publications",
+            "SELECT meter_move_unpublish($1::int)", 1, v, NULL, e) < 0 ||
+        run(m->dst, "cannot end the move on the target",
+            "DELETE FROM bucket_moves WHERE bucket = $1::int", 1, v, NULL,
+            e) < 0 ||
+        clean_bucket(m, m->dst, m->to == 0, true, &rows, e) < 0 ||
+        run(m->src, "cannot end the move on the source",
+            "DELETE FROM bucket_moves WHERE bucket = $1::int", 1, v, NULL,
+            e) < 0)
+        return -1;
+    (void)say(m, e,
+              "the move of bucket %d to shard '%s' is called off: it stays on "
+              "shard '%s'; %" PRId64 " rows of its copy deleted",
+              m->bucket, m->to_name, m->from_name, rows);
+    return 0;
+}
+
 enum meter_db_status
 meter_db_shard_move(PGconn *catalog, int bucket, const char *target,
-                    const char *user, int copy_s, meter_move_note *note,
-                    void *arg, struct meter_err *e)
+                    const char *user, int copy_s, bool abort,
+                    meter_move_note *note, void *arg, struct meter_err *e)
 {
     if (bucket < 0 || bucket >= METER_BUCKETS)
         return db_hard(e, "bucket %d is not one of 0-%d", bucket,
@@ -905,7 +949,12 @@ meter_db_shard_move(PGconn *catalog, int bucket, const char *target,
         return db_hard(e, "another shard move of bucket %d is running", bucket);
     }
     int rc;
-    if (m.from == m.to) {
+    if (m.from == m.to && abort) {
+        rc = meter_fail(e,
+                        "bucket %d is on shard '%s' already: the move is "
+                        "done (move it back instead)",
+                        bucket, target);
+    } else if (m.from == m.to) {
         m.dst = admin_connect(
             &m, PQgetisnull(r, 0, 4) ? NULL : PQgetvalue(r, 0, 4), target, e);
         rc = m.dst ? finish_elsewhere(&m, e) : -1;
@@ -918,7 +967,7 @@ meter_db_shard_move(PGconn *catalog, int bucket, const char *target,
                           &m, PQgetisnull(r, 0, 4) ? NULL : PQgetvalue(r, 0, 4),
                           target, e)
                     : NULL;
-        rc = m.dst ? move(&m, e) : -1;
+        rc = !m.dst ? -1 : abort ? call_off(&m, e) : move(&m, e);
     }
     PQclear(r);
     PQfinish(m.src);

@@ -123,15 +123,19 @@ shard_move(struct ctl *ctl, int argc, char **argv)
     static const struct option opts[] = {
         {"user", required_argument, NULL, 'u'},
         {"copy-timeout", required_argument, NULL, 't'},
+        {"abort", no_argument, NULL, 'a'},
         {NULL, 0, NULL, 0},
     };
     const char *user = NULL;
+    bool abort = false;
     uint64_t copy_s = 3600, bucket;
     int opt;
     ctl_getopt_reset();
     while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (opt == 'u')
             user = optarg;
+        else if (opt == 'a')
+            abort = true;
         else if (opt != 't')
             return ctl_bad_option("shard move", argv);
         else if (meter_parse_uint(optarg, 1, 86400 * 7, &copy_s) < 0)
@@ -153,7 +157,7 @@ shard_move(struct ctl *ctl, int argc, char **argv)
     struct meter_err e = {{0}};
     int rc = 0;
     if (meter_db_shard_move(db, (int)bucket, argv[optind + 1], user,
-                            (int)copy_s, move_note, NULL, &e) < 0)
+                            (int)copy_s, abort, move_note, NULL, &e) < 0)
         rc = ctl_failed(&e);
     PQfinish(db);
     return rc;
