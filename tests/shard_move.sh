@@ -9,7 +9,7 @@
 # rollups; every batch acknowledged, none a conflict; nothing of the
 # moves left (marks, publications, slots, subscriptions, the old copy);
 # the moved accounts' new sandboxes stored with keys of their own; and
-# the errors of shard move.
+# the errors of shard move (its --abort: test_shards calls a move off).
 . "$(dirname "$0")/lib.sh"
 for tool in curl psql; do
     command -v $tool >/dev/null || { fail "$tool not found"; finish; exit; }
@@ -173,4 +173,6 @@ expect_status 1 "$METERCTL" --db "$cat_db" shard move 3 nine
 contains "$err" "no shard is named 'nine'" "an unknown shard"
 expect_status 0 "$METERCTL" --db "$cat_db" shard move "$bucket" $src
 contains "$out" "bucket $bucket is on shard '$src' already" "a bucket where it is"
+expect_status 1 "$METERCTL" --db "$cat_db" shard move --abort "$bucket" $src
+contains "$err" "bucket $bucket is on shard '$src' already: the move is done" "a move done is not called off"
 finish
