@@ -23,8 +23,10 @@
  *    the source's copy deleted, a few accounts a transaction.
  *
  * Every step can run again: a move cut short is finished by running it
- * again. A target that does not catch up in time gets the fence lifted
- * (the copy goes on, and a new run fences again).
+ * again, or called off (call_off) until the map names the target. A
+ * target that does not catch up in time gets the fence lifted (the copy
+ * goes on, and a new run fences again). One run of a bucket's move at a
+ * time: each holds a session lock on the catalog.
  */
 #include "db_int.h"
 
@@ -35,7 +37,7 @@
 #include <string.h>
 #include <time.h>
 
-/* The fence's lock (bucket_check, 0017) and the merges' (usage_merge.c). */
+/* The fence's lock: bucket_check (0017) takes it shared. */
 #define FENCE_LOCK "7243613"
 /* How long the target may take to catch up with a fence, in seconds. */
 #define CATCH_UP_S 30
