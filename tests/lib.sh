@@ -217,3 +217,42 @@ db_crash() {
     done
     fail "the postmaster does not end after SIGQUIT"
 }
+
+# shard_clusters: a catalog and two shards for the shard tests, each an
+# embedded cluster in its own directory under $tmp (cat, s1, s2), their
+# owner's conninfo in $cat_db, $s1_db, $s2_db and the worker's in
+# $cat_wdb...; the current directory $tmp from then on. Processes put
+# in pids are killed, and the clusters destroyed, at exit. Skips (77)
+# if a cluster cannot start, but under CI.
+shard_clusters() {
+    top=$(pwd)
+    tmp=$(mktemp -d)
+    pids=()
+    trap shard_clusters_cleanup EXIT
+    unset METER_DATABASE_URL METER_OWNER_DATABASE_URL
+    export PGOPTIONS='-c client_min_messages=warning'
+    local c
+    for c in cat s1 s2; do
+        mkdir -p "$tmp/$c"
+        (cd "$tmp/$c" && "$METERCTL" db start >db.log 2>&1) ||
+            { echo "cannot start cluster $c: $(tail -n 3 "$tmp/$c/db.log")" >&2
+              [ "${CI:-}" = true ] && exit 1; exit 77; }
+        eval "${c}_db=\"\$(cd "$tmp/$c" && "$METERCTL" db url)\""
+        eval "${c}_wdb=\"\$(cd "$tmp/$c" && "$METERCTL" db url --worker)\""
+    done
+    cd "$tmp" || exit 1
+}
+shard_clusters_cleanup() {
+    local p c
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+    for c in cat s1 s2; do (cd "$tmp/$c" 2>/dev/null && "$METERCTL" db destroy --yes >/dev/null 2>&1); done
+    cd "$top" && rm -rf "$tmp"
+}
+# shard_split: the map gives buckets 0-31 to shard 1, 32-63 to shard 2,
+# the catalog none; each shard holds its own.
+shard_split() {
+    psql "$cat_db" -XAtq -c "UPDATE shard_buckets SET shard_id = CASE WHEN bucket < 32 THEN 1 ELSE 2 END, epoch = epoch + 1" \
+        -c "DELETE FROM bucket_holds" || fail "the map"
+    psql "$s1_db" -XAtq -c "INSERT INTO bucket_holds SELECT generate_series(0, 31)" || fail "shard 1's buckets"
+    psql "$s2_db" -XAtq -c "INSERT INTO bucket_holds SELECT generate_series(32, 63)" || fail "shard 2's buckets"
+}

@@ -14,35 +14,13 @@
 for tool in curl psql; do
     command -v $tool >/dev/null || { fail "$tool not found"; finish; exit; }
 done
-top=$(pwd)
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-    for c in cat s1 s2; do (cd "$tmp/$c" 2>/dev/null && "$METERCTL" db destroy --yes >/dev/null 2>&1); done
-    cd "$top" && rm -rf "$tmp"
-}
-trap cleanup EXIT
-unset METER_DATABASE_URL METER_OWNER_DATABASE_URL
-export PGOPTIONS='-c client_min_messages=warning'
-for c in cat s1 s2; do
-    mkdir -p "$tmp/$c"
-    (cd "$tmp/$c" && "$METERCTL" db start >db.log 2>&1) ||
-        { echo "cannot start cluster $c: $(tail -n 3 "$tmp/$c/db.log")" >&2
-          [ "${CI:-}" = true ] && exit 1; exit 77; }
-    eval "${c}_db=\"\$(cd "$tmp/$c" && "$METERCTL" db url)\""
-    eval "${c}_wdb=\"\$(cd "$tmp/$c" && "$METERCTL" db url --worker)\""
-done
-cd "$tmp" || exit 1
+shard_clusters
 for d in "$cat_db" "$s1_db" "$s2_db"; do
     "$METERCTL" --db "$d" migrate >/dev/null || fail "migrate $d"
 done
 expect_status 0 "$METERCTL" --db "$cat_wdb" shard add one "$s1_wdb"
 expect_status 0 "$METERCTL" --db "$cat_wdb" shard add two "$s2_wdb"
-psql "$cat_db" -XAtq -c "UPDATE shard_buckets SET shard_id = CASE WHEN bucket < 32 THEN 1 ELSE 2 END, epoch = epoch + 1" \
-    -c "DELETE FROM bucket_holds" || fail "the map"
-psql "$s1_db" -XAtq -c "INSERT INTO bucket_holds SELECT generate_series(0, 31)" || fail "shard one's buckets"
-psql "$s2_db" -XAtq -c "INSERT INTO bucket_holds SELECT generate_series(32, 63)" || fail "shard two's buckets"
+shard_split
 
 HOST=$("$METERCTL" --db "$cat_wdb" keys create --role host --name h 2>/dev/null)
 run_meterd() { # PORT

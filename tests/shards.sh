@@ -15,27 +15,7 @@
 for tool in curl psql; do
     command -v $tool >/dev/null || { fail "$tool not found"; finish; exit; }
 done
-top=$(pwd)
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
-    for c in cat s1 s2; do (cd "$tmp/$c" 2>/dev/null && "$METERCTL" db destroy --yes >/dev/null 2>&1); done
-    cd "$top" && rm -rf "$tmp"
-}
-trap cleanup EXIT
-unset METER_DATABASE_URL
-export PGOPTIONS='-c client_min_messages=warning'
-# Each cluster in its own directory: owner ($c_db) and worker ($c_wdb).
-for c in cat s1 s2; do
-    mkdir -p "$tmp/$c"
-    (cd "$tmp/$c" && "$METERCTL" db start >db.log 2>&1) ||
-        { echo "cannot start cluster $c: $(tail -n 3 "$tmp/$c/db.log")" >&2
-          [ "${CI:-}" = true ] && exit 1; exit 77; }
-    eval "${c}_db=\"\$(cd "$tmp/$c" && "$METERCTL" db url)\""
-    eval "${c}_wdb=\"\$(cd "$tmp/$c" && "$METERCTL" db url --worker)\""
-done
-cd "$tmp" || exit 1
+shard_clusters
 one_db="$cat_db dbname=single" one_wdb="$cat_wdb dbname=single"
 psql "$cat_db" -XAtq -c "CREATE DATABASE single" || fail "create the single server's database"
 for d in "$cat_db" "$s1_db" "$s2_db" "$one_db"; do
@@ -51,10 +31,7 @@ expect_status 2 "$METERCTL" --db "$cat_wdb" shard add Bad "$s1_wdb"
 contains "$err" "NAME 'Bad'" "a bad shard name"
 expect_status 1 "$METERCTL" --db "$cat_wdb" shard add four "host=/nonexistent dbname=x"
 contains "$err" "cannot reach shard 'four'" "an unreachable shard"
-psql "$cat_db" -XAtq -c "UPDATE shard_buckets SET shard_id = CASE WHEN bucket < 32 THEN 1 ELSE 2 END, epoch = epoch + 1" \
-    -c "DELETE FROM bucket_holds" || fail "the map"
-psql "$s1_db" -XAtq -c "INSERT INTO bucket_holds SELECT generate_series(0, 31)" || fail "shard 1's buckets"
-psql "$s2_db" -XAtq -c "INSERT INTO bucket_holds SELECT generate_series(32, 63)" || fail "shard 2's buckets"
+shard_split
 expect_status 0 "$METERCTL" --db "$cat_wdb" shard list
 contains "$out" "one                       32" "shard list: one holds 32 buckets"
 contains "$out" "local                      0  (the catalog's database)" "shard list: the catalog holds none"
