@@ -723,12 +723,14 @@ finish_elsewhere(struct move *m, struct meter_err *e)
             rc = -1;
         } else if (mine >= 0) {
             int32_t id;
-            if (db_get_int32(r, i, 0, &id, e) < 0)
+            if (db_get_int32(r, i, 0, &id, e) < 0) {
                 rc = -1;
-            m->src = c;
-            c = NULL;
-            m->from = id;
-            snprintf(m->from_name, sizeof(m->from_name), "%s", name);
+            } else {
+                m->src = c;
+                c = NULL;
+                m->from = id;
+                snprintf(m->from_name, sizeof(m->from_name), "%s", name);
+            }
         }
         PQfinish(c);
     }
