@@ -661,29 +661,51 @@ switch_over(struct move *m, int64_t f, struct meter_err *e)
     return st < 0 ? -1 : 0;
 }
 
+/* The move's replication dropped: the target's subscription, the
+ * source's slot and publications. */
+static int
+unreplicate(struct move *m, struct meter_err *e)
+{
+    const char *v[] = {m->b};
+    return run(m->dst, "cannot drop the move's subscription",
+               "SELECT meter_move_unsubscribe($1::int)", 1, v, NULL, e) < 0 ||
+                   drop_slot(m, e) < 0 ||
+                   run(m->src, "cannot drop the bucket's publications",
+                       "SELECT meter_move_unpublish($1::int)", 1, v, NULL,
+                       e) < 0
+               ? -1
+               : 0;
+}
+
+/* The move's marks gone from both sides, and the bucket's rows from
+ * side db (the source's old copy, or the target's copy called off:
+ * clean_bucket's keep_accounts and thorough), counted into *rows. The
+ * source's mark goes last: until then its merges leave the bucket be. */
+static int
+unmark(struct move *m, PGconn *db, bool keep_accounts, bool thorough,
+       int64_t *rows, struct meter_err *e)
+{
+    const char *v[] = {m->b};
+    return run(m->dst, "cannot end the move on the target",
+               "DELETE FROM bucket_moves WHERE bucket = $1::int", 1, v, NULL,
+               e) < 0 ||
+                   clean_bucket(m, db, keep_accounts, thorough, rows, e) < 0 ||
+                   run(m->src, "cannot end the move on the source",
+                       "DELETE FROM bucket_moves WHERE bucket = $1::int", 1, v,
+                       NULL, e) < 0
+               ? -1
+               : 0;
+}
+
 /* Step 5: the replication dropped, then the source's copy. */
 static int
 clean(struct move *m, struct meter_err *e)
 {
-    const char *v[] = {m->b};
     double t0 = now_s();
-    if (run(m->dst, "cannot drop the move's subscription",
-            "SELECT meter_move_unsubscribe($1::int)", 1, v, NULL, e) < 0)
-        return -1;
-    if (drop_slot(m, e) < 0)
-        return -1;
-    if (say(m, e, "replication dropped in %.1f s", now_s() - t0) < 0)
-        return -1;
     int64_t rows = 0;
-    if (run(m->src, "cannot drop the bucket's publications",
-            "SELECT meter_move_unpublish($1::int)", 1, v, NULL, e) < 0 ||
-        run(m->dst, "cannot end the move on the target",
-            "DELETE FROM bucket_moves WHERE bucket = $1::int", 1, v, NULL,
-            e) < 0 ||
-        clean_bucket(m, m->src, m->from == 0, false, &rows, e) < 0 ||
-        run(m->src, "cannot end the move on the source",
-            "DELETE FROM bucket_moves WHERE bucket = $1::int", 1, v, NULL,
-            e) < 0)
+    if (unreplicate(m, e) < 0 ||
+        say(m, e, "replication dropped in %.1f s", now_s() - t0) < 0 ||
+        unmark(m, m->src, m->from == 0, false, &rows, e) < 0)
         return -1;
     (void)say(m, e,
               "deleted the %" PRId64
@@ -878,18 +900,8 @@ call_off(struct move *m, struct meter_err *e)
     if (s.moving && unfence(m, -1, e) < 0)
         return -1;
     int64_t rows = 0;
-    if (run(m->dst, "cannot drop the move's subscription",
-            "SELECT meter_move_unsubscribe($1::int)", 1, v, NULL, e) < 0 ||
-        drop_slot(m, e) < 0 ||
-        run(m->src, "cannot drop the bucket's publications",
-            "SELECT meter_move_unpublish($1::int)", 1, v, NULL, e) < 0 ||
-        run(m->dst, "cannot end the move on the target",
-            "DELETE FROM bucket_moves WHERE bucket = $1::int", 1, v, NULL,
-            e) < 0 ||
-        clean_bucket(m, m->dst, m->to == 0, true, &rows, e) < 0 ||
-        run(m->src, "cannot end the move on the source",
-            "DELETE FROM bucket_moves WHERE bucket = $1::int", 1, v, NULL,
-            e) < 0)
+    if (unreplicate(m, e) < 0 ||
+        unmark(m, m->dst, m->to == 0, true, &rows, e) < 0)
         return -1;
     (void)say(m, e,
               "the move of bucket %d to shard '%s' is called off: it stays on "
