@@ -2,9 +2,9 @@
 # A bucket of accounts moved to another shard while a fleet is pushed
 # (issue 24, docs/scale.md "Moving a bucket"): a catalog and two shards,
 # each an embedded PostgreSQL cluster of its own (unix sockets), and two
-# meterd replicas. `meterctl shard move` takes the bucket of acct-0 from
-# shard one to shard two during a push, then back during a second push
-# of new sandboxes. Then: every generated second stored once, on the
+# meterd replicas, each sent every batch. `meterctl shard move` takes
+# the bucket of acct-0 from shard one to shard two during a push, then
+# back during a second push of new sandboxes. Then: every generated second stored once, on the
 # shard that holds its bucket, sample for sample and in the hourly
 # rollups; every batch acknowledged, none a conflict; nothing of the
 # moves left (marks, publications, slots, subscriptions, the old copy);
@@ -23,42 +23,44 @@ expect_status 0 "$METERCTL" --db "$cat_wdb" shard add two "$s2_wdb"
 shard_split
 
 HOST=$("$METERCTL" --db "$cat_wdb" keys create --role host --name h 2>/dev/null)
-run_meterd() { # PORT
-    "$METERD" --listen 127.0.0.1:$1 --db "$cat_wdb" --threads 2 --merge-every 1 \
-        --pack-after 1 --log-level warn >>meterd-$1.log 2>&1 &
-    pids+=($!)
-    for i in $(seq 1 100); do
-        curl -sf "http://127.0.0.1:$1/readyz" >/dev/null && return
-        sleep 0.1
-    done
-    fail "meterd on $1 did not start: $(tail -n 3 meterd-$1.log)"
-}
-base=$((20000 + (RANDOM ^ $$) % 30000))
-run_meterd $base
-run_meterd $((base + 1))
+for r in a b; do
+    start_meterd $r "$cat_wdb" --merge-every 1 --pack-after 1 --log-level warn || { finish; exit 1; }
+done
 
 # Hours that ended: meterd merges and packs them as they come, so the
 # moves meet merges and packs under way.
 from=$(($(date -u +%s) / 3600 * 3600 - 4 * 3600))
-# push NAME SEED START: a fleet of 8 accounts for an hour, over both
-# replicas (each half the sandboxes), slowed so that a move lands
-# mid-push; what it sends is in NAME.ndjson.
+# push NAME SEED START: a fleet of 8 accounts for an hour, each batch
+# sent to both replicas at once (the one whose map is stale after a
+# move is refused by the shard and reads it again), slowed so that a
+# move lands mid-push; what it sends is in NAME.ndjson.
 push() {
-    local fleet="--sandboxes 24 --accounts 8 --seconds 3600 --start $3 --seed $2"
+    local fleet="--sandboxes 24 --accounts 8 --seconds 3600 --start $3 --seed $2" r
     "$METERCTL" gen $fleet >"$1.ndjson" || fail "$1: gen"
-    "$METERCTL" gen $fleet --batch-seconds 20 --rate 2500 --retry-for 60 \
-        --push "http://127.0.0.1:$base" --token "$HOST" 2>"$1.push" &
-    pushing=$!
+    pushing=()
+    for r in a b; do
+        eval "url=\$url_$r"
+        "$METERCTL" gen $fleet --batch-seconds 20 --rate 2500 --retry-for 60 \
+            --push "$url" --token "$HOST" 2>"$1.$r.push" &
+        pushing+=($!)
+    done
 }
-said() { sed -n "s/.* \([0-9]*\) $2[,;].*/\1/p" "$1.push"; }
-pushed() { # NAME: every batch acknowledged, each sample accepted once
-    wait $pushing || fail "$1: the push failed: $(tail -n 3 "$1.push")"
-    local n
-    n=$(sed -n 's/.*pushed \([0-9]*\) samples.*/\1/p' "$1.push")
+said() { sed -n "s/.* \([0-9]*\) $2[,;].*/\1/p" "$1"; }
+pushed() { # NAME: every batch acknowledged by both, each sample accepted once
+    local n r p
+    for p in "${pushing[@]}"; do
+        wait "$p" || fail "$1: a push failed: $(tail -n 3 "$1".*.push)"
+    done
+    n=$(wc -l <"$1.ndjson")
     checks=$((checks + 1))
-    [ "$n" = "$(wc -l <"$1.ndjson")" ] && [ "$(said "$1" accepted)" = "$n" ] &&
-        [ "$(said "$1" conflicts)" = 0 ] ||
-        fail "$1: $(wc -l <"$1.ndjson") generated, ${n:-none} acknowledged: $(tail -n 1 "$1.push")"
+    for r in a b; do
+        [ "$(sed -n 's/.*pushed \([0-9]*\) samples.*/\1/p' "$1.$r.push")" = "$n" ] &&
+            [ "$(said "$1.$r.push" conflicts)" = 0 ] ||
+            fail "$1: $n generated, replica $r: $(tail -n 1 "$1.$r.push")"
+    done
+    [ $(($(said "$1.a.push" accepted) + $(said "$1.b.push" accepted))) = "$n" ] &&
+        [ $(($(said "$1.a.push" duplicates) + $(said "$1.b.push" duplicates))) = "$n" ] ||
+        fail "$1: $n generated; accepted $(said "$1.a.push" accepted) + $(said "$1.b.push" accepted), duplicates $(said "$1.a.push" duplicates) + $(said "$1.b.push" duplicates)"
 }
 # moved NAME BUCKET SHARD: shard move, which must finish and say how
 # long the bucket's batches waited.
@@ -84,7 +86,7 @@ else src=two dst=one src_db=$s2_db dst_db=$s1_db; fi
 sleep 2
 moved first "$bucket" $dst
 checks=$((checks + 1))
-kill -0 $pushing 2>/dev/null || fail "first: the push ended before the move: slow it down"
+kill -0 "${pushing[0]}" 2>/dev/null || fail "first: the push ended before the move: slow it down"
 pushed first
 
 # Back, during a push of new sandboxes (another seed): their keys on the

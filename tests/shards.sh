@@ -39,30 +39,19 @@ contains "$out" "local                      0  (the catalog's database)" "shard 
 HOST=$("$METERCTL" --db "$cat_wdb" keys create --role host --name h 2>/dev/null)
 FIN=$("$METERCTL" --db "$cat_wdb" keys create --role finance --name f 2>/dev/null)
 ONE=$("$METERCTL" --db "$one_wdb" keys create --role host --name h 2>/dev/null)
-run_meterd() { # DB PORT
-    "$METERD" --listen 127.0.0.1:$2 --db "$1" --threads 2 --merge-every 1 \
-        --pack-after 1 --log-level warn >>meterd-$2.log 2>&1 &
-    pids+=($!)
-    for i in $(seq 1 100); do
-        curl -sf "http://127.0.0.1:$2/readyz" >/dev/null && return
-        sleep 0.1
-    done
-    fail "meterd on $2 did not start: $(tail -n 3 meterd-$2.log)"
-}
-base=$((20000 + (RANDOM ^ $$) % 30000))
-run_meterd "$cat_wdb" $base
-run_meterd "$cat_wdb" $((base + 1))
-run_meterd "$one_wdb" $((base + 2))
+for m in "a $cat_wdb" "b $cat_wdb" "one $one_wdb"; do
+    start_meterd ${m%% *} "${m#* }" --merge-every 1 --pack-after 1 --log-level warn || { finish; exit 1; }
+done
 
 # Two hours that ended an hour ago: packed once merged.
 from=$(($(date -u +%s) / 3600 * 3600 - 3 * 3600))
 fleet="--sandboxes 60 --accounts 30 --seconds 7200 --start $from --seed 11 --batch-seconds 60"
-push() { # PORT TOKEN OUT
-    "$METERCTL" gen $fleet --push "http://127.0.0.1:$1" --token "$2" --connections 2 2>"$3"
+push() { # URL TOKEN OUT
+    "$METERCTL" gen $fleet --push "$1" --token "$2" --connections 2 2>"$3"
 }
-push $base "$HOST" a.out & pa=$!
-push $((base + 1)) "$HOST" b.out & pb=$!
-push $((base + 2)) "$ONE" one.out || fail "push to the single server: $(cat one.out)"
+push "$url_a" "$HOST" a.out & pa=$!
+push "$url_b" "$HOST" b.out & pb=$!
+push "$url_one" "$ONE" one.out || fail "push to the single server: $(cat one.out)"
 wait $pa || fail "push to replica a: $(cat a.out)"
 wait $pb || fail "push to replica b: $(cat b.out)"
 said() { sed -n "s/.* \([0-9]*\) $2[,;].*/\1/p" "$1"; }
@@ -125,8 +114,8 @@ checks=$((checks + 1))
 FIN1=$("$METERCTL" --db "$one_wdb" keys create --role finance --name f 2>/dev/null)
 for a in acct-0 acct-7; do
     q="account=$a&from=$from&to=$((from + 7200))&granularity=hour"
-    curl -s -H "Authorization: Bearer $FIN" "http://127.0.0.1:$base/v1/usage?$q" >u-sharded.json
-    curl -s -H "Authorization: Bearer $FIN1" "http://127.0.0.1:$((base + 2))/v1/usage?$q" >u-one.json
+    curl -s -H "Authorization: Bearer $FIN" "$url_a/v1/usage?$q" >u-sharded.json
+    curl -s -H "Authorization: Bearer $FIN1" "$url_one/v1/usage?$q" >u-one.json
     checks=$((checks + 1))
     cmp -s u-sharded.json u-one.json && grep -q '"samples"' u-one.json ||
         fail "GET /v1/usage of $a over shards: $(head -c 300 u-sharded.json), one server: $(head -c 300 u-one.json)"
@@ -170,14 +159,14 @@ for q in "overview?period=$period" "accounts?period=$period&sort=revenue&order=d
     "usage?from=$(date -u -d @$from +%Y-%m-%dT%H:00:00Z)&to=$(date -u -d @$((from + 7200)) +%Y-%m-%dT%H:00:00Z)&granularity=hour" \
     "usage?from=$day&to=$(date -u -d "$day + 1 day" +%Y-%m-%d)" \
     "invoices?period=$period" "invoices?status=draft&account=acct-4"; do
-    code=$(curl -s -o r-sharded.json -w '%{http_code}' -H "Authorization: Bearer $FIN" "http://127.0.0.1:$base/v1/reports/$q")
-    curl -s -H "Authorization: Bearer $FIN1" "http://127.0.0.1:$((base + 2))/v1/reports/$q" >r-one.json
+    code=$(curl -s -o r-sharded.json -w '%{http_code}' -H "Authorization: Bearer $FIN" "$url_a/v1/reports/$q")
+    curl -s -H "Authorization: Bearer $FIN1" "$url_one/v1/reports/$q" >r-one.json
     checks=$((checks + 1))
     [ "$code" = 200 ] && [ "$(jq -S "$mask" r-sharded.json)" = "$(jq -S "$mask" r-one.json)" ] ||
         fail "GET /v1/reports/$q over shards ($code): $(jq -cS "$mask" r-sharded.json | head -c 400), one server: $(jq -cS "$mask" r-one.json | head -c 400)"
 done
 q="overview?period=$period"
-curl -s -H "Authorization: Bearer $FIN" "http://127.0.0.1:$base/v1/reports/$q" >r-sharded.json
+curl -s -H "Authorization: Bearer $FIN" "$url_a/v1/reports/$q" >r-sharded.json
 checks=$((checks + 1))
 [ "$(jq '[.ingested_per_minute[].samples] | add' r-sharded.json)" = "$pushed" ] ||
     fail "the overview over shards counts $(jq '[.ingested_per_minute[].samples] | add' r-sharded.json) samples ingested, want $pushed"
@@ -187,8 +176,8 @@ checks=$((checks + 1))
 unstamp() { sed -e 's|/v1/invoices/[0-9]*|/v1/invoices/N|g' -e 's|>[0-9]*</a></th>|>N</a></th>|g' -e 's/[0-9]\{4\}-[0-9][0-9]-[0-9][0-9]T[0-9:]*Z//g' -e 's/[0-9]\{4\}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]\(:[0-9][0-9]\)\{0,1\} UTC//g'; }
 for q in "overview?period=$period" "accounts?period=$period" "accounts/acct-3?period=$period" \
     "usage?from=$day&to=$(date -u -d "$day + 1 day" +%Y-%m-%d)&granularity=hour" "invoices?period=$period"; do
-    code=$(curl -s -o p-sharded.html -w '%{http_code}' -H "Authorization: Bearer $FIN" "http://127.0.0.1:$base/$q")
-    curl -s -H "Authorization: Bearer $FIN1" "http://127.0.0.1:$((base + 2))/$q" >p-one.html
+    code=$(curl -s -o p-sharded.html -w '%{http_code}' -H "Authorization: Bearer $FIN" "$url_a/$q")
+    curl -s -H "Authorization: Bearer $FIN1" "$url_one/$q" >p-one.html
     checks=$((checks + 1))
     [ "$code" = 200 ] && cmp -s <(unstamp <p-sharded.html | sort) <(unstamp <p-one.html | sort) ||
         fail "the page /$q over shards ($code) differs: $(diff <(unstamp <p-sharded.html | sort) <(unstamp <p-one.html | sort) | head -n 6)"
@@ -210,16 +199,16 @@ away() { # WHAT NAMED CURL-ARGS...: 503, Retry-After, shard two NAMED
         fail "$what, shard two down: HTTP $code, want 503 with Retry-After naming $named: $(head -c 300 away.json)"
 }
 q="from=$from&to=$((from + 7200))&granularity=hour"
-away "GET /v1/usage of $on2" "shard 2 'two'" "http://127.0.0.1:$base/v1/usage?account=$on2&$q"
+away "GET /v1/usage of $on2" "shard 2 'two'" "$url_a/v1/usage?account=$on2&$q"
 printf '{"period": "%s", "account": "%s"}' "$period" "$on2" >run-away.json
 away "POST /v1/invoices/run of $on2" "shard 2" -H "Content-Type: application/json" \
-    --data-binary @run-away.json "http://127.0.0.1:$base/v1/invoices/run"
+    --data-binary @run-away.json "$url_a/v1/invoices/run"
 checks=$((checks + 1))
-code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $FIN" "http://127.0.0.1:$base/v1/usage?account=$on1&$q")
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $FIN" "$url_a/v1/usage?account=$on1&$q")
 [ "$code" = 200 ] || fail "GET /v1/usage of $on1 on shard one, shard two down: HTTP $code"
 (cd "$tmp/s2" && "$METERCTL" db start >>db.log 2>&1) || fail "start shard two again"
 checks=$((checks + 1))
-code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $FIN" "http://127.0.0.1:$base/v1/usage?account=$on2&$q")
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $FIN" "$url_a/v1/usage?account=$on2&$q")
 [ "$code" = 200 ] || fail "GET /v1/usage of $on2, shard two back: HTTP $code"
 # ---- shard add: a database listed already under another conninfo ----
 # Told apart by what PostgreSQL says of it (system identifier, oid),
