@@ -27,20 +27,6 @@ struct fixture {
     PGconn *cat, *s1, *s2, *one;
 };
 
-static int
-sql_ok(PGconn *db, const char *sql)
-{
-    PGresult *r = PQexec(db, sql);
-    ExecStatusType st = PQresultStatus(r);
-    bool ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
-    if (!ok) {
-        fprintf(stderr, "%s: %s", sql, PQerrorMessage(db));
-        test_failures++;
-    }
-    PQclear(r);
-    return ok ? 0 : -1;
-}
-
 /* Seconds [from, from + n) of every sandbox of every account. */
 static size_t
 make_batch(struct meter_sample *s, int64_t from, int n)
@@ -81,12 +67,15 @@ fixture_up(struct fixture *f)
     /* Shards listed, the map still all the catalog's: no server. */
     CHECK(testdb_count(f->cat, "SELECT count(*) FROM pg_foreign_server") == 0);
     /* The map set by hand: the reports build the servers for it. */
-    sql_ok(f->cat, "UPDATE shard_buckets SET shard_id = CASE WHEN bucket < 16"
-                   " THEN 0 WHEN bucket < 32 THEN 1 ELSE 2 END,"
-                   " epoch = epoch + 1");
-    sql_ok(f->cat, "DELETE FROM bucket_holds WHERE bucket >= 16");
-    sql_ok(f->s1, "INSERT INTO bucket_holds SELECT generate_series(16, 31)");
-    sql_ok(f->s2, "INSERT INTO bucket_holds SELECT generate_series(32, 63)");
+    testdb_sql(f->cat,
+               "UPDATE shard_buckets SET shard_id = CASE WHEN bucket < 16"
+               " THEN 0 WHEN bucket < 32 THEN 1 ELSE 2 END,"
+               " epoch = epoch + 1");
+    testdb_sql(f->cat, "DELETE FROM bucket_holds WHERE bucket >= 16");
+    testdb_sql(f->s1,
+               "INSERT INTO bucket_holds SELECT generate_series(16, 31)");
+    testdb_sql(f->s2,
+               "INSERT INTO bucket_holds SELECT generate_series(32, 63)");
 
     size_t n = ACCOUNTS * SANDBOXES * SECONDS;
     struct meter_sample *s = malloc(n * sizeof(*s));
@@ -387,14 +376,15 @@ test_sync(struct fixture *f, int64_t now)
                                " 'fleet_hourly_totals'::regclass") == 3);
     /* Every bucket back in the catalog (its own rows then: shards 1 and
      * 2 as if emptied): views of its tables, no server. */
-    sql_ok(f->cat, "UPDATE shard_buckets SET shard_id = 0");
+    testdb_sql(f->cat, "UPDATE shard_buckets SET shard_id = 0");
     CHECK(meter_db_fleet_sync(f->cat, &e) == 0);
     CHECK(testdb_count(f->cat, servers) == 0);
     CHECK(testdb_count(f->cat, "SELECT count(*) FROM pg_views"
                                " WHERE viewname = 'fleet_hourly_totals'") == 1);
     /* Set back by hand: the next report builds them again. */
-    sql_ok(f->cat, "UPDATE shard_buckets SET shard_id = CASE WHEN bucket < 16"
-                   " THEN 0 WHEN bucket < 32 THEN 1 ELSE 2 END");
+    testdb_sql(f->cat,
+               "UPDATE shard_buckets SET shard_id = CASE WHEN bucket < 16"
+               " THEN 0 WHEN bucket < 32 THEN 1 ELSE 2 END");
     CHECK(fleet_samples(f->cat, now) == 2 * ACCOUNTS * SANDBOXES * SECONDS);
     CHECK(testdb_count(f->cat, servers) == 3);
 }

@@ -33,21 +33,6 @@ struct fixture {
     PGconn *cat, *s1, *s2, *one; /* the catalog, two shards, one server */
 };
 
-/* What test_failures counted before a step. */
-static int
-sql_ok(PGconn *db, const char *sql)
-{
-    PGresult *r = PQexec(db, sql);
-    ExecStatusType st = PQresultStatus(r);
-    bool ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
-    if (!ok) {
-        fprintf(stderr, "%s: %s", sql, PQerrorMessage(db));
-        test_failures++;
-    }
-    PQclear(r);
-    return ok ? 0 : -1;
-}
-
 /* The catalog holds no bucket; shard 1 holds 0-31, shard 2 32-63. */
 static void
 fixture_up(struct fixture *f)
@@ -64,11 +49,13 @@ fixture_up(struct fixture *f)
     /* Added again: a name is once, and a shard with usage is refused. */
     CHECK(meter_db_shard_add(f->cat, "one", f->s1_t.conninfo, &e) < 0);
     CHECK(testdb_count(f->s1, "SELECT count(*) FROM bucket_holds") == 0);
-    sql_ok(f->cat, "UPDATE shard_buckets SET shard_id = CASE WHEN bucket < 32"
-                   " THEN 1 ELSE 2 END, epoch = epoch + 1");
-    sql_ok(f->cat, "DELETE FROM bucket_holds");
-    sql_ok(f->s1, "INSERT INTO bucket_holds SELECT generate_series(0, 31)");
-    sql_ok(f->s2, "INSERT INTO bucket_holds SELECT generate_series(32, 63)");
+    testdb_sql(f->cat,
+               "UPDATE shard_buckets SET shard_id = CASE WHEN bucket < 32"
+               " THEN 1 ELSE 2 END, epoch = epoch + 1");
+    testdb_sql(f->cat, "DELETE FROM bucket_holds");
+    testdb_sql(f->s1, "INSERT INTO bucket_holds SELECT generate_series(0, 31)");
+    testdb_sql(f->s2,
+               "INSERT INTO bucket_holds SELECT generate_series(32, 63)");
 }
 
 static void
@@ -350,9 +337,9 @@ test_refused_whole(struct fixture *f)
     size_t n = ACCOUNTS * SANDBOXES * 2;
     struct meter_sample *s = malloc(n * sizeof(*s));
     make_batch(s, mar + 60, 2);
-    sql_ok(f->s2, "SELECT usage_blocks_partition('2026-03-01')");
-    sql_ok(f->s2, "ALTER TABLE usage_blocks DETACH PARTITION"
-                  " usage_blocks_202603");
+    testdb_sql(f->s2, "SELECT usage_blocks_partition('2026-03-01')");
+    testdb_sql(f->s2, "ALTER TABLE usage_blocks DETACH PARTITION"
+                      " usage_blocks_202603");
     struct proc p = proc_new();
     struct meter_ingest_origin o = {.now_us = (mar + 86400) * 1000000};
     struct meter_problems probs = {0};
@@ -364,9 +351,9 @@ test_refused_whole(struct fixture *f)
     CHECK(probs.total == 1 && strstr(probs.items[0].err.reason, "archived"));
     CHECK(testdb_count(f->s1, "SELECT count(*) FROM usage_blocks") == before);
     CHECK(prepared(f) == 0);
-    sql_ok(f->s2, "ALTER TABLE usage_blocks ATTACH PARTITION"
-                  " usage_blocks_202603 FOR VALUES FROM (29538720)"
-                  " TO (29583360)");
+    testdb_sql(f->s2, "ALTER TABLE usage_blocks ATTACH PARTITION"
+                      " usage_blocks_202603 FOR VALUES FROM (29538720)"
+                      " TO (29583360)");
     proc_free(&p);
     free(s);
 }
@@ -390,11 +377,11 @@ kill_next(PGconn *next, void *arg)
     if (k->lock_db) {
         snprintf(sql, sizeof(sql),
                  "ALTER DATABASE %s WITH ALLOW_CONNECTIONS false", k->lock_db);
-        sql_ok(k->admin, sql);
+        testdb_sql(k->admin, sql);
     }
     snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%d)",
              PQbackendPID(next));
-    sql_ok(k->admin, sql);
+    testdb_sql(k->admin, sql);
 }
 
 static void
@@ -430,7 +417,7 @@ test_killed_between(struct fixture *f, struct meter_registry *reg)
     char sql[256];
     snprintf(sql, sizeof(sql), "ALTER DATABASE %s WITH ALLOW_CONNECTIONS true",
              f->s2_t.name);
-    sql_ok(f->cat, sql);
+    testdb_sql(f->cat, sql);
     meter_shard_links_hook(p.l, NULL, NULL);
     CHECK(meter_db_shards_resolve(f->cat, p.l, 60, &settled, &e) == 0);
     CHECK(settled == 1);
@@ -459,10 +446,11 @@ test_stale_map(struct fixture *f, struct meter_registry *reg)
     CHECK(routed(f->cat, &p, s, n, &res) == METER_INGEST_OK);
     /* Every bucket of shard 1 goes to shard 2 (no usage moves: the test
      * writes new seconds only). */
-    sql_ok(f->cat, "UPDATE shard_buckets SET shard_id = 2, epoch = epoch + 1"
-                   " WHERE shard_id = 1");
-    sql_ok(f->s1, "DELETE FROM bucket_holds");
-    sql_ok(f->s2, "INSERT INTO bucket_holds SELECT generate_series(0, 31)");
+    testdb_sql(f->cat,
+               "UPDATE shard_buckets SET shard_id = 2, epoch = epoch + 1"
+               " WHERE shard_id = 1");
+    testdb_sql(f->s1, "DELETE FROM bucket_holds");
+    testdb_sql(f->s2, "INSERT INTO bucket_holds SELECT generate_series(0, 31)");
     long before = testdb_count(f->s2, "SELECT count(*) FROM usage_blocks");
     make_batch(s, JAN + 9001, 1);
     CHECK(routed(f->cat, &p, s, n, &res) == METER_INGEST_OK);
@@ -473,13 +461,14 @@ test_stale_map(struct fixture *f, struct meter_registry *reg)
      * seconds out of shard 2 again (a move copies them, the test does
      * not) and sent again, to shard 1 now; the single server gets both
      * batches. */
-    sql_ok(f->s2, "DELETE FROM usage_blocks b USING accounts a"
-                  " WHERE a.account_pk = b.account_pk"
-                  " AND meter_bucket(a.account_pk) < 32");
-    sql_ok(f->cat, "UPDATE shard_buckets SET shard_id = 1, epoch = epoch + 1"
-                   " WHERE bucket < 32");
-    sql_ok(f->s2, "DELETE FROM bucket_holds WHERE bucket < 32");
-    sql_ok(f->s1, "INSERT INTO bucket_holds SELECT generate_series(0, 31)");
+    testdb_sql(f->s2, "DELETE FROM usage_blocks b USING accounts a"
+                      " WHERE a.account_pk = b.account_pk"
+                      " AND meter_bucket(a.account_pk) < 32");
+    testdb_sql(f->cat,
+               "UPDATE shard_buckets SET shard_id = 1, epoch = epoch + 1"
+               " WHERE bucket < 32");
+    testdb_sql(f->s2, "DELETE FROM bucket_holds WHERE bucket < 32");
+    testdb_sql(f->s1, "INSERT INTO bucket_holds SELECT generate_series(0, 31)");
     CHECK(routed(f->cat, &p, s, n, &res) == METER_INGEST_OK);
     CHECK(res.accepted + res.duplicates == n && res.accepted > 0 &&
           res.duplicates > 0);
@@ -500,11 +489,11 @@ static void
 test_undecided(struct fixture *f)
 {
     struct proc p = proc_new();
-    sql_ok(f->s1, "BEGIN");
-    sql_ok(f->s1, "INSERT INTO accounts (account_pk, account_id)"
-                  " OVERRIDING SYSTEM VALUE VALUES (999999, 'undecided')");
-    sql_ok(f->s1, "PREPARE TRANSACTION"
-                  " 'meter:0123456789abcdef0123456789abcdef:1'");
+    testdb_sql(f->s1, "BEGIN");
+    testdb_sql(f->s1, "INSERT INTO accounts (account_pk, account_id)"
+                      " OVERRIDING SYSTEM VALUE VALUES (999999, 'undecided')");
+    testdb_sql(f->s1, "PREPARE TRANSACTION"
+                      " 'meter:0123456789abcdef0123456789abcdef:1'");
     long settled;
     struct meter_err e = {{0}};
     CHECK(meter_db_shards_resolve(f->cat, p.l, 3600, &settled, &e) == 0);
@@ -773,8 +762,8 @@ lagging_note(void *arg, const char *line)
              " AND meter_bucket(account_pk) = %ld",
              g->bucket);
     CHECK(testdb_count(g->src, q) == 0);
-    sql_ok(g->lock, "BEGIN");
-    sql_ok(g->lock, "LOCK TABLE usage_hourly IN SHARE MODE");
+    testdb_sql(g->lock, "BEGIN");
+    testdb_sql(g->lock, "LOCK TABLE usage_hourly IN SHARE MODE");
     struct meter_ingest_result res;
     size_t n = in_bucket(g->f, g->s, g->bucket, JAN + 20030);
     CHECK(routed(g->f->cat, g->p, g->s, n, &res) == METER_INGEST_OK);
@@ -997,7 +986,7 @@ test_shard_away(struct fixture *f)
     CHECK(id[0] != '\0');
     snprintf(sql, sizeof(sql), "ALTER DATABASE %s WITH ALLOW_CONNECTIONS false",
              f->s2_t.name);
-    sql_ok(f->cat, sql);
+    testdb_sql(f->cat, sql);
     enum meter_db_status st = meter_db_usage_series(
         f->cat, id, 0, JAN + 86400 * 40, false, 0, 10, no_point, NULL, &e);
     CHECK(st == METER_DB_SHARD_AWAY);
@@ -1021,7 +1010,7 @@ test_shard_away(struct fixture *f)
     proc_free(&p);
     snprintf(sql, sizeof(sql), "ALTER DATABASE %s WITH ALLOW_CONNECTIONS true",
              f->s2_t.name);
-    sql_ok(f->cat, sql);
+    testdb_sql(f->cat, sql);
     CHECK(meter_db_usage_series(f->cat, id, 0, JAN + 86400 * 40, false, 0, 10,
                                 no_point, NULL, &e) == METER_DB_ROWS);
     /* Only what names a shard so: no other message gives a name. */

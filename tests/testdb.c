@@ -99,6 +99,20 @@ testdb_create_migrated(struct testdb *t)
     return db;
 }
 
+int
+testdb_sql(PGconn *db, const char *sql)
+{
+    PGresult *r = PQexec(db, sql);
+    ExecStatusType st = PQresultStatus(r);
+    bool ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+    if (!ok) {
+        fprintf(stderr, "%s: %s", sql, PQerrorMessage(db));
+        test_failures++;
+    }
+    PQclear(r);
+    return ok ? 0 : -1;
+}
+
 long
 testdb_count(PGconn *db, const char *sql)
 {

@@ -24,6 +24,8 @@ PGconn *testdb_create(struct testdb *t);
 /* testdb_create, then every migration of the project applied; exits
  * with failure if they cannot be. */
 PGconn *testdb_create_migrated(struct testdb *t);
+/* Runs sql (no result wanted): 0, or -1 and a failed check, saying why. */
+int testdb_sql(PGconn *db, const char *sql);
 /* The one integer that sql returns; -1 and a failed check if it fails. */
 long testdb_count(PGconn *db, const char *sql);
 /* Closes db and drops the database. */
