@@ -303,7 +303,8 @@ count() {
     psql "$db" -qAtc "SELECT count(*) FROM invoices WHERE period = '$period-01' AND status = '$1'"
 }
 # kill_at STATUS N PID: SIGKILLs PID once N invoices of the period have
-# that status (polling); sets seen to the count then.
+# that status (polling); sets seen to the count then. Runs $after_kill,
+# if set, before waiting for the client's backends to end.
 kill_at() {
     seen=0
     while kill -0 $3 2>/dev/null; do
@@ -312,6 +313,7 @@ kill_at() {
         sleep 0.01
     done
     wait $3 2>/dev/null
+    ${after_kill:-}
     settle
 }
 # settle: waits for the backends of a killed client to end (one may be
@@ -341,9 +343,25 @@ checks=$((checks + 1))
 [ "$(wc -l <ref-drafts.txt)" = $naccounts ] || fail "the reference run made $(wc -l <ref-drafts.txt) drafts, want $naccounts"
 
 # Drafts: the run SIGKILLed once a seeded share of them is written.
+# The batch of the last account waits meanwhile on its row, locked by
+# another session, so that the kill lands before the run is done
+# however fast the machine (a batch writes its drafts at once).
 at=$((naccounts * (20 + RANDOM % 50) / 100))
+last=$(psql "$db" -qAtc "SELECT max(account_id) FROM accounts")
+PGAPPNAME=faults_hold psql "$db" -qAt -c "BEGIN" \
+    -c "SELECT 1 FROM accounts WHERE account_id = '$last' FOR UPDATE" \
+    -c "SELECT pg_sleep(60)" >/dev/null 2>&1 &
+holder=$!
+for i in $(seq 1 100); do
+    [ "$(psql "$db" -qAtc "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'faults_hold' AND l.locktype = 'transactionid'")" -gt 0 ] && break
+    sleep 0.05
+done
+release() {
+    psql "$db" -qAtc "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'faults_hold'" >/dev/null
+    wait $holder 2>/dev/null
+}
 run_bg >run1.out 2>&1
-kill_at draft $at $!
+after_kill=release kill_at draft $at $!
 drafts_killed=$(count draft)
 checks=$((checks + 1))
 [ "$drafts_killed" -gt 0 ] && [ "$drafts_killed" -lt $naccounts ] ||
