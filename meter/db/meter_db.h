@@ -587,10 +587,18 @@ typedef void meter_grant_cb(const struct meter_grant *g, void *arg);
 /* The overview of period (year, month) as of now (Unix seconds): revenue
  * so far against the previous period's, by day, book, pricing model and
  * account, the autopause credit, the idle share, and samples ingested
- * per minute over the hour before now. */
+ * per minute over the hour before now, and what the period leaves
+ * unbilled (meter_db_not_billed). */
 enum meter_db_status meter_db_report_overview(PGconn *db, int year, int month,
                                               int64_t now, json_t **out,
                                               struct meter_err *e);
+
+/* What period (year, month) leaves unbilled, as the overview's
+ * not_billed: {"no_book": [usage stored for hours its account was on
+ * no price book], "run_failed": [accounts whose draft the last invoice
+ * run could not compute]}, each with the account and why. */
+enum meter_db_status meter_db_not_billed(PGconn *db, int year, int month,
+                                         json_t **out, struct meter_err *e);
 
 /* Which accounts, in what order. */
 struct meter_report_query {
@@ -1078,6 +1086,16 @@ enum meter_db_status meter_db_commit_async(PGconn *db, struct meter_err *e);
 enum meter_db_status
 meter_db_invoices_finalize(PGconn *db, struct report_invoice *const *docs,
                            size_t n, struct meter_err *e);
+
+/* Records what the invoice run of accounts[0..n) for (year, month) did:
+ * errors[k] why account k's draft could not be computed, or NULL if it
+ * was (its earlier failure is forgotten). Commits with the caller's
+ * transaction, if any. */
+enum meter_db_status meter_db_run_failures_store(PGconn *db, int year,
+                                                 int month,
+                                                 const char *const *accounts,
+                                                 const char *const *errors,
+                                                 size_t n, struct meter_err *e);
 
 /* Stores credit note `note` of document `voided` (a draft: finalize it
  * next): its lines, the periods it takes back (to be rated again) and
