@@ -13,6 +13,7 @@ CREATE TABLE invoice_run_failures (
 COMMENT ON TABLE invoice_run_failures IS
     'accounts whose draft for a period the last invoice run could not '
     'compute; a run that computes it deletes the row';
+COMMENT ON COLUMN invoice_run_failures.account_id IS 'the account';
 COMMENT ON COLUMN invoice_run_failures.period IS
     'the period''s first day';
 COMMENT ON COLUMN invoice_run_failures.error IS
