@@ -35,6 +35,10 @@ ctl invoice run --period "$month" --account acct-a >/dev/null 2>&1 || fail "invo
 DRAFT=$(ctl invoice list --account acct-a | awk '$3 == "acct-a" { print $1 }')
 [ -n "$DRAFT" ] || fail "no draft of acct-a"
 printf '{"period": "%s", "account": "acct-a"}' "$month" >run.json
+# A webhook endpoint for the admin's DELETE, and the body of a new one.
+ctl webhooks add http://127.0.0.1:9/hook >/dev/null 2>&1 || fail "webhooks add"
+HOOK=$(ctl webhooks list | awk 'NR == 2 { print $1 }')
+printf '{"url": "http://127.0.0.1:9/hook2"}' >hook.json
 
 # status CALLER METHOD PATH: the status of one call (body: rows.json for
 # POST /v1/samples, run.json for the run).
@@ -44,6 +48,8 @@ status() {
     case "$path" in
     /v1/samples) args+=(-H "Content-Type: application/json" --data-binary @rows.json) ;;
     /v1/invoices/run) args+=(-H "Content-Type: application/json" --data-binary @run.json) ;;
+    /v1/admin/webhooks) [ "$method" = POST ] &&
+        args+=(-H "Content-Type: application/json" --data-binary @hook.json) ;;
     esac
     curl -s -o body.out -w '%{http_code}' -X "$method" "${args[@]}" "$url_main$path"
 }
@@ -103,6 +109,10 @@ GET  /v1/admin/books/e2b-hobby/versions/1 401 401 403 403 403 403 200
 GET  /v1/admin/keys               401 401 403 403 403 403 200
 POST /v1/admin/keys               401 401 403 403 403 403 400
 DELETE /v1/admin/keys/999999      401 401 403 403 403 403 404
+POST /v1/admin/webhooks           401 401 403 403 403 403 201
+GET  /v1/admin/webhooks           401 401 403 403 403 403 200
+GET  /v1/admin/webhooks/deliveries 401 401 403 403 403 403 200
+DELETE /v1/admin/webhooks/$HOOK   401 401 403 403 403 403 200
 TABLE
 
 # What a 200 holds: A lists its invoice, B's list does not have it.

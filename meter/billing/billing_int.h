@@ -42,6 +42,21 @@ void billing_parts_of(const struct meter_db_account *acct, int year, int month,
 enum meter_db_status billing_fail(struct meter_err *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The webhook events of billing (events.c, docs/webhooks.md), written
+ * in the caller's transaction: final invoice inv made final; credit note
+ * note (final) voiding the invoice it names; the run of account for
+ * (year, month) failed, saying why. */
+enum meter_db_status billing_event_finalized(PGconn *db,
+                                             const struct report_invoice *inv,
+                                             struct meter_err *e);
+enum meter_db_status billing_event_voided(PGconn *db,
+                                          const struct report_invoice *note,
+                                          struct meter_err *e);
+enum meter_db_status billing_event_run_failed(PGconn *db, const char *account,
+                                              int year, int month,
+                                              bool finalize, const char *error,
+                                              struct meter_err *e);
+
 /* The periods a run rated for its account, with what it saw of each
  * (invoice_usage): late usage is detected by comparing with them. */
 struct billing_rated {

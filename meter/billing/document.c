@@ -102,6 +102,8 @@ void_attempt(PGconn *db, void *arg, struct meter_err *e)
     if (st >= 0)
         st = meter_db_invoices_finalize(db, docs, 1, e);
     if (st >= 0)
+        st = billing_event_voided(db, &note, e);
+    if (st >= 0)
         snprintf(a->credit, 16, "%s", note.number);
 out:
     report_invoice_release(&inv);

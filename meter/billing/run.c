@@ -39,6 +39,8 @@ struct bill {
     PGconn *usage; /* the database of its usage: its shard, or the
                       catalog itself on one server */
     enum { BILL_RATE, BILL_NONE, BILL_DONE, BILL_FAILED } state;
+    bool refused; /* failed as asked: no such account, or finalizing a
+                     period not over (no invoice.run_failed event) */
     char error[sizeof(((struct meter_err *)0)->msg)];
     struct billing_parts parts;
     struct billing_docs ds;
@@ -113,12 +115,14 @@ start_batch(PGconn *db, struct batch *bt, bool lock, bool live,
         if (b->db.acct.pk == 0) {
             snprintf(msg, sizeof(msg), "no account '%s'", b->db.acct.id);
             bill_fail(b, msg);
+            b->refused = true;
         } else if (early) {
             snprintf(msg, sizeof(msg),
                      "%04d-%02d has not ended: a period is finalized once "
                      "it is over",
                      bt->year, bt->month);
             bill_fail(b, msg);
+            b->refused = true;
         } else {
             b->state = b->parts.n ? BILL_RATE : BILL_NONE;
             b->db.active = b->parts.n > 0;
@@ -428,6 +432,25 @@ finalize_batch(PGconn *db, struct batch *bt, struct meter_err *e)
     return st;
 }
 
+/* The batch's webhook events, in its transaction: each account it could
+ * not bill, and, finalizing, each invoice it made final. */
+static enum meter_db_status
+batch_events(PGconn *db, struct batch *bt, struct meter_err *e)
+{
+    enum meter_db_status st = METER_DB_ROWS;
+    for (size_t k = 0; st >= 0 && k < bt->n; k++) {
+        struct bill *b = &bt->b[k];
+        if (b->state == BILL_FAILED && !b->refused)
+            st = billing_event_run_failed(db, b->db.acct.id, bt->year,
+                                          bt->month, bt->finalize, b->error, e);
+        for (size_t x = 0;
+             bt->finalize && b->state == BILL_RATE && st >= 0 && x < b->ds.n;
+             x++)
+            st = billing_event_finalized(db, &b->ds.d[x], e);
+    }
+    return st;
+}
+
 /* What each bill's run did, for the caller. */
 static void
 outcomes(struct batch *bt)
@@ -483,6 +506,8 @@ batch_attempt(PGconn *db, void *arg, struct meter_err *e)
     if (st >= 0 && bt->finalize)
         st = finalize_batch(db, bt, e);
     if (st >= 0)
+        st = batch_events(db, bt, e);
+    if (st >= 0)
         outcomes(bt);
     end_snapshots(db, bt);
     return st < 0 ? st : METER_DB_ROWS;
@@ -517,6 +542,34 @@ batch_release(struct batch *bt)
     free(bt->dbs);
 }
 
+struct failed_arg {
+    const char *account;
+    int year, month;
+    bool finalize;
+    const char *error;
+};
+
+static enum meter_db_status
+failed_attempt(PGconn *db, void *arg, struct meter_err *e)
+{
+    struct failed_arg *a = arg;
+    return billing_event_run_failed(db, a->account, a->year, a->month,
+                                    a->finalize, a->error, e);
+}
+
+/* The invoice.run_failed event of an account whose own transaction
+ * rolled back, in one of its own. An event that cannot be written (the
+ * account unknown, the catalog gone meanwhile) is not: the run's result
+ * still names the failure. */
+static void
+failed_event(PGconn *db, const char *account, int year, int month,
+             bool finalize, const char *error)
+{
+    struct failed_arg a = {account, year, month, finalize, error};
+    struct meter_err e = {{0}};
+    meter_db_transaction(db, "BEGIN", 5, failed_attempt, &a, &e);
+}
+
 /* The run of accounts[0..n), account k's usage on usage[k] (NULL: all
  * on db). */
 static enum meter_db_status
@@ -544,6 +597,7 @@ run_batch(PGconn *db, PGconn *const *usage, const char *const *accounts,
         memset(out, 0, sizeof(*out));
         out->failed = true;
         snprintf(out->error, sizeof(out->error), "%s", e->msg);
+        failed_event(db, accounts[0], year, month, finalize, out->error);
         return METER_DB_ROWS;
     }
     /* One account's statement failed the batch: each on its own, so the

@@ -1179,4 +1179,116 @@ enum meter_db_status meter_db_credit_note_store(PGconn *db,
                                                 int64_t voided,
                                                 struct meter_err *e);
 
+/* ---- webhooks (webhooks.c, migration 0022, docs/webhooks.md) ---------- */
+
+/*
+ * Writes event `type` (a webhook_event_type of migration 0022:
+ * invoice.finalized, invoice.voided, invoice.run_failed, usage.unbilled,
+ * alert.triggered) of account (NULL: the whole fleet) with payload (a
+ * JSON object, the body's data; borrowed) to the outbox, with a delivery
+ * for each live endpoint that listens to type: ROWS, or the failure.
+ * Call it inside the transaction that does what the event reports, so
+ * that the event commits, or rolls back, with it. An endpoint gets one
+ * account's events in the order of their event_pk: the caller holds the
+ * account's row (as the invoice run and voids do) so that this is the
+ * order they happened in. db is the catalog.
+ */
+enum meter_db_status meter_db_event_add(PGconn *db, const char *type,
+                                        const char *account, json_t *payload,
+                                        struct meter_err *e);
+
+/* Registers an endpoint: url (http or https), event_types (types
+ * separated by commas; NULL or "": all), secret (meter_webhook_secret_new's
+ * form, checked by the table too): ROWS with its number in *id, or the
+ * failure (a url, type or secret the table refuses). Audited. */
+enum meter_db_status meter_db_webhook_add(PGconn *db, const char *url,
+                                          const char *event_types,
+                                          const char *secret, int64_t *id,
+                                          struct meter_err *e);
+
+/* An endpoint as listed: never its secret. Strings belong to the call. */
+struct meter_webhook {
+    int64_t id;
+    const char *url;
+    const char *event_types;              /* separated by commas; "": all */
+    const char *created_at, *disabled_at; /* ISO 8601 UTC; "": live */
+    int64_t pending, delivered, failed;   /* its deliveries */
+};
+typedef void meter_webhook_cb(const struct meter_webhook *w, void *arg);
+/* Calls cb for each endpoint, removed ones too, by number. */
+enum meter_db_status meter_db_webhook_list(PGconn *db, meter_webhook_cb *cb,
+                                           void *arg, struct meter_err *e);
+
+/* Removes (disables) endpoint id and gives up its pending deliveries:
+ * ROWS, or NONE if there is no such live endpoint. Audited. */
+enum meter_db_status meter_db_webhook_remove(PGconn *db, int64_t id,
+                                             struct meter_err *e);
+
+/* Which deliveries meter_db_webhook_deliveries lists. */
+struct meter_webhook_filter {
+    const char *event_id; /* NULL: any */
+    int64_t endpoint_id;  /* 0: any */
+    bool failed;          /* only those given up */
+    int64_t after;        /* only events after this seq (a cursor) */
+    int limit;            /* at most; 0: 100 */
+};
+/* A delivery as listed. Strings belong to the call; times ISO 8601 UTC. */
+struct meter_webhook_delivery {
+    int64_t endpoint_id, seq; /* seq: the event's order, a cursor */
+    const char *event_id, *type, *account, *created_at;
+    int attempts;
+    int last_status;        /* HTTP status of the last attempt; 0: none */
+    const char *last_error; /* "" if none */
+    const char *state;      /* pending, delivered or failed */
+    const char *last_attempt_at;
+    const char *next_attempt_at; /* pending: when tried next; else "" */
+    const char *done_at;         /* delivered or failed: when; else "" */
+};
+typedef void meter_webhook_delivery_cb(const struct meter_webhook_delivery *d,
+                                       void *arg);
+/* Calls cb for each delivery f selects, by event then endpoint. */
+enum meter_db_status
+meter_db_webhook_deliveries(PGconn *db, const struct meter_webhook_filter *f,
+                            meter_webhook_delivery_cb *cb, void *arg,
+                            struct meter_err *e);
+
+/* A delivery claimed to be sent: the endpoint, the event, and what to
+ * send. Strings are malloc'd, freed by meter_db_webhook_claims_free. */
+struct meter_webhook_claim {
+    int64_t endpoint_id, event_pk;
+    int attempts; /* made before this one */
+    char *url, *secret;
+    char *event_id, *type, *created, *account; /* account "": none */
+    char *data;                                /* the payload, JSON */
+};
+/*
+ * Claims at most max due deliveries for this caller (delivery thread):
+ * each is leased for lease_s seconds, in which no other meterd claims
+ * it; a delivery is due when its next attempt's time has come, and no
+ * earlier event of its account to its endpoint is pending. One
+ * statement, committed at once: ROWS with *out (n of them, by event), or
+ * NONE. If the caller dies before meter_db_webhook_record, the lease
+ * runs out and a later claim (anyone's) sends it again.
+ */
+enum meter_db_status meter_db_webhook_claim(PGconn *db, int max, int lease_s,
+                                            struct meter_webhook_claim **out,
+                                            size_t *n, struct meter_err *e);
+void meter_db_webhook_claims_free(struct meter_webhook_claim *c, size_t n);
+
+/* The outcome of one attempt. */
+struct meter_webhook_outcome {
+    bool delivered;     /* a 2xx */
+    int status;         /* the HTTP status; 0: none (no answer) */
+    const char *error;  /* why not delivered */
+    int64_t retry_ms;   /* not delivered: try again this much later... */
+    int64_t give_up_ms; /* ...unless that is past this much after the
+                           event: then given up (failed) */
+};
+/* Records the attempt on claimed delivery c and lets its lease go: NONE
+ * if it was no longer pending (another meterd delivered it), ROWS. */
+enum meter_db_status
+meter_db_webhook_record(PGconn *db, const struct meter_webhook_claim *c,
+                        const struct meter_webhook_outcome *o,
+                        struct meter_err *e);
+
 #endif

@@ -26,7 +26,7 @@ typedef int ctl_command(struct ctl *ctl, int argc, char **argv);
 
 ctl_command ctl_db, ctl_migrate, ctl_rate, ctl_books, ctl_accounts, ctl_keys,
     ctl_export, ctl_gen, ctl_invoice, ctl_usage, ctl_credits, ctl_audit,
-    ctl_shard;
+    ctl_shard, ctl_webhooks;
 
 /* ---- argument helpers (args.c) ------------------------------------------ */
 

@@ -124,6 +124,14 @@ static const char *const usage_text[] = {
     "                             once S seconds old (default 60)\n"
     "  shard sync                 build the reports' foreign tables for\n"
     "                             the shard map now (a report would)\n"
+    "  webhooks add URL [--events TYPE,TYPE...] [--secret whsec_...]\n"
+    "                             send events to URL (default: all\n"
+    "                             types); prints a new secret once\n"
+    "  webhooks list              the endpoints (never their secrets)\n"
+    "  webhooks remove ID         stop sending to an endpoint\n"
+    "  webhooks deliveries [--event ID] [--endpoint ID] [--failed]\n"
+    "       [--limit N]           each delivery: attempts, last status\n"
+    "                             or error, next try (docs/webhooks.md)\n"
     "  help                       show this text\n"
     "\n"
     "options:\n"
@@ -160,6 +168,7 @@ static const struct {
     {"usage", ctl_usage},
     {"credits", ctl_credits},
     {"shard", ctl_shard},
+    {"webhooks", ctl_webhooks},
 };
 
 int

@@ -71,6 +71,15 @@ static const struct meter_http_route routes[] = {
      meterd_admin_keys_list, NULL, false},
     {"DELETE", "/v1/admin/keys/{id}", METER_ROLE_ADMIN, false, NULL,
      meterd_admin_key_revoke, NULL, false},
+    /* Webhooks (docs/webhooks.md): endpoints registered by admins. */
+    {"POST", "/v1/admin/webhooks", METER_ROLE_ADMIN, true, NULL,
+     meterd_webhooks_add, NULL, false},
+    {"GET", "/v1/admin/webhooks", METER_ROLE_ADMIN, false, NULL,
+     meterd_webhooks_list, NULL, false},
+    {"GET", "/v1/admin/webhooks/deliveries", METER_ROLE_ADMIN, false, NULL,
+     meterd_webhooks_deliveries, NULL, false},
+    {"DELETE", "/v1/admin/webhooks/{id}", METER_ROLE_ADMIN, false, NULL,
+     meterd_webhooks_remove, NULL, false},
     {"GET", "/", READERS, false, NULL, meterd_root, NULL, true},
     {"GET", "/sign-in", 0, false, NULL, meterd_signin_form, NULL, false},
     {"POST", "/sign-in", 0, true, meterd_form_admit, meterd_signin, NULL,
@@ -172,6 +181,16 @@ static const char usage_more[] =
     "                       into one row S seconds after the hour ends,\n"
     "                       by the merging thread; 0: never\n"
     "                       ($METER_PACK_AFTER; default 600)\n"
+    "  --webhook-every S    due webhook deliveries are sent every S\n"
+    "                       seconds, in the background; 0: never\n"
+    "                       ($METER_WEBHOOK_EVERY; default 1)\n"
+    "  --webhook-timeout S  a webhook POST may take S seconds\n"
+    "                       ($METER_WEBHOOK_TIMEOUT; default 10)\n"
+    "  --webhook-backoff-divisor N\n"
+    "                       for tests only: waits between a webhook's\n"
+    "                       attempts, and the day it is tried for, are\n"
+    "                       divided by N ($METER_WEBHOOK_BACKOFF_DIVISOR;\n"
+    "                       default 1)\n"
     "  --tls-cert FILE      serve HTTPS (only) with this PEM certificate,\n"
     "                       or chain, server's first ($METER_TLS_CERT);\n"
     "                       needs --tls-key\n"
@@ -204,6 +223,9 @@ enum {
     OPT_REPORT_TTL,
     OPT_MERGE_EVERY,
     OPT_PACK_AFTER,
+    OPT_WEBHOOK_EVERY,
+    OPT_WEBHOOK_TIMEOUT,
+    OPT_WEBHOOK_DIVISOR,
     OPT_TLS_CERT,
     OPT_TLS_KEY,
     OPT_LOG_LEVEL,
@@ -233,6 +255,9 @@ static const struct {
     {"report-ttl", "METER_REPORT_TTL"},
     {"merge-every", "METER_MERGE_EVERY"},
     {"pack-after", "METER_PACK_AFTER"},
+    {"webhook-every", "METER_WEBHOOK_EVERY"},
+    {"webhook-timeout", "METER_WEBHOOK_TIMEOUT"},
+    {"webhook-backoff-divisor", "METER_WEBHOOK_BACKOFF_DIVISOR"},
     {"tls-cert", "METER_TLS_CERT"},
     {"tls-key", "METER_TLS_KEY"},
     {"log-level", "METER_LOG_LEVEL"},
@@ -356,7 +381,8 @@ configure(const struct options *o, struct meter_http_config *cfg)
         return 2;
     /* The counts that may be 0: no limit, nothing kept, never merged,
      * never packed. */
-    uint64_t report_ttl, merge_every, pack_after, signin_key, signin_ip;
+    uint64_t report_ttl, merge_every, pack_after, signin_key, signin_ip,
+        hook_every, hook_timeout, hook_divisor;
     if (count_option("rate-limit", o->v[OPT_RATE_LIMIT], 0, 1000000,
                      "a number from 0 to 1000000", 1000, &rate) < 0 ||
         count_option("sign-in-limit", o->v[OPT_SIGN_IN_LIMIT], 0, 1000000,
@@ -371,8 +397,19 @@ configure(const struct options *o, struct meter_http_config *cfg)
                      &merge_every) < 0 ||
         count_option("pack-after", o->v[OPT_PACK_AFTER], 0, 2678400,
                      "a number of seconds from 0 to 2678400", 600,
-                     &pack_after) < 0)
+                     &pack_after) < 0 ||
+        count_option("webhook-every", o->v[OPT_WEBHOOK_EVERY], 0, 3600,
+                     "a number of seconds from 0 to 3600", 1,
+                     &hook_every) < 0 ||
+        count_option("webhook-timeout", o->v[OPT_WEBHOOK_TIMEOUT], 1, 300,
+                     "a number of seconds from 1 to 300", 10,
+                     &hook_timeout) < 0 ||
+        count_option("webhook-backoff-divisor", o->v[OPT_WEBHOOK_DIVISOR], 1,
+                     100000, "a number from 1 to 100000", 1, &hook_divisor) < 0)
         return 2;
+    meterd.webhook_every = (unsigned)hook_every;
+    meterd.webhook_timeout = (unsigned)hook_timeout;
+    meterd.webhook_divisor = (unsigned)hook_divisor;
     meterd_cache_init((unsigned)report_ttl);
     meterd.merge_every = (unsigned)merge_every;
     meterd.pack_after = (unsigned)pack_after;
@@ -472,7 +509,10 @@ main(int argc, char **argv)
 
     if (!(server = meter_http_start(&cfg, &e)) ||
         meterd_merge_start(conninfo, meterd.merge_every, meterd.pack_after,
-                           cfg.db_timeout_s, &e) < 0)
+                           cfg.db_timeout_s, &e) < 0 ||
+        meterd_webhooks_start(conninfo, meterd.webhook_every,
+                              meterd.webhook_timeout, meterd.webhook_divisor,
+                              cfg.db_timeout_s, &e) < 0)
         goto out;
     meter_log(METER_LOG_INFO,
               "meterd listening on %s://%s (%u threads, max body %zu "
@@ -490,6 +530,7 @@ out:
     if (server)
         meter_http_stop(server);
     meterd_merge_stop();
+    meterd_webhooks_stop();
     meterd_samples_stop();
     if (server)
         meter_log(METER_LOG_INFO, "meterd stopped");

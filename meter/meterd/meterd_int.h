@@ -28,6 +28,11 @@ struct meterd {
                                     the rollups; 0: never */
     unsigned pack_after;         /* --pack-after: seconds after an hour ends
                                     that its blocks are packed; 0: never */
+    unsigned webhook_every;      /* --webhook-every: seconds between looks
+                                    for due webhook deliveries; 0: never */
+    unsigned webhook_timeout;    /* --webhook-timeout: seconds a POST may
+                                    take */
+    unsigned webhook_divisor;    /* --webhook-backoff-divisor (tests) */
 };
 extern struct meterd meterd;
 
@@ -102,6 +107,16 @@ void meterd_bad_query(struct meter_http_request *rq, const char *name,
 int meterd_merge_start(const char *db, unsigned every, unsigned pack_after,
                        unsigned db_timeout_s, struct meter_err *e);
 void meterd_merge_stop(void);
+
+/* The delivery thread of webhooks (webhooks.c, docs/webhooks.md):
+ * every `every` seconds (0: never), on a connection of its own to db,
+ * sends the due deliveries of the outbox, each POST waiting at most
+ * timeout seconds; retries wait meter_webhook_retry_ms divided by
+ * backoff_divisor (1; more in tests only). stop joins it. */
+int meterd_webhooks_start(const char *db, unsigned every, unsigned timeout,
+                          unsigned backoff_divisor, unsigned db_timeout_s,
+                          struct meter_err *e);
+void meterd_webhooks_stop(void);
 
 /* Report texts kept ttl seconds (cache.c): set before the server
  * starts; 0 keeps nothing. get returns a copy (free it), or NULL: the
@@ -197,6 +212,13 @@ void meterd_static_css(struct meter_http_request *rq);
 void meterd_favicon(struct meter_http_request *rq);
 
 /* GET /overview (overview.c): a placeholder until the dashboard lands */
+
+/* POST, GET /v1/admin/webhooks, DELETE /v1/admin/webhooks/{id},
+ * GET /v1/admin/webhooks/deliveries (admin_webhooks.c) */
+void meterd_webhooks_add(struct meter_http_request *rq);
+void meterd_webhooks_list(struct meter_http_request *rq);
+void meterd_webhooks_remove(struct meter_http_request *rq);
+void meterd_webhooks_deliveries(struct meter_http_request *rq);
 
 /* GET /healthz, /readyz, /metrics (health.c) */
 void meterd_healthz(struct meter_http_request *rq);
