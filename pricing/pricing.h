@@ -341,6 +341,36 @@ int pricing_rate(const struct pricing_book *book, struct pricing_source src,
                  struct pricing_statement **out, size_t *n,
                  struct pricing_err *e);
 
+/* ---- an estimate from totals ------------------------------------------ */
+
+/* What an account's usage summed over a stretch of a period comes to
+ * (the hourly rollups' sums): no sandbox, run or second apart. */
+struct pricing_totals {
+    uint64_t samples;             /* sandbox-seconds stored */
+    uint64_t running_s;           /* of them running */
+    pricing_u128 vcpu;            /* allocated, 1/10,000 vCPU-seconds */
+    pricing_u128 cpu_used;        /* used, 1/10,000 vCPU-seconds */
+    pricing_u128 mem_byte_s;      /* allocated memory, byte-seconds */
+    pricing_u128 mem_used_byte_s; /* used memory, byte-seconds */
+    pricing_u128 disk_byte_s;     /* storage, byte-seconds */
+    pricing_u128 egress_bytes;
+};
+
+/*
+ * The period (year, month)'s amount under book for usage totals t, as
+ * the rules price those quantities (rate_price: rates, tiers, free
+ * egress, the whole period's subscription, minimum commit), into *total.
+ * An estimate, for usage alerts, never an invoice: totals know no runs,
+ * so granularity, minimum billed seconds, per-run prices and autopause
+ * credit are left out, storage's per-sandbox inclusion is taken per
+ * sandbox-second stored, an account's storage allowance is not taken.
+ * Fails naming the dimension on a price the book leaves unknown, and on
+ * a book of instance types.
+ */
+int pricing_estimate(const struct pricing_book *book,
+                     const struct pricing_totals *t, int year, int month,
+                     struct pricing_dec *total, struct pricing_err *e);
+
 /* ---- credit grants (rules section 14) --------------------------------- */
 
 #define PRICING_GRANTS_MAX 32 /* grants in one book */

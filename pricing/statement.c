@@ -545,3 +545,49 @@ out:
     mpq_clears(amt, gross, net, credit, t, NULL);
     return rc;
 }
+
+/* ---- an estimate from totals ----------------------------------------------
+ */
+
+int
+pricing_estimate(const struct pricing_book *b, const struct pricing_totals *t,
+                 int year, int month, struct pricing_dec *total,
+                 struct pricing_err *e)
+{
+    if (b->ntypes) {
+        snprintf(e->msg, sizeof(e->msg),
+                 "price book '%s' prices instance types, which totals "
+                 "cannot tell apart: no estimate",
+                 b->id);
+        return -1;
+    }
+    struct rate_acct a;
+    memset(&a, 0, sizeof(a));
+    a.year = year;
+    a.month = month;
+    int64_t start, end;
+    pricing_period_of(pricing_days_from_civil(year, month, 1) * 86400, &year,
+                      &month, &start, &end);
+    a.start = start;
+    a.end = end;
+    a.q.cpu_gross = b->cpu_used ? t->cpu_used : t->vcpu;
+    a.q.mem_gross = b->memory_used ? t->mem_used_byte_s : t->mem_byte_s;
+    /* Storage as the rater bills it per sandbox-second: what a second
+     * includes off each, and only while running if the book says so (in
+     * proportion: totals do not say which seconds ran). */
+    pricing_u128 disk = t->disk_byte_s;
+    if (b->storage_running_only && t->samples)
+        disk = disk * t->running_s / t->samples;
+    pricing_u128 included =
+        (pricing_u128)b->included_bytes *
+        (b->storage_running_only ? t->running_s : t->samples);
+    a.q.storage = disk > included ? disk - included : 0;
+    a.q.egress = t->egress_bytes;
+    a.q.running_s = t->running_s;
+    struct pricing_statement st;
+    int rc = rate_price(b, &a, 0, &st, e);
+    if (rc == 0)
+        *total = st.total;
+    free(st.lines);
+    return rc;
+}

@@ -109,6 +109,10 @@ GET  /v1/admin/books/e2b-hobby/versions/1 401 401 403 403 403 403 200
 GET  /v1/admin/keys               401 401 403 403 403 403 200
 POST /v1/admin/keys               401 401 403 403 403 403 400
 DELETE /v1/admin/keys/999999      401 401 403 403 403 403 404
+GET  /v1/accounts/acct-a/alerts   401 401 200 200 404 200 200
+POST /v1/admin/alerts             401 401 403 403 403 403 400
+GET  /v1/admin/alerts             401 401 403 403 403 403 200
+DELETE /v1/admin/alerts/999999    401 401 403 403 403 403 404
 POST /v1/admin/webhooks           401 401 403 403 403 403 201
 GET  /v1/admin/webhooks           401 401 403 403 403 403 200
 GET  /v1/admin/webhooks/deliveries 401 401 403 403 403 403 200

@@ -471,6 +471,67 @@ test_storage_egress_runs(void)
     CHECK_STR(amount(1, "runs"), "0.500000");
 }
 
+/* The estimate of usage alerts (pricing_estimate): from the sums alone
+ * it gives what the rater gives where the book has no granularity,
+ * minimum, per-run price or autopause (every dimension, tiers and a
+ * subscription here); a book with a price per run is estimated without
+ * it; an unknown price used, or instance types, is no estimate. */
+static void
+test_estimate(void)
+{
+    const char *b =
+        "{\"id\": \"t\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": "
+        "\"0.00002\", \"per\": \"second\"}, \"memory\": {\"basis\": "
+        "\"used\", \"unit\": \"GiB\", \"rate\": \"0.01\", \"per\": "
+        "\"hour\"}, \"storage\": {\"rate\": \"0.1\", \"per\": \"month\", "
+        "\"included_gib\": \"1\"}, \"egress\": {\"rate\": \"0.05\", "
+        "\"free_gb\": \"1\"}, \"per_run\": \"0\", \"subscription\": "
+        "{\"monthly_fee\": \"20\", \"included_credit\": \"0\"}}";
+    struct run r[] = {
+        {"sb-1", JAN, 3600, V(2), V(1), 4 * GIB, 3 * GIB, 300000000, GIB},
+        {"sb-1", JAN + 3600, 600, 0, 0, 0, 3 * GIB, 0, 0},
+        {"sb-2", JAN + 100, 7200, V(8), V(8), 16 * GIB, 0, 1000000000, 0}};
+    CHECK(rate(b, r, 3) == 0);
+    struct pricing_totals t = {0};
+    for (size_t i = 0; i < 3; i++) {
+        struct pricing_second v = first_second(&r[i]);
+        t.samples += r[i].n;
+        t.running_s += v.vcpu ? r[i].n : 0;
+        t.vcpu += (pricing_u128)v.vcpu * r[i].n;
+        t.cpu_used += (pricing_u128)v.cpu_used * r[i].n;
+        t.mem_byte_s += (pricing_u128)v.mem_bytes * r[i].n;
+        t.mem_used_byte_s += (pricing_u128)v.mem_used_bytes * r[i].n;
+        t.disk_byte_s += (pricing_u128)v.disk_bytes * r[i].n;
+        t.egress_bytes += (pricing_u128)v.egress_bytes * r[i].n;
+    }
+    struct pricing_book *bk = book(b);
+    struct pricing_dec est;
+    struct pricing_err e = {{0}};
+    CHECK(pricing_estimate(bk, &t, 2026, 1, &est, &e) == 0);
+    char got[64];
+    pricing_dec_format(est, 2, got, sizeof(got));
+    CHECK_STR(got, total(0));
+    pricing_book_free(bk);
+
+    /* A run's price is left out: the estimate stays that of no price. */
+    char with_runs[2048];
+    snprintf(with_runs, sizeof(with_runs), "%.*s\"0.5\"%s",
+             (int)(strstr(b, "\"0\", \"subscription\"") - b), b,
+             strstr(b, "\"0\", \"subscription\"") + 3);
+    bk = book(with_runs);
+    struct pricing_dec est2;
+    CHECK(pricing_estimate(bk, &t, 2026, 1, &est2, &e) == 0);
+    CHECK(pricing_dec_cmp(est, est2) == 0);
+    pricing_book_free(bk);
+
+    /* Egress used on a book that leaves it unknown. */
+    bk = book(simple_book("0.00001", ""));
+    CHECK(pricing_estimate(bk, &t, 2026, 1, &est, &e) < 0);
+    CHECK(strstr(e.msg, "unknown") != NULL);
+    pricing_book_free(bk);
+}
+
 static void
 test_subscription_and_credits(void)
 {
@@ -1398,6 +1459,7 @@ main(void)
     test_autopause();
     test_repeats_and_order();
     test_storage_egress_runs();
+    test_estimate();
     test_subscription_and_credits();
     test_rounding();
     test_unknown_and_overflow();

@@ -1179,6 +1179,52 @@ enum meter_db_status meter_db_credit_note_store(PGconn *db,
                                                 int64_t voided,
                                                 struct meter_err *e);
 
+/* ---- usage alerts and spend limits (alerts.c, migration 0023) --------- */
+
+/* A rule: account NULL watches every account; metric amount (with
+ * currency), vcpu_hours, gib_hours, storage_gib_hours, egress_gb or
+ * running_hours; threshold a decimal > 0; percents 1 to 10 of 1-1000. */
+struct meter_alert_rule {
+    const char *account, *name, *metric, *threshold, *currency;
+    const int *percents;
+    size_t npercents;
+};
+/* Adds rule x: ROWS and *id, NONE if its account does not exist, or the
+ * failure (a value the table refuses). Audited. */
+enum meter_db_status meter_db_alert_rule_add(PGconn *db,
+                                             const struct meter_alert_rule *x,
+                                             int64_t *id, struct meter_err *e);
+/* The rules not removed, as JSON [{rule_id, account_id, name, metric,
+ * threshold, currency, percents, created_at}]. */
+enum meter_db_status meter_db_alert_rules_list(PGconn *db, json_t **out,
+                                               struct meter_err *e);
+/* Removes rule id (its crossings stay): ROWS, or NONE if there is no
+ * such rule. Audited. */
+enum meter_db_status meter_db_alert_rule_remove(PGconn *db, int64_t id,
+                                                struct meter_err *e);
+/* Evaluates every rule over the period of now (Unix seconds): each
+ * percent an account's value has reached is raised once per period, a
+ * crossing and an alert.triggered event in one transaction; *raised
+ * counts the new ones, *watched the accounts with usage watched. Skips
+ * (0 raised) while another session evaluates. */
+enum meter_db_status meter_db_alerts_evaluate(PGconn *db, int64_t now,
+                                              int *raised, size_t *watched,
+                                              struct meter_err *e);
+/* The rules watching account, each with its value now and the percents
+ * crossed this period: {account_id, period, alerts: [{rule_id, name,
+ * metric, threshold, currency, percents, value (null with why_no_value
+ * when it has none), crossed: [{percent, value, at}], all_accounts}]};
+ * NONE if there is no such account. */
+enum meter_db_status meter_db_account_alerts(PGconn *db, const char *account,
+                                             int64_t now, json_t **out,
+                                             struct meter_err *e);
+
+/* Tells of the usage of the period of now stored for accounts on no
+ * price book (meter_db_not_billed's no_book): a usage.unbilled event for
+ * each account not told of yet this period; *raised counts them. */
+enum meter_db_status meter_db_unbilled_raise(PGconn *db, int64_t now,
+                                             int *raised, struct meter_err *e);
+
 /* ---- webhooks (webhooks.c, migration 0022, docs/webhooks.md) ---------- */
 
 /*

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Columns: text, a number, a link to prefix + value + query. */
 #define COL(k, l)                                                              \
@@ -536,6 +537,78 @@ meterd_page_accounts(struct meter_http_request *rq)
 
 /* ---- one account --------------------------------------------------------- */
 
+/* The account's usage alerts this period (docs/alerts.md): each rule,
+ * its value now and the percents crossed; left out when none watches
+ * it, and said when they cannot be read. */
+static void
+alerts_section(struct page *p, struct meter_http_request *rq, const char *id)
+{
+    struct meter_buf *o = &p->html;
+    PGconn *db = meter_http_db(rq);
+    struct meter_err e = {{0}};
+    json_t *doc = NULL;
+    enum meter_db_status st =
+        db ? meter_db_account_alerts(db, id, (int64_t)time(NULL), &doc, &e)
+           : METER_DB_HARD;
+    json_t *alerts = json_object_get(doc, "alerts");
+    if (st >= 0 && json_array_size(alerts) == 0) {
+        json_decref(doc);
+        return;
+    }
+    meter_buf_str(o, "<section aria-labelledby=\"h-alerts\"><h2 "
+                     "id=\"h-alerts\">Usage alerts this month</h2>\n");
+    if (st < 0) {
+        meter_log(METER_LOG_WARN, "account %s: alerts: %s", id, e.msg);
+        meter_buf_str(o, "<p class=\"warning\">The alerts cannot be read "
+                         "now.</p>\n</section>\n");
+        return;
+    }
+    json_t *rows = json_array();
+    size_t i;
+    json_t *a;
+    json_array_foreach(alerts, i, a)
+    {
+        struct meter_buf crossed = {0};
+        size_t k;
+        json_t *c;
+        json_array_foreach(json_object_get(a, "crossed"), k, c)
+        {
+            meter_buf_printf(&crossed, "%s%" JSON_INTEGER_FORMAT "%% at %s",
+                             k ? ", " : "",
+                             json_integer_value(json_object_get(c, "percent")),
+                             json_string_value(json_object_get(c, "at")));
+        }
+        const char *cur = json_string_value(json_object_get(a, "currency"));
+        struct meter_buf limit = {0};
+        meter_buf_printf(&limit, "%s%s%s",
+                         json_string_value(json_object_get(a, "threshold")),
+                         cur ? " " : "", cur ? cur : "");
+        const char *value = json_string_value(json_object_get(a, "value"));
+        json_array_append_new(
+            rows,
+            json_pack(
+                "{s:O, s:O, s:s, s:s, s:s}", "name", json_object_get(a, "name"),
+                "metric", json_object_get(a, "metric"), "threshold",
+                limit.failed ? "" : limit.p, "value",
+                value ? value
+                      : json_string_value(json_object_get(a, "why_no_value")),
+                "crossed",
+                crossed.len && !crossed.failed ? crossed.p : "none yet"));
+        meter_buf_release(&crossed);
+        meter_buf_release(&limit);
+    }
+    static const struct meterd_col cols[] = {
+        COL("name", "Alert"),          COL("metric", "Watches"),
+        NUM("threshold", "Threshold"), NUM("value", "Now"),
+        COL("crossed", "Crossed"),
+    };
+    struct meterd_table t = TABLE("alerts", "Usage alerts", cols);
+    table(p, &t, rows);
+    json_decref(rows);
+    json_decref(doc);
+    meter_buf_str(o, "</section>\n");
+}
+
 /* Why the account has no draft for the period: its last run's failure,
  * or usage on no price book, else that none was computed or it is final.
  * nb is the account's not_billed. */
@@ -616,6 +689,7 @@ meterd_page_account(struct meter_http_request *rq)
         no_estimate(o, json_object_get(doc, "not_billed"));
     }
     meter_buf_str(o, "</section>\n");
+    alerts_section(&p, rq, id);
 
     static const struct meterd_col use_cols[] = {
         COL("day", "Day"),

@@ -72,6 +72,15 @@ static const struct meter_http_route routes[] = {
     {"DELETE", "/v1/admin/keys/{id}", METER_ROLE_ADMIN, false, NULL,
      meterd_admin_key_revoke, NULL, false},
     /* Webhooks (docs/webhooks.md): endpoints registered by admins. */
+    /* Usage alerts and spend limits (alerts.c, docs/alerts.md). */
+    {"POST", "/v1/admin/alerts", METER_ROLE_ADMIN, true, NULL,
+     meterd_alerts_add, NULL, false},
+    {"GET", "/v1/admin/alerts", METER_ROLE_ADMIN, false, NULL,
+     meterd_alerts_list, NULL, false},
+    {"DELETE", "/v1/admin/alerts/{id}", METER_ROLE_ADMIN, false, NULL,
+     meterd_alerts_remove, NULL, false},
+    {"GET", "/v1/accounts/{id}/alerts", READERS | METER_ROLE_HOST, false, NULL,
+     meterd_account_alerts, NULL, false},
     {"POST", "/v1/admin/webhooks", METER_ROLE_ADMIN, true, NULL,
      meterd_webhooks_add, NULL, false},
     {"GET", "/v1/admin/webhooks", METER_ROLE_ADMIN, false, NULL,
@@ -181,6 +190,9 @@ static const char usage_more[] =
     "                       into one row S seconds after the hour ends,\n"
     "                       by the merging thread; 0: never\n"
     "                       ($METER_PACK_AFTER; default 600)\n"
+    "  --alert-every S      usage alerts are evaluated every S seconds\n"
+    "                       by the merging thread; 0: never\n"
+    "                       ($METER_ALERT_EVERY; default 30)\n"
     "  --webhook-every S    due webhook deliveries are sent every S\n"
     "                       seconds, in the background; 0: never\n"
     "                       ($METER_WEBHOOK_EVERY; default 1)\n"
@@ -223,6 +235,7 @@ enum {
     OPT_REPORT_TTL,
     OPT_MERGE_EVERY,
     OPT_PACK_AFTER,
+    OPT_ALERT_EVERY,
     OPT_WEBHOOK_EVERY,
     OPT_WEBHOOK_TIMEOUT,
     OPT_WEBHOOK_DIVISOR,
@@ -255,6 +268,7 @@ static const struct {
     {"report-ttl", "METER_REPORT_TTL"},
     {"merge-every", "METER_MERGE_EVERY"},
     {"pack-after", "METER_PACK_AFTER"},
+    {"alert-every", "METER_ALERT_EVERY"},
     {"webhook-every", "METER_WEBHOOK_EVERY"},
     {"webhook-timeout", "METER_WEBHOOK_TIMEOUT"},
     {"webhook-backoff-divisor", "METER_WEBHOOK_BACKOFF_DIVISOR"},
@@ -382,7 +396,7 @@ configure(const struct options *o, struct meter_http_config *cfg)
     /* The counts that may be 0: no limit, nothing kept, never merged,
      * never packed. */
     uint64_t report_ttl, merge_every, pack_after, signin_key, signin_ip,
-        hook_every, hook_timeout, hook_divisor;
+        hook_every, hook_timeout, hook_divisor, alert_every;
     if (count_option("rate-limit", o->v[OPT_RATE_LIMIT], 0, 1000000,
                      "a number from 0 to 1000000", 1000, &rate) < 0 ||
         count_option("sign-in-limit", o->v[OPT_SIGN_IN_LIMIT], 0, 1000000,
@@ -398,6 +412,9 @@ configure(const struct options *o, struct meter_http_config *cfg)
         count_option("pack-after", o->v[OPT_PACK_AFTER], 0, 2678400,
                      "a number of seconds from 0 to 2678400", 600,
                      &pack_after) < 0 ||
+        count_option("alert-every", o->v[OPT_ALERT_EVERY], 0, 3600,
+                     "a number of seconds from 0 to 3600", 30,
+                     &alert_every) < 0 ||
         count_option("webhook-every", o->v[OPT_WEBHOOK_EVERY], 0, 3600,
                      "a number of seconds from 0 to 3600", 1,
                      &hook_every) < 0 ||
@@ -407,6 +424,7 @@ configure(const struct options *o, struct meter_http_config *cfg)
         count_option("webhook-backoff-divisor", o->v[OPT_WEBHOOK_DIVISOR], 1,
                      100000, "a number from 1 to 100000", 1, &hook_divisor) < 0)
         return 2;
+    meterd.alert_every = (unsigned)alert_every;
     meterd.webhook_every = (unsigned)hook_every;
     meterd.webhook_timeout = (unsigned)hook_timeout;
     meterd.webhook_divisor = (unsigned)hook_divisor;

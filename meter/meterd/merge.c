@@ -17,6 +17,9 @@
  * seconds ago (usage_pack.c), one transaction after the other, until
  * none is due, another packs, or meterd stops: the same way.
  *
+ * Every --alert-every seconds it evaluates the usage alerts
+ * (alerts.c, meter/db/alerts.c).
+ *
  * Then it settles the parts of batches over several shards that a
  * meterd left prepared (meter_db_shards_resolve, docs/scale.md): those
  * whose batch was decided are committed at once, the others rolled back
@@ -189,6 +192,22 @@ resolve(PGconn *db)
                   "resolve: %ld prepared parts of batches settled", settled);
 }
 
+/* Whether --alert-every seconds have passed since the alerts were last
+ * evaluated (then they are due again from now). */
+static bool
+alerts_due(void)
+{
+    static struct timespec last;
+    struct timespec now;
+    if (!meterd.alert_every)
+        return false;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (last.tv_sec && now.tv_sec - last.tv_sec < (time_t)meterd.alert_every)
+        return false;
+    last = now;
+    return true;
+}
+
 static void *
 run(void *arg)
 {
@@ -204,6 +223,9 @@ run(void *arg)
             shards_work(db);
         if (db && !stopped())
             resolve(db);
+        /* After merging: the rollups the alerts read are fresh. */
+        if (db && !stopped() && alerts_due())
+            meterd_alerts_evaluate(db);
         pthread_mutex_lock(&lock);
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);

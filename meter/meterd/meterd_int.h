@@ -28,6 +28,9 @@ struct meterd {
                                     the rollups; 0: never */
     unsigned pack_after;         /* --pack-after: seconds after an hour ends
                                     that its blocks are packed; 0: never */
+    unsigned alert_every;        /* --alert-every: seconds between
+                                    evaluations of the usage alerts, by the
+                                    merging thread; 0: never */
     unsigned webhook_every;      /* --webhook-every: seconds between looks
                                     for due webhook deliveries; 0: never */
     unsigned webhook_timeout;    /* --webhook-timeout: seconds a POST may
@@ -65,6 +68,16 @@ void meterd_admin_book_get(struct meter_http_request *rq);
 void meterd_admin_key_create(struct meter_http_request *rq);
 void meterd_admin_keys_list(struct meter_http_request *rq);
 void meterd_admin_key_revoke(struct meter_http_request *rq);
+
+/* Usage alerts (alerts.c): POST, GET /v1/admin/alerts, DELETE
+ * /v1/admin/alerts/{id}, GET /v1/accounts/{id}/alerts. */
+void meterd_alerts_add(struct meter_http_request *rq);
+void meterd_alerts_list(struct meter_http_request *rq);
+void meterd_alerts_remove(struct meter_http_request *rq);
+void meterd_account_alerts(struct meter_http_request *rq);
+/* One evaluation of the alerts, and of usage on no book, on db (the
+ * merging thread's). */
+void meterd_alerts_evaluate(PGconn *db);
 
 /* GET /v1/usage (usage.c) */
 void meterd_usage(struct meter_http_request *rq);
