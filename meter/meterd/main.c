@@ -391,14 +391,18 @@ configure(const struct options *o, struct meter_http_config *cfg)
     return 0;
 }
 
-/* Creates the usage partitions of this month and the next two. */
+/* Checks that the schema is the one this meterd knows (on another,
+ * every statement could fail, or worse, mean something else), then
+ * creates the usage partitions of this month and the next two. */
 static int
 prepare_database(const char *conninfo, struct meter_err *e)
 {
     PGconn *db = meter_db_connect(conninfo, e);
     if (!db)
         return -1;
-    int rc = meter_db_prepare_partitions(db, 3, e);
+    int rc = meterd_schema_check(db, e) == METER_DB_ROWS
+                 ? meter_db_prepare_partitions(db, 3, e)
+                 : -1;
     PQfinish(db);
     return rc;
 }
