@@ -154,7 +154,8 @@ static const char usage_more[] =
     "                       ($METER_TLS_KEY); needs --tls-cert\n"
     "  --log-level LEVEL    error, warn, info (one line per request) or\n"
     "                       debug ($METER_LOG_LEVEL; default info)\n"
-    "  --help               this text\n";
+    "  --help               this text\n"
+    "  --version            print the version\n";
 
 /* The options: each a flag, else its environment variable. */
 enum {
@@ -221,7 +222,7 @@ struct options {
 static int
 read_options(int argc, char **argv, struct options *o)
 {
-    struct option opts[NOPTS + 2];
+    struct option opts[NOPTS + 3];
     for (int i = 0; i < NOPTS; i++) {
         opts[i] = (struct option){option_names[i].flag, required_argument, NULL,
                                   256 + i};
@@ -229,7 +230,8 @@ read_options(int argc, char **argv, struct options *o)
         o->v[i] = env && *env ? env : NULL;
     }
     opts[NOPTS] = (struct option){"help", no_argument, NULL, 'h'};
-    opts[NOPTS + 1] = (struct option){NULL, 0, NULL, 0};
+    opts[NOPTS + 1] = (struct option){"version", no_argument, NULL, 'V'};
+    opts[NOPTS + 2] = (struct option){NULL, 0, NULL, 0};
     int opt;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -238,6 +240,9 @@ read_options(int argc, char **argv, struct options *o)
         } else if (opt == 'h') {
             fputs(usage_text, stdout);
             fputs(usage_more, stdout);
+            exit(0);
+        } else if (opt == 'V') {
+            printf("meterd %s\n", METER_VERSION);
             exit(0);
         } else {
             fprintf(stderr, "meterd: unknown or incomplete option '%s'\n%s%s",
