@@ -31,7 +31,8 @@ static const char usage_text[] =
     "       costsim breakeven --profile FILE --between A,B --param KEY\n"
     "               --range LO:HI [...]\n"
     "\n"
-    "Prices simulated months of the workload in FILE (docs/simulator.md)\n"
+    "Prices simulated months of the workload in FILE (docs/simulator.md;\n"
+    "a bare name, such as coding-agent, is an installed profile)\n"
     "on every price book of DIR (default: the installed books) through\n"
     "the pricing engine, until each book's mean monthly cost is known to\n"
     "within X of itself (95% interval half-width; default 0.005) or N\n"
@@ -187,7 +188,9 @@ main(int argc, char **argv)
     /* GSL's default handler aborts; every call's result is checked. */
     gsl_set_error_handler_off();
     struct sim_err e;
-    struct sim_profile *p = sim_profile_load(a.profile, &e);
+    char profile[4096];
+    struct sim_profile *p = sim_profile_load(
+        cs_profile_path(a.profile, profile, sizeof(profile)), &e);
     struct cs_book *books = NULL;
     const struct pricing_book **list = NULL;
     struct sim_mc_result res = {0};
