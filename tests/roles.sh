@@ -91,6 +91,18 @@ GET  /v1/reports/accounts         401 401 403 403 403 200 200
 GET  /v1/reports/accounts/acct-a  401 401 403 200 404 200 200
 GET  /v1/reports/usage            401 401 403 403 403 200 200
 GET  /v1/reports/invoices         401 401 403 200 200 200 200
+GET  /v1/admin/accounts           401 401 403 403 403 403 200
+POST /v1/admin/accounts           401 401 403 403 403 403 400
+GET  /v1/admin/accounts/acct-a    401 401 403 403 403 403 200
+PATCH /v1/admin/accounts/acct-a   401 401 403 403 403 403 400
+POST /v1/admin/accounts/acct-a/books  401 401 403 403 403 403 400
+POST /v1/admin/accounts/acct-a/grants 401 401 403 403 403 403 400
+GET  /v1/admin/books              401 401 403 403 403 403 200
+POST /v1/admin/books              401 401 403 403 403 403 400
+GET  /v1/admin/books/e2b-hobby/versions/1 401 401 403 403 403 403 200
+GET  /v1/admin/keys               401 401 403 403 403 403 200
+POST /v1/admin/keys               401 401 403 403 403 403 400
+DELETE /v1/admin/keys/999999      401 401 403 403 403 403 404
 TABLE
 
 # What a 200 holds: A lists its invoice, B's list does not have it.
@@ -257,7 +269,7 @@ expect_status 0 psql "$wext" -XAtqc "SELECT usage_blocks_partition('2031-01-01')
 checks=$((checks + 2))
 [ "$(psql "$ext" -XAtqc "SELECT string_agg(pg_get_userbyid(relowner), ',' ORDER BY relname) FROM pg_class WHERE relname LIKE 'usage_%_203101'")" = "$ext_owner,$ext_owner" ] ||
     fail "the partitions the worker made are not the external owner's"
-[ "$(psql "$ext" -XAtqc "SELECT string_agg(db_user || ' ' || action, ',' ORDER BY audit_id) FROM audit_log")" = "meter_worker book.import,meter_worker account.assign" ] ||
+[ "$(psql "$ext" -XAtqc "SELECT string_agg(db_user || ' ' || action, ',' ORDER BY audit_id) FROM audit_log")" = "meter_worker book.import,meter_worker account.create,meter_worker account.assign" ] ||
     fail "the worker's acts in the external database: $(psql "$ext" -XAtqc "SELECT db_user, action FROM audit_log")"
 refused_ext() {
     expect_status 1 psql "$wext" -XAtq -v ON_ERROR_STOP=1 -c "$1"

@@ -22,7 +22,8 @@ billing_parts_of(const struct meter_db_account *acct, int year, int month,
             from = start;
         if (to > end)
             to = end;
-        if (from >= to || out->n == 31)
+        /* An end (no book): a part of no book, billed by none. */
+        if (from >= to || out->n == 31 || !acct->a[i].book_id[0])
             continue;
         out->p[out->n].book = acct->override ? acct->override : acct->a[i].book;
         out->p[out->n].from = from;

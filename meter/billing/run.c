@@ -567,6 +567,41 @@ links_failed(const struct meter_err *e)
     return shard[0] ? METER_DB_SHARD_AWAY : METER_DB_HARD;
 }
 
+/* Records which of the batch's accounts failed, and why, and forgets
+ * the earlier failures of those that did not: the overview lists them
+ * until a run computes their drafts. */
+static enum meter_db_status
+note_failures(PGconn *db, const char *const *accounts, size_t n, int year,
+              int month, const struct billing_outcome *out, struct meter_err *e)
+{
+    const char **why = calloc(n ? n : 1, sizeof(*why));
+    if (!why)
+        return billing_fail(e, "out of memory");
+    for (size_t k = 0; k < n; k++)
+        why[k] = out[k].failed ? out[k].error : NULL;
+    enum meter_db_status st =
+        meter_db_run_failures_store(db, year, month, accounts, why, n, e);
+    free(why);
+    return st;
+}
+
+/* The batch's run, its usage on usage (NULL: db), its failures noted. */
+static enum meter_db_status
+run_noted(PGconn *db, PGconn *const *usage, const char *const *accounts,
+          size_t n, int year, int month, bool finalize, const char *seller,
+          struct billing_outcome *out, struct meter_err *e)
+{
+    enum meter_db_status st = run_batch(db, usage, accounts, n, year, month,
+                                        finalize, seller, out, e);
+    if (st >= 0) {
+        enum meter_db_status noted =
+            note_failures(db, accounts, n, year, month, out, e);
+        if (noted < 0)
+            st = noted;
+    }
+    return st;
+}
+
 enum meter_db_status
 billing_run(PGconn *db, struct meter_shard_links *shards,
             const char *const *accounts, size_t n, int year, int month,
@@ -575,7 +610,7 @@ billing_run(PGconn *db, struct meter_shard_links *shards,
 {
     struct meter_err one = {{0}};
     if (meter_db_usage_whole(db, &one) == 0)
-        return run_batch(db, NULL, accounts, n, year, month, finalize, seller,
+        return run_noted(db, NULL, accounts, n, year, month, finalize, seller,
                          out, e);
     /* Usage stored on other shards would be billed as none without
      * them. */
@@ -597,7 +632,7 @@ billing_run(PGconn *db, struct meter_shard_links *shards,
         else if (shard[k] < 0)
             usage[k] = db;
     if (st >= 0)
-        st = run_batch(db, usage, accounts, n, year, month, finalize, seller,
+        st = run_noted(db, usage, accounts, n, year, month, finalize, seller,
                        out, e);
     /* A shard lost (or busy) under the run, the catalog answering. */
     for (size_t k = 0; usage && st < 0 && st != METER_DB_SHARD_AWAY && k < n;

@@ -208,6 +208,8 @@ meter_db_accounts_load(PGconn *db, struct meter_db_account *const *accts,
             as->from = date_days(PQgetvalue(r, x, 1)) * 86400;
             snprintf(as->book_id, sizeof(as->book_id), "%s",
                      PQgetvalue(r, x, 2));
+            if (PQgetisnull(r, x, 2))
+                continue; /* an end: on no book from then (book NULL) */
             if (db_get_int(r, x, 3, &as->version, e) < 0)
                 st = METER_DB_HARD;
             else

@@ -58,6 +58,8 @@ book_grants(const struct meter_db_account *acct, struct meter_db_grants *out)
     for (size_t i = 0; i < acct->na; i++) {
         int y, m;
         int64_t start, end;
+        if (!acct->a[i].book)
+            continue; /* an end: no book */
         pricing_period_of(acct->a[i].from, &y, &m, &start, &end);
         struct pricing_grant g[PRICING_GRANTS_MAX];
         size_t k =
@@ -240,10 +242,12 @@ give_attempt(PGconn *db, void *arg, struct meter_err *e)
     const char *day = v.v[1];
     PGresult *r;
     st = meter_db_exec(db, "cannot read the account's price book",
-                       "SELECT b.currency FROM account_price_books a"
-                       " JOIN price_books b USING (price_book_id, version)"
-                       " WHERE a.account_id = $1 AND a.valid_from <= $2::date"
-                       " ORDER BY a.valid_from DESC LIMIT 1",
+                       "SELECT b.currency FROM (SELECT * FROM"
+                       " account_price_books a WHERE a.account_id = $1"
+                       " AND a.valid_from <= $2::date"
+                       " ORDER BY a.valid_from DESC LIMIT 1) a"
+                       /* an end: no book that day */
+                       " JOIN price_books b USING (price_book_id, version)",
                        v.n, v.v, NULL, NULL, &r, e);
     if (st == METER_DB_NONE)
         st = db_hard(e,

@@ -144,7 +144,8 @@ meter_db_invoice_accounts(PGconn *db, int year, int month, const char *only,
     return db_strings(
         db, "cannot list the accounts to invoice",
         "SELECT DISTINCT a.account_id FROM account_price_books a"
-        " WHERE a.valid_from < $2::date AND ($3::text IS NULL"
+        " WHERE a.valid_from < $2::date AND a.price_book_id IS NOT NULL"
+        " AND ($3::text IS NULL"
         "  OR a.account_id = $3::text)"
         " AND NOT EXISTS (SELECT 1 FROM account_price_books n"
         "  WHERE n.account_id = a.account_id AND n.valid_from > a.valid_from"

@@ -442,3 +442,48 @@ meter_db_credit_note_store(PGconn *db, struct report_invoice *note,
         st = db_revenue_negate(db, note->account_id, note->id, voided, e);
     return st < 0 ? st : METER_DB_ROWS;
 }
+
+enum meter_db_status
+meter_db_run_failures_store(PGconn *db, int year, int month,
+                            const char *const *accounts,
+                            const char *const *errors, size_t n,
+                            struct meter_err *e)
+{
+    if (n == 0)
+        return METER_DB_NONE;
+    struct meter_buf accts = {0}, whys = {0};
+    meter_buf_str(&accts, "{");
+    meter_buf_str(&whys, "{");
+    for (size_t k = 0; k < n; k++) {
+        db_array_text(&accts, accounts[k]);
+        db_array_text(&whys, errors[k]);
+    }
+    meter_buf_str(&accts, "}");
+    meter_buf_str(&whys, "}");
+    enum meter_db_status st = METER_DB_HARD;
+    if (accts.failed || whys.failed) {
+        meter_fail(e, "out of memory");
+    } else {
+        struct db_params p = {0};
+        db_param_period(&p, year, month);
+        db_param_text(&p, accts.p);
+        db_param_text(&p, whys.p);
+        /* An account the catalog does not know has no row to name it. */
+        st = meter_db_exec(
+            db, "cannot record the run's failures",
+            "WITH x AS (SELECT * FROM unnest($2::text[], $3::text[])"
+            "  AS x (account_id, error)),"
+            " ok AS (DELETE FROM invoice_run_failures f USING x"
+            "  WHERE f.account_id = x.account_id AND f.period = $1::date"
+            "  AND x.error IS NULL)"
+            " INSERT INTO invoice_run_failures (account_id, period, error)"
+            " SELECT x.account_id, $1::date, x.error FROM x"
+            " JOIN accounts a USING (account_id) WHERE x.error IS NOT NULL"
+            " ON CONFLICT (account_id, period) DO UPDATE"
+            " SET error = excluded.error, failed_at = now()",
+            p.n, p.v, NULL, NULL, NULL, e);
+    }
+    meter_buf_release(&accts);
+    meter_buf_release(&whys);
+    return st;
+}

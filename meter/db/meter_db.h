@@ -278,6 +278,80 @@ enum meter_db_status meter_db_key_list(PGconn *db, meter_key_cb *cb, void *arg,
 enum meter_db_status meter_db_key_revoke(PGconn *db, int64_t key_id,
                                          struct meter_err *e);
 
+/* ---- the management API (0021_admin_api.sql, admin.c) -------------------
+ *
+ * Answers are JSON (a new reference in *out) as the API gives them: an
+ * account is account_json's {id, name, external_id, metadata,
+ * created_at, auto_created, price_books: [{from, price_book_id,
+ * version}]}. */
+
+/* An account's fields; NULL: none (create) or unchanged (update).
+ * metadata is a JSON object's text. */
+struct meter_admin_account {
+    const char *id, *name, *external_id, *metadata;
+};
+/* Creates account a: ROWS and the account, or NONE with e saying why
+ * not (the id exists, or the external id is another account's). */
+enum meter_db_status
+meter_db_admin_account_create(PGconn *db, const struct meter_admin_account *a,
+                              json_t **out, struct meter_err *e);
+/* Account id: ROWS, or NONE if there is none. */
+enum meter_db_status meter_db_admin_account_get(PGconn *db, const char *id,
+                                                json_t **out,
+                                                struct meter_err *e);
+/* A page of at most limit accounts after id after (NULL: from the
+ * first), in id order: {items, next_after} (next_after null on the
+ * last page). */
+enum meter_db_status meter_db_admin_accounts_list(PGconn *db, const char *after,
+                                                  int limit, json_t **out,
+                                                  struct meter_err *e);
+/* Sets a's fields that are not NULL: ROWS and the account, NONE if there
+ * is no such account, HARD naming the account whose external id it is. */
+enum meter_db_status
+meter_db_admin_account_update(PGconn *db, const struct meter_admin_account *a,
+                              json_t **out, struct meter_err *e);
+/* Puts account id on no price book from date from (YYYY-MM-DD) until
+ * its next assignment: ROWS, or NONE if there is no such account. */
+enum meter_db_status meter_db_account_end(PGconn *db, const char *id,
+                                          const char *from,
+                                          struct meter_err *e);
+/* Every stored version of every book: [{id, version, name, provider,
+ * currency, effective_from, stored_at}]. */
+enum meter_db_status meter_db_books_list(PGconn *db, json_t **out,
+                                         struct meter_err *e);
+/* Version version (0: the latest) of book id as stored: ROWS, or NONE. */
+enum meter_db_status meter_db_book_get(PGconn *db, const char *id, int version,
+                                       json_t **out, struct meter_err *e);
+
+/* Creations made with an Idempotency-Key header (Stripe's scheme), per
+ * API key: the first claims the key for its request (SHA-256 of method,
+ * path and body); the same request again gets the first answer, another
+ * request with the key is refused. */
+enum meter_idem_outcome {
+    METER_IDEM_NEW,           /* claimed: run it, then meter_db_idem_finish */
+    METER_IDEM_DONE,          /* answered before: status and response */
+    METER_IDEM_UNDER_WAY,     /* the first request is still running */
+    METER_IDEM_OTHER_REQUEST, /* the key was used with another request */
+};
+struct meter_idem {
+    enum meter_idem_outcome outcome;
+    int status;     /* DONE: the first answer's status */
+    char *response; /* DONE: its body (free it) */
+};
+void meter_idem_request_hash(const char *method, const char *path,
+                             const char *body, size_t len, uint8_t out[32]);
+enum meter_db_status meter_db_idem_claim(PGconn *db, int64_t key_id,
+                                         const char *idem_key,
+                                         const uint8_t request[32],
+                                         struct meter_idem *out,
+                                         struct meter_err *e);
+/* Stores a claimed key's answer (status 2xx, response its body), or with
+ * status 0 releases the claim, so that a retry runs the request again. */
+enum meter_db_status meter_db_idem_finish(PGconn *db, int64_t key_id,
+                                          const char *idem_key, int status,
+                                          const char *response,
+                                          struct meter_err *e);
+
 /* ---- browser sessions (0008_web_sessions.sql) ----------------------------
  *
  * A browser signs in with a key and gets a session token for its
@@ -594,10 +668,18 @@ typedef void meter_grant_cb(const struct meter_grant *g, void *arg);
 /* The overview of period (year, month) as of now (Unix seconds): revenue
  * so far against the previous period's, by day, book, pricing model and
  * account, the autopause credit, the idle share, and samples ingested
- * per minute over the hour before now. */
+ * per minute over the hour before now, and what the period leaves
+ * unbilled (meter_db_not_billed). */
 enum meter_db_status meter_db_report_overview(PGconn *db, int year, int month,
                                               int64_t now, json_t **out,
                                               struct meter_err *e);
+
+/* What period (year, month) leaves unbilled, as the overview's
+ * not_billed: {"no_book": [usage stored for hours its account was on
+ * no price book], "run_failed": [accounts whose draft the last invoice
+ * run could not compute]}, each with the account and why. */
+enum meter_db_status meter_db_not_billed(PGconn *db, int year, int month,
+                                         json_t **out, struct meter_err *e);
 
 /* Which accounts, in what order. */
 struct meter_report_query {
@@ -823,10 +905,10 @@ void meter_usage_reader_free(struct meter_usage_reader *r);
 
 /* One row of account_price_books, with its book parsed. */
 struct meter_db_assignment {
-    int64_t from; /* Unix seconds */
-    char book_id[PRICING_ID_MAX + 1];
+    int64_t from;                     /* Unix seconds */
+    char book_id[PRICING_ID_MAX + 1]; /* "": an end, on no book from then */
     int version;
-    struct pricing_book *book;
+    struct pricing_book *book; /* NULL for an end */
 };
 
 /* Price books parsed once for a run: version `version` of `id`. */
@@ -1085,6 +1167,16 @@ enum meter_db_status meter_db_commit_async(PGconn *db, struct meter_err *e);
 enum meter_db_status
 meter_db_invoices_finalize(PGconn *db, struct report_invoice *const *docs,
                            size_t n, struct meter_err *e);
+
+/* Records what the invoice run of accounts[0..n) for (year, month) did:
+ * errors[k] why account k's draft could not be computed, or NULL if it
+ * was (its earlier failure is forgotten). Commits with the caller's
+ * transaction, if any. */
+enum meter_db_status meter_db_run_failures_store(PGconn *db, int year,
+                                                 int month,
+                                                 const char *const *accounts,
+                                                 const char *const *errors,
+                                                 size_t n, struct meter_err *e);
 
 /* Stores credit note `note` of document `voided` (a draft: finalize it
  * next): its lines, the periods it takes back (to be rated again) and

@@ -119,6 +119,37 @@ report(PGconn *db, const char *what, const char *sql, int n,
 #define REVENUE                                                                \
     " invoice_revenue r JOIN invoices i USING (account_id, invoice_id)"
 
+/* What the period leaves unbilled (docs/dashboards.md), for the period
+ * starting on date parameter P, of the accounts where W (a condition on
+ * g.account_id): usage stored for hours its account was on no price
+ * book, and the accounts whose draft the last invoice run could not
+ * compute, each with why. A gap's rollups are read by account and hour,
+ * the account's bucket's shard answering. */
+#define NOT_BILLED(P, W)                                                       \
+    "json_build_object("                                                       \
+    " 'no_book', coalesce((SELECT json_agg(json_build_object("                 \
+    "  'account_id', g.account_id, 'name', a.name, 'samples', u.samples,"      \
+    "  'from', to_char(to_timestamp(u.lo * 3600) AT TIME ZONE 'UTC',"          \
+    "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"                                     \
+    "  'to', to_char(to_timestamp((u.hi + 1) * 3600) AT TIME ZONE 'UTC',"      \
+    "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"                                     \
+    "  'why', CASE WHEN g.first_book IS NULL THEN 'on no price book'"          \
+    "  ELSE 'on no price book before ' || to_char(g.first_book,"               \
+    "  'YYYY-MM-DD') END) ORDER BY g.account_id)"                              \
+    "  FROM unbilled_gaps(" P "::date) g JOIN accounts a"                      \
+    "  ON a.account_pk = g.account_pk CROSS JOIN LATERAL"                      \
+    "  (SELECT sum(s) AS samples, min(lo) AS lo, max(hi) AS hi FROM"           \
+    "  (SELECT sum(h.samples) AS s, min(h.hour) AS lo, max(h.hour) AS hi"      \
+    "  FROM fleet_hourly_totals h WHERE h.account_pk = g.account_pk"           \
+    "  AND h.hour >= g.lo AND h.hour < g.hi GROUP BY h.part, h.account_pk)"    \
+    "  x) u WHERE u.samples > 0 AND " W "), '[]'),"                            \
+    " 'run_failed', coalesce((SELECT json_agg(json_build_object("              \
+    "  'account_id', g.account_id, 'name', a.name, 'why', g.error,"            \
+    "  'at', to_char(g.failed_at AT TIME ZONE 'UTC',"                          \
+    "  'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')) ORDER BY g.account_id)"              \
+    "  FROM invoice_run_failures g JOIN accounts a USING (account_id)"         \
+    "  WHERE g.period = " P "::date AND " W "), '[]'))"
+
 enum meter_db_status
 meter_db_report_overview(PGconn *db, int year, int month, int64_t now,
                          json_t **out, struct meter_err *e)
@@ -136,7 +167,7 @@ meter_db_report_overview(PGconn *db, int year, int month, int64_t now,
     db_param_period(&p, b.py, b.pm);
     db_param_int64(&p, elapsed);
     db_param_int64(&p, now);
-    return report(
+    enum meter_db_status st = report(
         db, "cannot read the overview",
         "WITH rev AS (SELECT r.day, r.account_id, r.kind, r.price_book_id,"
         "  r.version, r.amount, i.currency FROM" REVENUE
@@ -217,6 +248,22 @@ meter_db_report_overview(PGconn *db, int year, int month, int64_t now,
         "   AND h.added_at < to_timestamp($5::bigint + 60) GROUP BY 1, 2) per"
         "   GROUP BY 1) x), '[]'))",
         p.n, p.v, out, e);
+    json_t *nb = NULL;
+    if (st >= 0 && *out)
+        st = meter_db_not_billed(db, year, month, &nb, e);
+    if (st >= 0 && *out)
+        json_object_set_new(*out, "not_billed", nb);
+    return st;
+}
+
+enum meter_db_status
+meter_db_not_billed(PGconn *db, int year, int month, json_t **out,
+                    struct meter_err *e)
+{
+    struct db_params p = {0};
+    db_param_period(&p, year, month);
+    return report(db, "cannot read what the period leaves unbilled",
+                  "SELECT " NOT_BILLED("$1", "true"), p.n, p.v, out, e);
 }
 
 enum meter_db_status
@@ -349,8 +396,9 @@ meter_db_report_account(PGconn *db, const char *account, int year, int month,
         "    AND c.status = 'final') THEN 'void' ELSE i.status END,"
         "   'period', to_char(i.period, 'YYYY-MM'), 'currency', i.currency,"
         "   'total', i.total::text) ORDER BY i.period DESC, i.invoice_id DESC)"
-        "   FROM invoices i WHERE i.account_id = $1), '[]'))"
-        " END",
+        "   FROM invoices i WHERE i.account_id = $1), '[]'),"
+        "  'not_billed', " NOT_BILLED("$2", "g.account_id = $1") ")"
+                                                                 " END",
         p.n, p.v, out, e);
     if (st >= 0 && json_is_null(*out)) {
         json_decref(*out);

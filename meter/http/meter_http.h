@@ -189,6 +189,8 @@ bool meter_http_header_is(struct meter_http_request *rq, const char *name,
  * without control characters (meter_text_check), or the request was
  * answered 400 before its handler. */
 const char *meter_http_param(struct meter_http_request *rq, const char *name);
+/* The request's path, without its query. */
+const char *meter_http_path(struct meter_http_request *rq);
 /* A query-string argument, or NULL. Its name and value are text, as
  * path segments are. */
 const char *meter_http_query(struct meter_http_request *rq, const char *name);

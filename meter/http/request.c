@@ -29,6 +29,12 @@ meter_http_header_is(struct meter_http_request *rq, const char *name,
 }
 
 const char *
+meter_http_path(struct meter_http_request *rq)
+{
+    return rq->url;
+}
+
+const char *
 meter_http_param(struct meter_http_request *rq, const char *name)
 {
     size_t n = strlen(name);

@@ -255,6 +255,45 @@ run_worker(void *arg)
     return NULL;
 }
 
+/* Prints what the period leaves unbilled (of account only, if not
+ * NULL): usage of hours on no price book, which no run bills, and the
+ * accounts whose draft a run could not compute; a line each. */
+static int
+print_not_billed(const struct ctl *ctl, int year, int month, const char *only)
+{
+    PGconn *db = ctl_connect(ctl);
+    if (!db)
+        return CTL_FAILED;
+    struct meter_err e = {{0}};
+    json_t *nb = NULL;
+    int rc =
+        meter_db_not_billed(db, year, month, &nb, &e) < 0 ? ctl_failed(&e) : 0;
+    PQfinish(db);
+    static const char *const kinds[] = {"no_book", "run_failed"};
+    for (size_t k = 0; nb && k < 2; k++) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(json_object_get(nb, kinds[k]), i, x)
+        {
+            const char *id =
+                json_string_value(json_object_get(x, "account_id"));
+            if (only && strcmp(only, id) != 0)
+                continue;
+            const char *why = json_string_value(json_object_get(x, "why"));
+            if (k == 0)
+                printf("not billed: account %s: %" JSON_INTEGER_FORMAT
+                       " samples from %s to %s: %s\n",
+                       id, json_integer_value(json_object_get(x, "samples")),
+                       json_string_value(json_object_get(x, "from")),
+                       json_string_value(json_object_get(x, "to")), why);
+            else
+                printf("not billed: account %s: no draft: %s\n", id, why);
+        }
+    }
+    json_decref(nb);
+    return rc;
+}
+
 static int
 invoice_run(struct ctl *ctl, int argc, char **argv)
 {
@@ -329,7 +368,8 @@ invoice_run(struct ctl *ctl, int argc, char **argv)
            failed, run.samples, dt,
            dt > 0 ? (double)run.samples / dt / 1e6 : 0.0);
     meter_strtab_release(&accounts);
-    return failed ? CTL_FAILED : 0;
+    rc = print_not_billed(ctl, a.year, a.month, a.account);
+    return failed ? CTL_FAILED : rc;
 }
 
 /* ---- list ---------------------------------------------------------------- */

@@ -47,10 +47,20 @@ static const struct command {
     {"books", "add", ctl_books,
      "  books add FILE             store a price book (validated) as its\n"
      "                             next version\n"},
+    {"books", "list", ctl_books,
+     "  books list                 the stored versions of every book\n"},
     {"accounts", "add", ctl_accounts,
      "  accounts add ID [--name NAME] [--book BOOK --from YYYY-MM-DD]\n"
      "                             add an account, on the latest version\n"
      "                             of a book from a date\n"},
+    {"accounts", "end", ctl_accounts,
+     "  accounts end ID --from YYYY-MM-DD\n"
+     "                             the account on no book from that day\n"},
+    {"accounts", "list", ctl_accounts,
+     "  accounts list [--after ID] [--limit N]\n"
+     "                             a page of accounts and their book now\n"},
+    {"accounts", "show", ctl_accounts,
+     "  accounts show ID           an account, its metadata and books\n"},
     {"keys", "create", ctl_keys,
      "  keys create --role host|account|finance|admin [--account ID]\n"
      "       --name NAME           create an API key; prints its token once\n"

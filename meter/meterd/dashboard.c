@@ -269,6 +269,56 @@ key_figures(struct meter_buf *o, json_t *doc)
     meter_buf_str(o, "</ul>\n");
 }
 
+/* What the period leaves unbilled (the report's not_billed): usage on
+ * no price book and the accounts whose draft failed, each with why;
+ * said in one line when there is none, never left out. query is the
+ * period's, for the accounts' links. */
+static void
+not_billed(struct page *p, json_t *nb, const char *query)
+{
+    struct meter_buf *o = &p->html;
+    json_t *none = json_object_get(nb, "no_book"),
+           *failed = json_object_get(nb, "run_failed");
+    size_t n = json_array_size(none) + json_array_size(failed);
+    meter_buf_str(o, "<section aria-labelledby=\"h-not-billed\"><h2 "
+                     "id=\"h-not-billed\">Not billed</h2>\n");
+    if (n == 0) {
+        meter_buf_str(o, "<p class=\"muted\">0: every account's "
+                         "usage is on a price book, and every draft the "
+                         "invoice runs tried was computed.</p>\n</section>\n");
+        return;
+    }
+    meter_buf_printf(o,
+                     "<p class=\"warning\">%zu: "
+                     "%zu with usage on no price book, %zu whose draft the "
+                     "last invoice run could not compute. No run bills them "
+                     "until this is mended.</p>\n",
+                     n, json_array_size(none), json_array_size(failed));
+    const struct meterd_col none_cols[] = {
+        LINK("account_id", "Account", "/accounts/", query),
+        COL("name", "Name"),
+        NUM("samples", "Samples"),
+        COL("from", "From"),
+        COL("to", "To"),
+        COL("why", "Why"),
+    };
+    const struct meterd_col failed_cols[] = {
+        LINK("account_id", "Account", "/accounts/", query),
+        COL("name", "Name"),
+        COL("why", "Why"),
+        COL("at", "Run at"),
+    };
+    struct meterd_table t1 = TABLE("no_book", "Usage on no price book",
+                                   none_cols),
+                        t2 = TABLE("run_failed", "Drafts that failed",
+                                   failed_cols);
+    if (json_array_size(none))
+        table(p, &t1, none);
+    if (json_array_size(failed))
+        table(p, &t2, failed);
+    meter_buf_str(o, "</section>\n");
+}
+
 static const char *const overview_params[] = {"period", NULL};
 
 void
@@ -294,6 +344,9 @@ meterd_page_overview(struct meter_http_request *rq)
     meter_buf_html(o, json_string_value(json_object_get(doc, "as_of")));
     meter_buf_str(o, "; drafts count until final (docs/dashboards.md).</p>\n");
     key_figures(o, doc);
+    char q[32];
+    snprintf(q, sizeof(q), "?period=%04d-%02d", year % 10000, month % 100);
+    not_billed(&p, json_object_get(doc, "not_billed"), q);
 
     static const struct meterd_col rev_cols[] = {
         COL("currency", "Currency"),
@@ -318,8 +371,6 @@ meterd_page_overview(struct meter_http_request *rq)
         COL("currency", "Currency"),
         NUM("amount", "Revenue"),
     };
-    char q[32];
-    snprintf(q, sizeof(q), "?period=%04d-%02d", year % 10000, month % 100);
     const struct meterd_col top_cols[] = {
         LINK("account_id", "Account", "/accounts/", q),
         COL("name", "Name"),
@@ -485,6 +536,38 @@ meterd_page_accounts(struct meter_http_request *rq)
 
 /* ---- one account --------------------------------------------------------- */
 
+/* Why the account has no draft for the period: its last run's failure,
+ * or usage on no price book, else that none was computed or it is final.
+ * nb is the account's not_billed. */
+static void
+no_estimate(struct meter_buf *o, json_t *nb)
+{
+    json_t *failed = json_array_get(json_object_get(nb, "run_failed"), 0);
+    json_t *none = json_array_get(json_object_get(nb, "no_book"), 0);
+    if (failed) {
+        meter_buf_str(o, "<p class=\"warning\">"
+                         "No draft: the invoice run of ");
+        meter_buf_html(o, json_string_value(json_object_get(failed, "at")));
+        meter_buf_str(o, " could not compute it: ");
+        meter_buf_html(o, json_string_value(json_object_get(failed, "why")));
+        meter_buf_str(o, ".</p>\n");
+    }
+    if (none) {
+        meter_buf_printf(
+            o, "<p class=\"warning\">%" JSON_INTEGER_FORMAT " samples from ",
+            json_integer_value(json_object_get(none, "samples")));
+        meter_buf_html(o, json_string_value(json_object_get(none, "from")));
+        meter_buf_str(o, " to ");
+        meter_buf_html(o, json_string_value(json_object_get(none, "to")));
+        meter_buf_str(o, " are not billed: the account was ");
+        meter_buf_html(o, json_string_value(json_object_get(none, "why")));
+        meter_buf_str(o, ".</p>\n");
+    }
+    if (!failed && !none)
+        meter_buf_str(o, "<p>No draft for this period: it is final, or no "
+                         "invoice run has computed it yet.</p>\n");
+}
+
 static const char *const account_params[] = {"period", NULL};
 
 void
@@ -530,8 +613,7 @@ meterd_page_account(struct meter_http_request *rq)
         meter_buf_html(o, json_string_value(json_object_get(est, "as_of")));
         meter_buf_str(o, ".</p>\n");
     } else {
-        meter_buf_str(o, "<p>No draft for this period: it is final, or no "
-                         "invoice run has computed it yet.</p>\n");
+        no_estimate(o, json_object_get(doc, "not_billed"));
     }
     meter_buf_str(o, "</section>\n");
 

@@ -391,10 +391,21 @@ meterd_invoices_run(struct meter_http_request *rq)
             json_array_append_new(items, item);
         }
     }
-    meter_http_reply_json(rq, failed ? 500 : 200,
-                          json_pack("{s:s, s:o, s:i}", "period", period,
+    /* The run worked: the accounts that failed are listed, each with
+     * why, beside the usage no run bills. */
+    json_t *nb = NULL;
+    st = meter_db_not_billed(db, year, month, &nb, &e);
+    if (st < 0) {
+        /* The run is done: its answer stands, this part said missing. */
+        meter_log(METER_LOG_WARN,
+                  "invoice run %s: what it left unbilled cannot be read: %s",
+                  period, e.msg);
+        nb = json_null();
+    }
+    meter_http_reply_json(rq, 200,
+                          json_pack("{s:s, s:o, s:i, s:o}", "period", period,
                                     "accounts", json_incref(items), "failed",
-                                    failed));
+                                    failed, "not_billed", nb));
 out:
     if (db && !meter_db_lost(db))
         meter_db_set_actor(db, NULL, &e);

@@ -47,6 +47,20 @@ void meterd_invoices_list(struct meter_http_request *rq);
 void meterd_invoices_get(struct meter_http_request *rq);
 void meterd_invoices_run(struct meter_http_request *rq);
 
+/* The management API, /v1/admin/... (admin.c). */
+void meterd_admin_account_create(struct meter_http_request *rq);
+void meterd_admin_accounts_list(struct meter_http_request *rq);
+void meterd_admin_account_get(struct meter_http_request *rq);
+void meterd_admin_account_update(struct meter_http_request *rq);
+void meterd_admin_account_assign(struct meter_http_request *rq);
+void meterd_admin_grant_create(struct meter_http_request *rq);
+void meterd_admin_book_upload(struct meter_http_request *rq);
+void meterd_admin_books_list(struct meter_http_request *rq);
+void meterd_admin_book_get(struct meter_http_request *rq);
+void meterd_admin_key_create(struct meter_http_request *rq);
+void meterd_admin_keys_list(struct meter_http_request *rq);
+void meterd_admin_key_revoke(struct meter_http_request *rq);
+
 /* GET /v1/usage (usage.c) */
 void meterd_usage(struct meter_http_request *rq);
 

@@ -203,13 +203,13 @@ static const char *const css[] = {
     "\n",
 
     "/* Messages. */\n"
-    ".error, .notice {\n"
+    ".error, .warning, .notice {\n"
     "  padding: 0.75rem 1rem;\n"
     "  border-radius: 0.25rem;\n"
     "  border-left: 4px solid;\n"
     "}\n"
-    ".error { color: var(--bad); background: var(--bad-bg); border-color: "
-    "var(--bad); }\n"
+    ".error, .warning { color: var(--bad); background: var(--bad-bg);\n"
+    "  border-color: var(--bad); }\n"
     ".notice { color: var(--good); background: var(--good-bg); border-color: "
     "var(--good); }\n"
     "\n"
