@@ -39,6 +39,22 @@ cs_parse_u64(const char *s, uint64_t max, uint64_t *out)
     return true;
 }
 
+const char *
+cs_profile_path(const char *arg, char *out, size_t n)
+{
+    char dir[4096];
+    struct meter_err e;
+    if (strchr(arg, '/') || access(arg, F_OK) == 0 ||
+        meter_data_dir("profiles", dir, sizeof(dir), &e) < 0)
+        return arg;
+    size_t len = strlen(arg);
+    bool ext = len > 5 && strcmp(arg + len - 5, ".json") == 0;
+    int k = snprintf(out, n, "%s/%s%s", dir, arg, ext ? "" : ".json");
+    if (k < 0 || (size_t)k >= n || access(out, F_OK) != 0)
+        return arg; /* the error then names what was given */
+    return out;
+}
+
 bool
 cs_parse_double(const char *s, char stop, double *out, const char **rest)
 {

@@ -360,7 +360,9 @@ cs_breakeven_main(int argc, char **argv)
     if (rc)
         return rc;
     struct sim_err e;
-    struct sim_profile *p = sim_profile_load(a.profile, &e);
+    char profile[4096];
+    struct sim_profile *p = sim_profile_load(
+        cs_profile_path(a.profile, profile, sizeof(profile)), &e);
     struct cs_book *books = NULL;
     struct sim_mc_result base = {0};
     size_t n = 0, pick[2];

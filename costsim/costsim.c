@@ -25,12 +25,14 @@ static const char usage_text[] =
     "               [--month YYYY-MM [--first-month]] [--memory-limit MIB]\n"
     "               [--format table|json|csv|html]\n"
     "               [--html REPORT] [--tornado PCT [--tornado-trials N]]\n"
+    "       costsim --version | --commands\n"
     "       costsim replay --account ID --period YYYY-MM [--books DIR]\n"
     "               [--db CONNINFO] [--format table|json]\n"
     "       costsim breakeven --profile FILE --between A,B --param KEY\n"
     "               --range LO:HI [...]\n"
     "\n"
-    "Prices simulated months of the workload in FILE (docs/simulator.md)\n"
+    "Prices simulated months of the workload in FILE (docs/simulator.md;\n"
+    "a bare name, such as coding-agent, is an installed profile)\n"
     "on every price book of DIR (default: the installed books) through\n"
     "the pricing engine, until each book's mean monthly cost is known to\n"
     "within X of itself (95% interval half-width; default 0.005) or N\n"
@@ -49,7 +51,8 @@ static const char usage_text[] =
     "costsim replay prices an account's stored usage of a month on every\n"
     "book instead (costsim replay --help); costsim breakeven finds where\n"
     "two books cost the same as one parameter moves (costsim breakeven\n"
-    "--help).\n";
+    "--help). --commands lists the commands; --version prints the\n"
+    "version.\n";
 
 #define usage_error(...) cs_usage_error("costsim", __VA_ARGS__)
 
@@ -133,15 +136,51 @@ parse_args(int argc, char **argv, struct args *a)
     return 0;
 }
 
+static int
+breakeven_main(int argc, char **argv)
+{
+    gsl_set_error_handler_off();
+    return cs_breakeven_main(argc, argv);
+}
+
+/* The subcommands besides the comparison (costsim with no command):
+ * main dispatches through this table, `costsim --commands` lists it,
+ * and each answers --help. */
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} commands[] = {
+    {"replay", cs_replay_main},
+    {"breakeven", breakeven_main},
+};
+
+/* --version and --commands, alone: true after printing. */
+static bool
+print_info(int argc, char **argv)
+{
+    if (argc != 2)
+        return false;
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("costsim %s\n", METER_VERSION);
+        return true;
+    }
+    if (strcmp(argv[1], "--commands") == 0) {
+        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+            printf("%s\n", commands[i].name);
+        return true;
+    }
+    return false;
+}
+
 int
 main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "replay") == 0)
-        return cs_replay_main(argc - 1, argv + 1);
-    if (argc > 1 && strcmp(argv[1], "breakeven") == 0) {
-        gsl_set_error_handler_off();
-        return cs_breakeven_main(argc - 1, argv + 1);
-    }
+    if (print_info(argc, argv))
+        return fflush(stdout) == 0 ? 0 : 1;
+    for (size_t i = 0; argc > 1 && i < sizeof(commands) / sizeof(commands[0]);
+         i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
     struct args a = {0};
     int rc = parse_args(argc, argv, &a);
     if (rc)
@@ -149,7 +188,9 @@ main(int argc, char **argv)
     /* GSL's default handler aborts; every call's result is checked. */
     gsl_set_error_handler_off();
     struct sim_err e;
-    struct sim_profile *p = sim_profile_load(a.profile, &e);
+    char profile[4096];
+    struct sim_profile *p = sim_profile_load(
+        cs_profile_path(a.profile, profile, sizeof(profile)), &e);
     struct cs_book *books = NULL;
     const struct pricing_book **list = NULL;
     struct sim_mc_result res = {0};

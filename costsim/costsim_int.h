@@ -38,6 +38,11 @@ int cs_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* A whole number at most max, no sign. */
 bool cs_parse_u64(const char *s, uint64_t max, uint64_t *out);
+/* The file of --profile arg: arg itself if it names a path (a '/' in
+ * it) or a file that exists, else the installed profile of that name
+ * (meter_data_dir's profiles/NAME.json, ".json" added if missing), in
+ * out (n bytes): "coding-agent" runs the shipped one from anywhere. */
+const char *cs_profile_path(const char *arg, char *out, size_t n);
 /* A number ending at stop ('\0': the end); *rest (if not NULL) then
  * points past stop. */
 bool cs_parse_double(const char *s, char stop, double *out, const char **rest);

@@ -7,13 +7,16 @@
  * 500 for a handler or admission that forgets to answer; forms decoded
  * and malformed ones refused; a page without credentials sent to the
  * sign-in page with its way back; HTML replies with their security
- * headers, extra headers, redirects. (Sessions and CSRF need the
- * database: tests/sessions.sh.)
+ * headers, extra headers, redirects; log lines that never span lines,
+ * as text or JSON, and a log file reopened after a rename. (Sessions
+ * and CSRF need the database: tests/sessions.sh.)
  */
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "meter_http.h"
@@ -230,6 +233,65 @@ gzip(const char *text, size_t len, unsigned char *out, size_t n)
     return got;
 }
 
+/* The lines of file path into lines (at most max), each without its
+ * newline; their number. */
+static size_t
+read_lines(const char *path, char lines[][1024], size_t max)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = 0;
+    while (f && n < max && fgets(lines[n], 1024, f)) {
+        lines[n][strcspn(lines[n], "\n")] = '\0';
+        n++;
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* A message with newlines and control characters stays one line, text
+ * or JSON; after a rename and meter_log_reopen, lines go to a new file
+ * of the name. */
+static void
+test_log(void)
+{
+    char dir[] = "/tmp/test_http_log.XXXXXX", path[64], moved[80];
+    char lines[8][1024];
+    struct meter_err e = {{0}};
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof(path), "%s/meterd.log", dir);
+    snprintf(moved, sizeof(moved), "%s/meterd.log.1", dir);
+    CHECK(meter_log_open(path, &e) == 0);
+    meter_log(METER_LOG_ERROR, "ERROR:  syntax\nLINE 1: SELECT\r\x01 end");
+    meter_log_set_format(METER_LOG_JSON);
+    meter_log(METER_LOG_ERROR, "two\nlines \xff");
+    CHECK(read_lines(path, lines, 8) == 2);
+    CHECK(strstr(lines[0], " error ERROR:  syntax\\nLINE 1: SELECT\\r\\x01 "
+                           "end") != NULL);
+    json_error_t je;
+    json_t *o = json_loads(lines[1], 0, &je);
+    CHECK(o != NULL);
+    CHECK(o && strcmp(json_string_value(json_object_get(o, "msg")),
+                      "two\nlines ?") == 0);
+    CHECK(o &&
+          strcmp(json_string_value(json_object_get(o, "level")), "error") == 0);
+    CHECK(o && json_is_string(json_object_get(o, "time")));
+    json_decref(o);
+    CHECK(rename(path, moved) == 0);
+    CHECK(meter_log_reopen(&e) == 0);
+    meter_log(METER_LOG_ERROR, "after");
+    CHECK(read_lines(path, lines, 8) == 1);
+    CHECK(strstr(lines[0], "\"msg\":\"after\"") != NULL);
+    CHECK(read_lines(moved, lines, 8) == 2);
+    CHECK(meter_log_parse_format("json") == METER_LOG_JSON);
+    CHECK(meter_log_parse_format("text") == METER_LOG_TEXT);
+    CHECK(meter_log_parse_format("xml") == -1);
+    meter_log_set_format(METER_LOG_TEXT);
+    unlink(path);
+    unlink(moved);
+    rmdir(dir);
+}
+
 int
 main(void)
 {
@@ -242,8 +304,9 @@ main(void)
         .routes = routes,
         .nroutes = sizeof(routes) / sizeof(routes[0]),
     };
-    cfg.listen.sin_family = AF_INET;
-    cfg.listen.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in *in4 = (struct sockaddr_in *)(void *)&cfg.listen;
+    in4->sin_family = AF_INET;
+    in4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     meter_log_set_level(METER_LOG_ERROR);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     struct meter_http *h = meter_http_start(&cfg, &e);
@@ -397,10 +460,11 @@ main(void)
 
     /* Stopped, the port is free again: a new server can take it. */
     meter_http_stop(h);
-    cfg.listen.sin_port = htons((uint16_t)port);
+    in4->sin_port = htons((uint16_t)port);
     h = meter_http_start(&cfg, &e);
     CHECK(h != NULL);
     meter_http_stop(h);
     curl_global_cleanup();
+    test_log(); /* last: the log goes to a file of its own from then on */
     return test_result();
 }

@@ -206,6 +206,13 @@ int meter_migrate_status(PGconn *db, const struct meter_migration_set *set,
                          struct meter_migration_status **out, size_t *n,
                          struct meter_err *e);
 
+/* The newest migration applied to db: its base name without ".sql"
+ * ("0019_bucket_moves") into file (n bytes) and its number into
+ * *version; "" and 0 when none is (no schema_migrations table, or an
+ * empty one). ROWS, NONE (none applied), or an error. */
+enum meter_db_status meter_db_schema_at(PGconn *db, char *file, size_t n,
+                                        int *version, struct meter_err *e);
+
 /* ---- API keys and who calls ---------------------------------------------- */
 
 enum { METER_TOKEN_LEN = 68 }; /* "mtr_" and 64 hex digits (256 bits) */

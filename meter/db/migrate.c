@@ -476,3 +476,54 @@ out:
     free(done);
     return rc;
 }
+
+enum meter_db_status
+meter_db_schema_at(PGconn *db, char *file, size_t n, int *version,
+                   struct meter_err *e)
+{
+    PGresult *r = NULL;
+    bool exists = false;
+    char name[256];
+    *version = 0;
+    if (n)
+        file[0] = '\0';
+    /* A database never migrated has no table to read: it is at no
+     * migration, which is an answer, not an error. */
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot read the schema's migrations",
+                      "SELECT to_regclass('schema_migrations') IS NOT NULL", 0,
+                      NULL, NULL, NULL, &r, e);
+    if (st < 0)
+        goto out;
+    if (db_get_bool(r, 0, 0, &exists, e) < 0) {
+        st = METER_DB_HARD;
+        goto out;
+    }
+    PQclear(r);
+    r = NULL;
+    if (!exists) {
+        st = METER_DB_NONE;
+        goto out;
+    }
+    st = meter_db_exec(db, "cannot read the schema's migrations",
+                       "SELECT version, file FROM schema_migrations"
+                       " ORDER BY version DESC LIMIT 1",
+                       0, NULL, NULL, NULL, &r, e);
+    if (st != METER_DB_ROWS)
+        goto out;
+    if (db_get_int(r, 0, 0, version, e) < 0 ||
+        db_get_text(r, 0, 1, name, sizeof(name), e) < 0) {
+        st = METER_DB_HARD;
+        goto out;
+    }
+    size_t len = strlen(name);
+    if (len > 4 && strcmp(name + len - 4, ".sql") == 0)
+        name[len - 4] = '\0';
+    if ((size_t)snprintf(file, n, "%s", name) >= n) {
+        st = METER_DB_HARD;
+        meter_fail(e, "the migration name '%s' is too long", name);
+    }
+out:
+    PQclear(r);
+    return st;
+}

@@ -152,18 +152,6 @@ unauthenticated(struct meter_http_request *rq, const char *title,
 
 /* ---- rate limits: failed credentials, sign-ins ------------------------- */
 
-/* The client's IPv4 address, host order; 0 if unknown. */
-static uint32_t
-peer_address(struct MHD_Connection *c)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    if (!ci || !ci->client_addr || ci->client_addr->sa_family != AF_INET)
-        return 0;
-    return ntohl(((const struct sockaddr_in *)(const void *)ci->client_addr)
-                     ->sin_addr.s_addr);
-}
-
 /* Refuses rq with 429 (rq->retry_after set): false. */
 static bool
 rate_limited(struct meter_http_request *rq, const char *who, unsigned limit,
@@ -178,7 +166,7 @@ rate_limited(struct meter_http_request *rq, const char *who, unsigned limit,
 bool
 meter_http_attempt_failed(struct meter_http_request *rq)
 {
-    if (http_limit_take(rq->h, &rq->h->failures, peer_address(rq->c),
+    if (http_limit_take(rq->h, &rq->h->failures, http_peer_id(rq->c),
                         &rq->retry_after))
         return true;
     return rate_limited(rq,
@@ -196,7 +184,7 @@ meter_http_signin_admit(struct meter_http_request *rq, int64_t key_id)
                  (long long)key_id);
         return rate_limited(rq, who, h->cfg.signin_per_key, "minute");
     }
-    if (!http_limit_take(h, &h->signin_by_addr, peer_address(rq->c),
+    if (!http_limit_take(h, &h->signin_by_addr, http_peer_id(rq->c),
                          &rq->retry_after))
         return rate_limited(rq, "this address signs in too often",
                             h->cfg.signin_per_address, "minute");

@@ -146,7 +146,35 @@ struct meter_http_request {
     unsigned retry_after;   /* a 429's Retry-After, seconds */
     enum MHD_Result result; /* of queueing the answer */
     char note[160];         /* for the access log */
+    char request_id[METER_HTTP_REQUEST_ID_MAX + 1]; /* X-Request-Id */
 };
+
+/* A request's access-log line (log.c). */
+struct http_access {
+    const char *request_id, *remote, *method, *route, *note;
+    unsigned status;
+    double seconds;
+    size_t bytes;   /* of the body received */
+    int64_t key_id; /* 0: no key authenticated */
+    bool aborted;
+};
+void http_log_access(const struct http_access *a);
+/* The id of the request the calling thread serves from now on (NULL:
+ * none), for meter_log's lines; kept, not copied. */
+void http_log_request_id(const char *id);
+
+/* The client's address as text ("192.0.2.1", "2001:db8::1"; an
+ * IPv4-mapped IPv6 address as its IPv4), or "?" (peer.c). */
+void http_peer_text(struct MHD_Connection *c, char *out, size_t n);
+/* The client's address as a limit's id: an IPv4 address (or mapped)
+ * its 32 bits, an IPv6 address its /64 (one host's usual share, so
+ * that walking the addresses of one's /64 earns nothing), 0 if
+ * unknown. The two never meet. */
+int64_t http_peer_id(struct MHD_Connection *c);
+/* rq's request id: the client's X-Request-Id if well formed, else 16
+ * random hex digits (a per-thread generator: no lock, no system call
+ * after the first). */
+void http_request_id(struct meter_http_request *rq);
 
 /* Queues resp (destroyed here) as the answer with status, with the
  * headers the handler added. */

@@ -36,6 +36,7 @@
 #define METER_HTTP_H
 
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -83,6 +84,14 @@ enum meter_log_level {
     METER_LOG_DEBUG
 };
 
+/* A log line: "TIME LEVEL MESSAGE", or a JSON object {"time", "level",
+ * "msg", ...}. */
+enum meter_log_format { METER_LOG_TEXT, METER_LOG_JSON };
+
+/* A request id's length at most: the server's own are 16 hex digits; a
+ * client's X-Request-Id is taken if it is 1 to 64 of [A-Za-z0-9._-]. */
+#define METER_HTTP_REQUEST_ID_MAX 64
+
 /* The certificate (chain) and private key HTTPS is served with, read
  * and checked by meter_http_tls_load. */
 struct meter_http_tls {
@@ -92,13 +101,13 @@ struct meter_http_tls {
 };
 
 struct meter_http_config {
-    struct sockaddr_in listen;
-    const char *conninfo; /* resolved (meter_db_conninfo); copied */
-    size_t max_body;      /* largest body, after inflation */
-    size_t max_buffered;  /* body bytes held at once, all requests: counted
-                             as they arrive, a gzip body's also as it
-                             inflates */
-    unsigned threads;     /* request threads, each with a connection */
+    struct sockaddr_storage listen; /* AF_INET or AF_INET6 */
+    const char *conninfo;           /* resolved (meter_db_conninfo); copied */
+    size_t max_body;                /* largest body, after inflation */
+    size_t max_buffered; /* body bytes held at once, all requests: counted
+                            as they arrive, a gzip body's also as it
+                            inflates */
+    unsigned threads;    /* request threads, each with a connection */
     /* Each 0 for its default (4096, 256, 30 s, 120 s): */
     unsigned max_connections;    /* open at once (clipped to what the
                                     open-file limit leaves) */
@@ -317,7 +326,26 @@ void meter_http_metrics(struct meter_http *h, struct meter_buf *out);
 void meter_log_set_level(enum meter_log_level level);
 /* The level named s ("error", "warn", "info", "debug"); -1 if none. */
 int meter_log_parse_level(const char *s);
-/* A timestamped line to stderr. */
+/* Text (the default) or JSON lines from now on. */
+void meter_log_set_format(enum meter_log_format format);
+/* The format named s ("text", "json"); -1 if none. */
+int meter_log_parse_format(const char *s);
+/* Lines go to file path (appended to, created mode 0640) instead of
+ * stderr from now on. Call once, before other threads log. 0, or -1
+ * with e naming the file. */
+int meter_log_open(const char *path, struct meter_err *e);
+/* Opens meter_log_open's path again, lines from now on going to the file
+ * there now (logrotate renamed the old one, then sent SIGHUP); no line
+ * is lost or split between them. Safe while other threads log; nothing
+ * to do when the log is stderr. 0, or -1 with e (lines then keep going
+ * to the old file). */
+int meter_log_reopen(struct meter_err *e);
+/*
+ * A line: the time (UTC, milliseconds), the level and the message, and
+ * the id of the request the calling thread serves, if it serves one.
+ * Never spans lines: control characters of the message are escaped.
+ * One write(2) a line, no lock.
+ */
 void meter_log(enum meter_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

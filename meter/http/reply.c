@@ -79,6 +79,9 @@ http_queue(struct meter_http_request *rq, unsigned status,
         rq->result = MHD_NO;
         return;
     }
+    /* Every answer names its request, as the log line does. */
+    if (rq->request_id[0])
+        MHD_add_response_header(resp, "X-Request-Id", rq->request_id);
     if (status == 503)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, RETRY_AFTER);
     if (status == 429) {

@@ -433,25 +433,14 @@ notify_connection(void *cls, struct MHD_Connection *c, void **socket_context,
     }
 }
 
+/* Each call of libmicrohttpd's for rq (dispatch's). */
 static enum MHD_Result
-dispatch(void *cls, struct MHD_Connection *c, const char *url,
-         const char *method, const char *version, const char *upload_data,
-         size_t *upload_size, void **con_cls)
+step(struct meter_http_request *rq, bool first, const char *upload_data,
+     size_t *upload_size)
 {
-    (void)version;
-    struct meter_http *h = cls;
-    struct meter_http_request *rq = *con_cls;
-    if (!rq) {
-        rq = calloc(1, sizeof(*rq));
-        if (!rq)
-            return MHD_NO;
-        rq->h = h;
-        rq->c = c;
-        rq->method = method;
-        rq->url = url;
-        rq->route_index = h->cfg.nroutes;
-        clock_gettime(CLOCK_MONOTONIC, &rq->start);
-        *con_cls = rq;
+    struct meter_http *h = rq->h;
+    struct MHD_Connection *c = rq->c;
+    if (first) {
         struct http_conn *conn = conn_of(c);
         if (conn)
             http_conn_request(h, conn, true);
@@ -487,6 +476,35 @@ dispatch(void *cls, struct MHD_Connection *c, const char *url,
     return rq->result;
 }
 
+static enum MHD_Result
+dispatch(void *cls, struct MHD_Connection *c, const char *url,
+         const char *method, const char *version, const char *upload_data,
+         size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    struct meter_http *h = cls;
+    struct meter_http_request *rq = *con_cls;
+    bool first = !rq;
+    if (first) {
+        rq = calloc(1, sizeof(*rq));
+        if (!rq)
+            return MHD_NO;
+        rq->h = h;
+        rq->c = c;
+        rq->method = method;
+        rq->url = url;
+        rq->route_index = h->cfg.nroutes;
+        clock_gettime(CLOCK_MONOTONIC, &rq->start);
+        *con_cls = rq;
+        http_request_id(rq);
+    }
+    /* What this thread logs meanwhile names the request. */
+    http_log_request_id(rq->request_id);
+    enum MHD_Result result = step(rq, first, upload_data, upload_size);
+    http_log_request_id(NULL);
+    return result;
+}
+
 /* Called when a request ends, answered or not: count, log, free. */
 static void
 completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -502,20 +520,22 @@ completed(void *cls, struct MHD_Connection *c, void **con_cls,
                   (double)(end.tv_nsec - rq->start.tv_nsec) / 1e9;
     if (rq->status)
         http_observe(rq, secs);
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    char peer[64] = "?";
-    if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET)
-        inet_ntop(AF_INET,
-                  &((const struct sockaddr_in *)(const void *)ci->client_addr)
-                       ->sin_addr,
-                  peer, sizeof(peer));
-    meter_log(
-        METER_LOG_INFO, "%s %s %s %u %.1fms %zuB%s%s%s", peer, rq->method,
-        rq->route_index < h->cfg.nroutes ? h->cfg.routes[rq->route_index].path
-                                         : "other",
-        rq->status, secs * 1e3, rq->received, rq->note[0] ? " " : "", rq->note,
-        toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
+    char peer[INET6_ADDRSTRLEN];
+    http_peer_text(c, peer, sizeof(peer));
+    http_log_access(&(struct http_access){
+        .request_id = rq->request_id,
+        .remote = peer,
+        .method = rq->method,
+        .route = rq->route_index < h->cfg.nroutes
+                     ? h->cfg.routes[rq->route_index].path
+                     : "other",
+        .note = rq->note,
+        .status = rq->status,
+        .seconds = secs,
+        .bytes = rq->received,
+        .key_id = rq->who.key_id,
+        .aborted = toe != MHD_REQUEST_TERMINATED_COMPLETED_OK,
+    });
     atomic_fetch_sub(&h->buffered, rq->reserved);
     struct http_conn *conn = conn_of(c);
     if (conn)
@@ -617,9 +637,13 @@ meter_http_start(const struct meter_http_config *cfg, struct meter_err *e)
     };
     if (!tls)
         tls_options[0].option = MHD_OPTION_END;
+    /* IPv6 dual-stack: [::] takes IPv4 clients too, as mapped addresses
+     * (peer.c unmaps them for the logs and the limits). */
+    bool v6 = cfg->listen.ss_family == AF_INET6;
     h->daemon = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-            MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0),
+            MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0) |
+            (v6 ? MHD_USE_DUAL_STACK : 0),
         0, NULL, NULL, dispatch, h, MHD_OPTION_EXTERNAL_LOGGER, http_mhd_log,
         NULL, MHD_OPTION_ARRAY, tls_options, MHD_OPTION_SOCK_ADDR,
         &h->cfg.listen, MHD_OPTION_THREAD_POOL_SIZE, cfg->threads,
@@ -629,10 +653,16 @@ meter_http_start(const struct meter_http_config *cfg, struct meter_err *e)
         h->cfg.max_connections, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         h->cfg.max_per_ip, MHD_OPTION_END);
     if (!h->daemon) {
-        char addr[INET_ADDRSTRLEN] = "?";
-        inet_ntop(AF_INET, &cfg->listen.sin_addr, addr, sizeof(addr));
-        meter_fail(e, "cannot listen on %s:%u: %s", addr,
-                   ntohs(cfg->listen.sin_port), strerror(errno));
+        char addr[INET6_ADDRSTRLEN] = "?";
+        const struct sockaddr_in *in4 = (const void *)&cfg->listen;
+        const struct sockaddr_in6 *in6 = (const void *)&cfg->listen;
+        inet_ntop(cfg->listen.ss_family,
+                  v6 ? (const void *)&in6->sin6_addr
+                     : (const void *)&in4->sin_addr,
+                  addr, sizeof(addr));
+        meter_fail(e, "cannot listen on %s%s%s:%u: %s", v6 ? "[" : "", addr,
+                   v6 ? "]" : "", ntohs(v6 ? in6->sin6_port : in4->sin_port),
+                   strerror(errno));
         goto fail;
     }
     return h;

@@ -1,6 +1,7 @@
 /*
  * main.c - meterd, the service sandbox hosts push usage to: its options,
- * its route table, and its life (start, wait for SIGTERM or SIGINT, stop
+ * its route table, and its life (start on the schema it knows, wait for
+ * SIGTERM or SIGINT, reopening the log on each SIGHUP meanwhile, stop
  * gracefully: no new connections, requests in flight finished, exit 0).
  */
 #include "meterd_int.h"
@@ -119,7 +120,9 @@ static const char usage_text[] =
     "PostgreSQL, exactly once.\n"
     "\n"
     "options (each also from the environment):\n"
-    "  --listen ADDR:PORT   address to listen on ($METER_LISTEN;\n"
+    "  --listen ADDR:PORT   address to listen on: IPv4, localhost or a\n"
+    "                       bracketed IPv6 address, [::1]:8080; [::]\n"
+    "                       takes IPv4 clients too ($METER_LISTEN;\n"
     "                       default 127.0.0.1:8080)\n"
     "  --db CONNINFO        the database, a libpq conninfo or URI\n"
     "                       ($METER_DATABASE_URL; default the embedded\n"
@@ -210,7 +213,14 @@ static const char usage_more[] =
     "                       ($METER_TLS_KEY); needs --tls-cert\n"
     "  --log-level LEVEL    error, warn, info (one line per request) or\n"
     "                       debug ($METER_LOG_LEVEL; default info)\n"
-    "  --help               this text\n";
+    "  --log-format FORMAT  text, or json: one object a line, a request's\n"
+    "                       with its id, route, status, duration and key\n"
+    "                       ($METER_LOG_FORMAT; default text)\n"
+    "  --log-file FILE      append the log to FILE, opened again on\n"
+    "                       SIGHUP (after logrotate renamed it)\n"
+    "                       ($METER_LOG_FILE; default stderr)\n"
+    "  --help               this text\n"
+    "  --version            print the version\n";
 
 /* The options: each a flag, else its environment variable. */
 enum {
@@ -242,6 +252,8 @@ enum {
     OPT_TLS_CERT,
     OPT_TLS_KEY,
     OPT_LOG_LEVEL,
+    OPT_LOG_FORMAT,
+    OPT_LOG_FILE,
     NOPTS
 };
 static const struct {
@@ -275,6 +287,8 @@ static const struct {
     {"tls-cert", "METER_TLS_CERT"},
     {"tls-key", "METER_TLS_KEY"},
     {"log-level", "METER_LOG_LEVEL"},
+    {"log-format", "METER_LOG_FORMAT"},
+    {"log-file", "METER_LOG_FILE"},
 };
 
 struct options {
@@ -285,7 +299,7 @@ struct options {
 static int
 read_options(int argc, char **argv, struct options *o)
 {
-    struct option opts[NOPTS + 2];
+    struct option opts[NOPTS + 3];
     for (int i = 0; i < NOPTS; i++) {
         opts[i] = (struct option){option_names[i].flag, required_argument, NULL,
                                   256 + i};
@@ -293,7 +307,8 @@ read_options(int argc, char **argv, struct options *o)
         o->v[i] = env && *env ? env : NULL;
     }
     opts[NOPTS] = (struct option){"help", no_argument, NULL, 'h'};
-    opts[NOPTS + 1] = (struct option){NULL, 0, NULL, 0};
+    opts[NOPTS + 1] = (struct option){"version", no_argument, NULL, 'V'};
+    opts[NOPTS + 2] = (struct option){NULL, 0, NULL, 0};
     int opt;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -302,6 +317,9 @@ read_options(int argc, char **argv, struct options *o)
         } else if (opt == 'h') {
             fputs(usage_text, stdout);
             fputs(usage_more, stdout);
+            exit(0);
+        } else if (opt == 'V') {
+            printf("meterd %s\n", METER_VERSION);
             exit(0);
         } else {
             fprintf(stderr, "meterd: unknown or incomplete option '%s'\n%s%s",
@@ -316,24 +334,41 @@ read_options(int argc, char **argv, struct options *o)
     return 0;
 }
 
+/* ADDR:PORT: an IPv4 address, "localhost" (127.0.0.1) or a bracketed
+ * IPv6 address ("[::1]", "[::]"), then the port. */
 static int
-parse_listen(const char *s, struct sockaddr_in *sa)
+parse_listen(const char *s, struct sockaddr_storage *ss)
 {
     char host[64];
-    const char *colon = strrchr(s, ':');
+    const char *colon = strrchr(s, ':'), *start = s, *end = colon;
     uint64_t port;
-    if (!colon || (size_t)(colon - s) >= sizeof(host))
+    bool v6 = s[0] == '[';
+    if (v6) {
+        start = s + 1;
+        end = strchr(s, ']');
+        if (!end || end[1] != ':')
+            return -1;
+        colon = end + 1;
+    }
+    if (!colon || !end || (size_t)(end - start) >= sizeof(host))
         return -1;
-    memcpy(host, s, (size_t)(colon - s));
-    host[colon - s] = '\0';
+    memcpy(host, start, (size_t)(end - start));
+    host[end - start] = '\0';
     if (meter_parse_uint(colon + 1, 0, 65535, &port) < 0)
         return -1;
-    memset(sa, 0, sizeof(*sa));
-    sa->sin_family = AF_INET;
-    sa->sin_port = htons((uint16_t)port);
+    memset(ss, 0, sizeof(*ss));
+    if (v6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)(void *)ss;
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t)port);
+        return inet_pton(AF_INET6, host, &in6->sin6_addr) == 1 ? 0 : -1;
+    }
+    struct sockaddr_in *in4 = (struct sockaddr_in *)(void *)ss;
+    in4->sin_family = AF_INET;
+    in4->sin_port = htons((uint16_t)port);
     if (strcmp(host, "localhost") == 0)
         snprintf(host, sizeof(host), "127.0.0.1");
-    return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -1;
+    return inet_pton(AF_INET, host, &in4->sin_addr) == 1 ? 0 : -1;
 }
 
 /* The count of option name, value (unset or empty: def): 0, or -1 with
@@ -357,7 +392,10 @@ configure(const struct options *o, struct meter_http_config *cfg)
         db_s, rate, age, ttl, max_sessions, sandboxes;
     const char *listen = o->v[OPT_LISTEN] ? o->v[OPT_LISTEN] : "127.0.0.1:8080";
     if (parse_listen(listen, &cfg->listen) < 0) {
-        fprintf(stderr, "meterd: --listen '%s' is not IPV4:PORT\n", listen);
+        fprintf(stderr,
+                "meterd: --listen '%s' is not IPV4:PORT, [IPV6]:PORT or "
+                "localhost:PORT\n",
+                listen);
         return 2;
     }
     if (count_option("max-body", o->v[OPT_MAX_BODY], 1, SIZE_MAX,
@@ -459,6 +497,16 @@ configure(const struct options *o, struct meter_http_config *cfg)
         }
         meter_log_set_level((enum meter_log_level)level);
     }
+    const char *format_s = o->v[OPT_LOG_FORMAT];
+    if (format_s) {
+        int format = meter_log_parse_format(format_s);
+        if (format < 0) {
+            fprintf(stderr, "meterd: --log-format '%s' is not json or text\n",
+                    format_s);
+            return 2;
+        }
+        meter_log_set_format((enum meter_log_format)format);
+    }
     /* One without the other is a mistake, never plain HTTP. */
     if (!o->v[OPT_TLS_CERT] != !o->v[OPT_TLS_KEY]) {
         fprintf(stderr, "meterd: --%s needs --%s\n",
@@ -471,14 +519,18 @@ configure(const struct options *o, struct meter_http_config *cfg)
     return 0;
 }
 
-/* Creates the usage partitions of this month and the next two. */
+/* Checks that the schema is the one this meterd knows (on another,
+ * every statement could fail, or worse, mean something else), then
+ * creates the usage partitions of this month and the next two. */
 static int
 prepare_database(const char *conninfo, struct meter_err *e)
 {
     PGconn *db = meter_db_connect(conninfo, e);
     if (!db)
         return -1;
-    int rc = meter_db_prepare_partitions(db, 3, e);
+    int rc = meterd_schema_check(db, e) == METER_DB_ROWS
+                 ? meter_db_prepare_partitions(db, 3, e)
+                 : -1;
     PQfinish(db);
     return rc;
 }
@@ -492,10 +544,21 @@ main(int argc, char **argv)
     char *conninfo = NULL;
     struct meter_http *server = NULL;
     struct meter_http_tls tls = {0};
+    /* Signals are taken by sigwait in this thread only, blocked before
+     * any thread starts: a SIGHUP early on must not kill meterd. */
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
     int rc = read_options(argc, argv, &o);
     if (rc || (rc = configure(&o, &cfg)))
         return rc;
     rc = 1;
+    if (o.v[OPT_LOG_FILE] && meter_log_open(o.v[OPT_LOG_FILE], &e) < 0)
+        goto out;
     if (o.v[OPT_DB] && meter_db_check_conninfo(o.v[OPT_DB], &e) < 0) {
         fprintf(stderr, "meterd: %s\n", e.msg);
         return 2;
@@ -517,14 +580,6 @@ main(int argc, char **argv)
     meterd.db_timeout_ms = (int)(cfg.db_timeout_s + 1) * 1000;
     cfg.conninfo = conninfo;
 
-    /* Signals are taken by sigwait in this thread only. */
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
     if (!(server = meter_http_start(&cfg, &e)) ||
         meterd_merge_start(conninfo, meterd.merge_every, meterd.pack_after,
                            cfg.db_timeout_s, &e) < 0 ||
@@ -538,8 +593,15 @@ main(int argc, char **argv)
               cfg.tls ? "https" : "http",
               o.v[OPT_LISTEN] ? o.v[OPT_LISTEN] : "127.0.0.1:8080", cfg.threads,
               cfg.max_body);
+    /* SIGHUP: logrotate renamed the log; the next lines go to a new
+     * file of its name. */
     int sig;
-    sigwait(&stop, &sig);
+    while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) {
+        if (meter_log_reopen(&e) < 0)
+            meter_log(METER_LOG_ERROR, "SIGHUP: %s", e.msg);
+        else
+            meter_log(METER_LOG_INFO, "SIGHUP: the log reopened");
+    }
     meter_log(METER_LOG_INFO,
               "signal %d: no new connections; finishing requests in flight",
               sig);

@@ -236,6 +236,12 @@ void meterd_webhooks_deliveries(struct meter_http_request *rq);
 /* GET /healthz, /readyz, /metrics (health.c) */
 void meterd_healthz(struct meter_http_request *rq);
 void meterd_readyz(struct meter_http_request *rq);
+/* Whether db's schema is the one this meterd was built for: at its
+ * newest migration METER_SCHEMA, no older (meterctl migrate has not
+ * run) and no newer (a later meterd migrated it). ROWS if so; NONE if
+ * not, e naming both migrations and what to do; an error if the
+ * database could not say. */
+enum meter_db_status meterd_schema_check(PGconn *db, struct meter_err *e);
 void meterd_metrics(struct meter_http_request *rq);
 
 #endif
