@@ -298,7 +298,7 @@ rule_value(PGconn *db, struct books *bk, const struct rule *x,
     const char *err;
     const struct pricing_book *b = book_of(db, bk, u->book, u->version, &err);
     if (!b) {
-        snprintf(why, why_len, "price book '%s': %s", u->book, err);
+        snprintf(why, why_len, "price book '%s': %.80s", u->book, err);
         return 0;
     }
     if (strcmp(pricing_book_currency(b), x->currency) != 0) {
@@ -308,7 +308,7 @@ rule_value(PGconn *db, struct books *bk, const struct rule *x,
     }
     struct pricing_err pe = {{0}};
     if (pricing_estimate(b, &u->t, year, month, value, &pe) < 0) {
-        snprintf(why, why_len, "%s", pe.msg);
+        snprintf(why, why_len, "%.150s", pe.msg);
         return 0;
     }
     return 1;
@@ -340,44 +340,106 @@ struct crossing {
     char value[48];
 };
 
-/* Stores the crossings not raised yet in the period, each with its
- * alert.triggered event: *raised counts them. */
+/* Crossings in the order of their key: account, rule, percent. */
+static int
+by_key(const void *a, const void *b)
+{
+    const struct crossing *x = *(const struct crossing *const *)a,
+                          *y = *(const struct crossing *const *)b;
+    int c = strcmp(x->account, y->account);
+    if (c)
+        return c;
+    if (x->rule->id != y->rule->id)
+        return x->rule->id < y->rule->id ? -1 : 1;
+    return (x->percent > y->percent) - (x->percent < y->percent);
+}
+
+/* Stores the crossings not raised yet in the period, in one statement,
+ * then each new one's alert.triggered event: *raised counts them. */
 static enum meter_db_status
 raise_crossings(PGconn *db, const struct crossing *c, size_t n, int year,
                 int month, int *raised, struct meter_err *e)
 {
-    enum meter_db_status st = METER_DB_NONE;
+    if (n == 0)
+        return METER_DB_NONE;
+    struct meter_buf accts = {0}, rules = {0}, pcts = {0}, values = {0};
+    meter_buf_str(&accts, "{");
+    meter_buf_str(&rules, "{");
+    meter_buf_str(&pcts, "{");
+    meter_buf_str(&values, "{");
+    for (size_t i = 0; i < n; i++) {
+        db_array_text(&accts, c[i].account);
+        db_array_int(&rules, c[i].rule->id);
+        db_array_int(&pcts, c[i].percent);
+        db_array_text(&values, c[i].value);
+    }
+    meter_buf_str(&accts, "}");
+    meter_buf_str(&rules, "}");
+    meter_buf_str(&pcts, "}");
+    meter_buf_str(&values, "}");
+    struct db_params p = {0};
+    db_param_text(&p, accts.p);
+    db_param_text(&p, rules.p);
+    db_param_text(&p, pcts.p);
+    db_param_text(&p, values.p);
+    db_param_period(&p, year, month);
+    PGresult *r = NULL;
+    /* The new ones come back by their key, found again in c sorted. */
+    enum meter_db_status st =
+        accts.failed || rules.failed || pcts.failed || values.failed
+            ? db_hard(e, "out of memory")
+            : meter_db_exec(
+                  db, "cannot record the alerts",
+                  "INSERT INTO alert_crossings (account_id, rule_id, period,"
+                  " percent, value) SELECT x.a, x.r, $5::date, x.p,"
+                  " x.v::numeric FROM unnest($1::text[], $2::bigint[],"
+                  " $3::int[], $4::text[]) AS x (a, r, p, v)"
+                  " ON CONFLICT DO NOTHING"
+                  " RETURNING account_id, rule_id, percent",
+                  p.n, p.v, NULL, NULL, &r, e);
+    meter_buf_release(&accts);
+    meter_buf_release(&rules);
+    meter_buf_release(&pcts);
+    meter_buf_release(&values);
     char period[16];
     snprintf(period, sizeof(period), "%04d-%02d", year, month);
-    for (size_t i = 0; st >= 0 && i < n; i++) {
-        struct db_params p = {0};
-        db_param_text(&p, c[i].account);
-        db_param_int64(&p, c[i].rule->id);
-        db_param_period(&p, year, month);
-        db_param_int32(&p, c[i].percent);
-        db_param_text(&p, c[i].value);
-        st = meter_db_exec(
-            db, "cannot record the alert",
-            "INSERT INTO alert_crossings (account_id, rule_id, period,"
-            " percent, value) VALUES ($1, $2::bigint, $3::date, $4::int,"
-            " $5::numeric) ON CONFLICT DO NOTHING RETURNING 1",
-            p.n, p.v, NULL, NULL, NULL, e);
-        if (st != METER_DB_ROWS)
-            continue; /* raised before, in this period */
-        const struct rule *x = c[i].rule;
+    const struct crossing **sorted = st > 0 ? calloc(n, sizeof(*sorted)) : NULL;
+    if (st > 0 && !sorted)
+        st = db_hard(e, "out of memory");
+    for (size_t i = 0; sorted && i < n; i++)
+        sorted[i] = &c[i];
+    if (sorted)
+        qsort(sorted, n, sizeof(*sorted), by_key);
+    for (int row = 0; st > 0 && row < PQntuples(r); row++) {
+        struct crossing key = {.account = PQgetvalue(r, row, 0)};
+        struct rule kr;
+        const struct crossing *kp = &key, **found = NULL;
+        key.rule = &kr;
+        if (db_get_int64(r, row, 1, &kr.id, e) == 0 &&
+            db_get_int(r, row, 2, &key.percent, e) == 0)
+            found = bsearch(&kp, sorted, n, sizeof(*sorted), by_key);
+        if (!found) {
+            st = db_hard(e, "a crossing stored is none of those raised");
+            break;
+        }
+        const struct crossing *x = *found;
+        const struct rule *rule = x->rule;
         json_t *payload = json_pack(
             "{s:I, s:s, s:s, s:s, s:s, s:i, s:s, s:s?, s:s}", "rule_id",
-            (json_int_t)x->id, "name", x->name, "account_id", c[i].account,
-            "metric", metric_names[x->metric], "threshold", x->threshold_s,
-            "percent", c[i].percent, "value", c[i].value, "currency",
-            x->currency[0] ? x->currency : NULL, "period", period);
-        st = payload ? meter_db_event_add(db, "alert.triggered", c[i].account,
+            (json_int_t)rule->id, "name", rule->name, "account_id", x->account,
+            "metric", metric_names[rule->metric], "threshold",
+            rule->threshold_s, "percent", x->percent, "value", x->value,
+            "currency", rule->currency[0] ? rule->currency : NULL, "period",
+            period);
+        st = payload ? meter_db_event_add(db, "alert.triggered", x->account,
                                           payload, e)
                      : db_hard(e, "out of memory");
         json_decref(payload);
         if (st >= 0)
             (*raised)++;
     }
+    free(sorted);
+    PQclear(r);
     return st;
 }
 

@@ -216,7 +216,7 @@ meter_db_webhook_claim(PGconn *db, int max, int lease_s,
     struct db_params p = {0};
     db_param_int32(&p, max);
     db_param_int32(&p, lease_s);
-    PGresult *r;
+    PGresult *r = NULL;
     /* A delivery is due once its time has come and no meterd holds its
      * lease; and not while an earlier event of its account to its
      * endpoint is pending (per account order): the earlier one, claimed
@@ -247,8 +247,10 @@ meter_db_webhook_claim(PGconn *db, int max, int lease_s,
         " FROM c JOIN webhook_endpoints w USING (endpoint_id)"
         " JOIN webhook_events ev USING (event_pk) ORDER BY c.event_pk",
         p.n, p.v, NULL, NULL, &r, e);
-    if (st != METER_DB_ROWS)
+    if (st != METER_DB_ROWS) {
+        PQclear(r); /* NONE gives the empty result too */
         return st;
+    }
     int rows = PQntuples(r);
     struct meter_webhook_claim *c = calloc((size_t)rows, sizeof(*c));
     bool failed = !c;
