@@ -21,16 +21,23 @@ sleep 1
 
 "$ctl" db start
 "$ctl" migrate
-for b in e2b-pro fly-machines modal-team daytona; do
+for b in e2b-pro fly-machines vercel-hobby daytona; do
     "$ctl" books add "pricing/books/$b.json"
 done
 today=$(date -u +%Y-%m-01)
-"$ctl" accounts add acct-0 --name "Acme Agents" --book e2b-pro --from "$today"
+# The live fleet uses every dimension, egress and disk included: its
+# accounts are on the books that price them all (of the shipped books
+# only these two: E2B publishes no egress price, Modal none for disk,
+# Vercel Pro no fee; an account on such a book whose usage needs it gets
+# no draft, and the overview lists it as not billed).
+"$ctl" accounts add acct-0 --name "Acme Agents" --book vercel-hobby --from "$today"
 "$ctl" accounts add acct-1 --name "Globex Evals" --book fly-machines --from "$today"
-"$ctl" accounts add acct-2 --name "Initech Browsing" --book modal-team --from "$today"
+"$ctl" accounts add acct-2 --name "Initech Browsing" --book fly-machines --from "$today"
 token=$("$ctl" keys create --role host --name "demo host $(date -u +%H%M%S)" 2>/dev/null)
 
-"$meterd" --listen "$listen" >var/meterd.log 2>&1 &
+# Samples of any age are taken: the README's examples post fixed dates
+# (examples/samples.json).
+"$meterd" --listen "$listen" --max-age 36500 >var/meterd.log 2>&1 &
 echo $! >var/meterd.pid
 i=0
 until curl -sf "http://$listen/readyz" >/dev/null 2>&1; do
@@ -83,6 +90,16 @@ mkdir -p var/invoices
     "$ctl" invoice show "$number" --format html --output "var/invoices/$number.html"
 done
 finance=$("$ctl" keys create --role finance --name "demo finance $(date -u +%H%M%S)" 2>/dev/null)
+admin=$("$ctl" keys create --role admin --name "demo admin $(date -u +%H%M%S)" 2>/dev/null)
+# What the README's examples read: `. var/demo.env`.
+umask 077
+cat >var/demo.env <<ENV
+METER_URL=http://$listen
+HOST_TOKEN=$token
+FINANCE_TOKEN=$finance
+ADMIN_TOKEN=$admin
+ENV
+umask 022
 
 # What a month of a coding agent costs on every price book, each mean
 # to within 2% (a second or two; the default 0.5% takes longer: see
@@ -144,5 +161,7 @@ with the finance key $finance
   (overview, accounts, usage, invoices; the JSON behind them:
   curl -s -H 'Authorization: Bearer $finance' http://$listen/v1/reports/overview)
 
+demo: the tokens above are in var/demo.env, which the README's examples
+read (. var/demo.env)
 demo: logs in var/meterd.log and var/demo-fleet.log; stop with: make demo-stop
 TXT
