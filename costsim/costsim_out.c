@@ -211,7 +211,7 @@ cs_print_table(FILE *f, const struct cs_run *run)
         const struct sim_book_stats *b = &run->res->books[i];
         const char *cur = pricing_book_currency(bk->book);
         int mu = (int)pricing_money_decimals(cur);
-        char m[48], p5[48], p50[48], p95[48], pk[48];
+        char m[64], p5[48], p50[48], p95[48], pk[48];
         bool lower = !b->failed && sim_book_lower_bound(b);
         if (lower && !bounds) {
             fprintf(f, "lower bounds: a price these books need is unknown "
