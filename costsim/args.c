@@ -82,7 +82,7 @@ cs_mc_defaults(struct sim_mc_opts *o)
 {
     *o = (struct sim_mc_opts){.seed = 1,
                               .precision = 0.005,
-                              .min_trials = 8,
+                              .min_trials = SIM_MIN_TRIALS,
                               .max_trials = 1000,
                               .threads = cores(),
                               .year = CS_YEAR,

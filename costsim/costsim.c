@@ -35,8 +35,10 @@ static const char usage_text[] =
     "a bare name, such as coding-agent, is an installed profile)\n"
     "on every price book of DIR (default: the installed books) through\n"
     "the pricing engine, until each book's mean monthly cost is known to\n"
-    "within X of itself (95% interval half-width; default 0.005) or N\n"
-    "trials (default 1000). --seed (default 1) makes the run\n"
+    "within X of itself (95% interval half-width; default 0.005), after\n"
+    "at least 30 trials, or N trials (default 1000). A book with a price\n"
+    "unknown (null) is shown as a lower bound, naming what it leaves\n"
+    "unpriced. --seed (default 1) makes the run\n"
     "reproducible; --threads (default: every core) changes its speed,\n"
     "not its output. --month (default 2026-11) is the calendar month\n"
     "simulated; --first-month makes it the account's first (no session\n"
@@ -79,6 +81,9 @@ parse_args(int argc, char **argv, struct args *a)
     };
     a->format = "table";
     cs_mc_defaults(&a->o);
+    /* A book with a price unknown is shown as a lower bound, not
+     * dropped (breakeven keeps refusing it: a root of bounds is none). */
+    a->o.partial = true;
     int c, rc;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {

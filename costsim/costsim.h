@@ -46,10 +46,36 @@ extern const char cs_stats_note[];
 /* Money per 1,000 sessions: the totals' sum x 1,000 / the sessions. */
 struct pricing_dec cs_per_thousand(const struct sim_book_stats *b);
 double cs_sessions_per_month(const struct sim_book_stats *b);
-/* The books' indices in the order every output lists them: priced
- * books by mean, then the others, each by file name. To free; NULL
- * when out of memory. */
+/* The books' indices in the order every output lists them: books
+ * priced whole by mean, then the lower bounds (a price unknown:
+ * sim_book_lower_bound) by the mean of their known part, then those
+ * that cannot price, each by file name on a tie. To free; NULL when out
+ * of memory. */
 size_t *cs_order(const struct cs_run *run);
+
+/* A lower bound for people: "at least 98.65 USD; 7,650 GiB-hours of
+ * storage not priced", each quantity left unpriced by its mean a month,
+ * its amount and unit. Into buf (n bytes, cut there), returned. */
+const char *cs_lower_bound_text(const struct cs_book *bk,
+                                const struct sim_book_stats *b, char *buf,
+                                size_t n);
+/* The same of one statement or any known part: known, the amount
+ * known; unpriced, bit 1 << PRICING_DIM_x; qty[d], the quantity of each
+ * bit's dimension in pricing_unpriced_quantity's unit. */
+const char *cs_bound_text(const struct pricing_book *book,
+                          struct pricing_dec known, unsigned unpriced,
+                          const struct pricing_dec *qty, char *buf, size_t n);
+/* Dimension d's unpriced quantity in b, its mean a month (exact, 12
+ * decimals), and its unit ("GiB-hour"). */
+struct pricing_dec cs_unpriced_mean(const struct cs_book *bk,
+                                    const struct sim_book_stats *b,
+                                    enum pricing_dim d, const char **unit);
+/* The 95% interval of b's q quantile (sim_book_quantile_ci) as text in
+ * the currency's decimals, "97.10-99.30", with " (covers 79%)" when
+ * the trials are too few for 95%. Into buf, returned. */
+const char *cs_quantile_ci_text(const struct cs_book *bk,
+                                const struct sim_book_stats *b, double q,
+                                char *buf, size_t n);
 
 /* The comparison on f as a terminal table, JSON, CSV (out_csv.c) or a
  * self-contained HTML report (out_html.c). 0, or -1 when out of

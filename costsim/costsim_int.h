@@ -68,7 +68,7 @@ enum {
     {"first-month", no_argument, NULL, CS_OPT_FIRST_MONTH},        \
     {"memory-limit", required_argument, NULL, CS_OPT_MEMORY_LIMIT}
 /* clang-format on */
-/* Their defaults: seed 1, precision 0.005, 8 to 1,000 trials, every
+/* Their defaults: seed 1, precision 0.005, 30 to 1,000 trials, every
  * core, 2026-11, a steady-state month, at most CS_MEMORY_MIB MiB. */
 #define CS_MEMORY_MIB 4096 /* as meterctl rate's --memory-limit */
 void cs_mc_defaults(struct sim_mc_opts *o);

@@ -166,6 +166,8 @@ tier_text(FILE *f, const struct cs_run *run, const struct pricing_book **list,
         fprintf(f, "%s%s: ", first ? "" : "; ", pricing_book_id(list[i]));
         if (s->failed || s->trials == 0)
             fprintf(f, "cannot price");
+        else if (n == 0 && sim_book_lower_bound(s))
+            fprintf(f, "lower bound only, a price unknown");
         else
             fprintf(f, "%d limit%s broken", n, n == 1 ? "" : "s");
         first = false;

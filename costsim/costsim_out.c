@@ -17,7 +17,10 @@
 const char cs_stats_note[] =
     "mean, percentiles (nearest rank), lines and cost per 1,000 sessions are "
     "exact decimals from the engine's statements; the 95% interval of the "
-    "mean is computed over doubles (GSL, Student t)";
+    "mean is computed over doubles (GSL, Student t), each percentile's by "
+    "order statistics (ranks from the binomial distribution, no assumption "
+    "on the totals' shape); a book with a price unknown (null) is a lower "
+    "bound: every figure of it is of its known part";
 
 struct pricing_dec
 cs_per_thousand(const struct sim_book_stats *b)
@@ -50,6 +53,10 @@ by_mean(const void *x, const void *y)
                                 *b = &sort_run->res->books[j];
     if (a->failed != b->failed)
         return a->failed ? 1 : -1;
+    /* A lower bound is not a price: ranked apart, after every book
+     * priced whole, whatever its known part costs. */
+    if (!a->failed && sim_book_lower_bound(a) != sim_book_lower_bound(b))
+        return sim_book_lower_bound(a) ? 1 : -1;
     if (!a->failed) {
         int c = pricing_dec_cmp(sim_book_mean(a), sim_book_mean(b));
         if (c)
@@ -69,6 +76,110 @@ cs_order(const struct cs_run *run)
     sort_run = run;
     qsort(o, run->nbooks, sizeof(*o), by_mean);
     return o;
+}
+
+/* The names of the dimensions in a sentence. */
+static const char *const dim_words[PRICING_NDIMS] = {"CPU", "memory", "storage",
+                                                     "egress", NULL};
+
+struct pricing_dec
+cs_unpriced_mean(const struct cs_book *bk, const struct sim_book_stats *b,
+                 enum pricing_dim d, const char **unit)
+{
+    /* The unit is the book's, whatever the quantity: ask with none. */
+    struct pricing_quantities none = {0};
+    struct pricing_dec zero;
+    struct pricing_err e;
+    pricing_unpriced_quantity(bk->book, &none, d, &zero, unit, &e);
+    return sim_dec_div(b->unpriced_sum[d], b->trials);
+}
+
+/* q to 2 decimals (none if whole) with a comma every three digits:
+ * "7,650", "12.5". */
+static const char *
+grouped(struct pricing_dec q, char *buf, size_t n)
+{
+    char raw[48];
+    pricing_dec_format(q, 2, raw, sizeof(raw));
+    size_t len = strlen(raw);
+    if (len > 3 && strcmp(raw + len - 3, ".00") == 0)
+        raw[len -= 3] = '\0';
+    else if (len > 1 && raw[len - 1] == '0' && strchr(raw, '.'))
+        raw[--len] = '\0';
+    const char *dot = strchr(raw, '.');
+    size_t whole = dot ? (size_t)(dot - raw) : len, k = 0;
+    for (size_t i = 0; i < len && k + 1 < n; i++) {
+        if (i > 0 && i < whole && raw[0] != '-' && (whole - i) % 3 == 0)
+            buf[k++] = ',';
+        if (k + 1 < n)
+            buf[k++] = raw[i];
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
+const char *
+cs_bound_text(const struct pricing_book *book, struct pricing_dec known,
+              unsigned unpriced, const struct pricing_dec *qty, char *buf,
+              size_t n)
+{
+    const char *cur = pricing_book_currency(book);
+    char mean[48];
+    pricing_money_format(known, cur, mean, sizeof(mean));
+    size_t k = (size_t)snprintf(buf, n, "at least %s %s", mean, cur);
+    const char *sep = "; ";
+    for (int d = 0; d < PRICING_NDIMS && k < n; d++) {
+        if (!(unpriced >> d & 1))
+            continue;
+        const char *unit;
+        char q[64];
+        struct pricing_quantities none = {0};
+        struct pricing_dec zero;
+        struct pricing_err e;
+        /* The unit is the book's, whatever the quantity: ask with none. */
+        pricing_unpriced_quantity(book, &none, (enum pricing_dim)d, &zero,
+                                  &unit, &e);
+        /* GB stays GB; vCPU-hour, GiB-hour and run take an s. */
+        bool plural = strcmp(unit, "GB") != 0;
+        k += (size_t)snprintf(buf + k, n - k, "%s%s %s%s%s%s", sep,
+                              grouped(qty[d], q, sizeof(q)), unit,
+                              plural ? "s" : "", dim_words[d] ? " of " : "",
+                              dim_words[d] ? dim_words[d] : "");
+        sep = ", ";
+    }
+    if (k < n)
+        snprintf(buf + k, n - k, " not priced");
+    return buf;
+}
+
+const char *
+cs_lower_bound_text(const struct cs_book *bk, const struct sim_book_stats *b,
+                    char *buf, size_t n)
+{
+    struct pricing_dec qty[PRICING_NDIMS];
+    const char *unit;
+    for (int d = 0; d < PRICING_NDIMS; d++)
+        qty[d] = cs_unpriced_mean(bk, b, (enum pricing_dim)d, &unit);
+    return cs_bound_text(bk->book, sim_book_mean(b), b->unpriced, qty, buf, n);
+}
+
+const char *
+cs_quantile_ci_text(const struct cs_book *bk, const struct sim_book_stats *b,
+                    double q, char *buf, size_t n)
+{
+    const char *cur = pricing_book_currency(bk->book);
+    struct pricing_dec lo, hi;
+    struct sim_quantile_ci ci;
+    char a[48], z[48];
+    sim_book_quantile_ci(b, q, &lo, &hi, &ci);
+    pricing_money_format(lo, cur, a, sizeof(a));
+    pricing_money_format(hi, cur, z, sizeof(z));
+    if (ci.coverage < 0.95)
+        snprintf(buf, n, "%s-%s (covers %.0f%%)", a, z,
+                 floor(ci.coverage * 100));
+    else
+        snprintf(buf, n, "%s-%s", a, z);
+    return buf;
 }
 
 double
@@ -93,13 +204,26 @@ cs_print_table(FILE *f, const struct cs_run *run)
     fprintf(f, "%-26s %-4s %12s %11s %12s %12s %12s %12s %7s\n", "book", "cur",
             "mean/month", "95% +/-", "p5", "p50", "p95", "per 1k sess",
             "trials");
+    bool bounds = false;
     for (size_t k = 0; k < run->nbooks; k++) {
         size_t i = o[k];
         const struct cs_book *bk = &run->books[i];
         const struct sim_book_stats *b = &run->res->books[i];
         const char *cur = pricing_book_currency(bk->book);
         int mu = (int)pricing_money_decimals(cur);
-        char m[48], p5[48], p50[48], p95[48], pk[48];
+        char m[64], p5[48], p50[48], p95[48], pk[48];
+        bool lower = !b->failed && sim_book_lower_bound(b);
+        if (lower && !bounds) {
+            fprintf(f, "lower bounds: a price these books need is unknown "
+                       "(null); every figure is of the known part\n");
+            bounds = true;
+        }
+        if (lower) {
+            /* ">=" before the mean: never read as a price. */
+            char known[48];
+            snprintf(m, sizeof(m), ">=%s",
+                     fmt(sim_book_mean(b), mu, known, 48));
+        }
         if (b->failed) {
             fprintf(f, "%-26s %-4s %12s\n", pricing_book_id(bk->book), cur,
                     "cannot price");
@@ -107,12 +231,22 @@ cs_print_table(FILE *f, const struct cs_run *run)
         } else {
             fprintf(f, "%-26s %-4s %12s %11.*f %12s %12s %12s %12s %7zu%s\n",
                     pricing_book_id(bk->book), cur,
-                    fmt(sim_book_mean(b), mu, m, 48), mu, b->half,
+                    lower ? m : fmt(sim_book_mean(b), mu, m, 48), mu, b->half,
                     fmt(sim_book_quantile(b, 0.05), mu, p5, 48),
                     fmt(sim_book_quantile(b, 0.5), mu, p50, 48),
                     fmt(sim_book_quantile(b, 0.95), mu, p95, 48),
                     b->sessions ? fmt(cs_per_thousand(b), mu, pk, 48) : "-",
                     b->trials, b->converged ? "" : " (not converged)");
+            char text[512];
+            if (lower)
+                fprintf(f, "    lower bound: %s\n",
+                        cs_lower_bound_text(bk, b, text, sizeof(text)));
+            fprintf(f, "    percentiles' 95%% intervals: p5 %s,",
+                    cs_quantile_ci_text(bk, b, 0.05, text, sizeof(text)));
+            fprintf(f, " p50 %s,",
+                    cs_quantile_ci_text(bk, b, 0.5, text, sizeof(text)));
+            fprintf(f, " p95 %s\n",
+                    cs_quantile_ci_text(bk, b, 0.95, text, sizeof(text)));
             fprintf(f, "    lines (mean):");
             bool any = false;
             for (int j = 0; j < SIM_NKINDS; j++) {
@@ -184,6 +318,48 @@ book_json(const struct cs_book *bk, const struct sim_book_stats *b)
          !json_object_set_new(j, "per_1000_sessions",
                               b->sessions ? jdec(cs_per_thousand(b), 6)
                                           : json_null());
+    static const struct {
+        const char *key;
+        double q;
+    } pct[] = {{"p5_ci95", 0.05}, {"p50_ci95", 0.5}, {"p95_ci95", 0.95}};
+    for (size_t k = 0; ok && k < 3; k++) {
+        struct pricing_dec lo, hi;
+        struct sim_quantile_ci ci;
+        json_t *x = json_object();
+        sim_book_quantile_ci(b, pct[k].q, &lo, &hi, &ci);
+        ok = x && !json_object_set_new(j, pct[k].key, x) &&
+             !json_object_set_new(x, "low", jdec(lo, d)) &&
+             !json_object_set_new(x, "high", jdec(hi, d)) &&
+             !json_object_set_new(x, "low_rank",
+                                  json_integer((json_int_t)ci.lo)) &&
+             !json_object_set_new(x, "high_rank",
+                                  json_integer((json_int_t)ci.hi)) &&
+             !json_object_set_new(x, "coverage", json_real(ci.coverage));
+    }
+    if (ok && sim_book_lower_bound(b)) {
+        /* Added only to a lower bound: a book priced whole reads as
+         * before. */
+        char text[512];
+        json_t *u = json_array();
+        ok = u && !json_object_set_new(j, "bound", json_string("lower")) &&
+             !json_object_set_new(
+                 j, "lower_bound",
+                 json_string(cs_lower_bound_text(bk, b, text, sizeof(text)))) &&
+             !json_object_set_new(j, "unpriced", u);
+        for (int k = 0; ok && k < PRICING_NDIMS; k++) {
+            if (!(b->unpriced >> k & 1))
+                continue;
+            const char *unit;
+            struct pricing_dec m =
+                cs_unpriced_mean(bk, b, (enum pricing_dim)k, &unit);
+            json_t *x = json_object();
+            ok = x && !json_array_append_new(u, x) &&
+                 !json_object_set_new(x, "dimension",
+                                      json_string(pricing_dim_names[k])) &&
+                 !json_object_set_new(x, "mean", jdec(m, 6)) &&
+                 !json_object_set_new(x, "unit", json_string(unit));
+        }
+    }
     if (!ok) {
         json_decref(j);
         return NULL;

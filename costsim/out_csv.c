@@ -48,6 +48,39 @@ real(FILE *f, double x)
     num(f, buf);
 }
 
+/* A percentile's 95% interval: its two trial totals and its coverage. */
+static void
+quantile_ci(FILE *f, const struct sim_book_stats *b, double q, unsigned d)
+{
+    struct pricing_dec lo, hi;
+    struct sim_quantile_ci ci;
+    sim_book_quantile_ci(b, q, &lo, &hi, &ci);
+    dec(f, lo, d);
+    dec(f, hi, d);
+    real(f, ci.coverage);
+}
+
+/* A lower bound's unpriced quantities, their means a month, one field:
+ * "storage 7650.000000 GiB-hour; egress 12.000000 GB" (empty when every
+ * price is known). */
+static void
+unpriced(FILE *f, const struct cs_book *bk, const struct sim_book_stats *b)
+{
+    char text[512] = "";
+    size_t k = 0;
+    for (int x = 0; x < PRICING_NDIMS && k < sizeof(text); x++) {
+        if (!(b->unpriced >> x & 1))
+            continue;
+        const char *unit;
+        char m[48];
+        pricing_dec_format(cs_unpriced_mean(bk, b, (enum pricing_dim)x, &unit),
+                           6, m, sizeof(m));
+        k += (size_t)snprintf(text + k, sizeof(text) - k, "%s%s %s %s",
+                              k ? "; " : "", pricing_dim_names[x], m, unit);
+    }
+    field(f, text, false);
+}
+
 int
 cs_print_csv(FILE *f, const struct cs_run *run)
 {
@@ -58,11 +91,22 @@ cs_print_csv(FILE *f, const struct cs_run *run)
     static const char *const stats[] = {
         "trials",
         "converged",
+        "bound",
+        "unpriced",
         "mean",
         "ci95_half_width",
         "p5",
         "p50",
         "p95",
+        "p5_ci95_low",
+        "p5_ci95_high",
+        "p5_ci95_coverage",
+        "p50_ci95_low",
+        "p50_ci95_high",
+        "p50_ci95_coverage",
+        "p95_ci95_low",
+        "p95_ci95_high",
+        "p95_ci95_coverage",
         "per_1000_sessions",
         "sessions_per_month",
     };
@@ -99,11 +143,16 @@ cs_print_csv(FILE *f, const struct cs_run *run)
         } else {
             num(f, trials);
             num(f, b->converged ? "true" : "false");
+            num(f, sim_book_lower_bound(b) ? "lower" : "");
+            unpriced(f, bk, b);
             dec(f, sim_book_mean(b), 6);
             real(f, b->half);
             dec(f, sim_book_quantile(b, 0.05), d);
             dec(f, sim_book_quantile(b, 0.5), d);
             dec(f, sim_book_quantile(b, 0.95), d);
+            quantile_ci(f, b, 0.05, d);
+            quantile_ci(f, b, 0.5, d);
+            quantile_ci(f, b, 0.95, d);
             if (b->sessions)
                 dec(f, cs_per_thousand(b), 6);
             else

@@ -334,7 +334,8 @@ head(FILE *f, const char *title)
 
 /* The run: what was simulated, how, and how many books priced it. */
 static void
-settings(FILE *f, const struct cs_run *run, const char *name, size_t priced)
+settings(FILE *f, const struct cs_run *run, const char *name, size_t priced,
+         size_t full)
 {
     const struct sim_mc_opts *o = run->opts;
     fputs("<header>\n<p class=\"kicker\">costsim report</p>\n<h1>A month "
@@ -358,13 +359,14 @@ settings(FILE *f, const struct cs_run *run, const char *name, size_t priced)
             "</div>\n<div><dt>Seed</dt><dd>%llu</dd></div>\n"
             "<div><dt>Trials drawn</dt><dd>%zu (cap %zu)</dd></div>\n"
             "<div><dt>Precision asked</dt><dd>&plusmn;%.4g%% of the mean"
-            "</dd></div>\n<div><dt>Books</dt><dd>%zu priced, %zu not</dd>"
+            "</dd></div>\n<div><dt>Books</dt><dd>%zu priced, %zu as lower "
+            "bounds (a price unknown), %zu not</dd>"
             "</div>\n</dl>\n</section>\n",
             o->year, o->month,
             o->first_month ? " (the account&rsquo;s first: grants received)"
                            : "",
             (unsigned long long)o->seed, run->res->trials, o->max_trials,
-            o->precision * 100, priced, run->nbooks - priced);
+            o->precision * 100, full, priced - full, run->nbooks - priced);
 }
 
 /* Three figures first: the cheapest book, the most expensive, and the
@@ -473,6 +475,12 @@ book_cell(FILE *f, const struct cs_book *bk, const struct sim_book_stats *b,
     fputs("</span><span class=\"meta\">as of ", f);
     meter_html_fputs(f, bk->as_of[0] ? bk->as_of : "-");
     fputs("</span>", f);
+    if (!b->failed && sim_book_lower_bound(b)) {
+        char text[512];
+        fputs("<span class=\"meta warn\">lower bound: ", f);
+        meter_html_fputs(f, cs_lower_bound_text(bk, b, text, sizeof(text)));
+        fputs("; every figure of this row is of the known part</span>", f);
+    }
     plan_html(f, bk, b);
     fputs("</th>", f);
 }
@@ -480,13 +488,14 @@ book_cell(FILE *f, const struct cs_book *bk, const struct sim_book_stats *b,
 /* The comparison as numbers: the table of the terminal output, and
  * what each book costs over the cheapest (exact, in one currency). */
 static void
-summary(FILE *f, const struct cs_run *run, const size_t *o, size_t priced)
+summary(FILE *f, const struct cs_run *run, const size_t *o, size_t full)
 {
     const char *cur = one_currency(run);
     fputs("<section aria-labelledby=\"sum-h\">\n<h2 id=\"sum-h\">"
           "Comparison</h2>\n<p class=\"intro\">Cheapest mean first. Under "
           "each book, where its prices come from and when they were "
-          "read: a comparison is only as good as its dates.</p>\n"
+          "read: a comparison is only as good as its dates. Under each "
+          "percentile, its 95% interval (order statistics).</p>\n"
           "<div class=\"scroll\"><table class=\"summary\">\n<caption>Monthly "
           "cost per book",
           f);
@@ -501,18 +510,25 @@ summary(FILE *f, const struct cs_run *run, const size_t *o, size_t priced)
           "sessions</th><th scope=\"col\">Over the<br>cheapest</th>"
           "<th scope=\"col\">Trials</th></tr></thead>\n<tbody>\n",
           f);
-    const struct cs_book *first = priced ? &run->books[o[0]] : NULL;
-    struct pricing_dec cheapest = priced ? sim_book_mean(&run->res->books[o[0]])
-                                         : (struct pricing_dec){0};
+    const struct cs_book *first = full ? &run->books[o[0]] : NULL;
+    struct pricing_dec cheapest =
+        full ? sim_book_mean(&run->res->books[o[0]]) : (struct pricing_dec){0};
     for (size_t k = 0; k < run->nbooks; k++) {
         const struct cs_book *bk = &run->books[o[k]];
         const struct sim_book_stats *b = &run->res->books[o[k]];
         const char *bcur = pricing_book_currency(bk->book);
         int mu = minor_unit(bk);
+        bool lower = !b->failed && sim_book_lower_bound(b);
+        if (lower && k == full)
+            fputs("<tr class=\"group\"><th scope=\"rowgroup\" colspan=\"9\" "
+                  "class=\"text\">Lower bounds: a price these books need is "
+                  "unknown (null); every figure is of the known part, ranked "
+                  "apart</th></tr>\n",
+                  f);
         fputs("<tr data-book=\"", f);
         meter_html_fputs(f, pricing_book_id(bk->book));
         fputs("\">", f);
-        book_cell(f, bk, b, k == 0 && priced);
+        book_cell(f, bk, b, k == 0 && full);
         if (b->failed) {
             fputs("<td colspan=\"8\" class=\"text warn\">cannot price this "
                   "workload: ",
@@ -527,17 +543,24 @@ summary(FILE *f, const struct cs_run *run, const size_t *o, size_t priced)
             meter_html_fputs(f, bcur);
             fputc(' ', f);
         }
+        char c5[128], c50[128], c95[128];
         fprintf(f,
-                "%s</td><td>%.*f</td><td>%s</td><td>%s</td><td>%s</td>"
-                "<td>%s</td>",
-                money(sim_book_mean(b), mu, m, 64), mu, b->half,
-                money(sim_book_quantile(b, 0.05), mu, p5, 64),
+                "%s%s</td><td>%.*f</td><td>%s<span class=\"meta\">%s</span>"
+                "</td><td>%s<span class=\"meta\">%s</span></td><td>%s"
+                "<span class=\"meta\">%s</span></td><td>%s</td>",
+                lower ? "&ge;&nbsp;" : "", money(sim_book_mean(b), mu, m, 64),
+                mu, b->half, money(sim_book_quantile(b, 0.05), mu, p5, 64),
+                cs_quantile_ci_text(bk, b, 0.05, c5, sizeof(c5)),
                 money(sim_book_quantile(b, 0.5), mu, p50, 64),
+                cs_quantile_ci_text(bk, b, 0.5, c50, sizeof(c50)),
                 money(sim_book_quantile(b, 0.95), mu, p95, 64),
+                cs_quantile_ci_text(bk, b, 0.95, c95, sizeof(c95)),
                 b->sessions ? money(cs_per_thousand(b), mu, pk, 64) : "-");
         struct pricing_dec diff;
-        if (k == 0)
+        if (k == 0 && !lower)
             fputs("<td>&ndash;</td>", f);
+        else if (lower || !first)
+            fputs("<td>n/a</td>", f);
         else if (strcmp(bcur, pricing_book_currency(first->book)) != 0 ||
                  pricing_dec_sub(sim_book_mean(b), cheapest, &diff) !=
                      PRICING_OK)
@@ -684,8 +707,8 @@ box_plot(FILE *f, const struct cs_run *run, const size_t *sel, size_t n,
                 "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"#e15759\"/>"
                 "\n</g>\n",
                 q1, y - 7, q3 - q1, p50, y - 7, p50, y + 7, mean, y);
-        fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"value\">%s</text>\n",
-                PLOT_X1 + 10, y + 4, m);
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" class=\"value\">%s%s</text>\n",
+                PLOT_X1 + 10, y + 4, sim_book_lower_bound(b) ? "&ge; " : "", m);
     }
     fputs("</svg>\n", f);
 }
@@ -1100,17 +1123,20 @@ cs_print_html(FILE *f, const struct cs_run *run)
     int rc = -1;
     if (!o || !sel)
         goto out;
-    size_t priced = 0;
+    size_t priced = 0, full = 0;
     while (priced < run->nbooks && !run->res->books[o[priced]].failed)
         priced++;
+    /* Priced whole first (cs_order): the cheapest and dearest of them. */
+    while (full < priced && !sim_book_lower_bound(&run->res->books[o[full]]))
+        full++;
     const char *name =
         run->profile->name[0] ? run->profile->name : run->profile_path;
     char title[256];
     snprintf(title, sizeof(title), "costsim: what %s costs a month", name);
     head(f, title);
-    settings(f, run, name, priced);
-    cards(f, run, o, priced);
-    summary(f, run, o, priced);
+    settings(f, run, name, priced, full);
+    cards(f, run, o, full);
+    summary(f, run, o, full);
     if (tiers(f, run) < 0)
         goto out;
     if (priced) {

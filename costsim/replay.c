@@ -348,6 +348,10 @@ replay_price(PGconn *db, struct cs_replay *rp, struct meter_err *e)
         if (!(x->r = pricing_rater_new(x->bk->book, &x->err)))
             return meter_fail(e, "%s", x->err.msg);
         pricing_rater_select(x->r, &scope);
+        /* What the account would have paid elsewhere: a book with a
+         * price unknown is a lower bound, not nothing. The account's
+         * own books below are rated as its invoice, whole or not at all. */
+        pricing_rater_partial(x->r);
     }
     struct meter_usage_reader *reader =
         meter_usage_reader_new(db, rp->account, start, end, e);

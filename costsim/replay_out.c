@@ -83,12 +83,46 @@ by_total(const void *x, const void *y)
                                 *b = &sort_rp->books[*(const size_t *)y];
     if (a->failed != b->failed)
         return a->failed ? 1 : -1;
+    /* A lower bound is not a price: after every book priced whole. */
+    if (!a->failed && !a->st->unpriced != !b->st->unpriced)
+        return a->st->unpriced ? 1 : -1;
     if (!a->failed) {
         int c = pricing_dec_cmp(a->st->total, b->st->total);
         if (c)
             return c;
     }
     return strcmp(a->bk->file, b->bk->file);
+}
+
+/* The quantities x's statement left unpriced (pricing_unpriced_quantity);
+ * -1 (e set) on overflow. */
+static int
+unpriced_of(const struct cs_replay_book *x, struct pricing_dec *qty,
+            struct pricing_err *e)
+{
+    for (int d = 0; d < PRICING_NDIMS; d++) {
+        const char *unit;
+        qty[d] = (struct pricing_dec){0};
+        if ((x->st->unpriced >> d & 1) &&
+            pricing_unpriced_quantity(x->bk->book, &x->st->q,
+                                      (enum pricing_dim)d, &qty[d], &unit,
+                                      e) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* "at least 98.65 USD; 7,650 GiB-hours of storage not priced" */
+static const char *
+bound_text(const struct cs_replay_book *x, char *buf, size_t n)
+{
+    struct pricing_dec qty[PRICING_NDIMS];
+    struct pricing_err e;
+    if (unpriced_of(x, qty, &e) < 0)
+        snprintf(buf, n, "%s", e.msg);
+    else
+        cs_bound_text(x->bk->book, x->st->total, x->st->unpriced, qty, buf, n);
+    return buf;
 }
 
 static size_t *
@@ -260,20 +294,34 @@ cs_replay_table(FILE *f, const struct cs_replay *rp)
     table_usage(f, rp);
     fprintf(f, "note: %s\n\n", replay_note);
     fprintf(f, "%-26s %-4s %14s\n", "book", "cur", "total");
+    bool bounds = false;
     for (size_t k = 0; k < rp->nbooks; k++) {
         const struct cs_replay_book *x = &rp->books[o[k]];
         const char *cur = pricing_book_currency(x->bk->book);
-        char t[48];
+        char t[64], m[48];
+        bool lower = !x->failed && x->st->unpriced;
+        if (lower && !bounds) {
+            fprintf(f, "lower bounds: a price these books need is unknown "
+                       "(null); the totals are of the known part\n");
+            bounds = true;
+        }
         if (x->failed) {
             fprintf(f, "%-26s %-4s %14s%s\n", pricing_book_id(x->bk->book), cur,
                     "cannot price",
                     x->account_book ? "  (the account's book)" : "");
             fprintf(f, "    reason: %s\n", x->err.msg);
         } else {
-            fprintf(
-                f, "%-26s %-4s %14s%s\n", pricing_book_id(x->bk->book), cur,
-                fmt(x->st->total, pricing_money_decimals(cur), t, sizeof(t)),
-                x->account_book ? "  (the account's book)" : "");
+            fmt(x->st->total, pricing_money_decimals(cur), m, sizeof(m));
+            if (lower)
+                snprintf(t, sizeof(t), ">=%s", m);
+            fprintf(f, "%-26s %-4s %14s%s\n", pricing_book_id(x->bk->book), cur,
+                    lower ? t : m,
+                    x->account_book ? "  (the account's book)" : "");
+            if (lower) {
+                char text[512];
+                fprintf(f, "    lower bound: %s\n",
+                        bound_text(x, text, sizeof(text)));
+            }
             table_lines(f, x->st);
             table_plan(f, rp, x);
         }
@@ -402,6 +450,33 @@ book_json(const struct cs_replay *rp, const struct cs_replay_book *x)
              !json_object_set_new(j, "lines", lines_json(x->st)) &&
              !json_object_set_new(j, "limits", limits_json(rp, x)) &&
              !json_object_set_new(j, "addon", addon_json(rp, x));
+    if (ok && !x->failed && x->st->unpriced) {
+        /* Only on a lower bound: a book priced whole reads as before. */
+        struct pricing_dec qty[PRICING_NDIMS];
+        struct pricing_err e;
+        char text[512];
+        json_t *u = NULL;
+        ok = unpriced_of(x, qty, &e) == 0 && (u = json_array()) &&
+             !json_object_set_new(j, "bound", json_string("lower")) &&
+             !json_object_set_new(
+                 j, "lower_bound",
+                 json_string(bound_text(x, text, sizeof(text)))) &&
+             !json_object_set_new(j, "unpriced", u);
+        for (int d = 0; ok && d < PRICING_NDIMS; d++) {
+            const char *unit;
+            struct pricing_dec q;
+            json_t *y;
+            if (!(x->st->unpriced >> d & 1))
+                continue;
+            pricing_unpriced_quantity(x->bk->book, &x->st->q,
+                                      (enum pricing_dim)d, &q, &unit, &e);
+            ok = (y = json_object()) && !json_array_append_new(u, y) &&
+                 !json_object_set_new(y, "dimension",
+                                      json_string(pricing_dim_names[d])) &&
+                 !json_object_set_new(y, "quantity", jdec(qty[d], 6)) &&
+                 !json_object_set_new(y, "unit", json_string(unit));
+        }
+    }
     if (!ok) {
         json_decref(j);
         return NULL;

@@ -240,6 +240,19 @@ struct pricing_quantities {
     uint64_t type_credited_s[PRICING_TYPES_MAX];
 };
 
+/* The usage dimensions a book may leave unpriced (null), in statement
+ * order. */
+enum pricing_dim {
+    PRICING_DIM_CPU,
+    PRICING_DIM_MEMORY,
+    PRICING_DIM_STORAGE,
+    PRICING_DIM_EGRESS,
+    PRICING_DIM_RUNS,
+    PRICING_NDIMS
+};
+/* Their names: "cpu", "memory", "storage", "egress", "runs". */
+extern const char *const pricing_dim_names[PRICING_NDIMS];
+
 /*
  * What one account owes for one period under one price book: the rated
  * lines and their total. Not yet an invoice (no number, no status): the
@@ -258,6 +271,12 @@ struct pricing_statement {
     struct pricing_quantities q;
     uint64_t duplicates; /* repeated seconds with equal values */
     uint64_t conflicts;  /* repeated seconds with other values */
+    /* Only from a rater made partial (pricing_rater_partial): the
+     * dimensions the usage needs whose price the book leaves unknown,
+     * bit 1 << PRICING_DIM_x. They have no line and are not in total,
+     * which is then a lower bound of what the account owes (their
+     * quantities are in q: pricing_unpriced_quantity). 0 otherwise. */
+    unsigned unpriced;
 };
 
 /* Releases the lines of the n statements of s, then s itself (as
@@ -276,6 +295,18 @@ struct pricing_rater *pricing_rater_new(const struct pricing_book *book,
                                         struct pricing_err *e);
 void pricing_rater_free(struct pricing_rater *r);
 
+/*
+ * From now on r prices what the book knows and leaves out what it does
+ * not: a dimension whose price is unknown (null) is named in the
+ * statement's unpriced instead of failing pricing_rater_finish, and the
+ * total is a lower bound. For the simulator's comparisons only: an
+ * invoice is never a lower bound, so the invoice run, pricing_rate and
+ * meterctl never call it. An unknown subscription fee or included
+ * credit still fails (an unknown credit would make no bound), as does
+ * an instance type that does not fit.
+ */
+void pricing_rater_partial(struct pricing_rater *r);
+
 /* Rates one block, of seconds or of runs. Fails on seconds out of order,
  * a run of no second, or a sandbox seen under two accounts; the error
  * names the sandbox and the second. */
@@ -291,6 +322,19 @@ int pricing_rater_add(struct pricing_rater *r, const struct pricing_block *b,
 int pricing_rater_finish(struct pricing_rater *r,
                          struct pricing_statement **out, size_t *n,
                          struct pricing_err *e);
+
+/*
+ * The quantity of dimension d in q (a statement's) as a person reads
+ * it, to 6 decimals (half to even): vCPU-hours and memory unit-hours of
+ * b's basis (padding included), storage unit-hours, GB of egress past
+ * b's free allowance, runs. *unit receives its unit's singular name
+ * ("vCPU-hour", "GiB-hour" or "GB-hour", "GB", "run"). -1 (e set) on
+ * overflow.
+ */
+int pricing_unpriced_quantity(const struct pricing_book *b,
+                              const struct pricing_quantities *q,
+                              enum pricing_dim d, struct pricing_dec *out,
+                              const char **unit, struct pricing_err *e);
 
 /* A part of a period spent on one book: whole days [from, to). */
 struct pricing_part {

@@ -52,6 +52,7 @@ struct pricing_rater {
     int fit_type;
     struct pricing_scope scope; /* year 0: price every period */
     char scope_account[PRICING_ID_MAX + 1];
+    bool partial; /* pricing_rater_partial: unknown prices left out */
 };
 
 static uint64_t
@@ -665,6 +666,12 @@ pricing_rater_select(struct pricing_rater *r, const struct pricing_scope *scope)
     r->scope.account = r->scope_account[0] ? r->scope_account : NULL;
 }
 
+void
+pricing_rater_partial(struct pricing_rater *r)
+{
+    r->partial = true;
+}
+
 static int
 span_by_from(const void *x, const void *y)
 {
@@ -829,8 +836,8 @@ pricing_rater_finish(struct pricing_rater *r, struct pricing_statement **out,
         if (pool_storage(list[i], r->book->pool_bytes, e) < 0)
             goto out;
     for (; priced < k; priced++)
-        if (rate_price(r->book, list[priced], r->scope.active_days, &st[priced],
-                       e) < 0) {
+        if (rate_price(r->book, list[priced], r->scope.active_days, r->partial,
+                       &st[priced], e) < 0) {
             priced++; /* its lines so far are released below */
             goto out;
         }

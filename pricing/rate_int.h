@@ -33,10 +33,12 @@ struct rate_acct {
 };
 
 /* Prices a's quantities with book into *st (docs/pricing.md), for
- * active_days of the period (0: all of it). On failure st may hold
- * lines: release them with pricing_statements_free. */
+ * active_days of the period (0: all of it); partial: a dimension of
+ * unknown price is left out and named in st->unpriced rather than
+ * failing (pricing_rater_partial). On failure st may hold lines:
+ * release them with pricing_statements_free. */
 int rate_price(const struct pricing_book *book, const struct rate_acct *a,
-               int active_days, struct pricing_statement *st,
+               int active_days, bool partial, struct pricing_statement *st,
                struct pricing_err *e);
 
 /* A zeroed line of kind at the end of st's lines, not yet counted:

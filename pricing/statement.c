@@ -302,9 +302,70 @@ credit_line(struct pricing_statement *st, const char *kind,
     return 0;
 }
 
+const char *const pricing_dim_names[PRICING_NDIMS] = {
+    "cpu", "memory", "storage", "egress", "runs"};
+
+/* The dimensions q uses whose price b leaves unknown (null): bit
+ * 1 << PRICING_DIM_x. */
+static unsigned
+unknown_dims(const struct pricing_book *b, const struct pricing_quantities *q)
+{
+    pricing_u128 egress_q =
+        q->egress > b->free_bytes ? q->egress - b->free_bytes : 0;
+    return (unsigned)(q->cpu_gross && !b->cpu.known) << PRICING_DIM_CPU |
+           (unsigned)(q->mem_gross && !b->memory.known) << PRICING_DIM_MEMORY |
+           (unsigned)(q->storage && !b->storage.known) << PRICING_DIM_STORAGE |
+           (unsigned)(egress_q && !b->egress.known) << PRICING_DIM_EGRESS |
+           (unsigned)(q->runs && !b->per_run_known) << PRICING_DIM_RUNS;
+}
+
+int
+pricing_unpriced_quantity(const struct pricing_book *b,
+                          const struct pricing_quantities *q,
+                          enum pricing_dim d, struct pricing_dec *out,
+                          const char **unit, struct pricing_err *e)
+{
+    bool mem_gb = b->memory_unit == UNIT_GB,
+         disk_gb = b->storage_unit == UNIT_GB;
+    pricing_u128 qty = 0, per = 1;
+    switch (d) {
+    case PRICING_DIM_CPU:
+        qty = q->cpu_gross;
+        per = (pricing_u128)PRICING_CPU_UNIT * SECONDS_PER_HOUR;
+        *unit = "vCPU-hour";
+        break;
+    case PRICING_DIM_MEMORY:
+        qty = q->mem_gross;
+        per = (pricing_u128)UNIT_BYTES(b->memory_unit) * SECONDS_PER_HOUR;
+        *unit = mem_gb ? "GB-hour" : "GiB-hour";
+        break;
+    case PRICING_DIM_STORAGE:
+        qty = q->storage;
+        per = (pricing_u128)UNIT_BYTES(b->storage_unit) * SECONDS_PER_HOUR;
+        *unit = disk_gb ? "GB-hour" : "GiB-hour";
+        break;
+    case PRICING_DIM_EGRESS:
+        qty = q->egress > b->free_bytes ? q->egress - b->free_bytes : 0;
+        per = 1000000000;
+        *unit = "GB";
+        break;
+    default:
+        qty = q->runs;
+        *unit = "run";
+        break;
+    }
+    mpq_t x;
+    mpq_init(x);
+    ratio(x, qty, per);
+    int rc = round_to(x, 6, out, e, pricing_dim_names[d]);
+    mpq_clear(x);
+    return rc;
+}
+
 int
 rate_price(const struct pricing_book *b, const struct rate_acct *a,
-           int active_days, struct pricing_statement *st, struct pricing_err *e)
+           int active_days, bool partial, struct pricing_statement *st,
+           struct pricing_err *e)
 {
     const struct pricing_quantities *q = &a->q;
     char desc[96];
@@ -354,17 +415,22 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
 
     pricing_u128 egress_q =
         q->egress > b->free_bytes ? q->egress - b->free_bytes : 0;
-    if ((q->cpu_gross && !b->cpu.known) || (q->mem_gross && !b->memory.known) ||
-        (q->storage && !b->storage.known) || (egress_q && !b->egress.known) ||
-        (q->runs && !b->per_run_known)) {
-        const char *what = q->cpu_gross && !b->cpu.known      ? "cpu"
-                           : q->mem_gross && !b->memory.known ? "memory"
-                           : q->storage && !b->storage.known  ? "storage"
-                           : egress_q && !b->egress.known     ? "egress"
-                                                          : "runs (per_run)";
+    /* Billing never guesses: an unknown price stops the statement. A
+     * partial rater leaves the dimension out instead, and the rest is a
+     * lower bound: every later step (credits capped by what is owed, a
+     * minimum commit, the rounding) only grows with the lines. */
+    unsigned unknown = unknown_dims(b, q);
+    if (unknown && !partial) {
+        const char *what = unknown & 1u << PRICING_DIM_CPU       ? "cpu"
+                           : unknown & 1u << PRICING_DIM_MEMORY  ? "memory"
+                           : unknown & 1u << PRICING_DIM_STORAGE ? "storage"
+                           : unknown & 1u << PRICING_DIM_EGRESS
+                               ? "egress"
+                               : "runs (per_run)";
         unknown_price(e, b, a, what);
         goto out;
     }
+    st->unpriced = unknown;
     if (b->has_subscription && !b->monthly_fee_known) {
         unknown_price(e, b, a, "a subscription (monthly_fee)");
         goto out;
@@ -386,7 +452,8 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
         {&memory, q->mem_gross, q->mem_credited, "memory", b->memory_used}};
     mpq_set_ui(credit, 0, 1);
     for (size_t i = 0; i < 2; i++) {
-        if (!timed[i].gross)
+        if (!timed[i].gross ||
+            unknown & 1u << (i == 0 ? PRICING_DIM_CPU : PRICING_DIM_MEMORY))
             continue;
         snprintf(desc, sizeof(desc), "%s (%s)", timed[i].what,
                  timed[i].used ? "used" : "allocated");
@@ -411,10 +478,10 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
         if (mpq_sgn(t) > 0)
             mpq_add(credit, credit, t);
     }
-    if (q->storage &&
+    if (q->storage && !(unknown & 1u << PRICING_DIM_STORAGE) &&
         usage_line(st, &storage, q->storage, "storage", amt, e) < 0)
         goto out;
-    if (egress_q) {
+    if (egress_q && !(unknown & 1u << PRICING_DIM_EGRESS)) {
         char free_gb[48] = "";
         if (b->free_bytes) {
             struct pricing_dec f = {(pricing_i128)b->free_bytes * 1000};
@@ -433,7 +500,7 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
         if (usage_line(st, &egress, egress_q, desc, amt, e) < 0)
             goto out;
     }
-    if (q->runs) {
+    if (q->runs && !(unknown & 1u << PRICING_DIM_RUNS)) {
         struct pricing_line *l = rate_add_line(st, "runs", e);
         if (!l)
             goto out;
@@ -585,7 +652,7 @@ pricing_estimate(const struct pricing_book *b, const struct pricing_totals *t,
     a.q.egress = t->egress_bytes;
     a.q.running_s = t->running_s;
     struct pricing_statement st;
-    int rc = rate_price(b, &a, 0, &st, e);
+    int rc = rate_price(b, &a, 0, false, &st, e);
     if (rc == 0)
         *total = st.total;
     free(st.lines);

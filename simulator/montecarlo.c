@@ -54,6 +54,8 @@ struct cell {
     struct pricing_dec total;
     struct pricing_dec kind[SIM_NKINDS];
     struct sim_plan_month plan;
+    unsigned unpriced; /* the statement's: dimensions left out */
+    struct pricing_dec unpriced_qty[PRICING_NDIMS];
 };
 
 struct worker {
@@ -98,11 +100,24 @@ kind_index(const char *kind)
     return SIM_NKINDS - 1;
 }
 
-/* Keeps what the statement says in c: its total and lines by kind. */
+/* Keeps what the statement says in c: its total, lines by kind and
+ * the quantities it left unpriced. */
 static void
-take(struct cell *c, const struct pricing_statement *st)
+take(struct cell *c, const struct pricing_book *b,
+     const struct pricing_statement *st)
 {
     c->total = st->total;
+    c->unpriced = st->unpriced;
+    for (int d = 0; d < PRICING_NDIMS && c->ok; d++) {
+        const char *unit;
+        struct pricing_err pe;
+        if ((st->unpriced >> d & 1) &&
+            pricing_unpriced_quantity(b, &st->q, (enum pricing_dim)d,
+                                      &c->unpriced_qty[d], &unit, &pe) < 0) {
+            c->ok = false;
+            snprintf(c->reason, sizeof(c->reason), "%s", pe.msg);
+        }
+    }
     for (size_t l = 0; l < st->nlines && c->ok; l++) {
         struct pricing_dec *k = &c->kind[kind_index(st->lines[l].kind)];
         if (pricing_dec_add(*k, st->lines[l].amount, k) != PRICING_OK) {
@@ -149,8 +164,8 @@ work(void *arg)
         gsl_rng_set(rng, trial_seed(w->o->seed, w->first + j));
         /* Drawn, measured and priced a session at a time. */
         sim_month_begin(&m, w->p, rng);
-        if (sim_price_drawn(&m, w->books, w->nbooks, w->active, pr, &use,
-                            &w->err) < 0)
+        if (sim_price_drawn(&m, w->books, w->nbooks, w->active, w->o->partial,
+                            pr, &use, &w->err) < 0)
             goto out;
         w->started[j] = m.started;
         for (size_t i = 0; i < w->nbooks; i++) {
@@ -165,7 +180,7 @@ work(void *arg)
                 if (c->priced)
                     snprintf(c->reason, sizeof(c->reason), "%s", pr[i].err.msg);
             } else {
-                take(c, pr[i].st);
+                take(c, w->books[i], pr[i].st);
                 plan(c, w->books[i], &use, pr[i].st);
             }
             pricing_statements_free(pr[i].st, 1);
@@ -315,6 +330,15 @@ gather(struct sim_mc_result *r, bool *active, const struct cell *cells,
                     snprintf(e->msg, sizeof(e->msg), "sums of lines overflow");
                     return -1;
                 }
+            b->unpriced |= c->unpriced;
+            for (int d = 0; d < PRICING_NDIMS; d++)
+                if (pricing_dec_add(b->unpriced_sum[d], c->unpriced_qty[d],
+                                    &b->unpriced_sum[d]) != PRICING_OK) {
+                    snprintf(e->msg, sizeof(e->msg),
+                             "sums of unpriced %s overflow",
+                             pricing_dim_names[d]);
+                    return -1;
+                }
         }
     return 0;
 }
@@ -329,8 +353,11 @@ sim_monte_carlo(const struct sim_profile *p,
     unsigned threads = o->threads < 1 ? 1 : o->threads > 64 ? 64 : o->threads;
     struct sim_mc_opts opts = *o;
     opts.threads = threads;
-    size_t min = o->min_trials < 2 ? 2 : o->min_trials;
-    size_t max = o->max_trials < min ? min : o->max_trials;
+    /* The cap is the user's; the floor of the stopping rule is not: a
+     * cap below it leaves every book not converged. */
+    size_t min =
+        o->min_trials < SIM_MIN_TRIALS ? SIM_MIN_TRIALS : o->min_trials;
+    size_t max = o->max_trials < 2 ? 2 : o->max_trials;
     size_t round = (threads + BATCH - 1) / BATCH * BATCH;
     int rc = -1;
     bool *active = calloc(nbooks ? nbooks : 1, sizeof(*active));
@@ -359,8 +386,13 @@ sim_monte_carlo(const struct sim_profile *p,
                                    mem,         0,     {{0}}};
         if (run_batch(w, threads, e) < 0)
             goto out;
-        for (size_t done = 0; done < count && nactive > 0; done += BATCH) {
-            size_t n = count - done < BATCH ? count - done : BATCH;
+        for (size_t done = 0, n; done < count && nactive > 0; done += n) {
+            n = count - done < BATCH ? count - done : BATCH;
+            /* A look at min itself, not the batch after it: the rule may
+             * stop a book from its min-th trial on. min is a trial
+             * number, so this look is the same for any threads. */
+            if (out->trials < min && out->trials + n > min)
+                n = min - out->trials;
             if (gather(out, active, cells + done * nbooks, started + done, n,
                        e) < 0)
                 goto out;
@@ -445,6 +477,72 @@ sim_book_quantile(const struct sim_book_stats *b, double q)
     return b->sorted[k - 1];
 }
 
+/* The largest k in [0, n] with P(B <= k - 1) <= alpha, B ~ binomial(n,
+ * q), by bisection (the CDF grows with k); 0 if P(B <= 0) > alpha. */
+static size_t
+lower_rank(size_t n, double q, double alpha)
+{
+    size_t lo = 0, hi = n; /* P(B <= lo - 1) <= alpha holds at lo = 0 */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo + 1) / 2;
+        if (gsl_cdf_binomial_P((unsigned)(mid - 1), q, (unsigned)n) <= alpha)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* The smallest k in [1, n + 1] with P(B >= k) <= alpha; n + 1 if even
+ * P(B >= n) = q^n is above alpha. */
+static size_t
+upper_rank(size_t n, double q, double alpha)
+{
+    size_t lo = 1, hi = n + 1; /* P(B >= n + 1) = 0 */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        /* P(B >= mid) = P(B > mid - 1) */
+        if (gsl_cdf_binomial_Q((unsigned)(mid - 1), q, (unsigned)n) <= alpha)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+void
+sim_quantile_ranks(size_t n, double q, double level,
+                   struct sim_quantile_ci *out)
+{
+    double alpha = (1 - level) / 2;
+    size_t lo = lower_rank(n, q, alpha), hi = upper_rank(n, q, alpha);
+    /* Short of trials: the extreme trial, and the coverage says so. */
+    if (lo < 1)
+        lo = 1;
+    if (hi > n)
+        hi = n;
+    out->lo = lo;
+    out->hi = hi;
+    /* x_(lo) <= the quantile <= x_(hi) when lo <= B <= hi - 1. */
+    out->coverage = gsl_cdf_binomial_P((unsigned)(hi - 1), q, (unsigned)n) -
+                    gsl_cdf_binomial_P((unsigned)(lo - 1), q, (unsigned)n);
+}
+
+void
+sim_book_quantile_ci(const struct sim_book_stats *b, double q,
+                     struct pricing_dec *lo, struct pricing_dec *hi,
+                     struct sim_quantile_ci *ci)
+{
+    if (b->trials == 0) {
+        *ci = (struct sim_quantile_ci){0, 0, 0};
+        *lo = *hi = (struct pricing_dec){0};
+        return;
+    }
+    sim_quantile_ranks(b->trials, q, 0.95, ci);
+    *lo = b->sorted[ci->lo - 1];
+    *hi = b->sorted[ci->hi - 1];
+}
+
 /* ---- a book's results, and the tier of a provider ------------------- */
 
 struct pricing_dec
@@ -455,6 +553,12 @@ sim_book_mean(const struct sim_book_stats *b)
         if (pricing_dec_add(sum, b->totals[i], &sum) != PRICING_OK)
             return (struct pricing_dec){0}; /* cannot: totals are small */
     return sim_dec_div(sum, b->trials);
+}
+
+bool
+sim_book_lower_bound(const struct sim_book_stats *b)
+{
+    return b->unpriced != 0;
 }
 
 bool
@@ -482,7 +586,8 @@ sim_tier_choose(const struct pricing_book *const *books,
     for (size_t i = 0; i < nbooks; i++) {
         const struct sim_book_stats *s = &stats[i];
         if (strcmp(pricing_book_provider(books[i]), provider) != 0 ||
-            !*provider || s->failed || s->trials == 0 || !sim_book_fits(s))
+            !*provider || s->failed || s->trials == 0 ||
+            sim_book_lower_bound(s) || !sim_book_fits(s))
             continue;
         struct pricing_dec mean = sim_book_mean(s);
         if (best < 0 || pricing_dec_cmp(mean, best_mean) < 0) {

@@ -38,6 +38,7 @@ struct source {
     struct sim_month *m;
     enum sim_feed how;
     bool draw;
+    bool partial;                /* pricing_rater_partial on every rater */
     struct sim_measure *measure; /* with draw */
     size_t k;                    /* the session being read, in m */
     bool open;                   /* its block is set up */
@@ -204,6 +205,8 @@ price(struct source *r, const struct pricing_book *const *books, size_t nbooks,
             goto out;
         }
         pricing_rater_select(rater[i], &scope);
+        if (r->partial)
+            pricing_rater_partial(rater[i]);
     }
     /* Every book rates the same blocks: a book that fails stops there. */
     while ((got = src.next(src.ctx, &b, &pe)) > 0)
@@ -265,13 +268,17 @@ sim_price_month(const struct sim_month *m,
 
 int
 sim_price_drawn(struct sim_month *m, const struct pricing_book *const *books,
-                size_t nbooks, const bool *active, struct sim_priced *out,
-                struct sim_month_use *use, struct sim_err *e)
+                size_t nbooks, const bool *active, bool partial,
+                struct sim_priced *out, struct sim_month_use *use,
+                struct sim_err *e)
 {
     struct sim_measure x;
     sim_measure_init(&x, m->mem, true);
-    struct source r = {
-        .m = m, .how = SIM_FEED_RUNS, .draw = true, .measure = &x};
+    struct source r = {.m = m,
+                       .how = SIM_FEED_RUNS,
+                       .draw = true,
+                       .partial = partial,
+                       .measure = &x};
     int rc = price(&r, books, nbooks, active, out, e);
     if (rc == 0 && sim_measure_end(&x, use, e) < 0) {
         for (size_t i = 0; i < nbooks; i++) {

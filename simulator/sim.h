@@ -162,11 +162,14 @@ int sim_price_month(const struct sim_month *m,
  * holds one session's spells and the changes of the sandboxes running
  * still ahead, not the month's sessions x their length. -1 (e set) when
  * out of memory or past m->mem's bound (the message names the profile's
- * key and the size); nothing is then left to free.
+ * key and the size); nothing is then left to free. partial: every
+ * rater is pricing_rater_partial, so a book that leaves a price the
+ * month needs unknown gives a statement whose unpriced names it, its
+ * total a lower bound, instead of !ok.
  */
 int sim_price_drawn(struct sim_month *m,
                     const struct pricing_book *const *books, size_t nbooks,
-                    const bool *active, struct sim_priced *out,
+                    const bool *active, bool partial, struct sim_priced *out,
                     struct sim_month_use *use, struct sim_err *e);
 
 /* ---- plan tiers and limits (limits.c) --------------------------------- */
@@ -266,14 +269,25 @@ size_t sim_limit_message(const struct pricing_book *b, enum sim_limit l,
 #define SIM_NKINDS 14
 extern const char *const sim_line_kinds[SIM_NKINDS];
 
+/* Trials before the stopping rule may stop a book, whatever
+ * min_trials asks: fewer months of a skewed total give an interval that
+ * covers the mean less often than it says (issue 27 measured 92.7% on
+ * coding-agent when 8 trials could stop it). */
+#define SIM_MIN_TRIALS 30
+
 struct sim_mc_opts {
     uint64_t seed;
     double precision;  /* target half-width of the 95% interval / mean */
-    size_t min_trials; /* >= 2 */
+    size_t min_trials; /* raised to SIM_MIN_TRIALS; max_trials still caps */
     size_t max_trials;
     unsigned threads; /* >= 1; the results do not depend on it */
     int year, month;  /* the simulated month */
     bool first_month; /* the account's first: see sim_month.first */
+    /* A book that leaves a price the workload needs unknown (null) is
+     * priced in part (sim_price_drawn's partial): its totals are lower
+     * bounds, its unpriced quantities counted (sim_book_stats). false:
+     * such a book fails, with the engine's reason. */
+    bool partial;
     /* At most this many MiB (costsim's --memory-limit; 0: no bound): the
      * results of max_trials, and on each thread what its month holds;
      * a run that needs more fails, naming the option or the profile's
@@ -306,6 +320,13 @@ struct sim_book_stats {
     struct pricing_dec worst[SIM_NLIMITS];
     uint64_t on_option[1 + PRICING_ADDONS_MAX];
     uint64_t checked;
+    /* Priced in part (sim_mc_opts.partial): the dimensions some trial
+     * left unpriced (bit 1 << PRICING_DIM_x; 0: every price known), and
+     * their quantities summed over the trials, in the units of
+     * pricing_unpriced_quantity. Not 0, every total, the mean, its
+     * interval and the percentiles are of the known part: lower bounds. */
+    unsigned unpriced;
+    struct pricing_dec unpriced_sum[PRICING_NDIMS];
     /* Statistics over the totals as doubles (GSL): the sample mean, the
      * half-width of its 95% interval (Student t), and whether that
      * half-width met the precision. */
@@ -340,7 +361,8 @@ void sim_mc_result_release(struct sim_mc_result *r);
  * The tier chosen among the books of one provider (pricing_book_provider):
  * the index, into books, of the cheapest by exact mean monthly total
  * (add-on fees included; the first on a tie) among those that priced the
- * workload and broke no limit in any month (sim_book_fits); -1 if none did, or
+ * workload whole (not a lower bound: its price is not known) and broke
+ * no limit in any month (sim_book_fits); -1 if none did, or
  * no book has that provider.
  */
 int sim_tier_choose(const struct pricing_book *const *books,
@@ -348,6 +370,8 @@ int sim_tier_choose(const struct pricing_book *const *books,
                     const char *provider);
 /* The exact mean of b's totals (0 without trials). */
 struct pricing_dec sim_book_mean(const struct sim_book_stats *b);
+/* Whether b's figures are lower bounds (b->unpriced). */
+bool sim_book_lower_bound(const struct sim_book_stats *b);
 /* Whether b broke no limit in any month checked. */
 bool sim_book_fits(const struct sim_book_stats *b);
 /* The months limit l was checked in for b: every month drawn for a
@@ -450,5 +474,27 @@ struct pricing_dec sim_dec_div(struct pricing_dec sum, uint64_t n);
 /* The trial total at quantile q (0..1) of b, nearest rank: an actual
  * trial's total, exact. */
 struct pricing_dec sim_book_quantile(const struct sim_book_stats *b, double q);
+
+/*
+ * A distribution-free interval for the q quantile of what n trials
+ * estimate, by order statistics: the ranks lo < hi (1-based, into the
+ * sorted totals) such that [x_(lo), x_(hi)] holds the true quantile
+ * with probability coverage = P(lo <= B < hi), B ~ binomial(n, q) (the
+ * trials below it), lo the largest rank with P(B < lo) <= (1 - level)/2
+ * and hi the smallest with P(B >= hi) <= (1 - level)/2. When n is too
+ * small for such a rank (a p5 of 30 trials has none below), it is 1
+ * (or n) and coverage, always the true one, falls short of level.
+ * Needs n >= 1 and 0 < q < 1; GSL's error handler off.
+ */
+struct sim_quantile_ci {
+    size_t lo, hi;   /* ranks */
+    double coverage; /* of [x_(lo), x_(hi)] */
+};
+void sim_quantile_ranks(size_t n, double q, double level,
+                        struct sim_quantile_ci *out);
+/* b's totals at those ranks for level 0.95 (exact), and the ranks. */
+void sim_book_quantile_ci(const struct sim_book_stats *b, double q,
+                          struct pricing_dec *lo, struct pricing_dec *hi,
+                          struct sim_quantile_ci *ci);
 
 #endif

@@ -27,9 +27,16 @@ nbooks=$(ls "$books"/*.json | wc -l)
 [ "$(grep -c '^    as_of: ' <<<"$out")" = "$nbooks" ] ||
     fail "not one as_of line per book"
 contains "$out" "    as_of: 2026-08-06" "e2b's as_of"
-# aws-lambda has no storage price, and a coding agent keeps its disk.
-contains "$out" "aws-lambda                 USD  cannot price
-    reason: price book 'aws-lambda': account 'sim' 2026-11 uses storage" "an unpriceable book gives its reason"
+# aws-lambda has no storage price, and a coding agent keeps its disk:
+# a lower bound, after the books priced whole, naming the storage.
+contains "$out" "lower bounds: a price these books need is unknown (null)" "lower bounds apart"
+grep -A1 '^aws-lambda  *USD  *>=[0-9]' <<<"$out" |
+    grep -q '^    lower bound: at least [0-9.,]* USD; [0-9.,]* GiB-hours of storage not priced$' ||
+    fail "aws-lambda's lower bound names its storage: $out"
+checks=$((checks + 1))
+# vercel-pro's fee is unknown: no bound, its reason.
+contains "$out" "vercel-pro                 USD  cannot price
+    reason: price book 'vercel-pro': account 'sim' 2026-11 uses a subscription (monthly_fee)" "an unpriceable book gives its reason"
 contains "$err" "costsim: 4 trials, $nbooks books" "the timing line on stderr"
 
 # The same seed, the same output, with one thread or two.
@@ -58,18 +65,18 @@ expect_status 0 "$COSTSIM" --profile small.json --books "$books" --seed 6 \
 # A loose precision stops before the cap.
 expect_status 0 "$COSTSIM" --profile small.json --books "$books" \
     --precision 0.5 --format json
-contains "$out" '"trials": 8,' "a loose precision needs one batch"
+contains "$out" '"trials": 30,' "a loose precision stops at the floor of 30 trials"
 contains "$out" '"converged": true' "and is met"
 
 # More threads than a batch has trials draw batches ahead: still the
 # same output, with books stopping at different batches.
 expect_status 0 "$COSTSIM" --profile small.json --books "$books" --seed 1 \
-    --max-trials 24 --precision 0.3 --format json --threads 1
+    --max-trials 48 --precision 0.3 --format json --threads 1
 one=$out
-contains "$one" '"trials": 8,' "a book stops at the first batch"
-contains "$one" '"trials": 24,' "another runs to the cap (vercel-hobby)"
+contains "$one" '"trials": 30,' "a book stops at 30 trials, inside a batch"
+contains "$one" '"trials": 48,' "another runs to the cap (vercel-hobby)"
 expect_status 0 "$COSTSIM" --profile small.json --books "$books" --seed 1 \
-    --max-trials 24 --precision 0.3 --format json --threads 9
+    --max-trials 48 --precision 0.3 --format json --threads 9
 [ "$one" = "$out" ] || fail "--threads 9 changed the output"
 # By default, every core.
 expect_status 0 "$COSTSIM" --profile small.json --books "$books" --max-trials 2
@@ -105,6 +112,12 @@ for r, b in zip(rows, books):
         continue
     for k in ("mean", "p5", "p50", "p95"):
         assert r[k] == b[k], (b["id"], k, r[k], b[k])
+    for k in ("p5_ci95", "p50_ci95", "p95_ci95"):
+        assert r[k + "_low"] == b[k]["low"] and r[k + "_high"] == b[k]["high"], (b["id"], k)
+        assert abs(float(r[k + "_coverage"]) - b[k]["coverage"]) < 5e-7, (b["id"], k)
+    assert r["bound"] == b.get("bound", ""), b["id"]
+    assert r["unpriced"] == "; ".join("%s %s %s" % (u["dimension"], u["mean"], u["unit"])
+                                      for u in b.get("unpriced", [])), b["id"]
     assert r["per_1000_sessions"] == (b["per_1000_sessions"] or "")
     assert int(r["trials"]) == b["trials"]
     assert r["converged"] == ("true" if b["converged"] else "false")
@@ -393,7 +406,7 @@ contains "$out" "break-even of sessions.per_month between fee and payg, in [100,
 contains "$out" "the cheaper book changes between 333 and 334" "its neighbours"
 contains "$out" "    at 333: fee 13.33 USD, payg 13.32 USD (payg cheaper)
     at 334: fee 13.34 USD, payg 13.36 USD (fee cheaper)" "the costs either side"
-contains "$out" "8 trials at every value" "the trials"
+contains "$out" "30 trials at every value" "the trials"
 expect_status 0 "$COSTSIM" breakeven --profile fixed.json --books sens \
     --between fee.json,payg --param sessions.per_month --range 10:300 \
     --format json
@@ -506,4 +519,93 @@ expect_status 2 "$COSTSIM" breakeven --profile daylong.json --books one \
     --between e2b-pro,e2b-pro --param sessions.per_month --range 1:2 \
     --memory-limit 0
 contains "$err" "costsim breakeven: --memory-limit '0' is not a number of MiB" "breakeven's --memory-limit"
+
+# Partial prices (issue 27): a book with storage null on a profile with
+# disk is a lower bound naming the quantity, ranked after every book
+# priced whole, in the table, JSON, CSV and the report. By hand: 100
+# sessions of 1 h, 2 vCPU at 0.36 a vCPU-hour: 72.00; 10 GiB held for
+# 100 h: 1,000 GiB-hours of storage not priced.
+mkdir partial
+cat >disk.json <<'JSON'
+{"name": "disk",
+ "sessions": {"per_month": 100, "length": {"dist": "fixed", "value": 3600}},
+ "sandbox": {"vcpu": 2, "memory_gib": 4, "disk_gib": 10}}
+JSON
+partial_book() { # id, cpu rate an hour, storage
+    printf '{"id": "%s", "currency": "USD", "effective_from": "2026-01-01",
+ "cpu": {"basis": "allocated", "rate": "%s", "per": "hour"},
+ "memory": {"basis": "allocated", "unit": "GiB", "rate": "0", "per": "hour"},
+ "storage": %s, "egress": null, "per_run": "0"}\n' "$1" "$2" "$3" \
+        >"partial/$1.json"
+}
+# "whole" costs more than the known part of "nostore", and still ranks
+# first: a lower bound is not a price.
+partial_book whole 0.50 '{"rate": "0.0001", "per": "hour"}'
+partial_book nostore 0.36 null
+expect_status 0 "$COSTSIM" --profile disk.json --books partial --threads 1
+contains "$out" "whole                      USD        100.10" "the book priced whole: 100 h x 2 x 0.50 + 1,000 x 0.0001"
+contains "$out" "lower bounds: a price these books need is unknown (null); every figure is of the known part
+nostore                    USD       >=72.00" "the lower bound ranked after it"
+contains "$out" "    lower bound: at least 72.00 USD; 1,000 GiB-hours of storage not priced" "the table names the quantity"
+expect_status 0 "$COSTSIM" --profile disk.json --books partial --threads 1 \
+    --format json
+printf '%s\n' "$out" >partial.json
+jq -e '[.books[].id] == ["whole", "nostore"]' partial.json >/dev/null ||
+    fail "json: the lower bound after the book priced whole"
+checks=$((checks + 1))
+jq -e '.books[1] | .priced and .bound == "lower" and .mean == "72.000000" and
+    .lower_bound == "at least 72.00 USD; 1,000 GiB-hours of storage not priced" and
+    .unpriced == [{"dimension": "storage", "mean": "1000.000000", "unit": "GiB-hour"}]' \
+    partial.json >/dev/null || fail "json: the lower bound: $(jq -c '.books[1]' partial.json)"
+checks=$((checks + 1))
+jq -e '.books[0] | has("bound") or has("unpriced") | not' partial.json >/dev/null ||
+    fail "json: a book priced whole has no bound"
+checks=$((checks + 1))
+jq -e '.tiers == [] or ([.tiers[].chosen] | index("nostore") | not)' partial.json >/dev/null ||
+    fail "json: a lower bound chosen as a tier"
+checks=$((checks + 1))
+"$COSTSIM" --profile disk.json --books partial --threads 1 --format csv \
+    >partial.csv 2>/dev/null || fail "--format csv failed"
+python3 - partial.csv <<'PY' || fail "csv: the lower bound"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline=""), strict=True))
+assert [r["book"] for r in rows] == ["whole", "nostore"], rows
+assert rows[0]["bound"] == "" and rows[0]["unpriced"] == "", rows[0]
+assert rows[1]["bound"] == "lower" and rows[1]["mean"] == "72.000000", rows[1]
+assert rows[1]["unpriced"] == "storage 1000.000000 GiB-hour", rows[1]["unpriced"]
+PY
+checks=$((checks + 1))
+expect_status 0 "$COSTSIM" --profile disk.json --books partial --threads 1 \
+    --format html
+contains "$out" "lower bound: at least 72.00 USD; 1,000 GiB-hours of storage not priced" "the report names the quantity"
+contains "$out" "&ge;&nbsp;72.00" "the report marks the bound"
+
+# The stopping rule's floor: a month without randomness has an interval
+# of 0 from its second trial, and still stops at 30, not 29, not 32
+# (the batch's end).
+contains "$(jq -c '[.books[] | .trials, .converged]' partial.json)" "[30,true,30,true]" "30 trials, no fewer"
+# Percentiles' intervals by order statistics: 30 equal months, so each
+# is the one total; p50's ranks for n = 30 are 10 and 21 (P(B <= 9) =
+# 0.0214 and P(B >= 21) = 0.0214, B ~ binomial(30, 0.5)), covering 95.7%.
+jq -e '.books[0].p50_ci95 | .low == "100.10" and .high == "100.10" and
+    .low_rank == 10 and .high_rank == 21 and (.coverage * 1000 | floor) == 957' \
+    partial.json >/dev/null || fail "json: p50's interval: $(jq -c '.books[0].p50_ci95' partial.json)"
+checks=$((checks + 1))
+grep -q "p5 100.10-100.10 (covers 76%), p50 100.10-100.10, p95 100.10-100.10 (covers 76%)" <<<"$(
+    "$COSTSIM" --profile disk.json --books partial --threads 1 2>/dev/null)" ||
+    fail "the table's percentile intervals"
+checks=$((checks + 1))
+
+# A book priced whole is what it was before lower bounds and the
+# percentiles' intervals: tests/golden/costsim_priced_whole.json is the
+# books that ran to the cap in this run on main before them (40 trials,
+# so the new floor does not change where they stop), the new keys
+# aside.
+expect_status 0 "$COSTSIM" --profile small.json --books "$books" --seed 4 \
+    --max-trials 40 --precision 0.0001 --threads 2 --format json
+jq -S '[.books[] | select(.priced and .trials == 40 and (has("bound") | not))
+    | del(.p5_ci95, .p50_ci95, .p95_ci95)]' <<<"$out" >whole.json
+cmp -s whole.json "$top/tests/golden/costsim_priced_whole.json" ||
+    fail "books priced whole changed: $(diff whole.json "$top/tests/golden/costsim_priced_whole.json" | head -20)"
+checks=$((checks + 1))
 finish

@@ -26,11 +26,12 @@ shots=${COSTSIM_SHOTS:-$tmp}
 mkdir -p "$shots"
 cd "$tmp"
 
-# Two books that price the workload, one that cannot (no storage price,
-# and the sandbox keeps a disk), and a copy of e2b-hobby whose texts try
-# to become markup.
+# Two books that price the workload, one priced only as a lower bound
+# (no storage price, and the sandbox keeps a disk), one that cannot (its
+# fee unknown), and a copy of e2b-hobby whose texts try to become
+# markup.
 mkdir books
-for b in e2b-pro fly-machines aws-lambda; do
+for b in e2b-pro fly-machines aws-lambda vercel-pro; do
     cp "$top/pricing/books/$b.json" books/
 done
 jq '.id = "hostile-book" | .name = "<script>alert(\"name\")</script>"
@@ -49,9 +50,10 @@ expect_status 0 "$COSTSIM" --profile hostile.json --books books --max-trials 8 \
     --format json --html report.html
 priced=$(jq -r '[.books[] | select(.priced) | .id] | join(",")' <<<"$out")
 unpriced=$(jq -r '[.books[] | select(.priced | not) | .id] | join(",")' <<<"$out")
-[ "$priced" = "fly-machines,hostile-book,e2b-pro" ] || fail "priced books: $priced"
-[ "$unpriced" = "aws-lambda" ] || fail "unpriced books: $unpriced"
+[ "$priced" = "fly-machines,hostile-book,e2b-pro,aws-lambda" ] || fail "priced books: $priced"
+[ "$unpriced" = "vercel-pro" ] || fail "unpriced books: $unpriced"
 expect_status 0 node "$check" report.html --priced "$priced" --unpriced "$unpriced" \
+    --text "GiB-hours of storage not priced; every figure of this row is of the known part" \
     --text '<script>alert("name")</script>' --text "<script>alert('profile')</script>" \
     --text '"><img src=x onerror=alert(1)>' --text '<b>2026-01-01</b>' \
     --screenshot "$shots/costsim-report.png"

@@ -169,7 +169,9 @@ checks=$((checks + 1))
 
 # Each priced book's lines sum to its total (half to even, to cents; a
 # total is never negative), in decimals, not doubles; sorted cheapest
-# first, then the books that cannot price it, with the engine's reason.
+# first, the books priced whole, then the lower bounds (a price unknown),
+# then the books that cannot price it, with the engine's reason.
+for group in '(has("bound") | not)' 'has("bound")'; do
 prev=
 while read -r id; do
     b=$(book "$id")
@@ -186,7 +188,18 @@ while read -r id; do
         [ "$(echo "$prev <= $t" | bc)" = 1 ] || fail "$id ($t) after a dearer book ($prev)"
     fi
     prev=$t
-done < <(jq -r '.books[] | select(.priced) | .id' <<<"$json")
+done < <(jq -r ".books[] | select(.priced) | select($group) | .id" <<<"$json")
+done
+checks=$((checks + 1))
+jq -e '[.books[] | if .priced | not then 2 elif has("bound") then 1 else 0 end] |
+    . == sort' <<<"$json" >/dev/null ||
+    fail "lower bounds not between the books priced whole and the others"
+# runloop knows no price of the usage: a lower bound of 0, naming it.
+checks=$((checks + 1))
+jq -e '.books[] | select(.id == "runloop") | .bound == "lower" and .total == "0.00" and
+    (.lower_bound | test("^at least 0.00 USD; [0-9.,]+ vCPU-hours of CPU, ")) and
+    ([.unpriced[].dimension] | index("cpu") != null)' <<<"$json" >/dev/null ||
+    fail "runloop's lower bound: $(jq -c '.books[] | select(.id == "runloop")' <<<"$json")"
 checks=$((checks + 1))
 jq -e '[.books[].priced] | . == (sort | reverse)' <<<"$json" >/dev/null ||
     fail "a book that cannot price it comes before a priced one"
@@ -283,6 +296,9 @@ contains "$out" "    limit broken: 101 sandboxes at once exceed e2b-hobby's 20 (
 
 # --- the table -------------------------------------------------------------------
 expect_status 0 replay --account acme --period 2026-01 --db "$wdb"
+contains "$out" "lower bounds: a price these books need is unknown (null); the totals are of the known part
+runloop                    USD          >=0.00
+    lower bound: at least 0.00 USD; " "the table's lower bounds"
 contains "$out" "    limit broken: sessions of 2 h exceed a 1 h session limit on e2b-hobby" "table: e2b-hobby's session"
 contains "$out" "limits: checked per book below" "table: limits checked"
 contains "$out" "e2b-pro                    USD  $(printf '%14s' "$total")  (the account's book)" "table: e2b-pro's total"

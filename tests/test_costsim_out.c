@@ -194,8 +194,11 @@ test_csv(const struct cs_run *run)
 {
     char *csv = render(cs_print_csv, run);
     static const char header[] =
-        "book,file,currency,priced,reason,trials,converged,mean,"
-        "ci95_half_width,p5,p50,p95,per_1000_sessions,sessions_per_month,"
+        "book,file,currency,priced,reason,trials,converged,bound,unpriced,"
+        "mean,ci95_half_width,p5,p50,p95,p5_ci95_low,p5_ci95_high,"
+        "p5_ci95_coverage,p50_ci95_low,p50_ci95_high,p50_ci95_coverage,"
+        "p95_ci95_low,p95_ci95_high,p95_ci95_coverage,per_1000_sessions,"
+        "sessions_per_month,"
         "line_cpu,line_memory,line_instance,line_storage,line_egress,"
         "line_runs,line_autopause_credit,line_subscription,"
         "line_included_credit,line_promotional_credit,line_minimum_commit,"
@@ -205,18 +208,23 @@ test_csv(const struct cs_run *run)
      * with a leading '; numbers are not. */
     const char *row1 = csv + strlen(header);
     static const char fly[] =
-        "fly-machines,fly-machines.json,USD,true,,4,true,5.000000,0.000000,"
-        "5.00,5.00,5.00,50.000000,100.000000,0.000000,0.000000,0.000000,"
+        "fly-machines,fly-machines.json,USD,true,,4,true,,,5.000000,0.000000,"
+        "5.00,5.00,5.00,5.00,5.00,0.171475,5.00,5.00,0.875000,5.00,5.00,"
+        "0.171475,50.000000,100.000000,0.000000,0.000000,0.000000,"
         "0.000000,0.000000,0.000000,0.000000,5.000000,0.000000,0.000000,"
         "0.000000,0.000000,0.000000,0.000000,http://fly.example/"
         "pricing.,\"'=HYPERLINK(\"\"x\"\")"
         "\"\r\n";
     CHECK(strncmp(row1, fly, strlen(fly)) == 0);
     /* Nearest rank of 4 sorted trials: p5 the 1st, p50 the 2nd, p95 the
-     * 4th; 46 x 1,000 / 400 sessions = 115 per 1,000. */
+     * 4th; 46 x 1,000 / 400 sessions = 115 per 1,000. Their intervals,
+     * B ~ binomial(4, q): p5 ranks 1-2, covering P(B = 1) = 4 x 0.05 x
+     * 0.95^3 = 0.171475; p50 1-4, P(1 <= B <= 3) = 14/16 = 0.875; p95
+     * 3-4, 0.171475 (four trials are too few for 95%). */
     static const char e2b[] =
-        "e2b-pro,e2b-pro.json,USD,true,,4,true,11.500000,2.050000,10.00,"
-        "11.00,13.00,115.000000,100.000000,7.500000,5.000000,0.000000,"
+        "e2b-pro,e2b-pro.json,USD,true,,4,true,,,11.500000,2.050000,10.00,"
+        "11.00,13.00,10.00,11.00,0.171475,10.00,13.00,0.875000,12.00,13.00,"
+        "0.171475,115.000000,100.000000,7.500000,5.000000,0.000000,"
         "0.000000,0.000000,0.000000,0.000000,0.000000,-1.000000,0.000000,"
         "0.000000,0.000000,0.000000,0.000000,\"javascript:alert(1) "
         "https://example.com/p?a=1&b=2"
@@ -224,7 +232,7 @@ test_csv(const struct cs_run *run)
     CHECK(strstr(csv, e2b) != NULL);
     static const char lambda[] =
         "aws-lambda,aws-lambda.json,USD,false,\"price book 'aws-lambda': uses "
-        "<storage> & \"\"more\"\"\",,,,,,,,,,,,,,,,,,,,,,,,";
+        "<storage> & \"\"more\"\"\",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,";
     CHECK(strstr(csv, lambda) != NULL);
     CHECK(count(csv, "\r\n") == 4);
     free(csv);

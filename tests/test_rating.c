@@ -1450,6 +1450,102 @@ test_book_change_at_midnight(void)
     pricing_book_free(y);
 }
 
+/*
+ * A partial rater (the simulator's): the dimensions of unknown price are
+ * left out and named, the rest priced as ever; a rater not made partial
+ * (every invoice's) still fails on the same usage.
+ */
+static void
+test_partial(void)
+{
+    /* cpu 0.36 an hour (0.0001 a second), memory free, storage, egress
+     * and runs unknown; a subscription of 0 with 0.10 included. */
+    struct pricing_book *b =
+        book("{\"id\": \"t\", \"currency\": \"USD\", \"effective_from\": "
+             "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": "
+             "\"0.36\", \"per\": \"hour\"}, \"memory\": {\"basis\": "
+             "\"allocated\", \"unit\": \"GiB\", \"rate\": \"0\", \"per\": "
+             "\"second\"}, \"storage\": null, \"egress\": null, \"per_run\": "
+             "null, \"subscription\": {\"monthly_fee\": \"0\", "
+             "\"included_credit\": \"0.10\"}}");
+    /* One sandbox, 1 vCPU and 2 GiB of disk for an hour, 500,000 bytes
+     * out a second: 1.8 GB. */
+    struct pricing_run one = {{JAN, V(1), V(1), GIB, GIB, 2 * GIB, 500000},
+                              3600};
+    struct pricing_block blk = {
+        .account_id = "acme", .sandbox_id = "sb-1", .runs = &one, .nruns = 1};
+    for (int partial = 0; partial < 2; partial++) {
+        struct pricing_err e = {{0}};
+        struct pricing_statement *st = NULL;
+        size_t n = 0;
+        struct pricing_rater *r = pricing_rater_new(b, &e);
+        if (partial)
+            pricing_rater_partial(r);
+        CHECK(pricing_rater_add(r, &blk, &e) == 0);
+        int rc = pricing_rater_finish(r, &st, &n, &e);
+        pricing_rater_free(r);
+        if (!partial) {
+            /* Billing never guesses. */
+            CHECK(rc == -1 && st == NULL);
+            CHECK(strstr(e.msg, "uses storage, whose price is unknown") !=
+                  NULL);
+            continue;
+        }
+        CHECK(rc == 0 && n == 1);
+        if (rc != 0 || n != 1)
+            continue;
+        CHECK(st->unpriced ==
+              (1u << PRICING_DIM_STORAGE | 1u << PRICING_DIM_EGRESS |
+               1u << PRICING_DIM_RUNS));
+        /* 3,600 vCPU-s at 0.0001 = 0.36, less the 0.10 included: the
+         * credit is capped by what is known, so 0.26 is a lower bound. */
+        char t[48];
+        pricing_dec_format(st->total, 2, t, sizeof(t));
+        CHECK_STR(t, "0.26");
+        for (size_t i = 0; i < st->nlines; i++)
+            CHECK(strcmp(st->lines[i].kind, "storage") != 0 &&
+                  strcmp(st->lines[i].kind, "egress") != 0 &&
+                  strcmp(st->lines[i].kind, "runs") != 0);
+        /* 2 GiB for an hour, 1.8 GB, one run, 1 vCPU-hour. */
+        static const struct {
+            enum pricing_dim d;
+            const char *qty, *unit;
+        } want[] = {{PRICING_DIM_STORAGE, "2.000000", "GiB-hour"},
+                    {PRICING_DIM_EGRESS, "1.800000", "GB"},
+                    {PRICING_DIM_RUNS, "1.000000", "run"},
+                    {PRICING_DIM_CPU, "1.000000", "vCPU-hour"},
+                    {PRICING_DIM_MEMORY, "1.000000", "GiB-hour"}};
+        for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+            struct pricing_dec q;
+            const char *unit = NULL;
+            CHECK(pricing_unpriced_quantity(b, &st->q, want[k].d, &q, &unit,
+                                            &e) == 0);
+            pricing_dec_format(q, 6, t, sizeof(t));
+            CHECK_STR(t, want[k].qty);
+            CHECK_STR(unit, want[k].unit);
+        }
+        pricing_statements_free(st, n);
+    }
+    /* An unknown included credit makes no bound: still an error. */
+    struct pricing_book *credit =
+        book("{\"id\": \"t\", \"currency\": \"USD\", \"effective_from\": "
+             "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": "
+             "\"0.36\", \"per\": \"hour\"}, \"memory\": null, \"storage\": "
+             "null, \"egress\": null, \"per_run\": null, \"subscription\": "
+             "{\"monthly_fee\": \"0\", \"included_credit\": null}}");
+    struct pricing_err e = {{0}};
+    struct pricing_statement *st = NULL;
+    size_t n = 0;
+    struct pricing_rater *r = pricing_rater_new(credit, &e);
+    pricing_rater_partial(r);
+    CHECK(pricing_rater_add(r, &blk, &e) == 0);
+    CHECK(pricing_rater_finish(r, &st, &n, &e) == -1);
+    CHECK(strstr(e.msg, "included_credit") != NULL);
+    pricing_rater_free(r);
+    pricing_book_free(credit);
+    pricing_book_free(b);
+}
+
 int
 main(void)
 {
@@ -1471,6 +1567,7 @@ main(void)
     test_autopause_values_change();
     test_minimum_commit_prorated();
     test_book_change_at_midnight();
+    test_partial();
     pricing_statements_free(inv, ninv);
     return test_result();
 }

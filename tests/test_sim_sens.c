@@ -468,8 +468,9 @@ tornado(void)
     CHECK(t.nnotes == 2 && strstr(t.notes[0], "sessions.batch 1 not moved") &&
           strstr(t.notes[0], "0.9 rounds to 1") &&
           strstr(t.notes[1], "sandbox.disk_gib 0 not moved"));
-    /* Every mean over the base's 8 months (one batch: no randomness). */
-    CHECK(t.books[0].trials == 8 && t.books[3].trials == 8);
+    /* Every mean over the base's 30 months (no randomness: it stops at
+     * the stopping rule's floor). */
+    CHECK(t.books[0].trials == 30 && t.books[3].trials == 30);
     sim_tornado_release(&t);
     /* A cap on the trials: the base's mean is over the same months. */
     CHECK(sim_tornado(p, books, 4, &o, &base, 10, 2, &t, &e) == 0);
