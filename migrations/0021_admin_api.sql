@@ -7,11 +7,13 @@
 ALTER TABLE accounts
     ADD COLUMN metadata jsonb NOT NULL DEFAULT '{}'
         CHECK (jsonb_typeof(metadata) = 'object'
-               AND length(metadata::text) <= 8192),
+               AND length(metadata::text) <= 16384),
     ADD COLUMN external_id text UNIQUE
         CHECK (length(external_id) BETWEEN 1 AND 200);
 COMMENT ON COLUMN accounts.metadata IS
-    'the provider''s own keys and values (a JSON object of at most 8 KiB); '
+    'the provider''s own keys and values (a JSON object of at most 8 KiB '
+    'written compact, as the API checks it: jsonb''s text, with a space '
+    'after each colon and comma, is at most twice that); '
     'never read by billing';
 COMMENT ON COLUMN accounts.external_id IS
     'the id of the account in the provider''s systems (its signup, CRM), '

@@ -406,8 +406,9 @@ struct pricing_totals {
  * egress, the whole period's subscription, minimum commit), into *total.
  * An estimate, for usage alerts, never an invoice: totals know no runs,
  * so granularity, minimum billed seconds, per-run prices and autopause
- * credit are left out, storage's per-sandbox inclusion is taken per
- * sandbox-second stored, an account's storage allowance is not taken.
+ * credit are left out, storage's per-sandbox inclusion is taken off each
+ * running second (as the rater does), an account's storage allowance is
+ * not taken.
  * Fails naming the dimension on a price the book leaves unknown, and on
  * a book of instance types.
  */

@@ -639,15 +639,14 @@ pricing_estimate(const struct pricing_book *b, const struct pricing_totals *t,
     a.end = end;
     a.q.cpu_gross = b->cpu_used ? t->cpu_used : t->vcpu;
     a.q.mem_gross = b->memory_used ? t->mem_used_byte_s : t->mem_byte_s;
-    /* Storage as the rater bills it per sandbox-second: what a second
-     * includes off each, and only while running if the book says so (in
-     * proportion: totals do not say which seconds ran). */
+    /* Storage as the rater bills it per sandbox-second: only while
+     * running if the book says so (in proportion: totals do not say
+     * which seconds ran), the inclusion taken off running seconds only
+     * (a paused second bills its whole disk). */
     pricing_u128 disk = t->disk_byte_s;
     if (b->storage_running_only && t->samples)
         disk = disk * t->running_s / t->samples;
-    pricing_u128 included =
-        (pricing_u128)b->included_bytes *
-        (b->storage_running_only ? t->running_s : t->samples);
+    pricing_u128 included = (pricing_u128)b->included_bytes * t->running_s;
     a.q.storage = disk > included ? disk - included : 0;
     a.q.egress = t->egress_bytes;
     a.q.running_s = t->running_s;

@@ -152,6 +152,24 @@ checks=$((checks + 1))
     fail "only the usage before the end billed: $(psql "$db" -XAtc "SELECT total FROM invoices WHERE account_id = 'acme'")"
 contains "$out" "not billed: account acme: 300 samples from 2026-01-25T00:00:00Z to 2026-01-25T01:00:00Z: on no price book" \
     "the usage after the end named"
+# A draft of an account whose book ends before the period is deleted by
+# the next run: the account is run for its draft.
+api POST /v1/admin/accounts/p2/books '{"price_book_id": "e2b-hobby", "from": "2026-01-01"}'
+want 200 "p2 on the book"
+ctl invoice run --period 2026-01 --account p2 >/dev/null 2>&1 || fail "p2's run"
+checks=$((checks + 1))
+[ "$(psql "$db" -XAtc "SELECT count(*) FROM invoices WHERE account_id = 'p2' AND status = 'draft'")" = 1 ] ||
+    fail "p2 has no draft to delete"
+api POST /v1/admin/accounts/p2/books '{"price_book_id": null, "from": "2026-01-01"}'
+want 200 "p2's book ended from its first day"
+expect_status 0 ctl invoice run --period 2026-01
+checks=$((checks + 1))
+[ "$(psql "$db" -XAtc "SELECT count(*) FROM invoices WHERE account_id = 'p2'")" = 0 ] ||
+    fail "the draft of an account on no book kept"
+# A period with a final invoice keeps its books.
+expect_status 0 ctl invoice run --period 2026-01 --account acme --finalize
+api POST /v1/admin/accounts/acme/books '{"price_book_id": "e2b-hobby", "from": "2026-01-10"}'
+want 409 "a book changed in a final invoice's period" '.detail | test("settled")'
 # meterctl's own end, list and show.
 expect_status 0 ctl accounts end p1 --from 2026-03-01
 contains "$out" "account p1 on no price book from 2026-03-01" "accounts end"
@@ -203,6 +221,16 @@ api POST /v1/admin/keys '{"role": "root", "name": "r"}'
 want 400 "an unknown role" '.errors[0].field == "role"'
 api POST /v1/admin/keys '{"role": "host", "name": "scoped", "scope": ["acme", "beta"]}'
 want 201 "a scoped host key"
+# A key's token is shown once: a replay answers it null, and no
+# answer kept for a replay holds it.
+api POST /v1/admin/keys '{"role": "finance", "name": "once"}' -H 'Idempotency-Key: key-1'
+want 201 "a key created with an Idempotency-Key" '.token | test("^mt")'
+api POST /v1/admin/keys '{"role": "finance", "name": "once"}' -H 'Idempotency-Key: key-1'
+want 201 "its replay, without the token" '.token == null and .name == "once"'
+checks=$((checks + 2))
+[ "$(psql "$db" -XAtc "SELECT count(*) FROM api_keys WHERE name = 'once'")" = 1 ] || fail "a replayed key created twice"
+[ "$(psql "$db" -XAtc "SELECT count(*) FROM idempotency_keys WHERE response LIKE '%mt%\_%'")" = 0 ] ||
+    fail "a token kept in idempotency_keys"
 api DELETE "/v1/admin/keys/$kid"
 want 200 "a key revoked" ".key_id == $kid and .revoked == true"
 KEY=$token api GET "/v1/reports/accounts/acme?period=2026-01"

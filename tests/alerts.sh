@@ -135,6 +135,12 @@ get "$BETA" /v1/accounts/beta/alerts
 want 200 "beta's own: the rules of every account" '[.alerts[].name] == ["vcpu at", "vcpu above"] and ([.alerts[].value] == ["0.000000", "0.000000"])'
 get "$FIN" /v1/accounts/nobody/alerts
 want 404 "no such account"
+# A host key limited to acme reads acme's alerts, not beta's.
+SCOPED=$(ctl keys create --role host --name s --accounts acme 2>/dev/null)
+get "$SCOPED" /v1/accounts/acme/alerts
+want 200 "a scoped host key, its account"
+get "$SCOPED" /v1/accounts/beta/alerts
+want 404 "a scoped host key, another account"
 html=$(curl -s -H "Authorization: Bearer $FIN" "$A/accounts/acme?period=$month")
 contains "$html" "Usage alerts this month" "the account page's alerts"
 contains "$html" "50% at " "the page shows a crossing"

@@ -79,6 +79,14 @@ contains "$out" "not billed: account late: 180 samples" "--account: its own"
 checks=$((checks + 1))
 [ "$(echo "$out" | grep -c '^not billed: ')" = 1 ] || fail "--account late: only its line: $out"
 
+# A refusal is no failed draft: finalizing a period not over refuses
+# every account, and records none.
+expect_status 1 ctl invoice run --period "$(date -u +%Y-%m)" --finalize
+contains "$err" "has not ended" "the refusal said"
+checks=$((checks + 1))
+[ "$(psql "$db" -XAtc "SELECT count(*) FROM invoice_run_failures WHERE period = date_trunc('month', now() AT TIME ZONE 'UTC')::date")" = 0 ] ||
+    fail "a refusal recorded as a failed draft"
+
 # --- over HTTP -------------------------------------------------------------
 code=$(curl -s -o run.json -w '%{http_code}' -H "Authorization: Bearer $FIN" \
     -H 'Content-Type: application/json' --data '{"period":"2026-01"}' "$url_a/v1/invoices/run")

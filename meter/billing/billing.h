@@ -46,6 +46,8 @@ struct billing_outcome {
     size_t nother;
     uint64_t samples; /* stored seconds rated, late periods included */
     bool failed;      /* nothing written: error says why */
+    bool refused;     /* failed as asked (no such account, a period not
+                         over to finalize): not a draft that failed */
     char error[sizeof(((struct meter_err *)0)->msg)];
 };
 

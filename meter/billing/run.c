@@ -460,6 +460,7 @@ outcomes(struct batch *bt)
         struct billing_outcome *out = b->out;
         if (b->state == BILL_FAILED) {
             out->failed = true;
+            out->refused = b->refused;
             snprintf(out->error, sizeof(out->error), "%s", b->error);
         }
         if (b->state != BILL_RATE)
@@ -629,13 +630,25 @@ note_failures(PGconn *db, const char *const *accounts, size_t n, int year,
               int month, const struct billing_outcome *out, struct meter_err *e)
 {
     const char **why = calloc(n ? n : 1, sizeof(*why));
-    if (!why)
+    const char **ids = calloc(n ? n : 1, sizeof(*ids));
+    if (!why || !ids) {
+        free(why);
+        free(ids);
         return billing_fail(e, "out of memory");
-    for (size_t k = 0; k < n; k++)
-        why[k] = out[k].failed ? out[k].error : NULL;
+    }
+    /* A refusal (no such account, a period not over) says nothing of
+     * the account's draft: neither recorded nor forgotten. */
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (out[k].refused)
+            continue;
+        ids[m] = accounts[k];
+        why[m++] = out[k].failed ? out[k].error : NULL;
+    }
     enum meter_db_status st =
-        meter_db_run_failures_store(db, year, month, accounts, why, n, e);
+        meter_db_run_failures_store(db, year, month, ids, why, m, e);
     free(why);
+    free(ids);
     return st;
 }
 

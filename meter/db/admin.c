@@ -72,11 +72,15 @@ meter_db_admin_account_create(PGconn *db, const struct meter_admin_account *a,
     bool created = json_is_true(json_object_get(*out, "created"));
     const char *taken = json_string_value(json_object_get(*out, "taken_by"));
     if (!created) {
+        /* Neither seen: taken by a creation that committed meanwhile. */
         if (json_is_true(json_object_get(*out, "exists")))
             meter_fail(e, "account '%s' exists", a->id);
+        else if (taken)
+            meter_fail(e, "external_id '%s' is account '%s''s",
+                       a->external_id ? a->external_id : "", taken);
         else
-            meter_fail(e, "external_id '%s' is account '%s''s", a->external_id,
-                       taken ? taken : "?");
+            meter_fail(e, "account '%s' or its external_id was just taken",
+                       a->id);
         json_decref(*out);
         *out = NULL;
         return METER_DB_NONE;
@@ -209,6 +213,24 @@ meter_idem_request_hash(const char *method, const char *path, const char *body,
     sha256_digest(&ctx, SHA256_DIGEST_SIZE, out);
 }
 
+/* The lease of a key's first request: a session lock, which its
+ * connection's end gives up, in a class of its own (two int4 keys). */
+#define IDEM_LOCK                                                              \
+    "pg_try_advisory_lock(7243617, hashtext($1::text || ':' || $2))"
+#define IDEM_UNLOCK                                                            \
+    "pg_advisory_unlock(7243617, hashtext($1::text || ':' || $2))"
+
+static void
+idem_unlock(PGconn *db, int64_t key_id, const char *idem_key)
+{
+    struct db_params p = {0};
+    struct meter_err e = {{0}};
+    db_param_int64(&p, key_id);
+    db_param_text(&p, idem_key);
+    meter_db_exec(db, "cannot release the idempotency key",
+                  "SELECT " IDEM_UNLOCK, p.n, p.v, NULL, NULL, NULL, &e);
+}
+
 enum meter_db_status
 meter_db_idem_claim(PGconn *db, int64_t key_id, const char *idem_key,
                     const uint8_t request[32], struct meter_idem *out,
@@ -219,46 +241,62 @@ meter_db_idem_claim(PGconn *db, int64_t key_id, const char *idem_key,
     db_param_int64(&p, key_id);
     db_param_text(&p, idem_key);
     db_param_bytes(&p, request, 32);
-    /* A day's answers are kept; a claim whose request never finished
-     * (its meterd gone) is taken over after a minute. */
-    enum meter_db_status st =
-        meter_db_exec(db, "cannot forget old idempotency keys",
-                      "DELETE FROM idempotency_keys WHERE key_id = $1"
-                      " AND created_at < now() - interval '1 day'",
-                      1, p.v, NULL, NULL, NULL, e);
     PGresult *r = NULL;
+    /* Whoever holds the lease runs the request; the others wait for its
+     * answer (409 under way). */
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot claim the idempotency key",
+                      "SELECT " IDEM_LOCK, 2, p.v, NULL, NULL, &r, e);
+    bool mine = st > 0 && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
+    r = NULL;
+    if (st < 0)
+        return st;
+    if (!mine) {
+        out->outcome = METER_IDEM_UNDER_WAY;
+        return METER_DB_ROWS;
+    }
+    /* A day's answers are kept. A claim without an answer whose lease is
+     * free was cut off (its meterd or connection gone): the same request
+     * takes it over. */
+    st = meter_db_exec(db, "cannot forget old idempotency keys",
+                       "DELETE FROM idempotency_keys WHERE key_id = $1"
+                       " AND created_at < now() - interval '1 day'",
+                       1, p.v, NULL, NULL, NULL, e);
     if (st >= 0)
         st = meter_db_exec(
             db, "cannot claim the idempotency key",
-            "WITH ins AS (INSERT INTO idempotency_keys (key_id, idem_key,"
-            "  request) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
-            "  RETURNING 1),"
-            " retake AS (UPDATE idempotency_keys SET request = $3,"
-            "  created_at = now() WHERE key_id = $1 AND idem_key = $2"
-            "  AND status IS NULL AND created_at < now() - interval '1 minute'"
-            "  AND NOT EXISTS (SELECT 1 FROM ins) RETURNING 1)"
-            " SELECT EXISTS (SELECT 1 FROM ins) OR EXISTS (SELECT 1 FROM"
-            "  retake), k.request = $3, k.status, k.response"
-            " FROM (SELECT 1) one LEFT JOIN idempotency_keys k"
-            " ON k.key_id = $1 AND k.idem_key = $2",
-            p.n, p.v, p.len, p.fmt, &r, e);
-    if (st < 0) {
-        PQclear(r);
-        return st;
-    }
-    if (strcmp(PQgetvalue(r, 0, 0), "t") == 0)
+            "INSERT INTO idempotency_keys (key_id, idem_key, request)"
+            " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING RETURNING 1",
+            p.n, p.v, p.len, p.fmt, NULL, e);
+    if (st == METER_DB_ROWS) {
         out->outcome = METER_IDEM_NEW;
-    else if (strcmp(PQgetvalue(r, 0, 1), "t") != 0)
-        out->outcome = METER_IDEM_OTHER_REQUEST;
-    else if (PQgetisnull(r, 0, 2))
-        out->outcome = METER_IDEM_UNDER_WAY;
-    else {
-        out->outcome = METER_IDEM_DONE;
-        if (db_get_int(r, 0, 2, &out->status, e) < 0 ||
-            !(out->response = strdup(PQgetvalue(r, 0, 3))))
-            st = db_hard(e, "cannot read the idempotent answer");
+        return st; /* the lease held until meter_db_idem_finish */
+    }
+    if (st >= 0)
+        st = meter_db_exec(db, "cannot read the idempotency key",
+                           "SELECT request = $3, status, response"
+                           " FROM idempotency_keys WHERE key_id = $1"
+                           " AND idem_key = $2",
+                           p.n, p.v, p.len, p.fmt, &r, e);
+    if (st == METER_DB_NONE)
+        st = db_hard(e, "the idempotency key vanished");
+    if (st >= 0) {
+        if (strcmp(PQgetvalue(r, 0, 0), "t") != 0) {
+            out->outcome = METER_IDEM_OTHER_REQUEST;
+        } else if (PQgetisnull(r, 0, 1)) {
+            PQclear(r);
+            out->outcome = METER_IDEM_NEW; /* taken over */
+            return METER_DB_ROWS;
+        } else {
+            out->outcome = METER_IDEM_DONE;
+            if (db_get_int(r, 0, 1, &out->status, e) < 0 ||
+                !(out->response = strdup(PQgetvalue(r, 0, 2))))
+                st = db_hard(e, "cannot read the idempotent answer");
+        }
     }
     PQclear(r);
+    idem_unlock(db, key_id, idem_key);
     return st < 0 ? st : METER_DB_ROWS;
 }
 
@@ -271,13 +309,17 @@ meter_db_idem_finish(PGconn *db, int64_t key_id, const char *idem_key,
     db_param_text(&p, idem_key);
     db_param_int32(&p, status);
     db_param_text(&p, response);
-    /* status 0: the request failed; a retry with the key runs it again. */
-    return meter_db_exec(db, "cannot store the idempotent answer",
-                         "WITH gone AS (DELETE FROM idempotency_keys"
-                         "  WHERE key_id = $1 AND idem_key = $2"
-                         "  AND $3::int = 0)"
-                         " UPDATE idempotency_keys SET status = $3::int,"
-                         " response = $4 WHERE key_id = $1 AND idem_key = $2"
-                         " AND $3::int <> 0",
-                         p.n, p.v, NULL, NULL, NULL, e);
+    /* status 0: the request was refused as asked; a retry with the key
+     * runs it again. */
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot store the idempotent answer",
+                      "WITH gone AS (DELETE FROM idempotency_keys"
+                      "  WHERE key_id = $1 AND idem_key = $2"
+                      "  AND $3::int = 0)"
+                      " UPDATE idempotency_keys SET status = $3::int,"
+                      " response = $4 WHERE key_id = $1 AND idem_key = $2"
+                      " AND $3::int <> 0",
+                      p.n, p.v, NULL, NULL, NULL, e);
+    idem_unlock(db, key_id, idem_key);
+    return st;
 }

@@ -167,19 +167,26 @@ read_usage(PGconn *db, int year, int month, const char *today,
         " t AS (SELECT account_pk, sum(s) AS s, sum(r) AS r, sum(v) AS v,"
         "  sum(c) AS c, sum(m) AS m, sum(mu) AS mu, sum(d) AS d, sum(x) AS x"
         "  FROM u GROUP BY account_pk)"
-        " SELECT a.account_id, t.s, t.r, trunc(t.v * 10000)::text,"
-        "  trunc(t.c * 10000)::text, trunc(t.m)::text, trunc(t.mu)::text,"
-        "  trunc(t.d)::text, trunc(t.x)::text,"
-        "  trunc(t.v / 3600, 6)::text, trunc(t.m / 3865470566400, 6)::text,"
-        "  trunc(t.d / 3865470566400, 6)::text, trunc(t.x / 1e9, 6)::text,"
-        "  trunc(t.r / 3600.0, 6)::text,"
+        /* The one account asked for is answered without usage too. */
+        " SELECT a.account_id, coalesce(t.s, 0), coalesce(t.r, 0),"
+        "  trunc(coalesce(t.v, 0) * 10000)::text,"
+        "  trunc(coalesce(t.c, 0) * 10000)::text, trunc(coalesce(t.m, "
+        "0))::text,"
+        "  trunc(coalesce(t.mu, 0))::text, trunc(coalesce(t.d, 0))::text,"
+        "  trunc(coalesce(t.x, 0))::text,"
+        "  trunc(coalesce(t.v, 0) / 3600, 6)::text,"
+        "  trunc(coalesce(t.m, 0) / 3865470566400, 6)::text,"
+        "  trunc(coalesce(t.d, 0) / 3865470566400, 6)::text,"
+        "  trunc(coalesce(t.x, 0) / 1e9, 6)::text,"
+        "  trunc(coalesce(t.r, 0) / 3600.0, 6)::text,"
         "  coalesce(b.price_book_id, ''), coalesce(b.version, 0)"
-        " FROM t JOIN accounts a USING (account_pk)"
+        " FROM accounts a LEFT JOIN t USING (account_pk)"
         " LEFT JOIN LATERAL (SELECT p.price_book_id, p.version"
         "  FROM account_price_books p WHERE p.account_id = a.account_id"
         "  AND p.valid_from <= $3::date ORDER BY p.valid_from DESC LIMIT 1) b"
         "  ON true"
-        " WHERE ($4::text IS NULL AND EXISTS (SELECT 1 FROM alert_rules r"
+        " WHERE ($4::text IS NULL AND t.account_pk IS NOT NULL"
+        "  AND EXISTS (SELECT 1 FROM alert_rules r"
         "  WHERE r.removed_at IS NULL AND (r.account_id IS NULL"
         "  OR r.account_id = a.account_id))) OR a.account_id = $4"
         " ORDER BY a.account_id",
@@ -221,14 +228,15 @@ read_usage(PGconn *db, int year, int month, const char *today,
  */
 
 /* Books parsed once an evaluation. */
+struct book_entry {
+    char id[PRICING_ID_MAX + 1];
+    int version;
+    struct pricing_book *book;
+    char error[512];
+};
 struct books {
-    struct {
-        char id[PRICING_ID_MAX + 1];
-        int version;
-        struct pricing_book *book;
-        char error[512];
-    } v[64];
-    size_t n;
+    struct book_entry *v;
+    size_t n, cap;
 };
 
 static void
@@ -236,7 +244,8 @@ books_release(struct books *b)
 {
     for (size_t i = 0; i < b->n; i++)
         pricing_book_free(b->v[i].book);
-    b->n = 0;
+    free(b->v);
+    memset(b, 0, sizeof(*b));
 }
 
 /* Version version of book id: NULL with *why if it cannot be had. */
@@ -249,9 +258,15 @@ book_of(PGconn *db, struct books *b, const char *id, int version,
             *why = b->v[i].error;
             return b->v[i].book;
         }
-    if (b->n == sizeof(b->v) / sizeof(b->v[0])) {
-        *why = "too many books in one evaluation";
-        return NULL;
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 16;
+        struct book_entry *v = realloc(b->v, cap * sizeof(*v));
+        if (!v) {
+            *why = "out of memory";
+            return NULL;
+        }
+        b->v = v;
+        b->cap = cap;
     }
     size_t k = b->n++;
     snprintf(b->v[k].id, sizeof(b->v[k].id), "%s", id);
@@ -410,6 +425,26 @@ raise_crossings(PGconn *db, const struct crossing *c, size_t n, int year,
         sorted[i] = &c[i];
     if (sorted)
         qsort(sorted, n, sizeof(*sorted), by_key);
+    /* Their accounts' rows first, in id order: each account's events are
+     * numbered in the order they commit (webhooks.c), as billing's. */
+    if (st > 0) {
+        struct meter_buf ids = {0};
+        meter_buf_str(&ids, "{");
+        for (int row = 0; row < PQntuples(r); row++)
+            db_array_text(&ids, PQgetvalue(r, row, 0));
+        meter_buf_str(&ids, "}");
+        const char *v[] = {ids.p};
+        st = ids.failed
+                 ? db_hard(e, "out of memory")
+                 : meter_db_exec(db, "cannot lock the alerts' accounts",
+                                 "SELECT 1 FROM accounts"
+                                 " WHERE account_id = ANY ($1::text[])"
+                                 " ORDER BY account_id FOR NO KEY UPDATE",
+                                 1, v, NULL, NULL, NULL, e);
+        meter_buf_release(&ids);
+        if (st >= 0)
+            st = METER_DB_ROWS;
+    }
     for (int row = 0; st > 0 && row < PQntuples(r); row++) {
         struct crossing key = {.account = PQgetvalue(r, row, 0)};
         struct rule kr;
@@ -470,7 +505,7 @@ eval_attempt(PGconn *db, void *arg, struct meter_err *e)
     struct usage *use = NULL;
     struct crossing *cross = NULL;
     size_t nrules = 0, nuse = 0, ncross = 0, cap = 0;
-    struct books bk = {.n = 0};
+    struct books bk = {0};
     st = read_rules(db, NULL, &rules, &nrules, e);
     if (st > 0)
         st = read_usage(db, a->year, a->month, a->today, NULL, &use, &nuse, e);
@@ -539,8 +574,8 @@ meter_db_alerts_evaluate(PGconn *db, int64_t now, int *raised, size_t *watched,
  */
 
 enum meter_db_status
-meter_db_account_alerts(PGconn *db, const char *account, int64_t now,
-                        json_t **out, struct meter_err *e)
+meter_db_account_alerts(PGconn *db, const char *account, int64_t scoped_key,
+                        int64_t now, json_t **out, struct meter_err *e)
 {
     *out = NULL;
     int year, month;
@@ -550,13 +585,18 @@ meter_db_account_alerts(PGconn *db, const char *account, int64_t now,
     struct rule *rules = NULL;
     struct usage *use = NULL;
     size_t nrules = 0, nuse = 0;
-    struct books bk = {.n = 0};
+    struct books bk = {0};
     PGresult *r = NULL;
-    const char *v[] = {account};
-    enum meter_db_status st =
-        meter_db_exec(db, "cannot read the account",
-                      "SELECT 1 FROM accounts WHERE account_id = $1", 1, v,
-                      NULL, NULL, NULL, e);
+    struct db_params ka = {0};
+    db_param_text(&ka, account);
+    db_param_int64(&ka, scoped_key);
+    /* A host key limited to some accounts reads only theirs. */
+    enum meter_db_status st = meter_db_exec(
+        db, "cannot read the account",
+        "SELECT 1 FROM accounts WHERE account_id = $1 AND ($2::bigint = 0"
+        " OR EXISTS (SELECT 1 FROM host_key_accounts h"
+        " WHERE h.key_id = $2::bigint AND h.account_id = $1))",
+        ka.n, ka.v, NULL, NULL, NULL, e);
     if (st <= 0)
         return st;
     st = read_rules(db, account, &rules, &nrules, e);
@@ -580,7 +620,7 @@ meter_db_account_alerts(PGconn *db, const char *account, int64_t now,
         char why[160] = "", vs[48] = "0";
         int has = nuse ? rule_value(db, &bk, x, &use[0], year, month, &value,
                                     why, sizeof(why))
-                       : 1; /* no usage yet: 0 */
+                       : 0;
         if (has)
             pricing_dec_format(value, 6, vs, sizeof(vs));
         json_t *pcts = json_array(), *crossings = json_array();
@@ -718,6 +758,8 @@ unbilled_attempt(PGconn *db, void *arg, struct meter_err *e)
         enum meter_db_status st = meter_db_exec(
             db, "cannot tell of usage on no book",
             "WITH a AS (SELECT 1 FROM accounts WHERE account_id = $1"
+            "  AND NOT EXISTS (SELECT 1 FROM unbilled_notices n"
+            "  WHERE n.account_id = $1 AND n.period = $2::date)"
             "  FOR NO KEY UPDATE)"
             " INSERT INTO unbilled_notices (account_id, period)"
             " SELECT $1, $2::date FROM a ON CONFLICT DO NOTHING RETURNING 1",

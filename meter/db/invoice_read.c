@@ -150,7 +150,12 @@ meter_db_invoice_accounts(PGconn *db, int year, int month, const char *only,
         " AND NOT EXISTS (SELECT 1 FROM account_price_books n"
         "  WHERE n.account_id = a.account_id AND n.valid_from > a.valid_from"
         "  AND n.valid_from <= $1::date)"
-        " ORDER BY a.account_id",
+        /* and those with a draft of the period on no book any more (one
+         * ended since): the run deletes it */
+        " UNION SELECT i.account_id FROM invoices i WHERE i.period = $1::date"
+        " AND i.status = 'draft' AND ($3::text IS NULL"
+        "  OR i.account_id = $3::text)"
+        " ORDER BY 1",
         v.n, v.v, out, e);
 }
 

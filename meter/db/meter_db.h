@@ -1221,10 +1221,11 @@ enum meter_db_status meter_db_alerts_evaluate(PGconn *db, int64_t now,
  * crossed this period: {account_id, period, alerts: [{rule_id, name,
  * metric, threshold, currency, percents, value (null with why_no_value
  * when it has none), crossed: [{percent, value, at}], all_accounts}]};
- * NONE if there is no such account. */
+ * NONE if there is no such account, or scoped_key (not 0: a host key
+ * limited to some accounts) may not write its usage. */
 enum meter_db_status meter_db_account_alerts(PGconn *db, const char *account,
-                                             int64_t now, json_t **out,
-                                             struct meter_err *e);
+                                             int64_t scoped_key, int64_t now,
+                                             json_t **out, struct meter_err *e);
 
 /* Tells of the usage of the period of now stored for accounts on no
  * price book (meter_db_not_billed's no_book): a usage.unbilled event for

@@ -251,8 +251,12 @@ meter_db_report_overview(PGconn *db, int year, int month, int64_t now,
     json_t *nb = NULL;
     if (st >= 0 && *out)
         st = meter_db_not_billed(db, year, month, &nb, e);
-    if (st >= 0 && *out)
+    if (st >= 0 && *out) {
         json_object_set_new(*out, "not_billed", nb);
+    } else if (st < 0) {
+        json_decref(*out);
+        *out = NULL;
+    }
     return st;
 }
 

@@ -114,8 +114,11 @@ static bool
 is_date(const char *s)
 {
     int y, m, d, n = 0;
-    if (strlen(s) != 10 || sscanf(s, "%4d-%2d-%2d%n", &y, &m, &d, &n) != 3 ||
-        n != 10 || s[4] != '-' || s[7] != '-' || m < 1 || m > 12 || d < 1)
+    for (size_t i = 0; i < 10; i++)
+        if (i == 4 || i == 7 ? s[i] != '-' : (s[i] < '0' || s[i] > '9'))
+            return false;
+    if (s[10] || sscanf(s, "%4d-%2d-%2d%n", &y, &m, &d, &n) != 3 || n != 10 ||
+        y < 1 || m < 1 || m > 12 || d < 1)
         return false;
     static const int days[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
     bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
@@ -195,9 +198,11 @@ idem_key_valid(const char *k)
     return n >= 1 && n <= 255;
 }
 
-/* Runs creation fn, by the Idempotency-Key header if there is one. */
+/* Runs creation fn, by the Idempotency-Key header if there is one.
+ * secret names a member of the answer that is shown once and never kept
+ * (a key's token): a replay answers without it. */
 static void
-idempotent(struct meter_http_request *rq, admin_fn *fn)
+idempotent(struct meter_http_request *rq, admin_fn *fn, const char *secret)
 {
     PGconn *db = admin_db(rq);
     if (!db)
@@ -254,7 +259,11 @@ idempotent(struct meter_http_request *rq, admin_fn *fn)
         break;
     }
     answer = fn(rq, db, &status);
-    text = answer ? json_dumps(answer, JSON_COMPACT) : NULL;
+    json_t *kept = answer ? json_deep_copy(answer) : NULL;
+    if (kept && secret)
+        json_object_set_new(kept, secret, json_null());
+    text = kept ? json_dumps(kept, JSON_COMPACT) : NULL;
+    json_decref(kept);
     /* A failure (or an answer that cannot be kept) releases the key: a
      * retry runs the request again. */
     st =
@@ -266,6 +275,8 @@ idempotent(struct meter_http_request *rq, admin_fn *fn)
         meter_http_reply_db_error(rq, db, st, &e,
                                   "done, but its answer cannot be kept for "
                                   "the Idempotency-Key");
+    else if (answer && secret)
+        meter_http_reply_json(rq, status, json_incref(answer));
     else if (answer)
         reply_stored(rq, (int)status, text);
 out:
@@ -342,7 +353,7 @@ done:
 void
 meterd_admin_account_create(struct meter_http_request *rq)
 {
-    idempotent(rq, account_create);
+    idempotent(rq, account_create, NULL);
 }
 
 void
@@ -471,6 +482,10 @@ account_assign(struct meter_http_request *rq, PGconn *db, unsigned *status)
     if (st < 0 && book && strstr(e.msg, "no price book"))
         bad_field(rq, "price_book_id", json_object_get(o, "price_book_id"),
                   "no such price book (POST /v1/admin/books)");
+    else if (st < 0 && !meter_db_unavailable(db, st) &&
+             (strstr(e.msg, "are settled") || strstr(e.msg, "effective from")))
+        /* a final invoice's period, or a day before the book holds */
+        conflict(rq, e.msg);
     else if (st < 0)
         db_failed(rq, db, st, &e, "the account's book cannot be set");
     else if ((st = meter_db_admin_account_get(db, id, &out, &e)) < 0)
@@ -484,7 +499,7 @@ done:
 void
 meterd_admin_account_assign(struct meter_http_request *rq)
 {
-    idempotent(rq, account_assign);
+    idempotent(rq, account_assign, NULL);
 }
 
 /* POST /v1/admin/accounts/{id}/grants {"amount": DECIMAL,
@@ -545,7 +560,7 @@ done:
 void
 meterd_admin_grant_create(struct meter_http_request *rq)
 {
-    idempotent(rq, grant_create);
+    idempotent(rq, grant_create, NULL);
 }
 
 /* ---- price books --------------------------------------------------------- */
@@ -583,10 +598,13 @@ book_upload(struct meter_http_request *rq, PGconn *db, unsigned *status)
          * same text as before. */
         size_t i;
         json_t *v;
+        /* The version stored, else (the same as the latest) the latest. */
         json_array_foreach(list, i, v)
         {
             if (strcmp(json_string_value(json_object_get(v, "id")),
-                       pricing_book_id(book)) == 0) {
+                       pricing_book_id(book)) == 0 &&
+                (version == 0 || json_integer_value(json_object_get(
+                                     v, "version")) == version)) {
                 json_decref(out);
                 out = json_incref(v);
             }
@@ -610,7 +628,7 @@ book_upload(struct meter_http_request *rq, PGconn *db, unsigned *status)
 void
 meterd_admin_book_upload(struct meter_http_request *rq)
 {
-    idempotent(rq, book_upload);
+    idempotent(rq, book_upload, NULL);
 }
 
 void
@@ -736,7 +754,7 @@ done:
 void
 meterd_admin_key_create(struct meter_http_request *rq)
 {
-    idempotent(rq, key_create);
+    idempotent(rq, key_create, "token");
 }
 
 static void

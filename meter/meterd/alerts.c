@@ -220,7 +220,10 @@ meterd_account_alerts(struct meter_http_request *rq)
     struct meter_err e = {{0}};
     json_t *out = NULL;
     enum meter_db_status st =
-        db ? meter_db_account_alerts(db, account, (int64_t)time(NULL), &out, &e)
+        db ? meter_db_account_alerts(
+                 db, account,
+                 who->role == METER_ROLE_HOST && who->scoped ? who->key_id : 0,
+                 (int64_t)time(NULL), &out, &e)
            : METER_DB_HARD;
     if (st < 0)
         meter_http_reply_db_error(rq, db, st, &e, "the alerts cannot be read");

@@ -548,7 +548,7 @@ alerts_section(struct page *p, struct meter_http_request *rq, const char *id)
     struct meter_err e = {{0}};
     json_t *doc = NULL;
     enum meter_db_status st =
-        db ? meter_db_account_alerts(db, id, (int64_t)time(NULL), &doc, &e)
+        db ? meter_db_account_alerts(db, id, 0, (int64_t)time(NULL), &doc, &e)
            : METER_DB_HARD;
     json_t *alerts = json_object_get(doc, "alerts");
     if (st >= 0 && json_array_size(alerts) == 0) {
