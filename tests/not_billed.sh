@@ -132,6 +132,18 @@ html=$(page "/accounts/billed?period=2026-01")
 contains "$html" "Unbilled estimate" "a billed account's estimate"
 
 # --- mended ----------------------------------------------------------------
+# An account taken off its book is run no more: a run of every account
+# forgets its failure (its usage is then on no book).
+psql "$db" -XAtqc "INSERT INTO accounts (account_id) VALUES ('gone')" >/dev/null
+psql "$db" -XAtqc "INSERT INTO invoice_run_failures (account_id, period, error) VALUES ('gone', '2026-01-01', 'old')" >/dev/null
+expect_status 0 ctl invoice run --period 2026-01 --account late
+checks=$((checks + 1))
+[ "$(psql "$db" -XAtc "SELECT count(*) FROM invoice_run_failures WHERE account_id = 'gone'")" = 1 ] ||
+    fail "a run of one account forgot another's failure"
+expect_status 1 ctl invoice run --period 2026-01
+checks=$((checks + 1))
+[ "$(psql "$db" -XAtc "SELECT count(*) FROM invoice_run_failures WHERE account_id = 'gone'")" = 0 ] ||
+    fail "a run of every account kept the failure of one it no longer runs"
 # Egress priced: the run computes the draft and forgets the failure; the
 # account on a book from the 1st leaves nothing of it unbilled.
 ctl accounts add egress --book e2b-egress --from 2026-01-01 >/dev/null || fail "egress's book"

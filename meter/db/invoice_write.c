@@ -487,3 +487,27 @@ meter_db_run_failures_store(PGconn *db, int year, int month,
     meter_buf_release(&whys);
     return st;
 }
+
+enum meter_db_status
+meter_db_run_failures_keep(PGconn *db, int year, int month,
+                           const char *const *accounts, size_t n,
+                           struct meter_err *e)
+{
+    struct meter_buf ids = {0};
+    meter_buf_str(&ids, "{");
+    for (size_t k = 0; k < n; k++)
+        db_array_text(&ids, accounts[k]);
+    meter_buf_str(&ids, "}");
+    if (ids.failed)
+        return db_hard(e, "out of memory");
+    struct db_params p = {0};
+    db_param_period(&p, year, month);
+    db_param_text(&p, ids.p);
+    enum meter_db_status st =
+        meter_db_exec(db, "cannot forget the failures of accounts not run",
+                      "DELETE FROM invoice_run_failures WHERE period = $1::date"
+                      " AND account_id <> ALL ($2::text[])",
+                      p.n, p.v, NULL, NULL, NULL, e);
+    meter_buf_release(&ids);
+    return st;
+}

@@ -1178,6 +1178,13 @@ enum meter_db_status meter_db_run_failures_store(PGconn *db, int year,
                                                  const char *const *errors,
                                                  size_t n, struct meter_err *e);
 
+/* Forgets the recorded failures of (year, month) of the accounts not
+ * among accounts[0..n): after a run of every account, those it no longer
+ * runs (on no book in the period any more). */
+enum meter_db_status meter_db_run_failures_keep(PGconn *db, int year, int month,
+                                                const char *const *accounts,
+                                                size_t n, struct meter_err *e);
+
 /* Stores credit note `note` of document `voided` (a draft: finalize it
  * next): its lines, the periods it takes back (to be rated again) and
  * its revenue, that of the voided document negated. */

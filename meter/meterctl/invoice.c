@@ -259,15 +259,23 @@ run_worker(void *arg)
  * NULL): usage of hours on no price book, which no run bills, and the
  * accounts whose draft a run could not compute; a line each. */
 static int
-print_not_billed(const struct ctl *ctl, int year, int month, const char *only)
+print_not_billed(const struct ctl *ctl, int year, int month, const char *only,
+                 const struct meter_strtab *ran)
 {
     PGconn *db = ctl_connect(ctl);
     if (!db)
         return CTL_FAILED;
     struct meter_err e = {{0}};
     json_t *nb = NULL;
-    int rc =
-        meter_db_not_billed(db, year, month, &nb, &e) < 0 ? ctl_failed(&e) : 0;
+    /* After a run of every account, the failures of those it no longer
+     * runs (their book ended) are forgotten first. */
+    int rc = ran && meter_db_run_failures_keep(db, year, month,
+                                               (const char *const *)ran->str,
+                                               ran->n, &e) < 0
+                 ? ctl_failed(&e)
+                 : 0;
+    if (!rc && meter_db_not_billed(db, year, month, &nb, &e) < 0)
+        rc = ctl_failed(&e);
     PQfinish(db);
     static const char *const kinds[] = {"no_book", "run_failed"};
     for (size_t k = 0; nb && k < 2; k++) {
@@ -367,8 +375,10 @@ invoice_run(struct ctl *ctl, int argc, char **argv)
            a.year, a.month, accounts.n, run.drafts, run.finals, run.already,
            failed, run.samples, dt,
            dt > 0 ? (double)run.samples / dt / 1e6 : 0.0);
+    rc = print_not_billed(ctl, a.year, a.month, a.account,
+                          !a.account && run.done == accounts.n ? &accounts
+                                                               : NULL);
     meter_strtab_release(&accounts);
-    rc = print_not_billed(ctl, a.year, a.month, a.account);
     return failed ? CTL_FAILED : rc;
 }
 

@@ -391,6 +391,16 @@ meterd_invoices_run(struct meter_http_request *rq)
             json_array_append_new(items, item);
         }
     }
+    /* A run of every account forgets the failures of those it no longer
+     * runs (their book ended). */
+    if (!account &&
+        (st = meter_db_run_failures_keep(
+             db, year, month, (const char *const *)ids.str, ids.n, &e)) < 0) {
+        meter_http_reply_db_error(rq, db, st, &e,
+                                  "the run is done; its failures cannot be "
+                                  "updated");
+        goto out;
+    }
     /* The run worked: the accounts that failed are listed, each with
      * why, beside the usage no run bills. */
     json_t *nb = NULL;
