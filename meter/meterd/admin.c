@@ -150,6 +150,25 @@ conflict(struct meter_http_request *rq, const char *detail)
     return NULL;
 }
 
+enum meter_db_status
+meterd_act_as_key(struct meter_http_request *rq, PGconn *db,
+                  struct meter_err *e)
+{
+    const struct meter_principal *who = meter_http_principal(rq);
+    char actor[64];
+    snprintf(actor, sizeof(actor), "meterd:key %" PRId64 " (%s)", who->key_id,
+             meter_role_name(who->role));
+    return meter_db_set_actor(db, actor, e);
+}
+
+void
+meterd_act_reset(PGconn *db)
+{
+    struct meter_err e = {{0}};
+    if (db && !meter_db_lost(db))
+        meter_db_set_actor(db, NULL, &e);
+}
+
 /* This request's connection, its acts audited as done by its key; NULL
  * after answering 503. */
 static PGconn *
@@ -157,26 +176,13 @@ admin_db(struct meter_http_request *rq)
 {
     PGconn *db = meter_http_db(rq);
     struct meter_err e = {{0}};
-    const struct meter_principal *who = meter_http_principal(rq);
-    char actor[64];
-    snprintf(actor, sizeof(actor), "meterd:key %" PRId64 " (%s)", who->key_id,
-             meter_role_name(who->role));
     enum meter_db_status st =
-        db ? meter_db_set_actor(db, actor, &e) : METER_DB_HARD;
+        db ? meterd_act_as_key(rq, db, &e) : METER_DB_HARD;
     if (st < 0) {
         meter_http_reply_db_error(rq, db, st, &e, "the request cannot start");
         return NULL;
     }
     return db;
-}
-
-/* The connection serves other keys next. */
-static void
-admin_done(PGconn *db)
-{
-    struct meter_err e = {{0}};
-    if (db && !meter_db_lost(db))
-        meter_db_set_actor(db, NULL, &e);
 }
 
 /* Sends text, a JSON answer of status, as it was (or will be) stored. */
@@ -282,7 +288,7 @@ idempotent(struct meter_http_request *rq, admin_fn *fn, const char *secret)
 out:
     json_decref(answer);
     free(text);
-    admin_done(db);
+    meterd_act_reset(db);
 }
 
 /* ---- accounts ------------------------------------------------------------ */
@@ -432,7 +438,7 @@ meterd_admin_account_update(struct meter_http_request *rq)
             not_found(rq, "account", id);
         else
             meter_http_reply_json(rq, 200, out);
-        admin_done(db);
+        meterd_act_reset(db);
     }
     free(md);
     json_decref(o);
@@ -807,5 +813,5 @@ meterd_admin_key_revoke(struct meter_http_request *rq)
         meter_http_reply_json(rq, 200,
                               json_pack("{s:I, s:b}", "key_id",
                                         (json_int_t)key_id, "revoked", 1));
-    admin_done(db);
+    meterd_act_reset(db);
 }

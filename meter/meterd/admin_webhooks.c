@@ -14,26 +14,6 @@
 
 #include "meter_webhook.h"
 
-/* The actor of the audit log: this request's key, until reset. */
-static enum meter_db_status
-act_as_key(struct meter_http_request *rq, PGconn *db, struct meter_err *e)
-{
-    const struct meter_principal *who = meter_http_principal(rq);
-    char actor[64];
-    snprintf(actor, sizeof(actor), "meterd:key %" PRId64 " (%s)", who->key_id,
-             meter_role_name(who->role));
-    return meter_db_set_actor(db, actor, e);
-}
-
-/* The connection serves other keys next. */
-static void
-act_reset(PGconn *db)
-{
-    struct meter_err e = {{0}};
-    if (db && !meter_db_lost(db))
-        meter_db_set_actor(db, NULL, &e);
-}
-
 static void
 invalid(struct meter_http_request *rq, const char *field, const char *value,
         const char *why)
@@ -127,7 +107,8 @@ meterd_webhooks_add(struct meter_http_request *rq)
     db = meter_http_db(rq);
     struct meter_err e = {{0}};
     int64_t id = 0;
-    enum meter_db_status st = db ? act_as_key(rq, db, &e) : METER_DB_HARD;
+    enum meter_db_status st =
+        db ? meterd_act_as_key(rq, db, &e) : METER_DB_HARD;
     if (st >= 0)
         st = meter_db_webhook_add(db, url, list.p, use, &id, &e);
     if (st < 0) {
@@ -142,7 +123,7 @@ meterd_webhooks_add(struct meter_http_request *rq)
                   "event_types", types ? types : json_array(), "secret", use));
 out:
     explicit_bzero(secret, sizeof(secret));
-    act_reset(db);
+    meterd_act_reset(db);
     meter_buf_release(&list);
     json_decref(o);
 }
@@ -195,7 +176,8 @@ meterd_webhooks_remove(struct meter_http_request *rq)
     }
     PGconn *db = meter_http_db(rq);
     struct meter_err e = {{0}};
-    enum meter_db_status st = db ? act_as_key(rq, db, &e) : METER_DB_HARD;
+    enum meter_db_status st =
+        db ? meterd_act_as_key(rq, db, &e) : METER_DB_HARD;
     if (st >= 0)
         st = meter_db_webhook_remove(db, (int64_t)id, &e);
     if (st < 0)
@@ -208,7 +190,7 @@ meterd_webhooks_remove(struct meter_http_request *rq)
         meter_http_reply_json(
             rq, 200,
             json_pack("{s:I, s:b}", "id", (json_int_t)id, "removed", 1));
-    act_reset(db);
+    meterd_act_reset(db);
 }
 
 /* Appends delivery d to the array arg. */

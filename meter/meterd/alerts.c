@@ -9,7 +9,6 @@
  */
 #include "meterd_int.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,15 +119,11 @@ meterd_alerts_add(struct meter_http_request *rq)
         }
         PGconn *db = ok ? meter_http_db(rq) : NULL;
         struct meter_err e = {{0}};
-        const struct meter_principal *who = meter_http_principal(rq);
-        char actor[64];
-        snprintf(actor, sizeof(actor), "meterd:key %" PRId64 " (%s)",
-                 who->key_id, meter_role_name(who->role));
         struct meter_alert_rule r = {account,  name,     metric,   threshold,
                                      currency, percents, npercents};
         int64_t id = 0;
         enum meter_db_status st = !ok  ? METER_DB_NONE
-                                  : db ? meter_db_set_actor(db, actor, &e)
+                                  : db ? meterd_act_as_key(rq, db, &e)
                                        : METER_DB_HARD;
         if (ok && st >= 0)
             st = meter_db_alert_rule_add(db, &r, &id, &e);
@@ -151,8 +146,8 @@ meterd_alerts_add(struct meter_http_request *rq)
                           "metric", metric, "threshold", threshold, "currency",
                           currency, "percents", list));
         }
-        if (db && ok && !meter_db_lost(db))
-            meter_db_set_actor(db, NULL, &e);
+        if (ok)
+            meterd_act_reset(db);
     }
     json_decref(o);
 }
@@ -179,13 +174,9 @@ meterd_alerts_remove(struct meter_http_request *rq)
     PGconn *db = NULL;
     struct meter_err e = {{0}};
     enum meter_db_status st = METER_DB_NONE;
-    if (meter_parse_uint(id, 1, INT64_MAX, &rule) == 0 &&
-        (db = meter_http_db(rq))) {
-        const struct meter_principal *who = meter_http_principal(rq);
-        char actor[64];
-        snprintf(actor, sizeof(actor), "meterd:key %" PRId64 " (%s)",
-                 who->key_id, meter_role_name(who->role));
-        st = meter_db_set_actor(db, actor, &e);
+    if (meter_parse_uint(id, 1, INT64_MAX, &rule) == 0) {
+        db = meter_http_db(rq);
+        st = db ? meterd_act_as_key(rq, db, &e) : METER_DB_HARD;
         if (st >= 0)
             st = meter_db_alert_rule_remove(db, (int64_t)rule, &e);
     }
@@ -199,8 +190,7 @@ meterd_alerts_remove(struct meter_http_request *rq)
         meter_http_reply_json(
             rq, 200,
             json_pack("{s:I, s:b}", "rule_id", (json_int_t)rule, "removed", 1));
-    if (db && !meter_db_lost(db))
-        meter_db_set_actor(db, NULL, &e);
+    meterd_act_reset(db);
 }
 
 void

@@ -55,6 +55,13 @@ void meterd_invoices_list(struct meter_http_request *rq);
 void meterd_invoices_get(struct meter_http_request *rq);
 void meterd_invoices_run(struct meter_http_request *rq);
 
+/* The audit log's actor on db: this request's key (what it changes is
+ * audited as done by it), until reset, as the connection serves other
+ * keys next (admin.c). reset takes NULL. */
+enum meter_db_status meterd_act_as_key(struct meter_http_request *rq,
+                                       PGconn *db, struct meter_err *e);
+void meterd_act_reset(PGconn *db);
+
 /* The management API, /v1/admin/... (admin.c). */
 void meterd_admin_account_create(struct meter_http_request *rq);
 void meterd_admin_accounts_list(struct meter_http_request *rq);
