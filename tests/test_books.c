@@ -813,6 +813,18 @@ test_v2_keys(void)
         CHECK_AT(b, "memory.tiers.bands[1].rate", "0.0000166667");
         json_decref(b);
     }
+    /* Modal charges nothing for a sandbox's disk: "0" with a note, not
+     * null (issue 27); its egress price is not published. */
+    const char *modal[] = {"modal-starter.json", "modal-team.json"};
+    for (int i = 0; i < 2; i++) {
+        if (!(b = book_json(modal[i])))
+            continue;
+        CHECK_AT(b, "storage.rate", "0");
+        CHECK_AT_NULL(b, "egress");
+        const char *notes = json_string_value(at(b, "notes"));
+        CHECK(notes && strstr(notes, "Storage is 0") != NULL);
+        json_decref(b);
+    }
     if ((b = book_json("gcp-cloud-run.json"))) {
         CHECK_AT(b, "cpu.tiers.per", "second");
         CHECK_AT(b, "cpu.tiers.bands[0].up_to", "180000");
