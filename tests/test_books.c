@@ -811,6 +811,20 @@ test_v2_keys(void)
         CHECK_AT(b, "memory.tiers.per", "second");
         CHECK_AT(b, "memory.tiers.bands[0].up_to", "400000");
         CHECK_AT(b, "memory.tiers.bands[1].rate", "0.0000166667");
+        /* AWS's GB is 1,024 MB: 512 MB is 0.5 GB in its example. */
+        CHECK_AT(b, "memory.unit", "GiB");
+        json_decref(b);
+    }
+    /* Modal charges nothing for a sandbox's disk: "0" with a note, not
+     * null (issue 27); its egress price is not published. */
+    const char *modal[] = {"modal-starter.json", "modal-team.json"};
+    for (int i = 0; i < 2; i++) {
+        if (!(b = book_json(modal[i])))
+            continue;
+        CHECK_AT(b, "storage.rate", "0");
+        CHECK_AT_NULL(b, "egress");
+        const char *notes = json_string_value(at(b, "notes"));
+        CHECK(notes && strstr(notes, "Storage is 0") != NULL);
         json_decref(b);
     }
     if ((b = book_json("gcp-cloud-run.json"))) {
@@ -1110,12 +1124,12 @@ test_v2_rating(void)
     }
     pricing_book_free(b);
 
-    /* Lambda: 200 GB for an hour is 720,000 GB-s, 400,000 free: 320,000 x
-     * 0.0000166667 = 5.333344. */
+    /* Lambda: 200 GB (AWS's GB, 1,024 MB: a GiB) for an hour is 720,000
+     * GB-s, 400,000 free: 320,000 x 0.0000166667 = 5.333344. */
     b = shipped("aws-lambda");
     {
         struct span fn[] = {
-            {"sb-1", JAN, 3600, 10000, 10000, 200 * GB, 0, false}};
+            {"sb-1", JAN, 3600, 10000, 10000, 200 * GIB, 0, false}};
         CHECK(rate_spans(b, fn, 1) == 0);
         CHECK_STR(line("memory", NULL), "5.333344");
     }
