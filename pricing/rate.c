@@ -1028,3 +1028,47 @@ pricing_period_of(int64_t ts, int *year, int *month, int64_t *start,
         pricing_days_from_civil(m == 12 ? y + 1 : y, m == 12 ? 1 : m + 1, 1) *
         86400;
 }
+
+/* ---- an estimate from totals ------------------------------------------ */
+
+int
+pricing_estimate(const struct pricing_book *b, const struct pricing_totals *t,
+                 int year, int month, struct pricing_dec *total,
+                 struct pricing_err *e)
+{
+    if (b->ntypes) {
+        snprintf(e->msg, sizeof(e->msg),
+                 "price book '%s' prices instance types, which totals "
+                 "cannot tell apart: no estimate",
+                 b->id);
+        return -1;
+    }
+    struct rate_acct a;
+    memset(&a, 0, sizeof(a));
+    a.year = year;
+    a.month = month;
+    int64_t start, end;
+    pricing_period_of(pricing_days_from_civil(year, month, 1) * 86400, &year,
+                      &month, &start, &end);
+    a.start = start;
+    a.end = end;
+    a.q.cpu_gross = b->cpu_used ? t->cpu_used : t->vcpu;
+    a.q.mem_gross = b->memory_used ? t->mem_used_byte_s : t->mem_byte_s;
+    /* Storage as the rater bills it per sandbox-second: only while
+     * running if the book says so (in proportion: totals do not say
+     * which seconds ran), the inclusion taken off running seconds only
+     * (a paused second bills its whole disk). */
+    pricing_u128 disk = t->disk_byte_s;
+    if (b->storage_running_only && t->samples)
+        disk = disk * t->running_s / t->samples;
+    pricing_u128 included = (pricing_u128)b->included_bytes * t->running_s;
+    a.q.storage = disk > included ? disk - included : 0;
+    a.q.egress = t->egress_bytes;
+    a.q.running_s = t->running_s;
+    struct pricing_statement st;
+    int rc = rate_price(b, &a, 0, false, &st, e);
+    if (rc == 0)
+        *total = st.total;
+    free(st.lines);
+    return rc;
+}
