@@ -58,9 +58,21 @@ pushed() { # NAME: every batch acknowledged by both, each sample accepted once
             [ "$(said "$1.$r.push" conflicts)" = 0 ] ||
             fail "$1: $n generated, replica $r: $(tail -n 1 "$1.$r.push")"
     done
-    [ $(($(said "$1.a.push" accepted) + $(said "$1.b.push" accepted))) = "$n" ] &&
-        [ $(($(said "$1.a.push" duplicates) + $(said "$1.b.push" duplicates))) = "$n" ] ||
-        fail "$1: $n generated; accepted $(said "$1.a.push" accepted) + $(said "$1.b.push" accepted), duplicates $(said "$1.a.push" duplicates) + $(said "$1.b.push" duplicates)"
+    # Accepted once in all, when every reply came back. A batch sent
+    # again after its reply was lost (cut off, or a 503 once its parts
+    # were decided: docs/scale.md) was stored by the copy that got no
+    # reply, and its copy counts as duplicates: then fewer are said
+    # accepted, never more. Nothing lost or doubled is checked on the
+    # stored rows (check_stored).
+    local acc=$(($(said "$1.a.push" accepted) + $(said "$1.b.push" accepted)))
+    local dup=$(($(said "$1.a.push" duplicates) + $(said "$1.b.push" duplicates)))
+    local again=$(($(sed -n 's/.*retried \([0-9]*\) cut off, [0-9]* unreachable, \([0-9]*\) busy.*/\1 + \2/p' "$1.a.push" "$1.b.push" | paste -sd+)))
+    checks=$((checks + 1))
+    if [ "$acc" != "$n" ] || [ "$dup" != "$n" ]; then
+        [ "$again" -gt 0 ] && [ "$acc" -lt "$n" ] && [ $((acc + dup)) = $((2 * n)) ] ||
+            fail "$1: $n generated; accepted $(said "$1.a.push" accepted) + $(said "$1.b.push" accepted), duplicates $(said "$1.a.push" duplicates) + $(said "$1.b.push" duplicates), $again batches sent again after a lost reply"
+        echo "$1: $again batches sent again after a lost reply: $acc said accepted of $n"
+    fi
 }
 # moved NAME BUCKET SHARD: shard move, which must finish and say how
 # long the bucket's batches waited.
