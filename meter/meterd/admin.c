@@ -47,10 +47,9 @@ body_object(struct meter_http_request *rq, const char *want)
     return NULL;
 }
 
-/* Answers 400 naming field, its value and why; returns NULL. */
-static json_t *
-bad_field(struct meter_http_request *rq, const char *field, json_t *value,
-          const char *why)
+json_t *
+meterd_bad_field(struct meter_http_request *rq, const char *field,
+                 json_t *value, const char *why)
 {
     char *text =
         value ? json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
@@ -74,7 +73,7 @@ str_member(struct meter_http_request *rq, json_t *o, const char *key,
     if (!v || json_is_null(v)) {
         if (!required)
             return true;
-        bad_field(rq, key, NULL, "is required");
+        meterd_bad_field(rq, key, NULL, "is required");
         return false;
     }
     if (!json_is_string(v) || json_string_length(v) == 0 ||
@@ -82,7 +81,7 @@ str_member(struct meter_http_request *rq, json_t *o, const char *key,
         strlen(json_string_value(v)) != json_string_length(v)) {
         char why[64];
         snprintf(why, sizeof(why), "not a string of 1 to %zu characters", max);
-        bad_field(rq, key, v, why);
+        meterd_bad_field(rq, key, v, why);
         return false;
     }
     *out = json_string_value(v);
@@ -102,7 +101,7 @@ only_members(struct meter_http_request *rq, json_t *o,
         for (size_t i = 0; allowed[i] && !ok; i++)
             ok = strcmp(key, allowed[i]) == 0;
         if (!ok) {
-            bad_field(rq, key, v, "is not a field of this request");
+            meterd_bad_field(rq, key, v, "is not a field of this request");
             return false;
         }
     }
@@ -306,14 +305,15 @@ account_fields(struct meter_http_request *rq, json_t *o,
         return false;
     if (md && !json_is_null(md)) {
         if (!json_is_object(md)) {
-            bad_field(rq, "metadata", md, "not a JSON object");
+            meterd_bad_field(rq, "metadata", md, "not a JSON object");
             return false;
         }
         *metadata_text = json_dumps(md, JSON_COMPACT | JSON_SORT_KEYS);
         if (!*metadata_text || strlen(*metadata_text) > 8192) {
             free(*metadata_text);
             *metadata_text = NULL;
-            bad_field(rq, "metadata", NULL, "more than 8192 bytes of JSON");
+            meterd_bad_field(rq, "metadata", NULL,
+                             "more than 8192 bytes of JSON");
             return false;
         }
         a->metadata = *metadata_text;
@@ -339,8 +339,8 @@ account_create(struct meter_http_request *rq, PGconn *db, unsigned *status)
         !account_fields(rq, o, &a, &md))
         goto done;
     if (!pricing_id_valid(a.id)) {
-        bad_field(rq, "id", json_object_get(o, "id"),
-                  "not an account id (letters, digits, '.', '_', '-')");
+        meterd_bad_field(rq, "id", json_object_get(o, "id"),
+                         "not an account id (letters, digits, '.', '_', '-')");
         goto done;
     }
     enum meter_db_status st = meter_db_admin_account_create(db, &a, &out, &e);
@@ -466,12 +466,13 @@ account_assign(struct meter_http_request *rq, PGconn *db, unsigned *status)
         !str_member(rq, o, "price_book_id", false, PRICING_ID_MAX, &book))
         goto done;
     if (!json_object_get(o, "price_book_id")) {
-        bad_field(rq, "price_book_id", NULL,
-                  "is required (null ends the account's book)");
+        meterd_bad_field(rq, "price_book_id", NULL,
+                         "is required (null ends the account's book)");
         goto done;
     }
     if (!is_date(from)) {
-        bad_field(rq, "from", json_object_get(o, "from"), "not YYYY-MM-DD");
+        meterd_bad_field(rq, "from", json_object_get(o, "from"),
+                         "not YYYY-MM-DD");
         goto done;
     }
     /* Only an existing account: a typo never creates one. */
@@ -486,8 +487,9 @@ account_assign(struct meter_http_request *rq, PGconn *db, unsigned *status)
         st = book ? meter_db_account_add(db, id, NULL, book, from, &e)
                   : meter_db_account_end(db, id, from, &e);
     if (st < 0 && book && strstr(e.msg, "no price book"))
-        bad_field(rq, "price_book_id", json_object_get(o, "price_book_id"),
-                  "no such price book (POST /v1/admin/books)");
+        meterd_bad_field(rq, "price_book_id",
+                         json_object_get(o, "price_book_id"),
+                         "no such price book (POST /v1/admin/books)");
     else if (st < 0 && !meter_db_unavailable(db, st) &&
              (strstr(e.msg, "are settled") || strstr(e.msg, "effective from")))
         /* a final invoice's period, or a day before the book holds */
@@ -532,12 +534,12 @@ grant_create(struct meter_http_request *rq, PGconn *db, unsigned *status)
     if (exp && !json_is_null(exp) &&
         (!json_is_integer(exp) || json_integer_value(exp) < 0 ||
          json_integer_value(exp) > 1200)) {
-        bad_field(rq, "expires_after_periods", exp,
-                  "not a number of periods from 0 (never) to 1200");
+        meterd_bad_field(rq, "expires_after_periods", exp,
+                         "not a number of periods from 0 (never) to 1200");
         goto done;
     }
     if (gid && !pricing_id_valid(gid)) {
-        bad_field(rq, "id", json_object_get(o, "id"), "not a grant id");
+        meterd_bad_field(rq, "id", json_object_get(o, "id"), "not a grant id");
         goto done;
     }
     int expires = exp ? (int)json_integer_value(exp) : 0;
@@ -700,18 +702,18 @@ key_create(struct meter_http_request *rq, PGconn *db, unsigned *status)
         goto done;
     enum meter_role role = meter_role_parse(role_s);
     if (!role) {
-        bad_field(rq, "role", json_object_get(o, "role"),
-                  "not host, account, finance or admin");
+        meterd_bad_field(rq, "role", json_object_get(o, "role"),
+                         "not host, account, finance or admin");
         goto done;
     }
     if ((role == METER_ROLE_ACCOUNT) != (account != NULL)) {
-        bad_field(rq, "account_id", json_object_get(o, "account_id"),
-                  "required with role account, and only with it");
+        meterd_bad_field(rq, "account_id", json_object_get(o, "account_id"),
+                         "required with role account, and only with it");
         goto done;
     }
     if (account && !pricing_id_valid(account)) {
-        bad_field(rq, "account_id", json_object_get(o, "account_id"),
-                  "not an account id");
+        meterd_bad_field(rq, "account_id", json_object_get(o, "account_id"),
+                         "not an account id");
         goto done;
     }
     if (scope && !json_is_null(scope)) {
@@ -719,14 +721,14 @@ key_create(struct meter_http_request *rq, PGconn *db, unsigned *status)
         json_t *x;
         if (role != METER_ROLE_HOST || !json_is_array(scope) ||
             json_array_size(scope) == 0) {
-            bad_field(rq, "scope", scope,
-                      "a host key's accounts: a list of account ids");
+            meterd_bad_field(rq, "scope", scope,
+                             "a host key's accounts: a list of account ids");
             goto done;
         }
         json_array_foreach(scope, i, x)
         {
             if (!json_is_string(x) || !pricing_id_valid(json_string_value(x))) {
-                bad_field(rq, "scope", x, "not an account id");
+                meterd_bad_field(rq, "scope", x, "not an account id");
                 goto done;
             }
             if (i)

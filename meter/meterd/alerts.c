@@ -14,21 +14,6 @@
 #include <string.h>
 #include <time.h>
 
-/* Answers 400 naming field, its value and why. */
-static void
-bad_field(struct meter_http_request *rq, const char *field, json_t *value,
-          const char *why)
-{
-    char *text =
-        value ? json_dumps(value, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
-    json_t *errors = json_pack("[{s:s, s:s?, s:s}]", "field", field, "value",
-                               text, "reason", why);
-    meter_http_reply_problem(rq, 400, "invalid-body", "Invalid body", errors,
-                             "%s %s%s%s", field, text ? text : "",
-                             text ? ": " : "", why);
-    free(text);
-}
-
 /* A threshold: a decimal string > 0 with at most 6 decimals. */
 static bool
 threshold_valid(const char *s)
@@ -78,27 +63,29 @@ meterd_alerts_add(struct meter_http_request *rq)
         known = known || strcmp(metric, metrics[i]) == 0;
     bool amount = strcmp(metric, "amount") == 0;
     if (account && !pricing_id_valid(account)) {
-        bad_field(rq, "account_id", json_object_get(o, "account_id"),
-                  "not an account id");
+        meterd_bad_field(rq, "account_id", json_object_get(o, "account_id"),
+                         "not an account id");
     } else if (!*name || strlen(name) > 200) {
-        bad_field(rq, "name", json_object_get(o, "name"),
-                  "not 1 to 200 characters");
+        meterd_bad_field(rq, "name", json_object_get(o, "name"),
+                         "not 1 to 200 characters");
     } else if (!known) {
-        bad_field(rq, "metric", json_object_get(o, "metric"),
-                  "not amount, vcpu_hours, gib_hours, storage_gib_hours, "
-                  "egress_gb or running_hours");
+        meterd_bad_field(
+            rq, "metric", json_object_get(o, "metric"),
+            "not amount, vcpu_hours, gib_hours, storage_gib_hours, "
+            "egress_gb or running_hours");
     } else if (!threshold_valid(threshold)) {
-        bad_field(rq, "threshold", json_object_get(o, "threshold"),
-                  "not a decimal above 0 with at most 6 decimals");
+        meterd_bad_field(rq, "threshold", json_object_get(o, "threshold"),
+                         "not a decimal above 0 with at most 6 decimals");
     } else if (amount != (currency != NULL) ||
                (currency && pricing_currency_minor_unit(currency) < 0)) {
-        bad_field(rq, "currency", json_object_get(o, "currency"),
-                  amount ? "an amount's currency, an ISO 4217 code, is "
-                           "required"
-                         : "only an amount has a currency");
+        meterd_bad_field(rq, "currency", json_object_get(o, "currency"),
+                         amount ? "an amount's currency, an ISO 4217 code, is "
+                                  "required"
+                                : "only an amount has a currency");
     } else if (pcts && (!json_is_array(pcts) || json_array_size(pcts) < 1 ||
                         json_array_size(pcts) > 10)) {
-        bad_field(rq, "percents", pcts, "not a list of 1 to 10 percents");
+        meterd_bad_field(rq, "percents", pcts,
+                         "not a list of 1 to 10 percents");
     } else {
         size_t i;
         json_t *x;
@@ -109,8 +96,8 @@ meterd_alerts_add(struct meter_http_request *rq)
             {
                 if (!json_is_integer(x) || json_integer_value(x) < 1 ||
                     json_integer_value(x) > 1000) {
-                    bad_field(rq, "percents", x,
-                              "not a whole percent from 1 to 1000");
+                    meterd_bad_field(rq, "percents", x,
+                                     "not a whole percent from 1 to 1000");
                     ok = false;
                     break;
                 }

@@ -117,6 +117,10 @@ json_t *meterd_report_usage(struct meter_http_request *rq, int64_t from,
                             int64_t to, bool daily);
 /* The period=YYYY-MM query parameter (default: the current month). */
 bool meterd_query_period(struct meter_http_request *rq, int *year, int *month);
+/* Answers 400 invalid-body naming a body's field, its value (NULL: none)
+ * and why; returns NULL, for a handler that answers a JSON value. */
+json_t *meterd_bad_field(struct meter_http_request *rq, const char *field,
+                         json_t *value, const char *why);
 /* Answers 400 naming the query parameter, its value and why. */
 void meterd_bad_query(struct meter_http_request *rq, const char *name,
                       const char *value, const char *why);
