@@ -4,14 +4,16 @@
  * cannot do without: the period's rollups summed by account.
  *
  * ACCOUNTS accounts on E2B's book, each with HOURS merged hourly rollups
- * of January 2026 (usage_hourly_merged, as meterd's merge leaves them),
- * and two rules of every account: an amount (estimated from the sums
- * and the book, pricing_estimate) and a quantity, both far above the
- * usage, so that an evaluation reads, prices and compares every account
- * and raises nothing. Three runs of each, alternating; each figure the
- * median with min and max. Then the storm: a rule every account has
- * crossed, whose first evaluation raises ACCOUNTS crossings, each with
- * its alert.triggered event.
+ * of January 2026 (usage_hourly_merged and their month's sums in
+ * usage_period_merged, as meterd's merge leaves them) and a minute's
+ * batch not merged yet, and two rules of every account: an amount (estimated
+ * from the sums and the book, pricing_estimate) and a quantity, both far above
+ * the usage, so that an evaluation reads, prices and compares every account and
+ * raises nothing. Three runs of each, alternating; each figure the median with
+ * min and max. The baseline is what an evaluation read before 0024 kept the
+ * periods' sums: the month's hourly rollups summed by account. Then the storm:
+ * a rule every account has crossed, whose first evaluation raises ACCOUNTS
+ * crossings, each with its alert.triggered event.
  *
  * Target (issue 25): an evaluation over 10,000 accounts in under a
  * second of the background thread.
@@ -83,7 +85,23 @@ seed(PGconn *db, long long accounts, long long hours)
              " 38654705664000, 0 FROM accounts a, generate_series(0, %lld) h",
              hours - 1);
     sql(db, q);
-    sql(db, "VACUUM ANALYZE usage_hourly_merged");
+    /* Their periods' sums, as the merge adds them (migration 0024). */
+    sql(db, "INSERT INTO usage_period_merged SELECT account_pk,"
+            " meter_period_of(hour), sum(samples), sum(running_s),"
+            " sum(vcpu_s), sum(cpu_used_s), sum(mem_byte_s),"
+            " sum(mem_used_byte_s), sum(disk_byte_s), sum(egress_bytes)"
+            " FROM usage_hourly_merged GROUP BY 1, 2");
+    /* The last minute's batches, not merged yet: a row an account. */
+    snprintf(q, sizeof(q),
+             "INSERT INTO usage_hourly (account_pk, hour, samples, running_s,"
+             " vcpu_s, cpu_used_s, mem_byte_s, mem_used_byte_s, disk_byte_s,"
+             " egress_bytes, added_at) SELECT account_pk, 491016 + %lld, 60,"
+             " 60, 120, 60, 257698037760, 128849018880, 644245094400, 0,"
+             " now() FROM accounts",
+             hours - 1);
+    sql(db, q);
+    sql(db, "VACUUM ANALYZE usage_hourly_merged, usage_period_merged,"
+            " usage_hourly");
 }
 
 static double

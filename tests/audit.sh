@@ -162,6 +162,11 @@ checks=$((checks + 1))
 got=$(sql "SELECT string_agg(account_pk || ':' || hour || '=' || samples, ' ' ORDER BY account_pk, hour) FROM usage_hourly_merged WHERE samples > 0")
 want=$(sql "SELECT string_agg(account_pk || ':' || hour || '=' || s, ' ' ORDER BY account_pk, hour) FROM (SELECT account_pk, hour, sum(samples) AS s FROM usage_hourly GROUP BY 1, 2) h")
 [ "$got" = "$want" ] && [ -n "$got" ] || fail "merged rows after the quarantine: $got, want $want"
+period_sums_agree "$db" "the periods' sums after the quarantine"
+checks=$((checks + 1))
+got=$(sql "SELECT string_agg(account_pk || ':' || period || '=' || samples, ' ' ORDER BY account_pk) FROM usage_period_merged WHERE samples > 0")
+want=$(sql "SELECT string_agg(account_pk || ':' || p || '=' || s, ' ' ORDER BY account_pk) FROM (SELECT account_pk, meter_period_of(hour) AS p, sum(samples) FILTER (WHERE merged) AS s FROM usage_hourly GROUP BY 1, 2 HAVING sum(samples) FILTER (WHERE merged) > 0) h")
+[ "$got" = "$want" ] && [ -n "$got" ] || fail "the periods' sums after the quarantine: $got, want $want"
 checks=$((checks + 1))
 got=$(fleet_usage)
 [ "$got" = 6 ] || fail "the fleet's usage after the quarantine: $got, want 6"

@@ -176,7 +176,32 @@ SELECT format('$me: %s %s: %s s (%s running), %s vCPU-s, %s used vCPU-s, %s memo
 SQL
     checks=$((checks + 1))
     grep '^differ' "$name.totals" && fail "$name: the rollups' totals differ from the generated ones"
+    period_sums_agree "$db" "$name"
     grep "^$me:" "$name.totals"
+}
+
+# period_sums_agree DB WHAT: every sum of usage_period_merged on DB is
+# that of its account's rows of usage_hourly_merged in the period, and
+# no account-period is in one and not the other (migration 0024).
+period_sums_agree() {
+    local got
+    checks=$((checks + 1))
+    got=$(timeout 120 psql "$1" -XAtq -v ON_ERROR_STOP=1 -c "
+        SELECT count(*) || ' of ' || (SELECT count(*) FROM usage_period_merged)
+          FROM (SELECT account_pk, meter_period_of(hour) AS period,
+                       sum(samples) AS s, sum(running_s) AS r, sum(vcpu_s) AS v,
+                       sum(cpu_used_s) AS c, sum(mem_byte_s) AS m,
+                       sum(mem_used_byte_s) AS mu, sum(disk_byte_s) AS d,
+                       sum(egress_bytes) AS x
+                  FROM usage_hourly_merged GROUP BY 1, 2) h
+          FULL JOIN usage_period_merged p USING (account_pk, period)
+         WHERE (h.s, h.r, h.v, h.c, h.m, h.mu, h.d, h.x) IS DISTINCT FROM
+               (p.samples, p.running_s, p.vcpu_s, p.cpu_used_s, p.mem_byte_s,
+                p.mem_used_byte_s, p.disk_byte_s, p.egress_bytes)" 2>&1)
+    case $got in
+    "0 of "*) ;;
+    *) fail "$2: account-periods whose sums differ from their hours': $got" ;;
+    esac
 }
 
 # ---- a private PostgreSQL cluster, for tests that stop or crash it ----

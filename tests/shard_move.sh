@@ -143,7 +143,7 @@ for d in "$s1_db" "$s2_db"; do
         fail "a move left marks, publications, subscriptions or slots on $d"
 done
 checks=$((checks + 1))
-[ "$(on "$dst_db" "SELECT (SELECT count(*) FROM sandboxes WHERE meter_bucket(account_pk) = $bucket) + (SELECT count(*) FROM usage_hourly WHERE meter_bucket(account_pk) = $bucket) + (SELECT count(*) FROM accounts WHERE meter_bucket(account_pk) = $bucket)")" = 0 ] ||
+[ "$(on "$dst_db" "SELECT (SELECT count(*) FROM sandboxes WHERE meter_bucket(account_pk) = $bucket) + (SELECT count(*) FROM usage_hourly WHERE meter_bucket(account_pk) = $bucket) + (SELECT count(*) FROM usage_period_merged WHERE meter_bucket(account_pk) = $bucket) + (SELECT count(*) FROM accounts WHERE meter_bucket(account_pk) = $bucket)")" = 0 ] ||
     fail "shard $dst kept rows of bucket $bucket"
 checks=$((checks + 1))
 [ "$(on "$src_db" "SELECT count(*) FROM sandboxes WHERE meter_bucket(account_pk) = $bucket")" = \
@@ -157,6 +157,14 @@ done
 checks=$((checks + 1))
 [ "$(on "$src_db" "SELECT count(*) FROM usage_hourly WHERE NOT merged")" = 0 ] ||
     fail "shard $src's rollups are not merged after the moves"
+# The periods' sums moved with the hours', and the catalog reads them
+# over both shards as the alerts do (fleet_period_totals, 0024).
+period_sums_agree "$s1_db" "shard one after the moves"
+period_sums_agree "$s2_db" "shard two after the moves"
+checks=$((checks + 1))
+got=$(on "$cat_db" "SELECT a.account_id, sum(h.samples), sum(h.egress_bytes) FROM fleet_period_totals h JOIN accounts a USING (account_pk) GROUP BY 1" | LC_ALL=C sort)
+[ "$got" = "$(rollups)" ] && [ -n "$got" ] ||
+    fail "the catalog's sums of the periods are not the rollups': $(echo "$got" | head -n 3)"
 
 # The errors.
 expect_status 2 "$METERCTL" --db "$cat_db" shard move 64 one

@@ -6,9 +6,10 @@
  *
  * A rule's value is the period's running amount, estimated from the
  * merged rollups' sums and the account's book today (pricing_estimate),
- * or a quantity of the period's usage. The sums are read in one
- * statement that groups by part and account, so that over shards each
- * shard sums its own accounts (reports.c's way).
+ * or a quantity of the period's usage. The sums are the period's rows
+ * of fleet_period_totals (migration 0024: a row an account once
+ * merged), read in one statement that groups by part and account, so
+ * that over shards each shard sums its own accounts (reports.c's way).
  */
 #include "db_int.h"
 
@@ -151,8 +152,7 @@ read_usage(PGconn *db, int year, int month, const char *today,
     if (st < 0)
         return st;
     struct db_params p = {0};
-    db_param_int64(&p, db_period_start(year, month) / 3600);
-    db_param_int64(&p, db_period_end(year, month) / 3600);
+    db_param_period(&p, year, month);
     db_param_text(&p, today);
     db_param_text(&p, account);
     PGresult *r = NULL;
@@ -162,8 +162,8 @@ read_usage(PGconn *db, int year, int month, const char *today,
         "  sum(h.running_s) AS r, sum(h.vcpu_s) AS v, sum(h.cpu_used_s) AS c,"
         "  sum(h.mem_byte_s) AS m, sum(h.mem_used_byte_s) AS mu,"
         "  sum(h.disk_byte_s) AS d, sum(h.egress_bytes) AS x"
-        "  FROM fleet_hourly_totals h WHERE h.hour >= $1::bigint"
-        "  AND h.hour < $2::bigint GROUP BY h.part, h.account_pk),"
+        "  FROM fleet_period_totals h WHERE h.period = $1::date"
+        "  GROUP BY h.part, h.account_pk),"
         " t AS (SELECT account_pk, sum(s) AS s, sum(r) AS r, sum(v) AS v,"
         "  sum(c) AS c, sum(m) AS m, sum(mu) AS mu, sum(d) AS d, sum(x) AS x"
         "  FROM u GROUP BY account_pk)"
@@ -183,12 +183,12 @@ read_usage(PGconn *db, int year, int month, const char *today,
         " FROM accounts a LEFT JOIN t USING (account_pk)"
         " LEFT JOIN LATERAL (SELECT p.price_book_id, p.version"
         "  FROM account_price_books p WHERE p.account_id = a.account_id"
-        "  AND p.valid_from <= $3::date ORDER BY p.valid_from DESC LIMIT 1) b"
+        "  AND p.valid_from <= $2::date ORDER BY p.valid_from DESC LIMIT 1) b"
         "  ON true"
-        " WHERE ($4::text IS NULL AND t.account_pk IS NOT NULL"
+        " WHERE ($3::text IS NULL AND t.account_pk IS NOT NULL"
         "  AND EXISTS (SELECT 1 FROM alert_rules r"
         "  WHERE r.removed_at IS NULL AND (r.account_id IS NULL"
-        "  OR r.account_id = a.account_id))) OR a.account_id = $4"
+        "  OR r.account_id = a.account_id))) OR a.account_id = $3"
         " ORDER BY a.account_id",
         p.n, p.v, NULL, NULL, &r, e);
     int rows = st >= 0 ? PQntuples(r) : 0;

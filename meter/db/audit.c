@@ -258,7 +258,7 @@ quarantine_attempt(PGconn *db, void *arg, struct meter_err *e)
         "  to_timestamp(m.minute::bigint * 60) AT TIME ZONE 'UTC')::date, 1"
         "  FROM moved m ON CONFLICT (account_pk, period)"
         "  DO UPDATE SET revision = usage_revisions.revision + 1),"
-        /* Rows already merged leave their merged row too (0010). */
+        /* Rows already merged leave their merged rows too (0010, 0024). */
         " unmerged AS (UPDATE usage_hourly_merged t SET"
         "  samples = t.samples - d.samples,"
         "  running_s = t.running_s - d.running_s,"
@@ -275,6 +275,23 @@ quarantine_attempt(PGconn *db, void *arg, struct meter_err *e)
         "  sum(disk_byte_s) AS disk_byte_s, sum(egress_bytes) AS egress_bytes"
         "  FROM rolls WHERE merged GROUP BY 1, 2) d"
         "  WHERE t.account_pk = d.account_pk AND t.hour = d.hour),"
+        " unmerged_periods AS (UPDATE usage_period_merged t SET"
+        "  samples = t.samples - d.samples,"
+        "  running_s = t.running_s - d.running_s,"
+        "  vcpu_s = t.vcpu_s - d.vcpu_s,"
+        "  cpu_used_s = t.cpu_used_s - d.cpu_used_s,"
+        "  mem_byte_s = t.mem_byte_s - d.mem_byte_s,"
+        "  mem_used_byte_s = t.mem_used_byte_s - d.mem_used_byte_s,"
+        "  disk_byte_s = t.disk_byte_s - d.disk_byte_s,"
+        "  egress_bytes = t.egress_bytes - d.egress_bytes"
+        "  FROM (SELECT account_pk, meter_period_of(hour) AS period,"
+        "  sum(samples) AS samples, sum(running_s) AS running_s,"
+        "  sum(vcpu_s) AS vcpu_s, sum(cpu_used_s) AS cpu_used_s,"
+        "  sum(mem_byte_s) AS mem_byte_s,"
+        "  sum(mem_used_byte_s) AS mem_used_byte_s,"
+        "  sum(disk_byte_s) AS disk_byte_s, sum(egress_bytes) AS egress_bytes"
+        "  FROM rolls WHERE merged GROUP BY 1, 2) d"
+        "  WHERE t.account_pk = d.account_pk AND t.period = d.period),"
         /* A sandbox whose first running minute was in a block moved
          * loses it, until restore_first_runs finds it in what is left. */
         /* Locked in (account_pk, sandbox_pk) order, as ingestion locks

@@ -197,6 +197,8 @@ clean_attempt(PGconn *db, void *arg, struct meter_err *e)
                   "  WHERE account_pk = ANY ($1::int[]) RETURNING 1),"
                   " m AS (DELETE FROM usage_hourly_merged"
                   "  WHERE account_pk = ANY ($1::int[]) RETURNING 1),"
+                  " n AS (DELETE FROM usage_period_merged"
+                  "  WHERE account_pk = ANY ($1::int[]) RETURNING 1),"
                   " q AS (DELETE FROM usage_pack_queue"
                   "  WHERE account_pk = ANY ($1::int[]) RETURNING 1),"
                   " s AS (DELETE FROM sandboxes"
@@ -205,6 +207,7 @@ clean_attempt(PGconn *db, void *arg, struct meter_err *e)
                   "  AND account_pk = ANY ($1::int[]) RETURNING 1)"
                   " SELECT (SELECT count(*) FROM b) + (SELECT count(*) FROM p)"
                   " + (SELECT count(*) FROM h) + (SELECT count(*) FROM m)"
+                  " + (SELECT count(*) FROM n)"
                   " + (SELECT count(*) FROM q) + (SELECT count(*) FROM s)"
                   " + (SELECT count(*) FROM a)",
                   2, v, &rows, e) < 0)
@@ -237,6 +240,8 @@ clean_bucket(struct move *m, PGconn *db, bool keep_accounts, bool thorough,
                        " UNION SELECT account_pk FROM usage_hourly"
                        " WHERE meter_bucket(account_pk) = $1::int"
                        " UNION SELECT account_pk FROM usage_hourly_merged"
+                       " WHERE meter_bucket(account_pk) = $1::int"
+                       " UNION SELECT account_pk FROM usage_period_merged"
                        " WHERE meter_bucket(account_pk) = $1::int"
                        " UNION SELECT account_pk FROM usage_pack_queue"
                        " WHERE meter_bucket(account_pk) = $1::int ORDER BY 1",

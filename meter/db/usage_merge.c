@@ -4,7 +4,8 @@
  * instead of one row per batch.
  *
  * One statement marks rows not merged yet (at most a given number) and
- * adds their sums to usage_hourly_merged, so a reader of
+ * adds their sums to usage_hourly_merged, and to usage_period_merged
+ * by month (migration 0024), so a reader of
  * usage_hourly_totals counts every row once, merged or not, whenever it
  * reads. Rows that arrive during a merge are merged by the next. One
  * merge at a time, and none under a quarantine (audit.c), which takes
@@ -58,6 +59,20 @@ merge_attempt(PGconn *db, void *arg, struct meter_err *e)
         "  sum(mem_byte_s), sum(mem_used_byte_s), sum(disk_byte_s),"
         "  sum(egress_bytes) FROM m GROUP BY 1, 2"
         "  ON CONFLICT (account_pk, hour) DO UPDATE SET"
+        "  samples = t.samples + excluded.samples,"
+        "  running_s = t.running_s + excluded.running_s,"
+        "  vcpu_s = t.vcpu_s + excluded.vcpu_s,"
+        "  cpu_used_s = t.cpu_used_s + excluded.cpu_used_s,"
+        "  mem_byte_s = t.mem_byte_s + excluded.mem_byte_s,"
+        "  mem_used_byte_s = t.mem_used_byte_s + excluded.mem_used_byte_s,"
+        "  disk_byte_s = t.disk_byte_s + excluded.disk_byte_s,"
+        "  egress_bytes = t.egress_bytes + excluded.egress_bytes),"
+        /* and to their periods' sums (0024), which the alerts read. */
+        " p AS (INSERT INTO usage_period_merged AS t SELECT account_pk,"
+        "  meter_period_of(hour), sum(samples), sum(running_s), sum(vcpu_s),"
+        "  sum(cpu_used_s), sum(mem_byte_s), sum(mem_used_byte_s),"
+        "  sum(disk_byte_s), sum(egress_bytes) FROM m GROUP BY 1, 2"
+        "  ON CONFLICT (account_pk, period) DO UPDATE SET"
         "  samples = t.samples + excluded.samples,"
         "  running_s = t.running_s + excluded.running_s,"
         "  vcpu_s = t.vcpu_s + excluded.vcpu_s,"
