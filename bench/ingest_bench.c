@@ -8,11 +8,16 @@
  *       HTTP, parsing, validation, exactly-once and rollups; also the
  *       row forms (JSON array, NDJSON) on a slice;
  *   (c) then what meterd does once the hours have settled: every hour's
- *       blocks packed (usage_pack.c), their space given back by VACUUM.
+ *       blocks packed (usage_pack.c), their space given back by VACUUM;
+ *   (d) (b) again with webhook deliveries under way all along (issue 25:
+ *       a delivery should cost ingestion nothing measurable): an
+ *       endpoint on a receiver of the bench's, and more events waiting
+ *       in the outbox than meterd's delivery thread sends meanwhile.
  * It reports samples per second, p50/p99 batch latency, and bytes per
  * sample on disk (indexes included) for both stores, as ingested and as
  * packed, and the packing's samples per second, for the bench's
- * fleet and a noisy one (sim_fleet_noisy), three runs of each,
+ * fleet and a noisy one (sim_fleet_noisy), and (d)'s samples per second
+ * and deliveries per second beside (b)'s, three runs of each,
  * alternating, each figure the median with min and max beside it.
  *
  * usage: ingest_bench [SANDBOXES] [SECONDS] [CONNECTIONS]
@@ -21,14 +26,18 @@
  * The database: $METER_DATABASE_URL, else the embedded one of the
  * current directory. The bench makes and drops its own database.
  */
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stddef.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -240,6 +249,116 @@ push_all(const char *url, const char *token, const char *type,
     return (double)samples / t;
 }
 
+/* ---- a webhook receiver ------------------------------------------------- */
+
+/* A loopback endpoint that answers every request 204, a request a
+ * connection, and counts them: where (d) has meterd deliver. */
+struct receiver {
+    int fd, port;
+    pthread_t thread;
+    long answered; /* read once the thread has ended */
+};
+
+/* Whether buf (got bytes, NUL-ended) holds a whole request: its head
+ * and as many bytes of body as its Content-Length says. */
+static bool
+request_whole(const char *buf, size_t got)
+{
+    const char *end = strstr(buf, "\r\n\r\n");
+    if (!end)
+        return false;
+    long len = 0;
+    for (const char *l = strstr(buf, "\r\n"); l && l < end;
+         l = strstr(l + 2, "\r\n"))
+        if (strncasecmp(l + 2, "content-length:", 15) == 0)
+            len = strtol(l + 17, NULL, 10);
+    return (long)(got - (size_t)(end + 4 - buf)) >= len;
+}
+
+static void *
+receive(void *arg)
+{
+    struct receiver *rc = arg;
+    static const char ok[] =
+        "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n";
+    char buf[65536];
+    for (;;) {
+        int c = accept(rc->fd, NULL, NULL);
+        if (c < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            break; /* shut down */
+        }
+        size_t got = 0;
+        ssize_t k;
+        bool whole = false;
+        while (!whole && got < sizeof(buf) - 1 &&
+               (k = read(c, buf + got, sizeof(buf) - 1 - got)) > 0) {
+            got += (size_t)k;
+            buf[got] = '\0';
+            whole = request_whole(buf, got);
+        }
+        if (whole && write(c, ok, sizeof(ok) - 1) == (ssize_t)sizeof(ok) - 1)
+            rc->answered++;
+        close(c);
+    }
+    return NULL;
+}
+
+static void
+receiver_start(struct receiver *rc)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    rc->answered = 0;
+    rc->fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (rc->fd < 0 || bind(rc->fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+        listen(rc->fd, 64) < 0 ||
+        getsockname(rc->fd, (struct sockaddr *)&a, &len) < 0)
+        die("receiver", strerror(errno));
+    rc->port = ntohs(a.sin_port);
+    if (pthread_create(&rc->thread, NULL, receive, rc) != 0)
+        die("receiver", "cannot start its thread");
+}
+
+static void
+receiver_stop(struct receiver *rc)
+{
+    shutdown(rc->fd, SHUT_RDWR);
+    pthread_join(rc->thread, NULL);
+    close(rc->fd);
+}
+
+/* An endpoint on the receiver, and `events` events of 1,000 accounts
+ * waiting in the outbox with their deliveries, as billing writes them
+ * (meter_db_event_add), only many at once. */
+static void
+hooks_seed(PGconn *db, const struct receiver *rc, long events)
+{
+    char q[1024];
+    snprintf(q, sizeof(q),
+             "INSERT INTO webhook_endpoints (url, secret) VALUES"
+             " ('http://127.0.0.1:%d/hooks',"
+             " 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw')",
+             rc->port);
+    PQclear(bench_sql(db, q));
+    PQclear(bench_sql(db, "INSERT INTO accounts (account_id) SELECT"
+                          " 'hooked-' || g FROM generate_series(1, 1000) g"));
+    snprintf(q, sizeof(q),
+             "WITH ev AS (INSERT INTO webhook_events (type, account_id,"
+             " payload) SELECT 'invoice.finalized', 'hooked-' || (g %% 1000"
+             " + 1), jsonb_build_object('invoice_number', '2026-' || g,"
+             " 'total', '12.34', 'currency', 'USD') FROM generate_series(1,"
+             " %ld) g RETURNING event_pk, account_id)"
+             " INSERT INTO webhook_deliveries (endpoint_id, event_pk,"
+             " account_id) SELECT w.endpoint_id, ev.event_pk, ev.account_id"
+             " FROM ev, webhook_endpoints w",
+             events);
+    PQclear(bench_sql(db, q));
+    PQclear(bench_sql(db, "VACUUM ANALYZE webhook_events, webhook_deliveries"));
+}
+
 /* ---- one run ------------------------------------------------------------ */
 
 #define RUNS 3
@@ -250,7 +369,8 @@ struct figures {
     double col_rate, p50, p99, blocks_bytes, all_bytes, body_bytes;
     double pack_rate, packs_bytes, at_rest_bytes;
     double nd_rate, n50, n99, js_rate, j50, j99;
-    double deadlocks; /* the server's, while meterd ran */
+    double deadlocks;  /* the server's, while meterd ran */
+    double hooks_rate; /* (d): deliveries a second during the push */
 };
 
 /* What meterd does once an hour of the fleet has ended (--pack-after):
@@ -287,10 +407,14 @@ pack_settled(PGconn *db, int64_t now, struct figures *f)
         (double)stored;
 }
 
+/* Events waiting for (d): more than meterd delivers during a push. */
+#define HOOK_EVENTS 100000
+
 /* One run: the workload of `sandboxes` x `seconds` (noisy or not) loaded
- * by psql \copy, then pushed to a new meterd, in a database of its own. */
+ * by psql \copy, then pushed to a new meterd, in a database of its own;
+ * with hooks, while it delivers webhooks all along. */
 static void
-one_run(size_t sandboxes, unsigned seconds, int conns, bool noisy,
+one_run(size_t sandboxes, unsigned seconds, int conns, bool noisy, bool hooks,
         struct figures *f)
 {
     const unsigned window = 60;
@@ -350,6 +474,11 @@ one_run(size_t sandboxes, unsigned seconds, int conns, bool noisy,
     if (PQresultStatus(r) != PGRES_COMMAND_OK)
         die("key", PQerrorMessage(db));
     PQclear(r);
+    struct receiver rc;
+    if (hooks) {
+        receiver_start(&rc);
+        hooks_seed(db, &rc, HOOK_EVENTS);
+    }
     int port = 20000 + (int)(getpid() % 20000);
     char listen[64], url[128];
     snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
@@ -365,8 +494,16 @@ one_run(size_t sandboxes, unsigned seconds, int conns, bool noisy,
         _exit(127);
     }
     bench_wait_ready(listen);
+    const char *delivered = "SELECT count(*) FROM webhook_deliveries"
+                            " WHERE delivered_at IS NOT NULL";
+    long long before = sql_int(db, delivered);
+    double pushed_at = bench_now();
     f->col_rate = push_all(url, token, "Content-Type: application/json",
                            batches, nb, conns, &f->p50, &f->p99);
+    long long during = sql_int(db, delivered) - before;
+    f->hooks_rate = (double)during / (bench_now() - pushed_at);
+    if (hooks && before + during >= HOOK_EVENTS)
+        printf("  (the outbox ran dry during the push: raise HOOK_EVENTS)\n");
     PQclear(bench_sql(db, "CHECKPOINT"));
     long long stored = sql_int(db, "SELECT sum(samples) FROM usage_hourly");
     f->blocks_bytes =
@@ -402,6 +539,8 @@ one_run(size_t sandboxes, unsigned seconds, int conns, bool noisy,
                           rows_json + 5, 5, conns, &f->j50, &f->j99);
     kill(meterd, SIGTERM);
     waitpid(meterd, NULL, 0);
+    if (hooks)
+        receiver_stop(&rc);
     /* Each costs a batch a second or more (deadlock_timeout), then its
      * retry: the p99 shows them. */
     f->deadlocks = (double)sql_int(db, "SELECT deadlocks FROM pg_stat_database"
@@ -483,6 +622,37 @@ report(const char *fleet, struct figures *runs, double max_bytes)
     return missed;
 }
 
+/* (d) beside (b) on the same fleet: whether deliveries under way cost
+ * ingestion anything measurable, i.e. more than the runs' own spread. */
+static void
+report_hooks(struct figures *plain, struct figures *hooked)
+{
+    printf("\nsmooth fleet, webhook deliveries under way (median of %d runs,"
+           " min-max):\n",
+           RUNS);
+    struct figures *runs = hooked;
+    ROW("(d) meterd columnar JSON, samples/s", col_rate, 0, 1);
+    ROW("    batch p50 ms", p50, 1, 1e3);
+    ROW("    batch p99 ms", p99, 1, 1e3);
+    ROW("    webhooks delivered a second", hooks_rate, 0, 1);
+    runs = plain;
+    ROW("(b) the same without, samples/s", col_rate, 0, 1);
+    double p[RUNS], h[RUNS];
+    for (int i = 0; i < RUNS; i++) {
+        p[i] = plain[i].col_rate;
+        h[i] = hooked[i].col_rate;
+    }
+    double pm = bench_quantile(p, RUNS, 0.5), hm = bench_quantile(h, RUNS, 0.5);
+    double lo = p[0], hi = p[0];
+    for (int i = 1; i < RUNS; i++) {
+        lo = p[i] < lo ? p[i] : lo;
+        hi = p[i] > hi ? p[i] : hi;
+    }
+    printf("  (d) / (b): %.3f; (d)'s median %s (b)'s spread %.0f-%.0f: %s\n",
+           hm / pm, hm >= lo && hm <= hi ? "within" : "outside", lo, hi,
+           hm >= lo ? "no cost measurable" : "a cost measured");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -497,18 +667,22 @@ main(int argc, char **argv)
     bench_print_loadavg("at start");
     fflush(stdout);
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    struct figures smooth[RUNS], noisy[RUNS];
+    struct figures smooth[RUNS], noisy[RUNS], hooked[RUNS];
     for (int i = 0; i < RUNS; i++) {
-        one_run(sandboxes, seconds, conns, false, &smooth[i]);
-        one_run(sandboxes, seconds, conns, true, &noisy[i]);
+        one_run(sandboxes, seconds, conns, false, false, &smooth[i]);
+        one_run(sandboxes, seconds, conns, true, false, &noisy[i]);
+        one_run(sandboxes, seconds, conns, false, true, &hooked[i]);
         printf("  run %d: smooth %.0f samples/s (copy %.0f), noisy %.0f "
-               "(copy %.0f)\n",
+               "(copy %.0f), smooth delivering webhooks %.0f (%.0f "
+               "deliveries/s)\n",
                i + 1, smooth[i].col_rate, smooth[i].copy_rate,
-               noisy[i].col_rate, noisy[i].copy_rate);
+               noisy[i].col_rate, noisy[i].copy_rate, hooked[i].col_rate,
+               hooked[i].hooks_rate);
         fflush(stdout);
     }
     int missed = report("smooth (the bench's)", smooth, 4) +
                  report("noisy (sim_fleet_noisy)", noisy, 5);
+    report_hooks(smooth, hooked);
     printf("\n%d target(s) missed\n", missed);
     bench_print_loadavg("at end");
     curl_global_cleanup();

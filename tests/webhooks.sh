@@ -246,6 +246,21 @@ checks=$((checks + 1))
 [ "$(jq -r --arg id "$held" 'select(.id == $id and .code == 200) | .id' got.ndjson | head -1)" = "$held" ] ||
     fail "the event held at the kill never delivered: $held"
 
+# --- a refused event holds back its account's later ones ----------------------
+# Each refusal moves the later events' next try to the refused one's
+# (webhooks.c), so that a claim's scan by due time skips them.
+expect_status 0 ctl webhooks add "$R/refuse" --events alert.triggered
+held_id=$(echo "$out $err" | grep -o 'webhook [0-9]*' | cut -d' ' -f2)
+psql "$db" -XAtq -c "WITH ev AS (INSERT INTO webhook_events (type, account_id, payload) SELECT 'alert.triggered', 'acme', jsonb_build_object('n', g) FROM generate_series(1, 3) g RETURNING event_pk) INSERT INTO webhook_deliveries (endpoint_id, event_pk, account_id) SELECT $held_id, event_pk, 'acme' FROM ev" >/dev/null
+behind() {
+    psql "$db" -XAtc "SELECT count(*) FILTER (WHERE s.event_pk > h.event_pk AND s.next_attempt_at >= h.next_attempt_at AND s.attempts = 0) || ' ' || count(*) FILTER (WHERE s.event_pk > h.event_pk) FROM webhook_deliveries h JOIN webhook_deliveries s USING (endpoint_id, account_id) WHERE h.endpoint_id = $held_id AND h.attempts > 0 AND h.event_pk = (SELECT min(event_pk) FROM webhook_deliveries WHERE endpoint_id = $held_id)"
+}
+for i in $(seq 1 50); do [ "$(behind)" = "2 2" ] && break; sleep 0.1; done
+checks=$((checks + 1))
+[ "$(behind)" = "2 2" ] ||
+    fail "the later events of a refused one, waiting no earlier than it and untried (of 2): $(behind)"
+expect_status 0 ctl webhooks remove "$held_id"
+
 # --- audited -------------------------------------------------------------------
 audit=$(psql "$db" -XAtc "SELECT string_agg(action || ' ' || subject || ' ' || actor, ', ' ORDER BY audit_id) FROM audit_log WHERE action LIKE 'webhook.%'")
 contains "$audit" "webhook.create webhook 1 meterctl:" "meterctl's add audited"

@@ -299,10 +299,13 @@ meter_db_webhook_record(PGconn *db, const struct meter_webhook_claim *c,
     db_param_int64(&p, o->give_up_ms);
     /* Only a pending delivery: another meterd that took it over after
      * this one's lease ran out may have delivered it already. Past the
-     * last time to try (give_up_ms after the event), it is given up. */
+     * last time to try (give_up_ms after the event), it is given up.
+     * One to be tried again holds back the later events of its account
+     * to its endpoint (the claim's order): they wait till then too, so
+     * that a claim's scan by due time does not walk them meanwhile. */
     return meter_db_exec(
         db, "cannot record the delivery",
-        "UPDATE webhook_deliveries d SET attempts = d.attempts + 1,"
+        "WITH r AS (UPDATE webhook_deliveries d SET attempts = d.attempts + 1,"
         " last_attempt_at = now(), last_status = $3::int,"
         " last_error = left($4, 500), locked_until = NULL,"
         " delivered_at = CASE WHEN $5::boolean THEN now() END,"
@@ -314,6 +317,13 @@ meter_db_webhook_record(PGconn *db, const struct meter_webhook_claim *c,
         "  THEN now() END"
         " FROM webhook_events ev WHERE ev.event_pk = d.event_pk"
         " AND d.endpoint_id = $1::bigint AND d.event_pk = $2::bigint"
-        " AND d.delivered_at IS NULL AND d.failed_at IS NULL",
+        " AND d.delivered_at IS NULL AND d.failed_at IS NULL"
+        " RETURNING d.endpoint_id, d.account_id, d.event_pk,"
+        " d.next_attempt_at, d.delivered_at, d.failed_at)"
+        " UPDATE webhook_deliveries s SET next_attempt_at = r.next_attempt_at"
+        " FROM r WHERE r.delivered_at IS NULL AND r.failed_at IS NULL"
+        " AND s.endpoint_id = r.endpoint_id AND s.account_id = r.account_id"
+        " AND s.event_pk > r.event_pk AND s.delivered_at IS NULL"
+        " AND s.failed_at IS NULL AND s.next_attempt_at < r.next_attempt_at",
         p.n, p.v, NULL, NULL, NULL, e);
 }
