@@ -197,6 +197,24 @@ want 201 "the grant replayed" '.id == "grant-1"'
 checks=$((checks + 1))
 [ "$(psql "$db" -XAtc "SELECT count(*) FROM credit_grants WHERE account_id = 'beta'")" = 1 ] ||
     fail "a replayed grant given twice"
+# The work and its answer commit together: where the answer cannot be
+# kept, the grant is not given either, and a retry with the key gives it
+# once (the grant's own transaction a savepoint of the request's).
+psql "$db" -XAtqc "ALTER TABLE idempotency_keys ADD CONSTRAINT no_answers CHECK (response IS NULL) NOT VALID"
+api POST /v1/admin/accounts/beta/grants '{"amount": "7"}' -H 'Idempotency-Key: g-2'
+checks=$((checks + 1))
+[ "$code" -ge 500 ] || fail "a grant whose answer cannot be kept: HTTP $code: $body"
+grants7() { psql "$db" -XAtc "SELECT count(*) FROM credit_grants WHERE account_id = 'beta' AND amount = 7"; }
+checks=$((checks + 1))
+[ "$(grants7)" = 0 ] || fail "a grant given though its answer was not kept: $(grants7)"
+psql "$db" -XAtqc "ALTER TABLE idempotency_keys DROP CONSTRAINT no_answers"
+api POST /v1/admin/accounts/beta/grants '{"amount": "7"}' -H 'Idempotency-Key: g-2'
+want 201 "the retry with the key" '.amount == "7"'
+api POST /v1/admin/accounts/beta/grants '{"amount": "7"}' -H 'Idempotency-Key: g-2'
+want 201 "and its replay" '.amount == "7"'
+contains "$headers" "Idempotent-Replayed: true" "the retry's answer kept"
+checks=$((checks + 1))
+[ "$(grants7)" = 1 ] || fail "the retried grant given $(grants7) times"
 api POST /v1/admin/accounts/beta/grants '{"amount": "-1"}'
 want 409 "a negative grant refused" '.detail | test("amount|-1")'
 api POST /v1/admin/accounts/beta/grants '{"amount": "5", "expires_after_periods": -1}'

@@ -271,7 +271,7 @@ meter_db_idem_claim(PGconn *db, int64_t key_id, const char *idem_key,
             p.n, p.v, p.len, p.fmt, NULL, e);
     if (st == METER_DB_ROWS) {
         out->outcome = METER_IDEM_NEW;
-        return st; /* the lease held until meter_db_idem_finish */
+        return st; /* the lease held until meter_db_idem_release */
     }
     if (st >= 0)
         st = meter_db_exec(db, "cannot read the idempotency key",
@@ -301,7 +301,7 @@ meter_db_idem_claim(PGconn *db, int64_t key_id, const char *idem_key,
 }
 
 enum meter_db_status
-meter_db_idem_finish(PGconn *db, int64_t key_id, const char *idem_key,
+meter_db_idem_answer(PGconn *db, int64_t key_id, const char *idem_key,
                      int status, const char *response, struct meter_err *e)
 {
     struct db_params p = {0};
@@ -309,17 +309,26 @@ meter_db_idem_finish(PGconn *db, int64_t key_id, const char *idem_key,
     db_param_text(&p, idem_key);
     db_param_int32(&p, status);
     db_param_text(&p, response);
-    /* status 0: the request was refused as asked; a retry with the key
-     * runs it again. */
+    return meter_db_exec(db, "cannot store the idempotent answer",
+                         "UPDATE idempotency_keys SET status = $3::int,"
+                         " response = $4 WHERE key_id = $1 AND idem_key = $2",
+                         p.n, p.v, NULL, NULL, NULL, e);
+}
+
+enum meter_db_status
+meter_db_idem_release(PGconn *db, int64_t key_id, const char *idem_key,
+                      bool answered, struct meter_err *e)
+{
+    struct db_params p = {0};
+    db_param_int64(&p, key_id);
+    db_param_text(&p, idem_key);
     enum meter_db_status st =
-        meter_db_exec(db, "cannot store the idempotent answer",
-                      "WITH gone AS (DELETE FROM idempotency_keys"
-                      "  WHERE key_id = $1 AND idem_key = $2"
-                      "  AND $3::int = 0)"
-                      " UPDATE idempotency_keys SET status = $3::int,"
-                      " response = $4 WHERE key_id = $1 AND idem_key = $2"
-                      " AND $3::int <> 0",
-                      p.n, p.v, NULL, NULL, NULL, e);
+        answered ? METER_DB_NONE
+                 : meter_db_exec(db, "cannot release the idempotency key",
+                                 "DELETE FROM idempotency_keys"
+                                 " WHERE key_id = $1 AND idem_key = $2"
+                                 " AND status IS NULL",
+                                 p.n, p.v, NULL, NULL, NULL, e);
     idem_unlock(db, key_id, idem_key);
     return st;
 }

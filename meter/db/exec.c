@@ -424,9 +424,15 @@ db_transaction_ends(PGconn *db, const char *begin, int attempts,
                     meter_db_tx_fn *fn, void *arg, const char *gid,
                     struct meter_err *e)
 {
+    /* Inside another transaction (an idempotent request's, admin.c): a
+     * savepoint of it. */
+    bool nested = PQtransactionStatus(db) == PQTRANS_INTRANS;
+    if (nested && gid)
+        return db_hard(e, "a two-phase transaction cannot be nested");
     enum meter_db_status rc = METER_DB_SOFT;
     for (int i = 0; i < attempts && rc == METER_DB_SOFT; i++) {
-        rc = meter_db_exec(db, "cannot begin a transaction", begin, 0, NULL,
+        rc = meter_db_exec(db, "cannot begin a transaction",
+                           nested ? "SAVEPOINT meter_nested" : begin, 0, NULL,
                            NULL, NULL, NULL, e);
         if (rc < 0)
             return rc;
@@ -439,20 +445,25 @@ db_transaction_ends(PGconn *db, const char *begin, int attempts,
         if (rc >= 0) {
             enum meter_db_status done =
                 gid ? db_two_phase(db, DB_PREPARE, gid, NULL, e)
-                    : meter_db_exec(db, "cannot commit", "COMMIT", 0, NULL,
-                                    NULL, NULL, NULL, e);
+                    : meter_db_exec(db, "cannot commit",
+                                    nested ? "RELEASE SAVEPOINT meter_nested"
+                                           : "COMMIT",
+                                    0, NULL, NULL, NULL, NULL, e);
             if (done >= 0)
                 return rc;
             rc = done;
         }
         /* A failed COMMIT has ended the transaction already. Results
-         * left unread would keep it active: read them first. */
+         * left unread would keep it active: read them first. Nested, the
+         * outer transaction goes on without what fn did. */
         PGresult *left;
         while ((left = PQgetResult(db)))
             PQclear(left);
         PGTransactionStatusType ts = PQtransactionStatus(db);
         if (ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR)
-            PQclear(PQexec(db, "ROLLBACK"));
+            PQclear(PQexec(db, nested ? "ROLLBACK TO SAVEPOINT meter_nested;"
+                                        " RELEASE SAVEPOINT meter_nested"
+                                      : "ROLLBACK"));
     }
     return rc;
 }

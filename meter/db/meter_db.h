@@ -135,6 +135,9 @@ typedef enum meter_db_status meter_db_tx_fn(PGconn *db, void *arg,
  * rolling back otherwise. A SOFT result, from fn or the commit, runs it
  * again, up to attempts times in all; returns what the last attempt
  * returned (SOFT if every attempt was). Never leaves a transaction open.
+ * Called inside a transaction, it runs fn in a savepoint of it instead
+ * (begin's isolation is then the outer one's), released or rolled back
+ * to, and the outer transaction commits or not.
  */
 enum meter_db_status meter_db_transaction(PGconn *db, const char *begin,
                                           int attempts, meter_db_tx_fn *fn,
@@ -328,7 +331,7 @@ enum meter_db_status meter_db_book_get(PGconn *db, const char *id, int version,
  * path and body); the same request again gets the first answer, another
  * request with the key is refused. */
 enum meter_idem_outcome {
-    METER_IDEM_NEW,           /* claimed: run it, then meter_db_idem_finish */
+    METER_IDEM_NEW,           /* claimed: run it, meter_db_idem_release */
     METER_IDEM_DONE,          /* answered before: status and response */
     METER_IDEM_UNDER_WAY,     /* the first request is still running */
     METER_IDEM_OTHER_REQUEST, /* the key was used with another request */
@@ -345,12 +348,19 @@ enum meter_db_status meter_db_idem_claim(PGconn *db, int64_t key_id,
                                          const uint8_t request[32],
                                          struct meter_idem *out,
                                          struct meter_err *e);
-/* Stores a claimed key's answer (status 2xx, response its body), or with
- * status 0 releases the claim, so that a retry runs the request again. */
-enum meter_db_status meter_db_idem_finish(PGconn *db, int64_t key_id,
+/* Stores a claimed key's answer (status 2xx, response its body), in the
+ * transaction of the request's work: the two commit together or not at
+ * all, so that a request cut off between them is not done twice. */
+enum meter_db_status meter_db_idem_answer(PGconn *db, int64_t key_id,
                                           const char *idem_key, int status,
                                           const char *response,
                                           struct meter_err *e);
+/* Ends a claim once that transaction has ended: with no answer committed
+ * (answered false), forgets it, so that a retry runs the request again;
+ * then gives up its lease. */
+enum meter_db_status meter_db_idem_release(PGconn *db, int64_t key_id,
+                                           const char *idem_key, bool answered,
+                                           struct meter_err *e);
 
 /* ---- browser sessions (0008_web_sessions.sql) ----------------------------
  *

@@ -203,6 +203,36 @@ idem_key_valid(const char *k)
     return n >= 1 && n <= 255;
 }
 
+/* A creation run for an Idempotency-Key: its work and its answer kept,
+ * in one transaction. */
+struct idem_run {
+    struct meter_http_request *rq;
+    admin_fn *fn;
+    const char *secret;
+    int64_t key_id;
+    const char *key;
+    unsigned status;
+    json_t *answer; /* NULL: fn answered (refused) */
+    char *text;     /* the answer kept: without the secret */
+};
+
+static enum meter_db_status
+idem_attempt(PGconn *db, void *arg, struct meter_err *e)
+{
+    struct idem_run *x = arg;
+    if (!(x->answer = x->fn(x->rq, db, &x->status)))
+        return METER_DB_HARD; /* refused, and answered: rolled back */
+    json_t *kept = json_deep_copy(x->answer);
+    if (kept && x->secret)
+        json_object_set_new(kept, x->secret, json_null());
+    x->text = kept ? json_dumps(kept, JSON_COMPACT) : NULL;
+    json_decref(kept);
+    if (!x->text)
+        return METER_DB_HARD; /* e says nothing: answered below */
+    return meter_db_idem_answer(db, x->key_id, x->key, (int)x->status, x->text,
+                                e);
+}
+
 /* Runs creation fn, by the Idempotency-Key header if there is one.
  * secret names a member of the answer that is shown once and never kept
  * (a key's token): a replay answers without it. */
@@ -263,26 +293,29 @@ idempotent(struct meter_http_request *rq, admin_fn *fn, const char *secret)
     case METER_IDEM_NEW:
         break;
     }
-    answer = fn(rq, db, &status);
-    json_t *kept = answer ? json_deep_copy(answer) : NULL;
-    if (kept && secret)
-        json_object_set_new(kept, secret, json_null());
-    text = kept ? json_dumps(kept, JSON_COMPACT) : NULL;
-    json_decref(kept);
-    /* A failure (or an answer that cannot be kept) releases the key: a
-     * retry runs the request again. */
-    st =
-        meter_db_idem_finish(db, key_id, key, text ? (int)status : 0, text, &e);
-    if (answer && !text)
+    /* The work and its answer commit together: a meterd cut off before
+     * the commit did nothing, and a retry runs the request again. A
+     * refusal (fn answered), or an answer that cannot be kept, rolls
+     * back and releases the key too. */
+    struct idem_run x = {rq, fn, secret, key_id, key, 200, NULL, NULL};
+    st = meter_db_transaction(db, "BEGIN", 1, idem_attempt, &x, &e);
+    answer = x.answer;
+    text = x.text;
+    struct meter_err re = {{0}};
+    meter_db_idem_release(db, key_id, key, st >= 0, &re);
+    status = x.status;
+    if (!answer)
+        ; /* fn answered */
+    else if (!text)
         meter_http_reply_problem(rq, 500, "internal", "Out of memory", NULL,
                                  "the answer cannot be written");
-    else if (answer && st < 0)
+    else if (st < 0)
         meter_http_reply_db_error(rq, db, st, &e,
-                                  "done, but its answer cannot be kept for "
-                                  "the Idempotency-Key");
-    else if (answer && secret)
+                                  "not done: it and its answer for the "
+                                  "Idempotency-Key cannot be committed");
+    else if (secret)
         meter_http_reply_json(rq, status, json_incref(answer));
-    else if (answer)
+    else
         reply_stored(rq, (int)status, text);
 out:
     json_decref(answer);
