@@ -10,14 +10,18 @@
  *   (c) then what meterd does once the hours have settled: every hour's
  *       blocks packed (usage_pack.c), their space given back by VACUUM;
  *   (d) (b) again with webhook deliveries under way all along (issue 25:
- *       a delivery should cost ingestion nothing measurable): an
- *       endpoint on a receiver of the bench's, and more events waiting
- *       in the outbox than meterd's delivery thread sends meanwhile.
+ *       a delivery should cost ingestion nothing measurable), to an
+ *       endpoint on a receiver of the bench's: events written at a
+ *       steady HOOK_RATE a second, as billing and the alerts write
+ *       them, each delivered as it comes;
+ *   (e) the same with more events waiting in the outbox than meterd's
+ *       delivery thread sends meanwhile: the worst case, a backlog
+ *       drained as fast as it goes (an endpoint back after an outage).
  * It reports samples per second, p50/p99 batch latency, and bytes per
  * sample on disk (indexes included) for both stores, as ingested and as
  * packed, and the packing's samples per second, for the bench's
- * fleet and a noisy one (sim_fleet_noisy), and (d)'s samples per second
- * and deliveries per second beside (b)'s, three runs of each,
+ * fleet and a noisy one (sim_fleet_noisy), and (d)'s and (e)'s samples
+ * per second and deliveries per second beside (b)'s, three runs of each,
  * alternating, each figure the median with min and max beside it.
  *
  * usage: ingest_bench [SANDBOXES] [SECONDS] [CONNECTIONS]
@@ -33,6 +37,7 @@
 #include <stddef.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,6 +364,47 @@ hooks_seed(PGconn *db, const struct receiver *rc, long events)
     PQclear(bench_sql(db, "VACUUM ANALYZE webhook_events, webhook_deliveries"));
 }
 
+/* Writes an event with its delivery HOOK_RATE times a second, from a
+ * connection of its own, until told to stop: (d)'s steady events. */
+#define HOOK_RATE 10
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+struct feeder {
+    const char *conninfo;
+    atomic_bool stop;
+    pthread_t thread;
+};
+
+static void *
+feed(void *arg)
+{
+    struct feeder *fd = arg;
+    PGconn *db = PQconnectdb(fd->conninfo);
+    if (PQstatus(db) != CONNECTION_OK)
+        die("feeder", PQerrorMessage(db));
+    double next = bench_now();
+    while (!atomic_load(&fd->stop)) {
+        PQclear(bench_sql(
+            db, "WITH ev AS (INSERT INTO webhook_events (type, account_id,"
+                " payload) SELECT 'alert.triggered', 'hooked-'"
+                " || (floor(random() * 1000) + 1)::int, '{\"rule_id\": 1,"
+                " \"percent\": 80, \"value\": \"400.00\"}' RETURNING"
+                " event_pk, account_id) INSERT INTO webhook_deliveries"
+                " (endpoint_id, event_pk, account_id) SELECT w.endpoint_id,"
+                " ev.event_pk, ev.account_id FROM ev, webhook_endpoints w"));
+        next += 1.0 / HOOK_RATE;
+        double wait = next - bench_now();
+        if (wait > 0) {
+            struct timespec ts = {(time_t)wait,
+                                  (long)((wait - (double)(time_t)wait) * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+    }
+    PQfinish(db);
+    return NULL;
+}
+
 /* ---- one run ------------------------------------------------------------ */
 
 #define RUNS 3
@@ -370,7 +416,7 @@ struct figures {
     double pack_rate, packs_bytes, at_rest_bytes;
     double nd_rate, n50, n99, js_rate, j50, j99;
     double deadlocks;  /* the server's, while meterd ran */
-    double hooks_rate; /* (d): deliveries a second during the push */
+    double hooks_rate; /* (d), (e): deliveries a second during the push */
 };
 
 /* What meterd does once an hour of the fleet has ended (--pack-after):
@@ -407,15 +453,22 @@ pack_settled(PGconn *db, int64_t now, struct figures *f)
         (double)stored;
 }
 
-/* Events waiting for (d): more than meterd delivers during a push. */
+/* Events waiting for (e): more than meterd delivers during a push. */
 #define HOOK_EVENTS 100000
 
+/* What is delivered during a run's push. */
+enum hooks {
+    HOOKS_NONE,
+    HOOKS_STEADY,  /* (d) */
+    HOOKS_BACKLOG, /* (e) */
+};
+
 /* One run: the workload of `sandboxes` x `seconds` (noisy or not) loaded
- * by psql \copy, then pushed to a new meterd, in a database of its own;
- * with hooks, while it delivers webhooks all along. */
+ * by psql \copy, then pushed to a new meterd, in a database of its own,
+ * while it delivers webhooks as hooks says. */
 static void
-one_run(size_t sandboxes, unsigned seconds, int conns, bool noisy, bool hooks,
-        struct figures *f)
+one_run(size_t sandboxes, unsigned seconds, int conns, bool noisy,
+        enum hooks hooks, struct figures *f)
 {
     const unsigned window = 60;
     struct bench_db bdb;
@@ -475,9 +528,9 @@ one_run(size_t sandboxes, unsigned seconds, int conns, bool noisy, bool hooks,
         die("key", PQerrorMessage(db));
     PQclear(r);
     struct receiver rc;
-    if (hooks) {
+    if (hooks != HOOKS_NONE) {
         receiver_start(&rc);
-        hooks_seed(db, &rc, HOOK_EVENTS);
+        hooks_seed(db, &rc, hooks == HOOKS_BACKLOG ? HOOK_EVENTS : 0);
     }
     int port = 20000 + (int)(getpid() % 20000);
     char listen[64], url[128];
@@ -496,13 +549,21 @@ one_run(size_t sandboxes, unsigned seconds, int conns, bool noisy, bool hooks,
     bench_wait_ready(listen);
     const char *delivered = "SELECT count(*) FROM webhook_deliveries"
                             " WHERE delivered_at IS NOT NULL";
+    struct feeder feeder = {.conninfo = conninfo};
+    if (hooks == HOOKS_STEADY &&
+        pthread_create(&feeder.thread, NULL, feed, &feeder) != 0)
+        die("feeder", "cannot start its thread");
     long long before = sql_int(db, delivered);
     double pushed_at = bench_now();
     f->col_rate = push_all(url, token, "Content-Type: application/json",
                            batches, nb, conns, &f->p50, &f->p99);
     long long during = sql_int(db, delivered) - before;
     f->hooks_rate = (double)during / (bench_now() - pushed_at);
-    if (hooks && before + during >= HOOK_EVENTS)
+    if (hooks == HOOKS_STEADY) {
+        atomic_store(&feeder.stop, true);
+        pthread_join(feeder.thread, NULL);
+    }
+    if (hooks == HOOKS_BACKLOG && before + during >= HOOK_EVENTS)
         printf("  (the outbox ran dry during the push: raise HOOK_EVENTS)\n");
     PQclear(bench_sql(db, "CHECKPOINT"));
     long long stored = sql_int(db, "SELECT sum(samples) FROM usage_hourly");
@@ -539,7 +600,7 @@ one_run(size_t sandboxes, unsigned seconds, int conns, bool noisy, bool hooks,
                           rows_json + 5, 5, conns, &f->j50, &f->j99);
     kill(meterd, SIGTERM);
     waitpid(meterd, NULL, 0);
-    if (hooks)
+    if (hooks != HOOKS_NONE)
         receiver_stop(&rc);
     /* Each costs a batch a second or more (deadlock_timeout), then its
      * retry: the p99 shows them. */
@@ -622,21 +683,17 @@ report(const char *fleet, struct figures *runs, double max_bytes)
     return missed;
 }
 
-/* (d) beside (b) on the same fleet: whether deliveries under way cost
- * ingestion anything measurable, i.e. more than the runs' own spread. */
+/* What (d) or (e) cost the smooth fleet's (b) in the same runs: a cost
+ * is measurable when its median is below the least of (b)'s runs. */
 static void
-report_hooks(struct figures *plain, struct figures *hooked)
+report_hooks(const char *what, struct figures *plain, struct figures *hooked)
 {
-    printf("\nsmooth fleet, webhook deliveries under way (median of %d runs,"
-           " min-max):\n",
-           RUNS);
+    printf("\nsmooth fleet, %s (median of %d runs, min-max):\n", what, RUNS);
     struct figures *runs = hooked;
-    ROW("(d) meterd columnar JSON, samples/s", col_rate, 0, 1);
+    ROW("meterd columnar JSON, samples/s", col_rate, 0, 1);
     ROW("    batch p50 ms", p50, 1, 1e3);
     ROW("    batch p99 ms", p99, 1, 1e3);
-    ROW("    webhooks delivered a second", hooks_rate, 0, 1);
-    runs = plain;
-    ROW("(b) the same without, samples/s", col_rate, 0, 1);
+    ROW("    webhooks delivered a second", hooks_rate, 1, 1);
     double p[RUNS], h[RUNS];
     for (int i = 0; i < RUNS; i++) {
         p[i] = plain[i].col_rate;
@@ -648,9 +705,12 @@ report_hooks(struct figures *plain, struct figures *hooked)
         lo = p[i] < lo ? p[i] : lo;
         hi = p[i] > hi ? p[i] : hi;
     }
-    printf("  (d) / (b): %.3f; (d)'s median %s (b)'s spread %.0f-%.0f: %s\n",
-           hm / pm, hm >= lo && hm <= hi ? "within" : "outside", lo, hi,
-           hm >= lo ? "no cost measurable" : "a cost measured");
+    printf("  / (b) without: %.3f; the median %s (b)'s runs %.0f-%.0f: %s\n",
+           hm / pm,
+           hm < lo   ? "below"
+           : hm > hi ? "above"
+                     : "within",
+           lo, hi, hm >= lo ? "no cost measurable" : "a cost measured");
 }
 
 int
@@ -667,22 +727,28 @@ main(int argc, char **argv)
     bench_print_loadavg("at start");
     fflush(stdout);
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    struct figures smooth[RUNS], noisy[RUNS], hooked[RUNS];
+    struct figures smooth[RUNS], noisy[RUNS], steady[RUNS], backlog[RUNS];
     for (int i = 0; i < RUNS; i++) {
-        one_run(sandboxes, seconds, conns, false, false, &smooth[i]);
-        one_run(sandboxes, seconds, conns, true, false, &noisy[i]);
-        one_run(sandboxes, seconds, conns, false, true, &hooked[i]);
+        one_run(sandboxes, seconds, conns, false, HOOKS_NONE, &smooth[i]);
+        one_run(sandboxes, seconds, conns, true, HOOKS_NONE, &noisy[i]);
+        one_run(sandboxes, seconds, conns, false, HOOKS_STEADY, &steady[i]);
+        one_run(sandboxes, seconds, conns, false, HOOKS_BACKLOG, &backlog[i]);
         printf("  run %d: smooth %.0f samples/s (copy %.0f), noisy %.0f "
-               "(copy %.0f), smooth delivering webhooks %.0f (%.0f "
-               "deliveries/s)\n",
+               "(copy %.0f); smooth delivering webhooks: steady %.0f (%.1f "
+               "deliveries/s), a backlog %.0f (%.0f deliveries/s)\n",
                i + 1, smooth[i].col_rate, smooth[i].copy_rate,
-               noisy[i].col_rate, noisy[i].copy_rate, hooked[i].col_rate,
-               hooked[i].hooks_rate);
+               noisy[i].col_rate, noisy[i].copy_rate, steady[i].col_rate,
+               steady[i].hooks_rate, backlog[i].col_rate,
+               backlog[i].hooks_rate);
         fflush(stdout);
     }
     int missed = report("smooth (the bench's)", smooth, 4) +
                  report("noisy (sim_fleet_noisy)", noisy, 5);
-    report_hooks(smooth, hooked);
+    report_hooks("(d) webhooks delivered as they come, " STR(
+                     HOOK_RATE) " events a second",
+                 smooth, steady);
+    report_hooks("(e) a backlog of webhooks drained all along", smooth,
+                 backlog);
     printf("\n%d target(s) missed\n", missed);
     bench_print_loadavg("at end");
     curl_global_cleanup();

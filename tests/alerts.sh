@@ -59,6 +59,12 @@ post "$ADMIN" /v1/admin/alerts '{"name": "x", "metric": "vcpu_hours", "threshold
 want 400 "percent 0" '.errors[0].field == "percents"'
 post "$ADMIN" /v1/admin/alerts '{"name": "x", "metric": "vcpu_hours", "threshold": "1", "percents": [1001]}'
 want 400 "percent 1001" '.errors[0].field == "percents"'
+post "$ADMIN" /v1/admin/alerts '{"name": "x", "metric": "vcpu_hours", "threshold": "1", "percents": [80, 100, 80]}'
+want 400 "a percent given twice" '.errors[0].field == "percents" and .errors[0].value == "80" and (.errors[0].reason | test("twice"))'
+post "$ADMIN" /v1/admin/alerts '{"name": "x", "metric": "vcpu_hours", "threshold": "1000000", "percents": [1, 1000]}'
+want 201 "percents 1 and 1000, the bounds" '.percents == [1, 1000]'
+code=$(curl -s -o body.txt -w '%{http_code}' -X DELETE -H "Authorization: Bearer $ADMIN" "$A/v1/admin/alerts/$(jq .rule_id body.txt)")
+want 200 "the bounds' rule removed"
 post "$ADMIN" /v1/admin/alerts '{"account_id": "nobody", "name": "x", "metric": "vcpu_hours", "threshold": "1"}'
 want 404 "a rule of no account"
 post "$FIN" /v1/admin/alerts '{"name": "x", "metric": "vcpu_hours", "threshold": "1"}'
@@ -144,6 +150,8 @@ want 404 "a scoped host key, another account"
 html=$(curl -s -H "Authorization: Bearer $FIN" "$A/accounts/acme?period=$month")
 contains "$html" "Usage alerts this month" "the account page's alerts"
 contains "$html" "50% at " "the page shows a crossing"
+contains "$html" '<td data-key="metric">the amount this month</td>' "an amount rule in words"
+contains "$html" '<td data-key="metric">vCPU-hours</td>' "a quantity rule in words"
 
 # --- usage on no book, told once -------------------------------------------------
 send "{\"sandboxes\":[$(sandbox gamma g-1 "$start" 60)]}"
@@ -165,6 +173,6 @@ want 404 "removed twice"
 get "$ACME" /v1/accounts/acme/alerts
 want 200 "without the removed rule" '[.alerts[].name] == ["vcpu at", "vcpu above", "euros"]'
 checks=$((checks + 1))
-[ "$(psql "$db" -XAtc "SELECT string_agg(action, ',' ORDER BY audit_id) FROM audit_log WHERE action LIKE 'alert.%'")" = "alert.add,alert.add,alert.add,alert.add,alert.remove" ] ||
+[ "$(psql "$db" -XAtc "SELECT string_agg(action, ',' ORDER BY audit_id) FROM audit_log WHERE action LIKE 'alert.%'")" = "alert.add,alert.add,alert.add,alert.add,alert.add,alert.remove,alert.remove" ] ||
     fail "the rules' audit: $(psql "$db" -XAtc "SELECT action FROM audit_log WHERE action LIKE 'alert.%'")"
 finish

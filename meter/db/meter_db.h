@@ -1345,6 +1345,11 @@ enum meter_db_status meter_db_webhook_claim(PGconn *db, int max, int lease_s,
                                             struct meter_webhook_claim **out,
                                             size_t *n, struct meter_err *e);
 void meter_db_webhook_claims_free(struct meter_webhook_claim *c, size_t n);
+/* Readies the delivery thread's connection: its commits (claims and
+ * outcomes) do not wait for the WAL's flush to disk, so that they cost
+ * ingestion's commits no flush of their own. One lost in a crash of the
+ * database is an attempt sent again: at least once, as a lost answer. */
+enum meter_db_status meter_db_webhook_session(PGconn *db, struct meter_err *e);
 
 /* The outcome of one attempt. */
 struct meter_webhook_outcome {

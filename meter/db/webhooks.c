@@ -207,6 +207,14 @@ copy_field(const PGresult *r, int row, int col, bool *failed)
 }
 
 enum meter_db_status
+meter_db_webhook_session(PGconn *db, struct meter_err *e)
+{
+    return meter_db_exec(db, "cannot set up the delivery connection",
+                         "SET synchronous_commit = off", 0, NULL, NULL, NULL,
+                         NULL, e);
+}
+
+enum meter_db_status
 meter_db_webhook_claim(PGconn *db, int max, int lease_s,
                        struct meter_webhook_claim **out, size_t *n,
                        struct meter_err *e)

@@ -102,6 +102,12 @@ meterd_alerts_add(struct meter_http_request *rq)
                     break;
                 }
                 percents[i] = (int)json_integer_value(x);
+                for (size_t k = 0; k < i; k++)
+                    ok = ok && percents[k] != percents[i];
+                if (!ok) {
+                    meterd_bad_field(rq, "percents", x, "given twice");
+                    break;
+                }
             }
         }
         PGconn *db = ok ? meter_http_db(rq) : NULL;

@@ -537,6 +537,24 @@ meterd_page_accounts(struct meter_http_request *rq)
 
 /* ---- one account --------------------------------------------------------- */
 
+/* What a rule's metric watches, in words. */
+static const char *
+metric_words(const char *metric)
+{
+    static const char *const words[][2] = {
+        {"amount", "the amount this month"},
+        {"vcpu_hours", "vCPU-hours"},
+        {"gib_hours", "GiB-hours of memory"},
+        {"storage_gib_hours", "GiB-hours of storage"},
+        {"egress_gb", "GB of egress"},
+        {"running_hours", "hours running"},
+    };
+    for (size_t i = 0; metric && i < sizeof(words) / sizeof(words[0]); i++)
+        if (strcmp(metric, words[i][0]) == 0)
+            return words[i][1];
+    return metric ? metric : "";
+}
+
 /* The account's usage alerts this period (docs/alerts.md): each rule,
  * its value now and the percents crossed; left out when none watches
  * it, and said when they cannot be read. */
@@ -587,9 +605,10 @@ alerts_section(struct page *p, struct meter_http_request *rq, const char *id)
         json_array_append_new(
             rows,
             json_pack(
-                "{s:O, s:O, s:s, s:s, s:s}", "name", json_object_get(a, "name"),
-                "metric", json_object_get(a, "metric"), "threshold",
-                limit.failed ? "" : limit.p, "value",
+                "{s:O, s:s, s:s, s:s, s:s}", "name", json_object_get(a, "name"),
+                "metric",
+                metric_words(json_string_value(json_object_get(a, "metric"))),
+                "threshold", limit.failed ? "" : limit.p, "value",
                 value ? value
                       : json_string_value(json_object_get(a, "why_no_value")),
                 "crossed",

@@ -73,7 +73,9 @@ connected(PGconn **db)
     if (*db)
         return true;
     *db = meter_db_connect(conninfo, &e);
-    if (*db && meter_db_set_statement_timeout(*db, db_timeout_s * 1000, &e) < 0)
+    if (*db &&
+        (meter_db_set_statement_timeout(*db, db_timeout_s * 1000, &e) < 0 ||
+         meter_db_webhook_session(*db, &e) < 0))
         disconnect(db);
     if (!*db) {
         meter_log(METER_LOG_WARN, "webhooks: %s", e.msg);
