@@ -75,12 +75,12 @@ seed(PGconn *db, long long accounts, long long hours)
     sql(db, "INSERT INTO account_price_books (account_id, valid_from,"
             " price_book_id, version) SELECT account_id, '2026-01-01',"
             " 'e2b-hobby', 1 FROM accounts");
-    /* 2026-01-01T00:00Z is hour 491016: each hour a sandbox of 2 vCPU
+    /* 2026-01-01T00:00Z is hour 490896: each hour a sandbox of 2 vCPU
      * and 4 GiB running, with some disk and egress. */
     snprintf(q, sizeof(q),
              "INSERT INTO usage_hourly_merged (account_pk, hour, samples,"
              " running_s, vcpu_s, cpu_used_s, mem_byte_s, mem_used_byte_s,"
-             " disk_byte_s, egress_bytes) SELECT a.account_pk, 491016 + h,"
+             " disk_byte_s, egress_bytes) SELECT a.account_pk, 490896 + h,"
              " 3600, 3600, 7200, 3600, 15461882265600, 7730941132800,"
              " 38654705664000, 0 FROM accounts a, generate_series(0, %lld) h",
              hours - 1);
@@ -91,11 +91,12 @@ seed(PGconn *db, long long accounts, long long hours)
             " sum(vcpu_s), sum(cpu_used_s), sum(mem_byte_s),"
             " sum(mem_used_byte_s), sum(disk_byte_s), sum(egress_bytes)"
             " FROM usage_hourly_merged GROUP BY 1, 2");
-    /* The last minute's batches, not merged yet: a row an account. */
+    /* The last minute's batches, in the last hour seeded, not merged
+     * yet: a row an account. */
     snprintf(q, sizeof(q),
              "INSERT INTO usage_hourly (account_pk, hour, samples, running_s,"
              " vcpu_s, cpu_used_s, mem_byte_s, mem_used_byte_s, disk_byte_s,"
-             " egress_bytes, added_at) SELECT account_pk, 491016 + %lld, 60,"
+             " egress_bytes, added_at) SELECT account_pk, 490896 + %lld, 60,"
              " 60, 120, 60, 257698037760, 128849018880, 644245094400, 0,"
              " now() FROM accounts",
              hours - 1);
@@ -122,8 +123,8 @@ baseline(PGconn *db)
         db, "SELECT count(*) FROM (SELECT account_pk, sum(samples),"
             " sum(running_s), sum(vcpu_s), sum(cpu_used_s), sum(mem_byte_s),"
             " sum(mem_used_byte_s), sum(disk_byte_s), sum(egress_bytes)"
-            " FROM usage_hourly_totals WHERE hour >= 491016"
-            " AND hour < 491760 GROUP BY account_pk) x"));
+            " FROM usage_hourly_totals WHERE hour >= 490896"
+            " AND hour < 491640 GROUP BY account_pk) x"));
     return bench_now() - t0;
 }
 

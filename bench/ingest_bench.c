@@ -275,8 +275,13 @@ request_whole(const char *buf, size_t got)
     long len = 0;
     for (const char *l = strstr(buf, "\r\n"); l && l < end;
          l = strstr(l + 2, "\r\n"))
-        if (strncasecmp(l + 2, "content-length:", 15) == 0)
-            len = strtol(l + 17, NULL, 10);
+        if (strncasecmp(l + 2, "content-length:", 15) == 0) {
+            char *e;
+            errno = 0;
+            len = strtol(l + 17, &e, 10);
+            if (errno || e == l + 17 || len < 0)
+                return true; /* answered as it is */
+        }
     return (long)(got - (size_t)(end + 4 - buf)) >= len;
 }
 
@@ -317,7 +322,7 @@ receiver_start(struct receiver *rc)
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof(a);
     rc->answered = 0;
-    rc->fd = socket(AF_INET, SOCK_STREAM, 0);
+    rc->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (rc->fd < 0 || bind(rc->fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
         listen(rc->fd, 64) < 0 ||
         getsockname(rc->fd, (struct sockaddr *)&a, &len) < 0)

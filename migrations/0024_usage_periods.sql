@@ -10,6 +10,18 @@
 -- (the merge adds, a quarantine takes back, a bucket's move copies
 -- them and its clean-up deletes them), and tests compare the two.
 
+-- A bucket's move begun before this migration would not carry the new
+-- table (its publication is the old one's): finish or call moves off
+-- first.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM bucket_moves) THEN
+        RAISE EXCEPTION 'a bucket is moving (bucket_moves): finish the move '
+            'or call it off (meterctl shard move --abort) before migrating';
+    END IF;
+END
+$$;
+
 -- The period (first day of the UTC month) of an hour since the epoch.
 CREATE FUNCTION meter_period_of(hour integer) RETURNS date
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -56,11 +68,30 @@ COMMENT ON COLUMN usage_period_merged.egress_bytes IS
     'as in usage_hourly_merged, summed';
 GRANT SELECT, INSERT, UPDATE ON usage_period_merged TO meter_worker;
 
-INSERT INTO usage_period_merged
-SELECT account_pk, meter_period_of(hour), sum(samples), sum(running_s),
-       sum(vcpu_s), sum(cpu_used_s), sum(mem_byte_s), sum(mem_used_byte_s),
-       sum(disk_byte_s), sum(egress_bytes)
-  FROM usage_hourly_merged GROUP BY 1, 2;
+-- Computes usage_period_merged again from usage_hourly_merged, with no
+-- merge or quarantine under way (their advisory locks, usage_merge.c and
+-- audit.c): how this migration fills it, and the repair should a merge
+-- of an older meterd have run after it (docs/operations.md).
+CREATE FUNCTION meter_periods_rebuild() RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    n bigint;
+BEGIN
+    PERFORM pg_advisory_xact_lock(7243615, 0), pg_advisory_xact_lock(7243615, 1);
+    DELETE FROM usage_period_merged;
+    INSERT INTO usage_period_merged
+    SELECT account_pk, meter_period_of(hour), sum(samples), sum(running_s),
+           sum(vcpu_s), sum(cpu_used_s), sum(mem_byte_s),
+           sum(mem_used_byte_s), sum(disk_byte_s), sum(egress_bytes)
+      FROM usage_hourly_merged GROUP BY 1, 2;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
+$$;
+COMMENT ON FUNCTION meter_periods_rebuild() IS
+    'computes usage_period_merged again from usage_hourly_merged (waits '
+    'for merges and quarantines); the account-periods written';
+SELECT meter_periods_rebuild();
 
 CREATE VIEW usage_period_totals AS
     SELECT account_pk, period, samples, running_s, vcpu_s, cpu_used_s,
@@ -74,6 +105,7 @@ CREATE VIEW usage_period_totals AS
 COMMENT ON VIEW usage_period_totals IS
     'rows whose sums per account and period are those of usage_hourly: a '
     'row an account and period once merged (usage_hourly_totals by month)';
+GRANT SELECT ON usage_period_totals TO meter_worker;
 
 CREATE VIEW held_period_totals AS
     SELECT meter_bucket(account_pk) AS bucket, account_pk, period, samples,

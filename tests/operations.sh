@@ -33,7 +33,7 @@ rm "behind/$last.sql"
 refused "a schema one migration behind" "at migration $prev;" "needs $last" "meterctl migrate"
 
 "$METERCTL" --db "$db" migrate >/dev/null || fail "migrate"
-start_meterd a "$wdb" || { finish; exit; }
+start_meterd a "$wdb" --merge-every 1 || { finish; exit; }
 A=$url_a
 checks=$((checks + 1))
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$A/readyz")" = 200 ] || fail "readyz on the schema it knows"
@@ -48,6 +48,9 @@ checks=$((checks + 1))
 contains "$body" "$next" "readyz names the newer migration"
 contains "$body" "schema-mismatch" "readyz's problem"
 refused "a schema one migration ahead" "at migration $next" "$last"
+# Nor does it merge rollups on a schema it does not know.
+for i in $(seq 1 50); do grep -q "merge: not merging: .*$next" "$tmp/a.log" && break; sleep 0.1; done
+contains "$(cat "$tmp/a.log")" "merge: not merging: the database is at migration $next" "the merge stops on a schema migrated under it"
 psql "$db" -qAtc "DELETE FROM schema_migrations WHERE file = '$next.sql'; DROP TABLE later" ||
     fail "undo the later migration"
 checks=$((checks + 1))

@@ -431,9 +431,11 @@ db_transaction_ends(PGconn *db, const char *begin, int attempts,
         return db_hard(e, "a two-phase transaction cannot be nested");
     enum meter_db_status rc = METER_DB_SOFT;
     for (int i = 0; i < attempts && rc == METER_DB_SOFT; i++) {
-        rc = meter_db_exec(db, "cannot begin a transaction",
-                           nested ? "SAVEPOINT meter_nested" : begin, 0, NULL,
-                           NULL, NULL, NULL, e);
+        rc = nested ? meter_db_exec(db, "cannot begin a transaction",
+                                    "SAVEPOINT meter_nested", 0, NULL, NULL,
+                                    NULL, NULL, e)
+                    : meter_db_exec(db, "cannot begin a transaction", begin, 0,
+                                    NULL, NULL, NULL, NULL, e);
         if (rc < 0)
             return rc;
         rc = fn(db, arg, e);

@@ -1348,7 +1348,9 @@ void meter_db_webhook_claims_free(struct meter_webhook_claim *c, size_t n);
 /* Readies the delivery thread's connection: its commits (claims and
  * outcomes) do not wait for the WAL's flush to disk, so that they cost
  * ingestion's commits no flush of their own. One lost in a crash of the
- * database is an attempt sent again: at least once, as a lost answer. */
+ * database is an attempt sent again: at least once, as a lost answer;
+ * an account's next event may have been sent meanwhile, so that after
+ * such a crash a receiver may see 1, 2, 1, 2 (ids tell them apart). */
 enum meter_db_status meter_db_webhook_session(PGconn *db, struct meter_err *e);
 
 /* The outcome of one attempt. */

@@ -93,6 +93,15 @@ meter_http_db(struct meter_http_request *rq)
             return NULL;
         }
     }
+    /* A transaction an earlier request left open would make this one's
+     * transactions savepoints of it (meter_db_transaction), committed
+     * never: it is rolled back, and said. */
+    if (PQtransactionStatus(*db) != PQTRANS_IDLE) {
+        meter_log(METER_LOG_WARN, "database connection left in a "
+                                  "transaction by an earlier request: rolled "
+                                  "back");
+        PQclear(PQexec(*db, "ROLLBACK"));
+    }
     /* From here the request waits on it, under the watchdog. */
     http_watch_arm(h, tl_slot, PQsocket(*db));
     return *db;

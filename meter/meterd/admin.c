@@ -212,6 +212,7 @@ struct idem_run {
     int64_t key_id;
     const char *key;
     unsigned status;
+    bool ran;       /* fn ran: the transaction began */
     json_t *answer; /* NULL: fn answered (refused) */
     char *text;     /* the answer kept: without the secret */
 };
@@ -220,6 +221,7 @@ static enum meter_db_status
 idem_attempt(PGconn *db, void *arg, struct meter_err *e)
 {
     struct idem_run *x = arg;
+    x->ran = true;
     if (!(x->answer = x->fn(x->rq, db, &x->status)))
         return METER_DB_HARD; /* refused, and answered: rolled back */
     json_t *kept = json_deep_copy(x->answer);
@@ -297,22 +299,26 @@ idempotent(struct meter_http_request *rq, admin_fn *fn, const char *secret)
      * the commit did nothing, and a retry runs the request again. A
      * refusal (fn answered), or an answer that cannot be kept, rolls
      * back and releases the key too. */
-    struct idem_run x = {rq, fn, secret, key_id, key, 200, NULL, NULL};
+    struct idem_run x = {rq, fn, secret, key_id, key, 200, false, NULL, NULL};
     st = meter_db_transaction(db, "BEGIN", 1, idem_attempt, &x, &e);
     answer = x.answer;
     text = x.text;
     struct meter_err re = {{0}};
     meter_db_idem_release(db, key_id, key, st >= 0, &re);
     status = x.status;
-    if (!answer)
+    if (!x.ran)
+        meter_http_reply_db_error(rq, db, st, &e,
+                                  "the request's transaction cannot begin");
+    else if (!answer)
         ; /* fn answered */
     else if (!text)
         meter_http_reply_problem(rq, 500, "internal", "Out of memory", NULL,
                                  "the answer cannot be written");
     else if (st < 0)
         meter_http_reply_db_error(rq, db, st, &e,
-                                  "not done: it and its answer for the "
-                                  "Idempotency-Key cannot be committed");
+                                  "it and its answer for the "
+                                  "Idempotency-Key may not be committed: "
+                                  "send it again with the same key");
     else if (secret)
         meter_http_reply_json(rq, status, json_incref(answer));
     else

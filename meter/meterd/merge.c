@@ -68,12 +68,19 @@ disconnect(PGconn **db)
 }
 
 /* Merges db's rollups until nothing is left, another merges, or meterd
- * stops; false if a merge failed. */
+ * stops; false if a merge failed, or db's schema is not this meterd's:
+ * a merge of another release's would miss what a migration added to it
+ * (0024's sums by month). */
 static bool
 merge_rows(PGconn *db, const char *where)
 {
     struct meter_err e = {{0}};
     uint64_t rows;
+    if (meterd_schema_check(db, &e) != METER_DB_ROWS) {
+        if (!stopped())
+            meter_log(METER_LOG_WARN, "merge%s: not merging: %s", where, e.msg);
+        return false;
+    }
     do {
         if (meter_db_usage_merge(db, MERGE_ROWS, &rows, &e) < 0) {
             if (!stopped()) /* else cut off by meterd_merge_stop */
