@@ -600,7 +600,7 @@ checks=$((checks + 1))
 # percentiles' intervals: tests/golden/costsim_priced_whole.json is the
 # books that ran to the cap in this run on main before them (40 trials,
 # so the new floor does not change where they stop), the new keys
-# aside.
+# aside; fly-machines since re-rated at a dedicated vCPU (issue 27).
 expect_status 0 "$COSTSIM" --profile small.json --books "$books" --seed 4 \
     --max-trials 40 --precision 0.0001 --threads 2 --format json
 jq -S '[.books[] | select(.priced and .trials == 40 and (has("bound") | not))

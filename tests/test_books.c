@@ -535,7 +535,8 @@ static const struct {
     {"fly-machines.json",
      {"the per-vCPU price is not published: Fly prices machine presets "
       "(shared-cpu-1x with 256 MB $2.19, performance-1x with 2 GB $33, per "
-      "30 days), and the vCPU rate is providers.json's derivation",
+      "30 days); the rate here is performance-1x's less its memory, and "
+      "shared-cpu machines, a fraction of a core each, cost less",
       "regional price differences: the rates are iad/ewr's, egress $0.02 per "
       "GB North America's and Europe's"}},
     {"fly-sprites-level10.json",
@@ -769,8 +770,10 @@ test_v2_keys(void)
         CHECK_AT(b, "subscription.included_credit", "5.944");
         json_decref(b);
     }
-    /* Fly: the 30-day month. */
+    /* Fly: the 30-day month, a dedicated vCPU. */
     if ((b = book_json("fly-machines.json"))) {
+        CHECK_AT(b, "cpu.rate", "21");
+        CHECK_AT(b, "cpu.per", "month30");
         CHECK_AT(b, "memory.rate", "6");
         CHECK_AT(b, "memory.per", "month30");
         CHECK_AT(b, "storage.rate", "0.15");
@@ -1069,7 +1072,9 @@ test_v2_rating(void)
 
     /* Fly Machines: per 30-day month. 1 GB of memory for an hour is 6 /
      * 720 = 0.008333; 100 GB of disk for an hour 100 x 0.15 / 720 =
-     * 0.020833 (0.020548 with the 730-hour month). */
+     * 0.020833 (0.020548 with the 730-hour month); a dedicated vCPU for
+     * an hour 21 / 720 = 0.029167 (performance-1x's $33 less its 2 GB at
+     * $6: the shared-cpu rate gave 0.000958, a thirtieth). */
     b = shipped("fly-machines");
     {
         struct span m[] = {
@@ -1078,7 +1083,7 @@ test_v2_rating(void)
         CHECK(rate_spans(b, m, 2) == 0);
         CHECK_STR(line("memory", NULL), "0.008333");
         CHECK_STR(line("storage", NULL), "0.020833");
-        CHECK_STR(line("cpu", NULL), "0.000958");
+        CHECK_STR(line("cpu", NULL), "0.029167");
     }
     pricing_book_free(b);
 
