@@ -790,6 +790,7 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
                                                "per",
                                                "tiers",
                                                "included_gib",
+                                               "included_per_sandbox",
                                                "billed_when",
                                                "included_per_account",
                                                NULL};
@@ -887,12 +888,22 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
         load_price(l, "storage", v, true, storage_keys, &b->storage) < 0)
         return -1;
     b->storage_unit = UNIT_GIB;
-    const json_t *inc, *when, *pool;
+    const json_t *inc, *per_sandbox, *when, *pool;
+    /* A running sandbox's allowance: in GiB, or in the book's unit (20
+     * GB is no whole number of GiB to 12 decimals). */
+    if (b->storage.known && json_object_get(v, "included_gib") &&
+        json_object_get(v, "included_per_sandbox"))
+        return fail(l, "storage",
+                    "has both 'included_gib' and 'included_per_sandbox'; "
+                    "give one");
     if (b->storage.known &&
         (get_unit(l, "storage", v, false, &b->storage_unit) < 0 ||
          ((inc = json_object_get(v, "included_gib")) &&
           get_bytes(l, "storage.included_gib", inc, (uint64_t)1 << 30,
                     &b->included_bytes) < 0) ||
+         ((per_sandbox = json_object_get(v, "included_per_sandbox")) &&
+          get_bytes(l, "storage.included_per_sandbox", per_sandbox,
+                    UNIT_BYTES(b->storage_unit), &b->included_bytes) < 0) ||
          ((pool = json_object_get(v, "included_per_account")) &&
           get_bytes(l, "storage.included_per_account", pool,
                     UNIT_BYTES(b->storage_unit), &b->pool_bytes) < 0)))

@@ -171,6 +171,16 @@ test_errors(void)
                  "\"1\", \"per\": \"month\", \"included_gib\": \"0.1\"}, "
                  "\"egress\": null, \"per_run\": \"0\"",
                  "storage.included_gib", "whole number of bytes");
+    expect_error("\"cpu\": null, \"memory\": null, \"storage\": {\"rate\": "
+                 "\"1\", \"per\": \"month\", \"included_gib\": \"1\", "
+                 "\"included_per_sandbox\": \"1\"}, "
+                 "\"egress\": null, \"per_run\": \"0\"",
+                 "storage", "both 'included_gib' and 'included_per_sandbox'");
+    expect_error("\"cpu\": null, \"memory\": null, \"storage\": {\"unit\": "
+                 "\"GB\", \"rate\": \"1\", \"per\": \"month\", "
+                 "\"included_per_sandbox\": \"0.0000000001\"}, "
+                 "\"egress\": null, \"per_run\": \"0\"",
+                 "storage.included_per_sandbox", "whole number of bytes");
     expect_error("\"cpu\": null, \"memory\": null, \"storage\": null, "
                  "\"egress\": {\"rate\": \"1\", \"per\": \"second\"}, "
                  "\"per_run\": \"0\"",
@@ -501,9 +511,7 @@ static const struct {
     const char *file;
     const char *unsupported[4]; /* NULL after the last */
 } pinned[] = {
-    {"aws-fargate.json",
-     {"20 GB of ephemeral storage included per task: included_gib counts "
-      "GiB, and 20 GB is 18.6264514923095703125 GiB, more than 12 decimals"}},
+    {"aws-fargate.json", {NULL}},
     {"aws-lambda.json",
      {"1M requests free a month: requests are billed as runs, and per_run "
       "has no free allowance",
@@ -1084,6 +1092,23 @@ test_v2_rating(void)
         CHECK_STR(line("memory", NULL), "0.008333");
         CHECK_STR(line("storage", NULL), "0.020833");
         CHECK_STR(line("cpu", NULL), "0.029167");
+    }
+    pricing_book_free(b);
+
+    /* Fargate: 20 GB of each running task's disk free. 30 GB for an
+     * hour: 10 GB-hours over, 10 x 0.081 / 730 = 0.001110 (0.001109589);
+     * 20 GB for an hour: no storage line; 21 GB: 0.081 / 730 = 0.000111. */
+    b = shipped("aws-fargate");
+    {
+        struct span d30[] = {{"sb-1", JAN, 3600, 10000, 0, 0, 30 * GB, false}};
+        CHECK(rate_spans(b, d30, 1) == 0);
+        CHECK_STR(line("storage", NULL), "0.001110");
+        struct span d20[] = {{"sb-1", JAN, 3600, 10000, 0, 0, 20 * GB, false}};
+        CHECK(rate_spans(b, d20, 1) == 0);
+        CHECK_STR(line("storage", NULL), "-");
+        struct span d21[] = {{"sb-1", JAN, 3600, 10000, 0, 0, 21 * GB, false}};
+        CHECK(rate_spans(b, d21, 1) == 0);
+        CHECK_STR(line("storage", NULL), "0.000111");
     }
     pricing_book_free(b);
 
