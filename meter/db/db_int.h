@@ -12,6 +12,28 @@
  * 0002_usage.sql's: a quarantine against compactions. */
 #define DB_LOCK_QUARANTINE "7243615"
 
+/* The eight sums of the rollups (usage_hourly, usage_hourly_merged,
+ * usage_period_merged), as SQL: summed over rows under their own names;
+ * a row t with an ON CONFLICT's excluded row added (the merge); a row t
+ * with a row d's taken back (a quarantine). */
+#define DB_ROLLUP_SUMS                                                         \
+    " sum(samples) AS samples, sum(running_s) AS running_s,"                   \
+    " sum(vcpu_s) AS vcpu_s, sum(cpu_used_s) AS cpu_used_s,"                   \
+    " sum(mem_byte_s) AS mem_byte_s,"                                          \
+    " sum(mem_used_byte_s) AS mem_used_byte_s,"                                \
+    " sum(disk_byte_s) AS disk_byte_s, sum(egress_bytes) AS egress_bytes"
+#define DB_ROLLUP_SET_(op, d)                                                  \
+    " samples = t.samples " op " " d ".samples,"                               \
+    " running_s = t.running_s " op " " d ".running_s,"                         \
+    " vcpu_s = t.vcpu_s " op " " d ".vcpu_s,"                                  \
+    " cpu_used_s = t.cpu_used_s " op " " d ".cpu_used_s,"                      \
+    " mem_byte_s = t.mem_byte_s " op " " d ".mem_byte_s,"                      \
+    " mem_used_byte_s = t.mem_used_byte_s " op " " d ".mem_used_byte_s,"       \
+    " disk_byte_s = t.disk_byte_s " op " " d ".disk_byte_s,"                   \
+    " egress_bytes = t.egress_bytes " op " " d ".egress_bytes"
+#define DB_ROLLUP_ADD_EXCLUDED DB_ROLLUP_SET_("+", "excluded")
+#define DB_ROLLUP_TAKE_D DB_ROLLUP_SET_("-", "d")
+
 /* The principal of row `row` of r, whose first columns are key_id,
  * role, account_id ('' for none) and scoped (a boolean): the columns of
  * meter_db_key_lookup, which meter_db_session_lookup shares. 0, or -1
