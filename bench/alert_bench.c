@@ -86,11 +86,7 @@ seed(PGconn *db, long long accounts, long long hours)
              hours - 1);
     sql(db, q);
     /* Their periods' sums, as the merge adds them (migration 0024). */
-    sql(db, "INSERT INTO usage_period_merged SELECT account_pk,"
-            " meter_period_of(hour), sum(samples), sum(running_s),"
-            " sum(vcpu_s), sum(cpu_used_s), sum(mem_byte_s),"
-            " sum(mem_used_byte_s), sum(disk_byte_s), sum(egress_bytes)"
-            " FROM usage_hourly_merged GROUP BY 1, 2");
+    sql(db, "SELECT meter_periods_rebuild()");
     /* The last minute's batches, in the last hour seeded, not merged
      * yet: a row an account. */
     snprintf(q, sizeof(q),
