@@ -87,7 +87,8 @@ cs_mc_defaults(struct sim_mc_opts *o)
                               .threads = cores(),
                               .year = CS_YEAR,
                               .month = CS_MONTH,
-                              .memory_mib = CS_MEMORY_MIB};
+                              .memory_mib = CS_MEMORY_MIB,
+                              .controlled = true};
 }
 
 int
@@ -150,6 +151,12 @@ cs_mc_option(const char *cmd, int c, const char *arg, struct sim_mc_opts *o)
                                   "MiB from 1 to 1099511627776",
                                   arg);
         o->memory_mib = v;
+        return 0;
+    case CS_OPT_METHOD:
+        if (strcmp(arg, "controlled") != 0 && strcmp(arg, "plain") != 0)
+            return cs_usage_error(
+                cmd, "--method '%s' is not controlled or plain", arg);
+        o->controlled = strcmp(arg, "controlled") == 0;
         return 0;
     default:
         return -1;

@@ -41,8 +41,9 @@ struct cs_run {
     const struct sim_tornado *tornado; /* NULL when not asked for */
 };
 
-/* What every output says about what is exact and what is not. */
-extern const char cs_stats_note[];
+/* What every output says about what is exact and what is not, for the
+ * method o asks for. */
+const char *cs_stats_note(const struct sim_mc_opts *o);
 /* Money per 1,000 sessions: the totals' sum x 1,000 / the sessions. */
 struct pricing_dec cs_per_thousand(const struct sim_book_stats *b);
 double cs_sessions_per_month(const struct sim_book_stats *b);

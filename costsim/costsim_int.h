@@ -57,6 +57,7 @@ enum {
     CS_OPT_MONTH,
     CS_OPT_FIRST_MONTH,
     CS_OPT_MEMORY_LIMIT,
+    CS_OPT_METHOD,
 };
 /* clang-format off */
 #define CS_MC_OPTIONS                                              \
@@ -66,7 +67,8 @@ enum {
     {"threads", required_argument, NULL, CS_OPT_THREADS},          \
     {"month", required_argument, NULL, CS_OPT_MONTH},              \
     {"first-month", no_argument, NULL, CS_OPT_FIRST_MONTH},        \
-    {"memory-limit", required_argument, NULL, CS_OPT_MEMORY_LIMIT}
+    {"memory-limit", required_argument, NULL, CS_OPT_MEMORY_LIMIT}, \
+    {"method", required_argument, NULL, CS_OPT_METHOD}
 /* clang-format on */
 /* Their defaults: seed 1, precision 0.005, 30 to 1,000 trials, every
  * core, 2026-11, a steady-state month, at most CS_MEMORY_MIB MiB. */

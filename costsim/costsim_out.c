@@ -2,9 +2,11 @@
  * costsim_out.c - costsim's comparison as a terminal table or as JSON.
  *
  * Money is printed from exact decimals: the mean is the exact sum of the
- * trials' totals divided by their number, the percentiles are trials'
- * totals, the lines are exact means. The 95% interval is a statistic
- * over doubles (GSL) and is printed as one, and the output says so.
+ * trials' totals divided by their number (--method plain) or the
+ * regression's estimate to 6 decimals (controlled, the default), the
+ * percentiles are trials' totals, the lines are exact means. The 95%
+ * interval is a statistic over doubles (GSL) and is printed as one, and
+ * the output says so.
  */
 #include "costsim_int.h"
 
@@ -14,13 +16,32 @@
 
 #include <jansson.h>
 
-const char cs_stats_note[] =
+static const char plain_note[] =
     "mean, percentiles (nearest rank), lines and cost per 1,000 sessions are "
     "exact decimals from the engine's statements; the 95% interval of the "
     "mean is computed over doubles (GSL, Student t), each percentile's by "
     "order statistics (ranks from the binomial distribution, no assumption "
     "on the totals' shape); a book with a price unknown (null) is a lower "
     "bound: every figure of it is of its known part";
+
+static const char controlled_note[] =
+    "the mean is estimated by regressing each book's monthly totals on the "
+    "month's control variates (sums of what was drawn less what it is "
+    "expected to be, 0 on average; --method plain: the trials' plain mean), "
+    "to 6 decimals, with its 95% interval over doubles (GSL, Student t); "
+    "percentiles (nearest rank), lines and cost per 1,000 sessions are exact "
+    "decimals from the engine's statements, the lines plain means of the "
+    "trials (their sum may differ from the mean, within its interval); each "
+    "percentile's interval is by order statistics (ranks from the binomial "
+    "distribution, no assumption on the totals' shape); a book with a price "
+    "unknown (null) is a lower bound: every figure of it is of its known "
+    "part";
+
+const char *
+cs_stats_note(const struct sim_mc_opts *o)
+{
+    return o->controlled ? controlled_note : plain_note;
+}
 
 struct pricing_dec
 cs_per_thousand(const struct sim_book_stats *b)
@@ -200,7 +221,7 @@ cs_print_table(FILE *f, const struct cs_run *run)
             opt->year, opt->month,
             opt->first_month ? " (the first: grants received)" : "",
             (unsigned long long)opt->seed, run->res->trials);
-    fprintf(f, "note: %s\n\n", cs_stats_note);
+    fprintf(f, "note: %s\n\n", cs_stats_note(opt));
     fprintf(f, "%-26s %-4s %12s %11s %12s %12s %12s %12s %7s\n", "book", "cur",
             "mean/month", "95% +/-", "p5", "p50", "p95", "per 1k sess",
             "trials");
@@ -310,6 +331,8 @@ book_json(const struct cs_book *bk, const struct sim_book_stats *b)
          !json_object_set_new(j, "converged", json_boolean(b->converged)) &&
          !json_object_set_new(j, "mean", jdec(sim_book_mean(b), 6)) &&
          !json_object_set_new(j, "ci95_half_width", json_real(b->half)) &&
+         !json_object_set_new(j, "controls",
+                              json_integer((json_int_t)b->ncontrols)) &&
          !json_object_set_new(j, "p5", jdec(sim_book_quantile(b, 0.05), d)) &&
          !json_object_set_new(j, "p50", jdec(sim_book_quantile(b, 0.5), d)) &&
          !json_object_set_new(j, "p95", jdec(sim_book_quantile(b, 0.95), d)) &&
@@ -388,7 +411,11 @@ cs_print_json(FILE *f, const struct cs_run *run)
                             json_real(run->opts->precision)) ||
         json_object_set_new(root, "trials",
                             json_integer((json_int_t)run->res->trials)) ||
-        json_object_set_new(root, "note", json_string(cs_stats_note)) ||
+        json_object_set_new(
+            root, "method",
+            json_string(run->opts->controlled ? "controlled" : "plain")) ||
+        json_object_set_new(root, "note",
+                            json_string(cs_stats_note(run->opts))) ||
         (run->tornado && cs_tornado_json(root, run) < 0))
         goto out;
     json_t *b = books;

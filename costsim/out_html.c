@@ -1146,7 +1146,7 @@ cs_print_html(FILE *f, const struct cs_run *run)
     if (run->tornado)
         tornado(f, run, o);
     fputs("<footer>\n<p><strong>What is exact.</strong> ", f);
-    meter_html_fputs(f, cs_stats_note);
+    meter_html_fputs(f, cs_stats_note(run->opts));
     fputs(". The tables print those exact figures; the charts place them "
           "on the page as floating point, which only draws.</p>\n"
           "<p>Made by costsim, which prices each simulated month through "

@@ -21,6 +21,8 @@
 #include <string.h>
 
 #include <gsl/gsl_cdf.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_linalg.h>
 #include <gsl/gsl_statistics_double.h>
 
 /* Trials between two looks at the intervals: fixed, not per thread, so
@@ -68,7 +70,8 @@ struct worker {
     unsigned index;      /* takes trials index, index + threads, ... */
     struct cell *cells;  /* count x nbooks */
     size_t *started;     /* count */
-    struct sim_mem mem;  /* the thread's bound (used: 0) */
+    double (*control)[SIM_NCONTROLS]; /* count */
+    struct sim_mem mem;               /* the thread's bound (used: 0) */
     int rc;
     struct sim_err err;
 };
@@ -168,6 +171,7 @@ work(void *arg)
                             pr, &use, &w->err) < 0)
             goto out;
         w->started[j] = m.started;
+        memcpy(w->control[j], m.control, sizeof(m.control));
         for (size_t i = 0; i < w->nbooks; i++) {
             struct cell *c = &w->cells[j * w->nbooks + i];
             memset(c, 0, sizeof(*c));
@@ -195,14 +199,109 @@ out:
     return NULL;
 }
 
-/* Mean and interval of b's totals so far, as doubles. */
-static void
-stats(struct sim_book_stats *b, struct sim_err *e, double *x)
+static double
+dbl(struct pricing_dec d)
 {
-    (void)e;
+    return (double)d.v / (double)PRICING_ONE;
+}
+
+/* Adds trial total y, with its controls c, to b's regression sums. */
+static void
+cv_add(struct sim_book_stats *b, struct pricing_dec y,
+       const double c[SIM_NCONTROLS])
+{
+    struct sim_cv_sums *s = &b->cv;
+    if (b->trials == 1)
+        s->shift = dbl(y);
+    double v = dbl(y) - s->shift;
+    s->sy += v;
+    s->syy += v * v;
+    for (int j = 0; j < SIM_NCONTROLS; j++) {
+        s->sx[j] += c[j];
+        s->sxy[j] += c[j] * v;
+        for (int k = 0; k <= j; k++)
+            s->sxx[j][k] += c[j] * c[k];
+    }
+}
+
+/*
+ * The mean of b's totals by regression on the controls (each 0 in
+ * expectation): the fit's intercept at controls 0, a = ybar - beta .
+ * xbar, with beta = Sxx^-1 Sxy over the centred sums, and its variance
+ * s^2 (1/n + xbar' Sxx^-1 xbar), s^2 the residuals' on n - k - 1 degrees
+ * of freedom (the textbook's least squares; Glasserman, Monte Carlo
+ * Methods in Financial Engineering, 4.1). Controls that never moved are
+ * left out. false when too few trials for them, or Sxx is singular:
+ * the plain mean stands.
+ */
+static bool
+cv_stats(struct sim_book_stats *b)
+{
+    const struct sim_cv_sums *s = &b->cv;
+    double n = (double)b->trials;
+    int use[SIM_NCONTROLS], k = 0;
+    for (int j = 0; j < SIM_NCONTROLS; j++)
+        if (s->sxx[j][j] - s->sx[j] * s->sx[j] / n > 0)
+            use[k++] = j;
+    if (k == 0 || n < k + 3)
+        return false;
+    double ybar = s->sy / n, xbar[SIM_NCONTROLS];
+    gsl_matrix *S = gsl_matrix_alloc((size_t)k, (size_t)k);
+    gsl_vector *sxy = gsl_vector_alloc((size_t)k);
+    gsl_vector *beta = gsl_vector_alloc((size_t)k);
+    gsl_vector *xb = gsl_vector_alloc((size_t)k);
+    gsl_vector *t = gsl_vector_alloc((size_t)k);
+    bool ok = false;
+    if (!S || !sxy || !beta || !xb || !t)
+        goto out;
+    for (int a = 0; a < k; a++) {
+        int j = use[a];
+        xbar[a] = s->sx[j] / n;
+        gsl_vector_set(xb, (size_t)a, xbar[a]);
+        gsl_vector_set(sxy, (size_t)a, s->sxy[j] - n * xbar[a] * ybar);
+        for (int c = 0; c <= a; c++) {
+            int l = use[c];
+            double v = s->sxx[j][l] - s->sx[j] * s->sx[l] / n;
+            gsl_matrix_set(S, (size_t)a, (size_t)c, v);
+            gsl_matrix_set(S, (size_t)c, (size_t)a, v);
+        }
+    }
+    if (gsl_linalg_cholesky_decomp1(S) != GSL_SUCCESS ||
+        gsl_linalg_cholesky_solve(S, sxy, beta) != GSL_SUCCESS ||
+        gsl_linalg_cholesky_solve(S, xb, t) != GSL_SUCCESS)
+        goto out;
+    double syy = s->syy - n * ybar * ybar, fit = 0, adj = 0, lev = 0;
+    for (int a = 0; a < k; a++) {
+        fit += gsl_vector_get(beta, (size_t)a) * gsl_vector_get(sxy, (size_t)a);
+        adj += gsl_vector_get(beta, (size_t)a) * xbar[a];
+        lev += xbar[a] * gsl_vector_get(t, (size_t)a);
+    }
+    double df = n - k - 1, rss = syy - fit > 0 ? syy - fit : 0;
+    b->mean = s->shift + ybar - adj;
+    b->half = gsl_cdf_tdist_Pinv(0.975, df) * sqrt(rss / df * (1 / n + lev));
+    b->ncontrols = (size_t)k;
+    ok = true;
+out:
+    gsl_matrix_free(S);
+    gsl_vector_free(sxy);
+    gsl_vector_free(beta);
+    gsl_vector_free(xb);
+    gsl_vector_free(t);
+    return ok;
+}
+
+/* Mean and interval of b's totals so far, as doubles: by regression on
+ * the controls when controlled asks and it can, else the sample's. */
+static void
+stats(struct sim_book_stats *b, bool controlled, double *x)
+{
     size_t n = b->trials;
+    b->controlled = controlled && cv_stats(b);
+    if (b->controlled)
+        return;
+    b->ncontrols = 0;
     for (size_t i = 0; i < n; i++)
-        x[i] = (double)b->totals[i].v / (double)PRICING_ONE;
+        x[i] = dbl(b->totals[i]);
     b->mean = n ? gsl_stats_mean(x, 1, n) : 0;
     b->half = 0;
     if (n >= 2) {
@@ -233,7 +332,8 @@ bound(struct sim_mem *mem, const struct sim_mc_opts *o, unsigned threads,
     uint64_t fixed =
         (uint64_t)max *
             (2 * nbooks * sizeof(struct pricing_dec) + sizeof(double)) +
-        (uint64_t)round * (nbooks * sizeof(struct cell) + sizeof(size_t)) +
+        (uint64_t)round * (nbooks * sizeof(struct cell) + sizeof(size_t) +
+                           SIM_NCONTROLS * sizeof(double)) +
         (uint64_t)threads * (SIM_PRICE_CHUNK * sizeof(struct pricing_run) +
                              nbooks * sizeof(struct sim_priced));
     if (fixed >= limit) {
@@ -303,7 +403,8 @@ count_limits(struct sim_book_stats *b, const struct sim_plan_month *m,
  * do not depend on the threads. */
 static int
 gather(struct sim_mc_result *r, bool *active, const struct cell *cells,
-       const size_t *started, size_t count, struct sim_err *e)
+       const size_t *started, const double (*control)[SIM_NCONTROLS],
+       size_t count, struct sim_err *e)
 {
     for (size_t j = 0; j < count; j++)
         for (size_t i = 0; i < r->nbooks; i++) {
@@ -321,6 +422,7 @@ gather(struct sim_mc_result *r, bool *active, const struct cell *cells,
                 continue;
             }
             b->totals[b->trials++] = c->total;
+            cv_add(b, c->total, control[j]);
             b->sessions += started[j];
             b->on_option[1 + c->plan.addon]++;
             count_limits(b, &c->plan, true);
@@ -363,12 +465,13 @@ sim_monte_carlo(const struct sim_profile *p,
     bool *active = calloc(nbooks ? nbooks : 1, sizeof(*active));
     struct cell *cells = calloc(round * (nbooks ? nbooks : 1), sizeof(*cells));
     size_t *started = calloc(round, sizeof(*started));
+    double(*control)[SIM_NCONTROLS] = calloc(round, sizeof(*control));
     double *x = malloc(max * sizeof(*x));
     struct worker w[64];
     struct sim_mem mem = {0};
     out->books = calloc(nbooks ? nbooks : 1, sizeof(*out->books));
     out->nbooks = nbooks;
-    if (!active || !cells || !started || !x || !out->books)
+    if (!active || !cells || !started || !control || !x || !out->books)
         goto oom;
     if (o->memory_mib && bound(&mem, o, threads, max, round, nbooks, e) < 0)
         goto out;
@@ -383,7 +486,7 @@ sim_monte_carlo(const struct sim_profile *p,
         for (unsigned t = 0; t < threads; t++)
             w[t] = (struct worker){p,           books, nbooks, active, &opts,
                                    out->trials, count, t,      cells,  started,
-                                   mem,         0,     {{0}}};
+                                   control,     mem,   0,      {{0}}};
         if (run_batch(w, threads, e) < 0)
             goto out;
         for (size_t done = 0, n; done < count && nactive > 0; done += n) {
@@ -393,7 +496,8 @@ sim_monte_carlo(const struct sim_profile *p,
              * number, so this look is the same for any threads. */
             if (out->trials < min && out->trials + n > min)
                 n = min - out->trials;
-            if (gather(out, active, cells + done * nbooks, started + done, n,
+            if (gather(out, active, cells + done * nbooks, started + done,
+                       (const double(*)[SIM_NCONTROLS])control + done, n,
                        e) < 0)
                 goto out;
             out->trials += n;
@@ -402,7 +506,7 @@ sim_monte_carlo(const struct sim_profile *p,
                 struct sim_book_stats *b = &out->books[i];
                 if (!active[i])
                     continue;
-                stats(b, e, x);
+                stats(b, o->controlled, x);
                 b->converged =
                     b->trials >= min && b->half <= o->precision * fabs(b->mean);
                 if (b->converged)
@@ -416,7 +520,7 @@ sim_monte_carlo(const struct sim_profile *p,
     }
     for (size_t i = 0; i < nbooks; i++) {
         struct sim_book_stats *b = &out->books[i];
-        stats(b, e, x);
+        stats(b, o->controlled, x);
         if (!(b->sorted =
                   malloc((b->trials ? b->trials : 1) * sizeof(*b->sorted))))
             goto oom;
@@ -431,6 +535,7 @@ out:
     free(active);
     free(cells);
     free(started);
+    free(control);
     free(x);
     if (rc < 0)
         sim_mc_result_release(out);
@@ -548,6 +653,9 @@ sim_book_quantile_ci(const struct sim_book_stats *b, double q,
 struct pricing_dec
 sim_book_mean(const struct sim_book_stats *b)
 {
+    if (b->controlled)
+        return (struct pricing_dec){(pricing_i128)llround(b->mean * 1e6) *
+                                    (PRICING_ONE / 1000000)};
     struct pricing_dec sum = {0};
     for (size_t i = 0; i < b->trials; i++)
         if (pricing_dec_add(sum, b->totals[i], &sum) != PRICING_OK)

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_cdf.h>
+
 void
 sim_month_init(struct sim_month *m, int year, int month)
 {
@@ -115,6 +117,63 @@ spell_room(struct sim_month *m, uint64_t len, struct sim_err *e)
     return rc < 0 ? oom(e) : 0;
 }
 
+/* E[min(X, c)] for X drawn from d before its clamp to d->max. */
+static double
+mean_below(const struct sim_dist *d, double c)
+{
+    if (c <= 0)
+        return 0;
+    switch (d->kind) {
+    case SIM_FIXED:
+        return d->value < c ? d->value : c;
+    case SIM_LOGNORMAL: {
+        double z = (log(c) - d->mu) / d->sigma;
+        return exp(d->mu + d->sigma * d->sigma / 2) *
+                   gsl_cdf_ugaussian_P(z - d->sigma) +
+               c * gsl_cdf_ugaussian_Q(z);
+    }
+    case SIM_EXPONENTIAL:
+        return d->mean * -expm1(-c / d->mean);
+    case SIM_HISTOGRAM:
+        break;
+    }
+    /* Uniform inside each bin, bins chosen by weight. */
+    double sum = 0, w = 0;
+    for (size_t i = 0; i < d->nbins; i++) {
+        const struct sim_bin *b = &d->bins[i];
+        double m = c <= b->from ? c
+                   : c >= b->to
+                       ? (b->from + b->to) / 2
+                       : ((c * c - b->from * b->from) / 2 + c * (b->to - c)) /
+                             (b->to - b->from);
+        sum += b->weight * m;
+        w += b->weight;
+    }
+    return sum / w;
+}
+
+/* What sim_dist_draw(d) is expected to be, and its part past a. */
+static double
+dist_mean(const struct sim_dist *d)
+{
+    return mean_below(d, d->max);
+}
+
+static double
+dist_mean_past(const struct sim_dist *d, double a)
+{
+    return a >= d->max ? 0 : dist_mean(d) - mean_below(d, a);
+}
+
+/* E[(min(X', hi) - lo)+], X' = sim_dist_draw(d): the part of [0, X') in
+ * [lo, hi). */
+static double
+dist_mean_part(const struct sim_dist *d, double lo, double hi)
+{
+    hi = hi < d->max ? hi : d->max;
+    return lo >= hi ? 0 : mean_below(d, hi) - mean_below(d, lo > 0 ? lo : 0);
+}
+
 /* Whole seconds from a draw: at least 1 (a session or spell exists). */
 static uint64_t
 seconds_of(double x)
@@ -177,6 +236,20 @@ spread_egress(struct sim_month *m, struct sim_session *s, uint64_t total,
     return 0;
 }
 
+/* Whether an idle spell of n seconds, past the timeout, is paused: a
+ * coin of the profile's probability (its control counts the seconds
+ * the coin decides). */
+static bool
+pause_decided(struct sim_month *m, const struct sim_profile *p, uint64_t n)
+{
+    if (p->pause_probability >= 1)
+        return true;
+    bool yes = gsl_rng_uniform(m->rng) < p->pause_probability;
+    m->control[SIM_CV_COIN] +=
+        ((yes ? 1 : 0) - p->pause_probability) * (double)(n - p->pause_after_s);
+    return yes;
+}
+
 /* One session starting at t: its length, spells and egress. */
 static int
 add_session(struct sim_month *m, const struct sim_profile *p, gsl_rng *rng,
@@ -189,7 +262,16 @@ add_session(struct sim_month *m, const struct sim_profile *p, gsl_rng *rng,
                             e, "sessions: %zu drawn at once", m->nsessions + 1);
     if (rc < 0)
         return oom(e);
-    uint64_t len = seconds_of(sim_dist_draw(&p->length, rng));
+    double drawn = sim_dist_draw(&p->length, rng);
+    uint64_t len = seconds_of(drawn);
+    /* The part of it in the month, less what that part is expected to
+     * be for a session starting at t. */
+    double lo = t < m->start ? (double)(m->start - t) : 0,
+           hi = (double)(m->end - t);
+    m->control[SIM_CV_LENGTH] +=
+        fmax(fmin(drawn, hi) - lo, 0) -
+        (lo == 0 && hi >= p->length.max ? m->e_length
+                                        : dist_mean_part(&p->length, lo, hi));
     struct sim_session *s = &m->sessions[m->nsessions];
     s->start = t;
     s->first = m->nspells;
@@ -202,15 +284,23 @@ add_session(struct sim_month *m, const struct sim_profile *p, gsl_rng *rng,
         bool idle = p->start_idle;
         for (uint64_t left = len; left > 0; idle = !idle) {
             const struct sim_spell_kind *k = idle ? &p->idle : &p->busy;
-            uint64_t n = seconds_of(sim_dist_draw(&k->length, rng));
+            double x = sim_dist_draw(&k->length, rng);
+            uint64_t n = seconds_of(x);
             if (n > left)
                 n = left;
             left -= n;
+            if (!idle) {
+                m->control[SIM_CV_BUSY] += x - m->e_busy;
+            } else {
+                m->control[SIM_CV_IDLE] += x - m->e_idle;
+                if (p->pause)
+                    m->control[SIM_CV_PAST] +=
+                        fmax(x - p->pause_after_s, 0) - m->e_past;
+            }
             /* An idle spell past the pause timeout is paused for the
              * rest of it (autopause, or the agent pausing). */
             if (idle && p->pause && n > p->pause_after_s &&
-                (p->pause_probability >= 1 ||
-                 gsl_rng_uniform(rng) < p->pause_probability)) {
+                pause_decided(m, p, n)) {
                 if (p->pause_after_s > 0 &&
                     push_spell(m, p, p->pause_after_s, false, k->cpu_used, e) <
                         0)
@@ -228,6 +318,7 @@ add_session(struct sim_month *m, const struct sim_profile *p, gsl_rng *rng,
         m->started++;
     if (p->has_egress) {
         double mb = sim_dist_draw(&p->egress_mb, rng);
+        m->control[SIM_CV_EGRESS] += mb - m->e_egress;
         uint64_t bytes = (uint64_t)llround(mb * 1e6);
         if (bytes && spread_egress(m, s, bytes, e) < 0)
             return -1;
@@ -258,6 +349,13 @@ sim_month_begin(struct sim_month *m, const struct sim_profile *p, gsl_rng *rng)
     m->nsessions = m->nspells = m->started = m->dropped = 0;
     m->hour_n = m->hour_i = 0;
     m->batch_left = 0;
+    memset(m->control, 0, sizeof(m->control));
+    m->e_length = dist_mean(&p->length);
+    m->e_busy = p->has_activity ? dist_mean(&p->busy.length) : 0;
+    m->e_idle = p->has_activity ? dist_mean(&p->idle.length) : 0;
+    m->e_past =
+        p->pause ? dist_mean_past(&p->idle.length, p->pause_after_s) : 0;
+    m->e_egress = p->has_egress ? dist_mean(&p->egress_mb) : 0;
     /* Sessions that started this long before the month can reach it;
      * none before a first month. */
     m->warm = m->first ? 0 : (int64_t)ceil(sim_dist_upper(&p->length));
@@ -281,6 +379,8 @@ draw_hour(struct sim_month *m, struct sim_err *e)
     m->next += 3600;
     double rate = p->per_hour * p->pattern[(h / 3600) % 24];
     unsigned k = rate > 0 ? gsl_ran_poisson(m->rng, rate) : 0;
+    if (h >= m->start)
+        m->control[SIM_CV_ARRIVALS] += k - rate;
     int rc =
         sim_grow(m->mem, &m->times, &m->times_cap, k, sizeof(*m->times), 64);
     if (rc == -2)

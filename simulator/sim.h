@@ -62,6 +62,26 @@ struct sim_spell {
 struct sim_mem; /* montecarlo.c's count of a thread's memory */
 struct sim_month_use;
 
+/*
+ * Control variates (docs/simulator.md, "How the mean is estimated"): sums,
+ * over a month's draws, of each draw less what it is expected to be
+ * given the draws before it (from the profile, in closed form). Each sum
+ * is 0 in expectation whatever the month gives, and moves with what the
+ * books charge for: more sessions, longer ones, more idle time paused.
+ * The Monte Carlo regresses each book's totals on them (montecarlo.c).
+ */
+enum sim_control {
+    SIM_CV_ARRIVALS, /* Poisson arrivals in the month's hours, less rate */
+    SIM_CV_LENGTH,   /* sessions' seconds in the month */
+    SIM_CV_BUSY,     /* lengths of busy spells drawn */
+    SIM_CV_IDLE,     /* lengths of idle spells drawn */
+    SIM_CV_PAST,     /* idle spells' seconds past the pause timeout */
+    SIM_CV_COIN,     /* pauses decided (1 or 0, less the probability)
+                        times the seconds they would pause */
+    SIM_CV_EGRESS,   /* sessions' egress, MB */
+    SIM_NCONTROLS
+};
+
 /* A session: one sandbox, from start, its spells in order. */
 struct sim_session {
     int64_t start;
@@ -97,6 +117,10 @@ struct sim_month {
     int64_t at;            /* the arrival being drawn */
     uint32_t batch_left;   /* its sessions still to draw */
     size_t dropped;        /* sessions drawn before sessions[0] */
+    /* The controls' sums over the draws so far (sim_month_begin zeroes
+     * them), and what each kind of draw is expected to be. */
+    double control[SIM_NCONTROLS];
+    double e_length, e_busy, e_idle, e_past, e_egress;
     /* Where the arrays' bytes are counted, against a bound (montecarlo.c,
      * --memory-limit); NULL: not counted. */
     struct sim_mem *mem;
@@ -288,6 +312,10 @@ struct sim_mc_opts {
      * bounds, its unpriced quantities counted (sim_book_stats). false:
      * such a book fails, with the engine's reason. */
     bool partial;
+    /* The mean estimated by regression on the month's controls (enum
+     * sim_control): far fewer trials for the same interval. false: the
+     * plain mean of the totals, exact. */
+    bool controlled;
     /* At most this many MiB (costsim's --memory-limit; 0: no bound): the
      * results of max_trials, and on each thread what its month holds;
      * a run that needs more fails, naming the option or the profile's
@@ -327,11 +355,22 @@ struct sim_book_stats {
      * interval and the percentiles are of the known part: lower bounds. */
     unsigned unpriced;
     struct pricing_dec unpriced_sum[PRICING_NDIMS];
-    /* Statistics over the totals as doubles (GSL): the sample mean, the
+    /* Statistics over the totals as doubles (GSL): the mean, the
      * half-width of its 95% interval (Student t), and whether that
-     * half-width met the precision. */
+     * half-width met the precision. controlled: both are the
+     * regression's on the controls (ncontrols of them varied), else the
+     * sample mean's. */
     double mean, half;
     bool converged;
+    bool controlled;
+    size_t ncontrols;
+    /* The regression's sums over the trials: of the controls, of the
+     * totals less the first (shift, for precision), and their products. */
+    struct sim_cv_sums {
+        double shift, sy, syy;
+        double sx[SIM_NCONTROLS], sxy[SIM_NCONTROLS];
+        double sxx[SIM_NCONTROLS][SIM_NCONTROLS];
+    } cv;
 };
 
 struct sim_mc_result {
@@ -368,7 +407,8 @@ void sim_mc_result_release(struct sim_mc_result *r);
 int sim_tier_choose(const struct pricing_book *const *books,
                     const struct sim_book_stats *stats, size_t nbooks,
                     const char *provider);
-/* The exact mean of b's totals (0 without trials). */
+/* b's mean: the exact mean of its totals (0 without trials), or, when
+ * b->controlled, the regression's, to 6 decimals. */
 struct pricing_dec sim_book_mean(const struct sim_book_stats *b);
 /* Whether b's figures are lower bounds (b->unpriced). */
 bool sim_book_lower_bound(const struct sim_book_stats *b);
