@@ -15,9 +15,22 @@
  * Times are the thread's CPU time (CLOCK_THREAD_CPUTIME_ID): figures
  * per core, not disturbed by other work on the machine.
  *
- * usage: sim_bench [MONTHS] [REPEATS]   (defaults 4 and 3)
+ * Then the Monte Carlo itself, as costsim runs it on one thread:
+ * coding-agent on every book to 0.5% and to 0.1%, by the controlled mean
+ * (costsim's default) beside the plain mean in the same run, timed, and
+ * each book's two intervals checked to overlap (the bench fails
+ * otherwise). Both runs take the first trials of seed 1, each book
+ * stopping where its own interval meets the precision, so the two means
+ * are of different numbers of the same months: how many controlled
+ * means fall outside the plain interval alone is printed too (the books'
+ * totals move together, so a plain mean that starts high takes several
+ * books' out at once).
+ *
+ * usage: sim_bench [MONTHS] [REPEATS] [MAX_TRIALS]
+ *        (defaults 4, 3 and 200,000)
  */
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,13 +112,105 @@ price(struct sim_month *m, size_t months, const struct pricing_book **books,
     return cpu_now() - t0;
 }
 
+/* One Monte Carlo of prof on every book, one thread, to precision by
+ * the method asked; the CPU seconds it took. */
+static double
+monte_carlo(const struct sim_profile *prof, const struct pricing_book **books,
+            size_t nbooks, double precision, bool controlled, size_t max,
+            struct sim_mc_result *r)
+{
+    struct sim_mc_opts o = {.seed = 1,
+                            .precision = precision,
+                            .min_trials = SIM_MIN_TRIALS,
+                            .max_trials = max,
+                            .threads = 1,
+                            .year = 2026,
+                            .month = 11,
+                            .partial = true,
+                            .controlled = controlled};
+    struct sim_err e;
+    double t0 = cpu_now();
+    if (sim_monte_carlo(prof, books, nbooks, &o, r, &e) < 0) {
+        fprintf(stderr, "sim_bench: %s\n", e.msg);
+        exit(1);
+    }
+    return cpu_now() - t0;
+}
+
+/*
+ * Issue 27's target: coding-agent on every book to 0.5% in at most 1 s on
+ * one core and to 0.1% in at most 10 s, by the controlled mean (the
+ * default), beside the plain mean in the same run; and each book's two
+ * intervals overlapping (the same seed). A book that does not converge
+ * within max trials is counted.
+ */
+static int
+monte_carlo_bench(const struct pricing_book **books, size_t nbooks, size_t max)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/coding-agent.json", PROFILES_DIR);
+    struct sim_err e;
+    struct sim_profile *prof = sim_profile_load(path, &e);
+    if (!prof) {
+        fprintf(stderr, "sim_bench: %s\n", e.msg);
+        return 1;
+    }
+    static const double precisions[] = {0.005, 0.001};
+    static const double targets[] = {1, 10};
+    int rc = 0;
+    printf("monte carlo: coding-agent on %zu books, one thread, seed 1, at "
+           "most %zu trials\n",
+           nbooks, max);
+    for (size_t k = 0; k < 2; k++) {
+        struct sim_mc_result plain, ctl;
+        double tp =
+            monte_carlo(prof, books, nbooks, precisions[k], false, max, &plain);
+        double tc =
+            monte_carlo(prof, books, nbooks, precisions[k], true, max, &ctl);
+        size_t open_p = 0, open_c = 0, outside = 0, apart = 0, priced = 0;
+        for (size_t i = 0; i < nbooks; i++) {
+            const struct sim_book_stats *a = &plain.books[i],
+                                        *b = &ctl.books[i];
+            if (a->failed || b->failed)
+                continue;
+            priced++;
+            open_p += !a->converged;
+            open_c += !b->converged;
+            double d = fabs(b->mean - a->mean);
+            outside += d > a->half;
+            if (d > a->half + b->half) {
+                apart++;
+                printf("  %s: controlled %.6f +/- %.6f and plain %.6f +/- "
+                       "%.6f do not overlap\n",
+                       pricing_book_id(books[i]), b->mean, b->half, a->mean,
+                       a->half);
+            }
+        }
+        printf("  to %.1f%%: controlled %6.2f s, %6zu trials, %zu of %zu "
+               "books not converged; plain %7.2f s, %6zu trials, %zu not "
+               "converged; %.1fx faster; intervals that do not overlap: %zu "
+               "(controlled means outside the plain interval: %zu); target "
+               "%.0f s: %s\n",
+               precisions[k] * 100, tc, ctl.trials, open_c, priced, tp,
+               plain.trials, open_p, tp / tc, apart, outside, targets[k],
+               tc <= targets[k] && open_c == 0 ? "met" : "MISSED");
+        if (apart)
+            rc = 1;
+        sim_mc_result_release(&plain);
+        sim_mc_result_release(&ctl);
+    }
+    sim_profile_free(prof);
+    return rc;
+}
+
 int
 main(int argc, char **argv)
 {
     size_t months = (size_t)bench_arg(argc, argv, 1, 4, 1200);
     int repeats = (int)bench_arg(argc, argv, 2, 3, 1000);
-    if (months < 1 || repeats < 1) {
-        fprintf(stderr, "usage: sim_bench [MONTHS] [REPEATS]\n");
+    size_t max = (size_t)bench_arg(argc, argv, 3, 200000, 1000000);
+    if (months < 1 || repeats < 1 || max < 2) {
+        fprintf(stderr, "usage: sim_bench [MONTHS] [REPEATS] [MAX_TRIALS]\n");
         return 2;
     }
     gsl_set_error_handler_off();
@@ -183,11 +288,12 @@ main(int argc, char **argv)
     printf("slowest profile: %.2f M session-book pricings/s on one core; "
            "target %.0f M\n",
            worst / 1e6, TARGET / 1e6);
+    int rc = monte_carlo_bench(books, nbooks, max);
     for (size_t i = 0; i < nbooks; i++)
         pricing_book_free((struct pricing_book *)books[i]);
     gsl_rng_free(rng);
     free(m);
     free(ta);
     free(tb);
-    return 0;
+    return rc;
 }
