@@ -89,6 +89,10 @@ int cs_print_html(FILE *f, const struct cs_run *run);
 /* Plan tiers and limits (costsim_limits.c). Under book i of the table:
  * the add-ons its months bought and the limits they broke, named. */
 void cs_print_plan(FILE *f, const struct cs_run *run, size_t i);
+/* The same, each line after indent and ending with end (the CSV's
+ * field: "", "; "). */
+void cs_print_plan_as(FILE *f, const struct cs_run *run, size_t i,
+                      const char *indent, const char *end);
 /* After the table's books: the tier chosen per provider and a note on
  * how limits are checked. -1 when out of memory. */
 int cs_print_tiers(FILE *f, const struct cs_run *run);

@@ -53,7 +53,8 @@ bought_addon(const struct sim_book_stats *s)
 }
 
 void
-cs_print_plan(FILE *f, const struct cs_run *run, size_t i)
+cs_print_plan_as(FILE *f, const struct cs_run *run, size_t i,
+                 const char *indent, const char *end)
 {
     const struct pricing_book *b = run->books[i].book;
     const struct sim_book_stats *s = &run->res->books[i];
@@ -67,10 +68,9 @@ cs_print_plan(FILE *f, const struct cs_run *run, size_t i)
         pricing_money_format(l->addons[k].monthly_fee, pricing_book_currency(b),
                              fee, sizeof(fee));
         fprintf(f,
-                "    add-on: %s (%s a month, %u at once) in %llu of %zu "
-                "months\n",
-                l->addons[k].name, fee, l->addons[k].max_concurrency,
-                (unsigned long long)s->on_option[1 + k], s->trials);
+                "%sadd-on: %s (%s a month, %u at once) in %llu of %zu months%s",
+                indent, l->addons[k].name, fee, l->addons[k].max_concurrency,
+                (unsigned long long)s->on_option[1 + k], s->trials, end);
     }
     for (int lim = 0; lim < SIM_NLIMITS; lim++) {
         char msg[256];
@@ -78,13 +78,20 @@ cs_print_plan(FILE *f, const struct cs_run *run, size_t i)
             continue;
         sim_limit_message(b, (enum sim_limit)lim, s->worst[lim], msg,
                           sizeof(msg));
-        fprintf(f, "    limit broken: %s (%llu of %llu months)\n", msg,
-                (unsigned long long)s->broken[lim],
-                (unsigned long long)sim_book_months_checked(
-                    s, (enum sim_limit)lim));
+        fprintf(
+            f, "%slimit broken: %s (%llu of %llu months)%s", indent, msg,
+            (unsigned long long)s->broken[lim],
+            (unsigned long long)sim_book_months_checked(s, (enum sim_limit)lim),
+            end);
     }
     if (sim_book_fits(s) && !bought_addon(s))
-        fprintf(f, "    limits: none broken\n");
+        fprintf(f, "%slimits: none broken%s", indent, end);
+}
+
+void
+cs_print_plan(FILE *f, const struct cs_run *run, size_t i)
+{
+    cs_print_plan_as(f, run, i, "    ", "\n");
 }
 
 /* The providers of the run's books, each once, sorted; *n of them. NULL

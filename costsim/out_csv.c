@@ -6,8 +6,11 @@
  *
  * A column per line kind rather than a row per (book, kind): a book's
  * figures stay on one row, where a spreadsheet sorts and charts them.
- * Its line columns add up to its mean within half a minor unit, since
- * each month's total is the sum of its lines rounded to the cent.
+ * Its line columns add up to its plain mean within half a minor unit,
+ * since each month's total is the sum of its lines rounded to the cent.
+ * After them, as the table shows them: the book's provider, its plan
+ * (add-ons bought and limits broken, "; " between) and the tier chosen
+ * for its provider.
  */
 #include "costsim_int.h"
 
@@ -81,6 +84,54 @@ unpriced(FILE *f, const struct cs_book *bk, const struct sim_book_stats *b)
     field(f, text, false);
 }
 
+/* Book i's add-ons and broken limits, as the table says them under it,
+ * one field, "; " between ("" for a book without a plan). */
+static int
+plan(FILE *f, const struct cs_run *run, size_t i)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m)
+        return -1;
+    cs_print_plan_as(m, run, i, "", "; ");
+    if (fclose(m) != 0 || !text) {
+        free(text);
+        return -1;
+    }
+    if (len >= 2)
+        text[len - 2] = '\0'; /* the last "; " */
+    field(f, text, false);
+    free(text);
+    return 0;
+}
+
+/* The tier chosen for each provider, as the table's lines say it. */
+struct tiers {
+    size_t n;
+    const char *provider[64];
+    char *text[64];
+};
+
+static void
+keep_tier(const char *provider, const char *text, void *arg)
+{
+    struct tiers *t = arg;
+    if (t->n < 64) {
+        t->provider[t->n] = provider;
+        t->text[t->n++] = strdup(text);
+    }
+}
+
+static const char *
+tier_of(const struct tiers *t, const char *provider)
+{
+    for (size_t k = 0; k < t->n; k++)
+        if (strcmp(t->provider[k], provider) == 0)
+            return t->text[k] ? t->text[k] : "";
+    return "";
+}
+
 int
 cs_print_csv(FILE *f, const struct cs_run *run)
 {
@@ -95,6 +146,7 @@ cs_print_csv(FILE *f, const struct cs_run *run)
         "unpriced",
         "mean",
         "ci95_half_width",
+        "controls",
         "p5",
         "p50",
         "p95",
@@ -110,9 +162,11 @@ cs_print_csv(FILE *f, const struct cs_run *run)
         "per_1000_sessions",
         "sessions_per_month",
     };
+    struct tiers tiers = {0};
     size_t *o = cs_order(run);
-    if (!o)
-        return -1;
+    int rc = -1;
+    if (!o || cs_tiers_each(run, keep_tier, &tiers) < 0)
+        goto out;
     size_t nstats = sizeof(stats) / sizeof(stats[0]);
     for (size_t h = 0; h < sizeof(head) / sizeof(head[0]); h++)
         num(f, head[h]);
@@ -123,6 +177,9 @@ cs_print_csv(FILE *f, const struct cs_run *run)
         snprintf(col, sizeof(col), "line_%s", sim_line_kinds[k]);
         num(f, col);
     }
+    num(f, "provider");
+    num(f, "plan");
+    num(f, "provider_tier");
     num(f, "source");
     field(f, "as_of", true);
     for (size_t r = 0; r < run->nbooks; r++) {
@@ -147,6 +204,9 @@ cs_print_csv(FILE *f, const struct cs_run *run)
             unpriced(f, bk, b);
             dec(f, sim_book_mean(b), 6);
             real(f, b->half);
+            char nc[32];
+            snprintf(nc, sizeof(nc), "%zu", b->ncontrols);
+            num(f, nc);
             dec(f, sim_book_quantile(b, 0.05), d);
             dec(f, sim_book_quantile(b, 0.5), d);
             dec(f, sim_book_quantile(b, 0.95), d);
@@ -161,9 +221,18 @@ cs_print_csv(FILE *f, const struct cs_run *run)
             for (int k = 0; k < SIM_NKINDS; k++)
                 dec(f, sim_dec_div(b->kind_sum[k], b->trials), 6);
         }
+        const char *provider = pricing_book_provider(bk->book);
+        field(f, provider, false);
+        if (plan(f, run, o[r]) < 0)
+            goto out;
+        field(f, *provider ? tier_of(&tiers, provider) : "", false);
         field(f, bk->source, false);
         field(f, bk->as_of, true);
     }
+    rc = 0;
+out:
+    for (size_t k = 0; k < tiers.n; k++)
+        free(tiers.text[k]);
     free(o);
-    return 0;
+    return rc;
 }

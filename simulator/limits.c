@@ -80,6 +80,11 @@ over(const struct sim_measure *x, const struct sim_month *m, size_t bytes,
      struct sim_err *e)
 {
     const struct sim_profile *p = m->p;
+    if (p && p->arrivals == SIM_CONCURRENT)
+        return sim_mem_over(x->mem, bytes, e,
+                            "sessions.concurrent: %u keeps more than %zu "
+                            "starts and ends of sandboxes ahead at once",
+                            p->concurrent, x->running.cap);
     if (p && p->arrivals == SIM_POISSON)
         return sim_mem_over(x->mem, bytes, e,
                             "sessions.poisson.per_hour: %g with sessions of "

@@ -250,10 +250,26 @@ pause_decided(struct sim_month *m, const struct sim_profile *p, uint64_t n)
     return yes;
 }
 
-/* One session starting at t: its length, spells and egress. */
+/* The sessions' control for a session starting at t of drawn length x:
+ * its part in the month, less what that part is expected to be for a
+ * session starting at t. */
+static void
+length_control(struct sim_month *m, const struct sim_profile *p, int64_t t,
+               double x)
+{
+    double lo = t < m->start ? (double)(m->start - t) : 0,
+           hi = (double)(m->end - t);
+    m->control[SIM_CV_LENGTH] +=
+        fmax(fmin(x, hi) - lo, 0) - (lo == 0 && hi >= p->length.max
+                                         ? m->e_length
+                                         : dist_mean_part(&p->length, lo, hi));
+}
+
+/* One session starting at t, of the length drawn: its spells and
+ * egress. */
 static int
 add_session(struct sim_month *m, const struct sim_profile *p, gsl_rng *rng,
-            int64_t t, struct sim_err *e)
+            int64_t t, double drawn, struct sim_err *e)
 {
     int rc = sim_grow(m->mem, &m->sessions, &m->sessions_cap, m->nsessions + 1,
                       sizeof(*m->sessions), 256);
@@ -262,16 +278,8 @@ add_session(struct sim_month *m, const struct sim_profile *p, gsl_rng *rng,
                             e, "sessions: %zu drawn at once", m->nsessions + 1);
     if (rc < 0)
         return oom(e);
-    double drawn = sim_dist_draw(&p->length, rng);
     uint64_t len = seconds_of(drawn);
-    /* The part of it in the month, less what that part is expected to
-     * be for a session starting at t. */
-    double lo = t < m->start ? (double)(m->start - t) : 0,
-           hi = (double)(m->end - t);
-    m->control[SIM_CV_LENGTH] +=
-        fmax(fmin(drawn, hi) - lo, 0) -
-        (lo == 0 && hi >= p->length.max ? m->e_length
-                                        : dist_mean_part(&p->length, lo, hi));
+    length_control(m, p, t, drawn);
     struct sim_session *s = &m->sessions[m->nsessions];
     s->start = t;
     s->first = m->nspells;
@@ -348,6 +356,8 @@ sim_month_begin(struct sim_month *m, const struct sim_profile *p, gsl_rng *rng)
     m->rng = rng;
     m->nsessions = m->nspells = m->started = m->dropped = 0;
     m->hour_n = m->hour_i = 0;
+    m->slots = 0;
+    m->slots_ready = false;
     m->batch_left = 0;
     memset(m->control, 0, sizeof(m->control));
     m->e_length = dist_mean(&p->length);
@@ -359,6 +369,11 @@ sim_month_begin(struct sim_month *m, const struct sim_profile *p, gsl_rng *rng)
     /* Sessions that started this long before the month can reach it;
      * none before a first month. */
     m->warm = m->first ? 0 : (int64_t)ceil(sim_dist_upper(&p->length));
+    /* Concurrent sandboxes run from this long before the month, 20
+     * sessions of the mean length, enough for their starts to lose the
+     * phase they began with (or the longest session, if shorter). */
+    if (p->arrivals == SIM_CONCURRENT && m->warm > 20 * ceil(m->e_length))
+        m->warm = 20 * (int64_t)ceil(m->e_length);
     if (p->arrivals == SIM_EVEN) {
         /* per_month arrivals at start + floor(i x D / N), continued
          * backwards over the warm-up window: a periodic month. */
@@ -429,9 +444,84 @@ next_arrival(struct sim_month *m, struct sim_err *e)
     }
 }
 
+/* Restores the heap of next starts h[0, n) from i down. */
+static void
+sift_down(int64_t *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, min = i;
+        if (l < n && h[l] < h[min])
+            min = l;
+        if (r < n && h[r] < h[min])
+            min = r;
+        if (min == i)
+            return;
+        int64_t x = h[i];
+        h[i] = h[min];
+        h[min] = x;
+        i = min;
+    }
+}
+
+/* Concurrent sandboxes' first starts: at the month's start in a first
+ * month; else warm before it, each less a whole second uniform in [0,
+ * the mean length), so that sandboxes of fixed lengths do not start
+ * together. */
+static int
+start_slots(struct sim_month *m, struct sim_err *e)
+{
+    const struct sim_profile *p = m->p;
+    size_t n = p->concurrent;
+    int rc =
+        sim_grow(m->mem, &m->times, &m->times_cap, n, sizeof(*m->times), 64);
+    if (rc == -2)
+        return sim_mem_over(m->mem, 2 * n * sizeof(*m->times), e,
+                            "sessions.concurrent: %zu sandboxes", n);
+    if (rc < 0)
+        return oom(e);
+    unsigned long spread = (unsigned long)ceil(m->e_length);
+    for (size_t i = 0; i < n; i++)
+        m->times[i] = m->first
+                          ? m->start
+                          : m->start - m->warm -
+                                (int64_t)gsl_rng_uniform_int(m->rng, spread);
+    for (size_t i = n / 2; i-- > 0;)
+        sift_down(m->times, n, i);
+    m->slots = n;
+    m->slots_ready = true;
+    return 0;
+}
+
+/* Concurrent: the sandbox that starts its next session soonest starts
+ * it, and its next one is due when this one ends. Sessions that end
+ * before the month are drawn (their lengths decide what follows) but
+ * not kept. */
+static int
+draw_slot(struct sim_month *m, struct sim_err *e)
+{
+    const struct sim_profile *p = m->p;
+    if (!m->slots_ready && start_slots(m, e) < 0)
+        return -1;
+    for (;;) {
+        int64_t t = m->times[0];
+        if (t >= m->end)
+            return 0;
+        double x = sim_dist_draw(&p->length, m->rng);
+        m->times[0] = t + (int64_t)seconds_of(x);
+        sift_down(m->times, m->slots, 0);
+        if (t + (int64_t)seconds_of(x) <= m->start) {
+            length_control(m, p, t, x);
+            continue;
+        }
+        return add_session(m, p, m->rng, t, x, e) < 0 ? -1 : 1;
+    }
+}
+
 int
 sim_month_draw(struct sim_month *m, struct sim_err *e)
 {
+    if (m->p->arrivals == SIM_CONCURRENT)
+        return draw_slot(m, e);
     if (m->batch_left == 0) {
         int got = next_arrival(m, e);
         if (got <= 0)
@@ -439,7 +529,8 @@ sim_month_draw(struct sim_month *m, struct sim_err *e)
         m->batch_left = m->p->batch;
     }
     m->batch_left--;
-    return add_session(m, m->p, m->rng, m->at, e) < 0 ? -1 : 1;
+    double x = sim_dist_draw(&m->p->length, m->rng);
+    return add_session(m, m->p, m->rng, m->at, x, e) < 0 ? -1 : 1;
 }
 
 void

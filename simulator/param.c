@@ -27,6 +27,7 @@
 enum kind {
     K_PER_MONTH,
     K_PER_HOUR,
+    K_CONCURRENT,
     K_BATCH,
     K_LOCATION, /* a distribution's value, median, mean or bins */
     K_P95,      /* a lognormal's p95: its spread */
@@ -177,9 +178,12 @@ list(const struct sim_profile *p, bool derived, struct param *out)
     } while (0)
     if (p->arrivals == SIM_EVEN)
         ADD(K_PER_MONTH, 0, "sessions.per_month");
-    else
+    else if (p->arrivals == SIM_POISSON)
         ADD(K_PER_HOUR, 0, "sessions.poisson.per_hour");
-    ADD(K_BATCH, 0, "sessions.batch");
+    else
+        ADD(K_CONCURRENT, 0, "sessions.concurrent");
+    if (p->arrivals != SIM_CONCURRENT)
+        ADD(K_BATCH, 0, "sessions.batch");
     ADD_DIST(D_LENGTH);
     ADD(K_VCPU, 0, "sandbox.vcpu");
     ADD(K_MEMORY, 0, "sandbox.memory_gib");
@@ -249,6 +253,10 @@ sim_param_get(const struct sim_profile *p, const char *param, double *value,
         break;
     case K_PER_HOUR:
         v = p->per_hour;
+        break;
+    case K_CONCURRENT:
+        v = p->concurrent;
+        s = 1;
         break;
     case K_BATCH:
         v = p->batch;
@@ -453,6 +461,11 @@ set(struct sim_profile *p, const struct param *k, double x, struct why *w)
         v = round(x);
         st = clamp(w, name, x, &v, 1, SIM_MAX_PER_MONTH, 1);
         p->per_month = (uint32_t)v;
+        return st;
+    case K_CONCURRENT:
+        v = round(x);
+        st = clamp(w, name, x, &v, 1, SIM_MAX_CONCURRENT, 1);
+        p->concurrent = (uint32_t)v;
         return st;
     case K_PER_HOUR:
         if (!(x > 0))

@@ -320,8 +320,8 @@ exact(struct ctx *c, const json_t *obj, const char *path, const char *key,
 static int
 parse_sessions(struct ctx *c, const json_t *root, struct sim_profile *p)
 {
-    static const char *const keys[] = {"per_month", "poisson", "batch",
-                                       "length", NULL};
+    static const char *const keys[] = {"per_month", "poisson", "concurrent",
+                                       "batch",     "length",  NULL};
     static const char *const pkeys[] = {"per_hour", "daily_pattern", NULL};
     json_t *s = json_object_get(root, "sessions");
     if (!s)
@@ -331,10 +331,24 @@ parse_sessions(struct ctx *c, const json_t *root, struct sim_profile *p)
         return -1;
     json_t *pm = json_object_get(s, "per_month");
     json_t *po = json_object_get(s, "poisson");
-    if (!pm == !po)
+    json_t *co = json_object_get(s, "concurrent");
+    if ((pm != NULL) + (po != NULL) + (co != NULL) != 1)
         return fail(c, "sessions",
-                    "needs exactly one of per_month and poisson");
-    if (pm) {
+                    "needs exactly one of per_month, poisson and concurrent");
+    if (co) {
+        double n = 0;
+        if (number(c, s, "sessions", "concurrent", true, 1, &n) < 0)
+            return -1;
+        if (n != floor(n) || n > SIM_MAX_CONCURRENT)
+            return fail(c, "sessions.concurrent",
+                        "%g is not a whole number from 1 to 100,000", n);
+        if (json_object_get(s, "batch"))
+            return fail(c, "sessions.batch",
+                        "has no meaning with concurrent (each sandbox's next "
+                        "session starts as the last ends)");
+        p->arrivals = SIM_CONCURRENT;
+        p->concurrent = (uint32_t)n;
+    } else if (pm) {
         double n = 0;
         if (number(c, s, "sessions", "per_month", true, 1, &n) < 0)
             return -1;
@@ -399,11 +413,35 @@ parse_sessions(struct ctx *c, const json_t *root, struct sim_profile *p)
     return 0;
 }
 
+/* A size given as NAME_gib (GiB, 2^30 bytes) or NAME_gb (GB, 10^9
+ * bytes, as most providers' pages write it), not both, as whole bytes
+ * into *out; absent (not required): 0 and *out unchanged. */
+static int
+size_of(struct ctx *c, const json_t *s, const char *name, bool required,
+        uint64_t *out)
+{
+    char gib[32], gb[32];
+    snprintf(gib, sizeof(gib), "%s_gib", name);
+    snprintf(gb, sizeof(gb), "%s_gb", name);
+    bool has_gib = json_object_get(s, gib), has_gb = json_object_get(s, gb);
+    if (has_gib && has_gb)
+        return fail(c, "sandbox", "gives both %s and %s: one of them", gib, gb);
+    if (!has_gib && !has_gb && required) {
+        char p[64];
+        snprintf(p, sizeof(p), "sandbox.%s", gib);
+        return fail(c, p, "missing (or %s, in GB)", gb);
+    }
+    if (has_gb)
+        return exact(c, s, "sandbox", gb, 1e9, true, 0, out);
+    return exact(c, s, "sandbox", gib, 1073741824.0, has_gib, 0, out);
+}
+
 static int
 parse_sandbox(struct ctx *c, const json_t *root, struct sim_profile *p)
 {
-    static const char *const keys[] = {"vcpu", "memory_gib", "memory_used_gib",
-                                       "disk_gib", NULL};
+    static const char *const keys[] = {
+        "vcpu",      "memory_gib",     "memory_used_gib", "disk_gib",
+        "memory_gb", "memory_used_gb", "disk_gb",         NULL};
     const json_t *s = json_object_get(root, "sandbox");
     if (!s)
         return fail(c, "sandbox", "missing");
@@ -411,23 +449,24 @@ parse_sandbox(struct ctx *c, const json_t *root, struct sim_profile *p)
     if (object_at(c, s, "sandbox") < 0 ||
         known_keys(c, s, "sandbox", keys) < 0 ||
         exact(c, s, "sandbox", "vcpu", 10000, true, 0, &vcpu) < 0 ||
-        exact(c, s, "sandbox", "memory_gib", 1073741824.0, true, 0,
-              &p->mem_bytes) < 0)
+        size_of(c, s, "memory", true, &p->mem_bytes) < 0)
         return -1;
     if (vcpu == 0 || vcpu > SIM_MAX_VCPU)
         return fail(c, "sandbox.vcpu", "%g is not above 0 and at most 1000",
                     (double)vcpu / 10000);
     p->vcpu = (uint32_t)vcpu;
     p->mem_used_bytes = p->mem_bytes;
-    if (exact(c, s, "sandbox", "memory_used_gib", 1073741824.0, false, 0,
-              &p->mem_used_bytes) < 0 ||
-        exact(c, s, "sandbox", "disk_gib", 1073741824.0, true, 0,
-              &p->disk_bytes) < 0)
+    if (size_of(c, s, "memory_used", false, &p->mem_used_bytes) < 0 ||
+        size_of(c, s, "disk", true, &p->disk_bytes) < 0)
         return -1;
-    if (p->mem_used_bytes > p->mem_bytes)
-        return fail(c, "sandbox.memory_used_gib", "%g is above memory_gib %g",
-                    (double)p->mem_used_bytes / 1073741824.0,
-                    (double)p->mem_bytes / 1073741824.0);
+    if (p->mem_used_bytes > p->mem_bytes) {
+        bool gb = json_object_get(s, "memory_used_gb");
+        double unit = gb ? 1e9 : 1073741824.0;
+        return fail(
+            c, gb ? "sandbox.memory_used_gb" : "sandbox.memory_used_gib",
+            "%g is above the memory, %g %s", (double)p->mem_used_bytes / unit,
+            (double)p->mem_bytes / unit, gb ? "GB" : "GiB");
+    }
     return 0;
 }
 

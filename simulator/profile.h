@@ -31,6 +31,7 @@ struct sim_err {
 #define SIM_MAX_PER_MONTH 10000000  /* sessions.per_month */
 #define SIM_MAX_PER_HOUR 100000.0   /* sessions.poisson.per_hour */
 #define SIM_MAX_BATCH 100000        /* sessions.batch */
+#define SIM_MAX_CONCURRENT 100000   /* sessions.concurrent */
 #define SIM_MAX_SESSION_S 2678400.0 /* sessions.length: 31 days */
 #define SIM_MAX_VCPU 10000000       /* sandbox.vcpu: 1,000, in 1/10,000 */
 #define SIM_MAX_BYTES 1e18          /* sizes, in bytes */
@@ -66,8 +67,10 @@ double sim_dist_draw(const struct sim_dist *d, gsl_rng *rng);
 double sim_dist_upper(const struct sim_dist *d);
 
 enum sim_arrivals {
-    SIM_EVEN,    /* per_month sessions, evenly spaced: no randomness */
-    SIM_POISSON, /* a Poisson process of per_hour, shaped by the day */
+    SIM_EVEN,       /* per_month sessions, evenly spaced: no randomness */
+    SIM_POISSON,    /* a Poisson process of per_hour, shaped by the day */
+    SIM_CONCURRENT, /* concurrent sandboxes, each session followed by the
+                       next the second it ends */
 };
 
 /* Alternating spells while a session runs. */
@@ -82,6 +85,7 @@ struct sim_profile {
     enum sim_arrivals arrivals;
     uint32_t per_month;     /* SIM_EVEN */
     double per_hour;        /* SIM_POISSON: mean arrivals an hour */
+    uint32_t concurrent;    /* SIM_CONCURRENT: sandboxes at once */
     double pattern[24];     /* rate factors by UTC hour, mean 1 */
     uint32_t batch;         /* sessions that start at each arrival (>= 1) */
     struct sim_dist length; /* wall-clock seconds of a session */

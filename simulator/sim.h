@@ -117,6 +117,10 @@ struct sim_month {
     int64_t at;            /* the arrival being drawn */
     uint32_t batch_left;   /* its sessions still to draw */
     size_t dropped;        /* sessions drawn before sessions[0] */
+    /* Concurrent: each sandbox's next start, a heap in times[0, slots),
+     * filled at the first draw. */
+    size_t slots;
+    bool slots_ready;
     /* The controls' sums over the draws so far (sim_month_begin zeroes
      * them), and what each kind of draw is expected to be. */
     double control[SIM_NCONTROLS];

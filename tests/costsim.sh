@@ -99,19 +99,36 @@ from decimal import Decimal
 raw = open(sys.argv[1], newline="").read()
 assert raw.endswith("\r\n") and "\n" not in raw.replace("\r\n", ""), "CRLF rows"
 rows = list(csv.DictReader(raw.splitlines(), strict=True))
-books = json.load(open(sys.argv[2]))["books"]
+run = json.load(open(sys.argv[2]))
+books = run["books"]
+chosen = {t["provider"]: t["chosen"] for t in run["tiers"]}
 assert [r["book"] for r in rows] == [b["id"] for b in books], "same books, same order"
 kinds = [k[5:] for k in rows[0] if k.startswith("line_")]
 assert len(kinds) == 14, kinds
+plain = 0
 for r, b in zip(rows, books):
     for k in ("file", "currency", "source", "as_of"):
         assert r[k] == b[k], (b["id"], k, r[k], b[k])
+    # The provider, its tier as the table says it, the book's plan.
+    assert r["provider"] == (b["provider"] or ""), b["id"]
+    if b["provider"]:
+        c = chosen[b["provider"]]
+        want = (c + " (mean ") if c else "none fits ("
+        assert r["provider_tier"].startswith(want), (b["id"], r["provider_tier"], c)
+    else:
+        assert r["provider_tier"] == "", b["id"]
+    limits = b.get("plan", {}).get("limits", [])
+    broken = [l for l in limits if l["months_broken"]]
+    assert r["plan"].count("limit broken: ") == len(broken), (b["id"], r["plan"])
+    for l in broken:
+        assert "(%d of %d months)" % (l["months_broken"], l["months_checked"]) in r["plan"], (b["id"], l)
     assert r["priced"] == ("true" if b["priced"] else "false")
     if not b["priced"]:
         assert r["reason"] == b["reason"] and r["mean"] == "", b["id"]
         continue
     for k in ("mean", "p5", "p50", "p95"):
         assert r[k] == b[k], (b["id"], k, r[k], b[k])
+    assert int(r["controls"]) == b["controls"], b["id"]
     for k in ("p5_ci95", "p50_ci95", "p95_ci95"):
         assert r[k + "_low"] == b[k]["low"] and r[k + "_high"] == b[k]["high"], (b["id"], k)
         assert abs(float(r[k + "_coverage"]) - b[k]["coverage"]) < 5e-7, (b["id"], k)
@@ -123,9 +140,12 @@ for r, b in zip(rows, books):
     assert r["converged"] == ("true" if b["converged"] else "false")
     for k in kinds:
         assert r["line_" + k] == b["lines"].get(k, "0.000000"), (b["id"], k)
+    # The lines are plain means: they add up to a plain mean.
     lines = sum(Decimal(r["line_" + k]) for k in kinds)
-    assert abs(lines - Decimal(r["mean"])) <= Decimal("0.005") + 14 * Decimal("0.0000005"), \
+    assert b["controls"] or abs(lines - Decimal(r["mean"])) <= Decimal("0.005") + 14 * Decimal("0.0000005"), \
         (b["id"], lines, r["mean"])
+    plain += b["controls"] == 0
+assert plain >= 15, plain
 print(len(rows), "rows")
 PY
 

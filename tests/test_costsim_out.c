@@ -195,24 +195,26 @@ test_csv(const struct cs_run *run)
     char *csv = render(cs_print_csv, run);
     static const char header[] =
         "book,file,currency,priced,reason,trials,converged,bound,unpriced,"
-        "mean,ci95_half_width,p5,p50,p95,p5_ci95_low,p5_ci95_high,"
+        "mean,ci95_half_width,controls,p5,p50,p95,p5_ci95_low,p5_ci95_high,"
         "p5_ci95_coverage,p50_ci95_low,p50_ci95_high,p50_ci95_coverage,"
         "p95_ci95_low,p95_ci95_high,p95_ci95_coverage,per_1000_sessions,"
         "sessions_per_month,"
         "line_cpu,line_memory,line_instance,line_storage,line_egress,"
         "line_runs,line_autopause_credit,line_subscription,"
         "line_included_credit,line_promotional_credit,line_minimum_commit,"
-        "line_credit_grant,line_addon,line_other,source,as_of\r\n";
+        "line_credit_grant,line_addon,line_other,provider,plan,provider_tier,"
+        "source,as_of\r\n";
     CHECK(strncmp(csv, header, strlen(header)) == 0);
     /* The cheapest first; a text that would start a formula is quoted
      * with a leading '; numbers are not. */
     const char *row1 = csv + strlen(header);
     static const char fly[] =
         "fly-machines,fly-machines.json,USD,true,,4,true,,,5.000000,0.000000,"
-        "5.00,5.00,5.00,5.00,5.00,0.171475,5.00,5.00,0.875000,5.00,5.00,"
+        "0,5.00,5.00,5.00,5.00,5.00,0.171475,5.00,5.00,0.875000,5.00,5.00,"
         "0.171475,50.000000,100.000000,0.000000,0.000000,0.000000,"
         "0.000000,0.000000,0.000000,0.000000,5.000000,0.000000,0.000000,"
-        "0.000000,0.000000,0.000000,0.000000,http://fly.example/"
+        "0.000000,0.000000,0.000000,0.000000,fly-machines,,fly-machines "
+        "(mean 5.00 USD),http://fly.example/"
         "pricing.,\"'=HYPERLINK(\"\"x\"\")"
         "\"\r\n";
     CHECK(strncmp(row1, fly, strlen(fly)) == 0);
@@ -222,17 +224,19 @@ test_csv(const struct cs_run *run)
      * 0.95^3 = 0.171475; p50 1-4, P(1 <= B <= 3) = 14/16 = 0.875; p95
      * 3-4, 0.171475 (four trials are too few for 95%). */
     static const char e2b[] =
-        "e2b-pro,e2b-pro.json,USD,true,,4,true,,,11.500000,2.050000,10.00,"
+        "e2b-pro,e2b-pro.json,USD,true,,4,true,,,11.500000,2.050000,0,10.00,"
         "11.00,13.00,10.00,11.00,0.171475,10.00,13.00,0.875000,12.00,13.00,"
         "0.171475,115.000000,100.000000,7.500000,5.000000,0.000000,"
         "0.000000,0.000000,0.000000,0.000000,0.000000,-1.000000,0.000000,"
-        "0.000000,0.000000,0.000000,0.000000,\"javascript:alert(1) "
+        "0.000000,0.000000,0.000000,0.000000,e2b,limits: none broken,e2b-pro "
+        "(mean 11.50 USD),\"javascript:alert(1) "
         "https://example.com/p?a=1&b=2"
         " ; \"\"quoted, with a comma\"\"\",2026-01-01 <i>\r\n";
     CHECK(strstr(csv, e2b) != NULL);
     static const char lambda[] =
         "aws-lambda,aws-lambda.json,USD,false,\"price book 'aws-lambda': uses "
-        "<storage> & \"\"more\"\"\",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,";
+        "<storage> & \"\"more\"\"\",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,aws-"
+        "lambda,,none fits (aws-lambda: cannot price),,\r\n";
     CHECK(strstr(csv, lambda) != NULL);
     CHECK(count(csv, "\r\n") == 4);
     free(csv);

@@ -539,10 +539,75 @@ drawn_crowd(void)
     sim_profile_free(p);
 }
 
+/*
+ * N sandboxes at once (sessions.concurrent): each sandbox's sessions
+ * follow one another without a gap, so every second of the month has
+ * exactly N sandboxes, in a steady month (sessions from before it, cut
+ * at its start) and in a first one (all starting with it); sessions
+ * come in order of start, and the month measures N at once. With pauses,
+ * fewer run at once, never more, and the sandboxes are still all there
+ * (disk held by N).
+ */
+static void
+concurrent(void)
+{
+    static const char *const json[] = {
+        "{\"sessions\": {\"concurrent\": 10, \"length\": {\"dist\": "
+        "\"lognormal\", \"median\": 1800, \"p95\": 20000}}, \"sandbox\": "
+        "{\"vcpu\": 1, \"memory_gb\": 2, \"disk_gib\": 1}}",
+        "{\"sessions\": {\"concurrent\": 3, \"length\": {\"dist\": "
+        "\"fixed\", \"value\": 7200}}, \"sandbox\": {\"vcpu\": 1, "
+        "\"memory_gb\": 2, \"disk_gib\": 1}, \"activity\": {\"busy\": "
+        "{\"length\": {\"dist\": \"exponential\", \"mean\": 30}, \"cpu\": "
+        "1}, \"idle\": {\"length\": {\"dist\": \"exponential\", \"mean\": "
+        "600}, \"cpu\": 0}}, \"pauses\": {\"after_idle_s\": 60}}",
+    };
+    static const uint64_t n[] = {10, 3};
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    for (size_t k = 0; k < 2; k++) {
+        struct sim_profile *p = parse(json[k]);
+        for (int first = 0; p && first < 2; first++) {
+            struct sim_month m;
+            struct sim_err e;
+            sim_month_init(&m, 2026, 11);
+            m.first = first;
+            gsl_rng_set(rng, 11 + k);
+            CHECK(sim_month_generate(&m, p, rng, &e) == 0);
+            uint64_t secs = 0;
+            bool ordered = true;
+            for (size_t i = 0; i < m.nsessions; i++) {
+                const struct sim_session *x = &m.sessions[i];
+                int64_t lo = x->start > m.start ? x->start : m.start;
+                int64_t hi = x->start + (int64_t)x->seconds;
+                hi = hi < m.end ? hi : m.end;
+                secs += hi > lo ? (uint64_t)(hi - lo) : 0;
+                ordered &= i == 0 || x->start >= m.sessions[i - 1].start;
+                CHECK(!first || x->start >= m.start);
+            }
+            CHECK(ordered);
+            CHECK(secs == n[k] * (uint64_t)(m.end - m.start));
+            struct sim_month_use u;
+            CHECK(sim_month_measure(&m, &u, &e) == 0);
+            if (k == 0)
+                CHECK(u.peak_running == n[k]);
+            else
+                CHECK(u.peak_running >= 1 && u.peak_running <= n[k]);
+            CHECK(u.peak_disk_bytes == n[k] * (1ULL << 30));
+            if (secs != n[k] * (uint64_t)(m.end - m.start))
+                fprintf(stderr, "concurrent %zu, first %d: %llu s\n", k, first,
+                        (unsigned long long)secs);
+            sim_month_release(&m);
+        }
+        sim_profile_free(p);
+    }
+    gsl_rng_free(rng);
+}
+
 int
 main(void)
 {
     gsl_set_error_handler_off();
+    concurrent();
     moments();
     arrivals();
     hand_computed();

@@ -61,6 +61,34 @@ sizes(void)
     CHECK(p->disk_bytes == 3ULL << 30);
     CHECK(!p->has_activity && !p->has_egress && !p->pause);
     sim_profile_free(p);
+    /* GB (10^9 bytes) beside GiB, each key on its own; and N sandboxes
+     * at once. */
+    json = "{\"name\": \"y\", \"sessions\": {\"concurrent\": 7, \"length\": "
+           "{\"dist\": \"fixed\", \"value\": 60}}, \"sandbox\": {\"vcpu\": "
+           "1, \"memory_gb\": 0.5, \"memory_used_gib\": 0.25, \"disk_gb\": "
+           "20}}";
+    p = sim_profile_parse(json, strlen(json), NULL, &e);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    CHECK(p->arrivals == SIM_CONCURRENT && p->concurrent == 7);
+    CHECK(p->mem_bytes == 500000000ULL && p->mem_used_bytes == 268435456ULL);
+    CHECK(p->disk_bytes == 20000000000ULL);
+    char names[SIM_PARAMS_MAX][SIM_PARAM_NAME];
+    size_t n = sim_params(p, false, names);
+    CHECK(n >= 1 && strcmp(names[0], "sessions.concurrent") == 0);
+    for (size_t k = 0; k < n; k++)
+        CHECK(strcmp(names[k], "sessions.batch") != 0);
+    double v, step;
+    CHECK(sim_param_set(p, "sessions.concurrent", 9.4, &v, NULL, 0) ==
+              SIM_PARAM_SET &&
+          v == 9 && p->concurrent == 9);
+    CHECK(sim_param_get(p, "sessions.concurrent", &v, &step) == 0 && v == 9 &&
+          step == 1);
+    CHECK(sim_param_set(p, "sessions.concurrent", 0, &v, NULL, 0) ==
+              SIM_PARAM_CLAMPED &&
+          p->concurrent == 1);
+    sim_profile_free(p);
 }
 
 /* A valid profile with one part replaced. */
@@ -96,7 +124,8 @@ static const struct {
      "profile.json: sandbox.disk_gib: missing"},
     {"{\"sessions\": {\"per_month\": 10, \"poisson\": {\"per_hour\": 1}, "
      "\"length\": {\"dist\": \"fixed\", \"value\": 60}}, " BASE_SANDBOX "}",
-     "profile.json: sessions: needs exactly one of per_month and poisson"},
+     "profile.json: sessions: needs exactly one of per_month, poisson and "
+     "concurrent"},
     {"{\"sessions\": {\"poisson\": {\"per_hour\": 1, \"daily_pattern\": [1, "
      "2]}, \"length\": {\"dist\": \"fixed\", \"value\": 60}}, " BASE_SANDBOX
      "}",
@@ -131,6 +160,43 @@ static const struct {
      "{\"dist\": \"lognormal\", \"median\": 10, \"p95\": 10}}}",
      "profile.json: egress.per_session_mb.p95: 10 equals the median"},
     {"{" BASE_SESSIONS "}", "profile.json: sandbox: missing"},
+    {"{\"sessions\": {\"per_month\": 10, \"concurrent\": 3, \"length\": "
+     "{\"dist\": \"fixed\", \"value\": 60}}, " BASE_SANDBOX "}",
+     "profile.json: sessions: needs exactly one of per_month, poisson and "
+     "concurrent"},
+    {"{\"sessions\": {\"length\": {\"dist\": \"fixed\", \"value\": "
+     "60}}, " BASE_SANDBOX "}",
+     "profile.json: sessions: needs exactly one of per_month, poisson and "
+     "concurrent"},
+    {"{\"sessions\": {\"concurrent\": 2.5, \"length\": {\"dist\": "
+     "\"fixed\", \"value\": 60}}, " BASE_SANDBOX "}",
+     "profile.json: sessions.concurrent: 2.5 is not a whole number from 1 to "
+     "100,000"},
+    {"{\"sessions\": {\"concurrent\": 100001, \"length\": {\"dist\": "
+     "\"fixed\", \"value\": 60}}, " BASE_SANDBOX "}",
+     "profile.json: sessions.concurrent: 100001 is not a whole number"},
+    {"{\"sessions\": {\"concurrent\": 0, \"length\": {\"dist\": "
+     "\"fixed\", \"value\": 60}}, " BASE_SANDBOX "}",
+     "profile.json: sessions.concurrent: 0 is below 1"},
+    {"{\"sessions\": {\"concurrent\": 3, \"batch\": 2, \"length\": "
+     "{\"dist\": \"fixed\", \"value\": 60}}, " BASE_SANDBOX "}",
+     "profile.json: sessions.batch: has no meaning with concurrent"},
+    {"{" BASE_SESSIONS ", \"sandbox\": {\"vcpu\": 1, \"memory_gib\": 4, "
+     "\"memory_gb\": 4, \"disk_gib\": 1}}",
+     "profile.json: sandbox: gives both memory_gib and memory_gb"},
+    {"{" BASE_SESSIONS ", \"sandbox\": {\"vcpu\": 1, \"disk_gib\": 1}}",
+     "profile.json: sandbox.memory_gib: missing (or memory_gb, in GB)"},
+    {"{" BASE_SESSIONS ", \"sandbox\": {\"vcpu\": 1, \"memory_gb\": 2}}",
+     "profile.json: sandbox.disk_gib: missing (or disk_gb, in GB)"},
+    {"{" BASE_SESSIONS ", \"sandbox\": {\"vcpu\": 1, \"memory_gb\": "
+     "1e-10, \"disk_gb\": 1}}",
+     "profile.json: sandbox.memory_gb: 1e-10 is not a whole number of bytes"},
+    {"{" BASE_SESSIONS ", \"sandbox\": {\"vcpu\": 1, \"memory_gb\": 2, "
+     "\"memory_used_gb\": 2.5, \"disk_gb\": 1}}",
+     "profile.json: sandbox.memory_used_gb: 2.5 is above the memory, 2 GB"},
+    {"{" BASE_SESSIONS ", \"sandbox\": {\"vcpu\": 1, \"memory_gib\": 2, "
+     "\"memory_used_gib\": 3, \"disk_gib\": 1}}",
+     "profile.json: sandbox.memory_used_gib: 3 is above the memory, 2 GiB"},
     {"[1]", "profile.json: (top): not an object"},
     {"{\"sessions\": ", "profile.json: line 1"},
 };
