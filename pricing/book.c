@@ -772,6 +772,7 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
                                       "storage",
                                       "egress",
                                       "per_run",
+                                      "per_run_free",
                                       "granularity_s",
                                       "min_billed_s",
                                       "subscription",
@@ -931,6 +932,14 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
     b->per_run_known = !json_is_null(v);
     if (b->per_run_known && get_dec(l, "per_run", v, &b->per_run) < 0)
         return -1;
+    /* Runs free each period, before per_run applies (AWS Lambda's 1M
+     * requests a month); with per_run null, a period within them needs
+     * no price. */
+    if ((v = json_object_get(root, "per_run_free"))) {
+        if (get_uint(l, "per_run_free", v, 0, INT64_MAX, &x) < 0)
+            return -1;
+        b->runs_free = (uint64_t)x;
+    }
 
     b->granularity_s = 1;
     if ((v = json_object_get(root, "granularity_s"))) {

@@ -83,6 +83,7 @@ struct pricing_book {
     uint64_t free_bytes;
     bool per_run_known;
     struct pricing_dec per_run;
+    uint64_t runs_free; /* per_run_free: runs a statement has free */
 
     uint32_t granularity_s;
     uint32_t min_billed_s;

@@ -305,6 +305,13 @@ credit_line(struct pricing_statement *st, const char *kind,
 const char *const pricing_dim_names[PRICING_NDIMS] = {
     "cpu", "memory", "storage", "egress", "runs"};
 
+/* The runs q bills: those past the book's free runs. */
+static uint64_t
+billed_runs(const struct pricing_book *b, const struct pricing_quantities *q)
+{
+    return q->runs > b->runs_free ? q->runs - b->runs_free : 0;
+}
+
 /* The dimensions q uses whose price b leaves unknown (null): bit
  * 1 << PRICING_DIM_x. */
 static unsigned
@@ -316,7 +323,8 @@ unknown_dims(const struct pricing_book *b, const struct pricing_quantities *q)
            (unsigned)(q->mem_gross && !b->memory.known) << PRICING_DIM_MEMORY |
            (unsigned)(q->storage && !b->storage.known) << PRICING_DIM_STORAGE |
            (unsigned)(egress_q && !b->egress.known) << PRICING_DIM_EGRESS |
-           (unsigned)(q->runs && !b->per_run_known) << PRICING_DIM_RUNS;
+           (unsigned)(billed_runs(b, q) && !b->per_run_known)
+               << PRICING_DIM_RUNS;
 }
 
 int
@@ -350,7 +358,7 @@ pricing_unpriced_quantity(const struct pricing_book *b,
         *unit = "GB";
         break;
     default:
-        qty = q->runs;
+        qty = billed_runs(b, q);
         *unit = "run";
         break;
     }
@@ -500,18 +508,24 @@ rate_price(const struct pricing_book *b, const struct rate_acct *a,
         if (usage_line(st, &egress, egress_q, desc, amt, e) < 0)
             goto out;
     }
-    if (q->runs && !(unknown & 1u << PRICING_DIM_RUNS)) {
+    uint64_t runs_q = billed_runs(b, q);
+    if (runs_q && !(unknown & 1u << PRICING_DIM_RUNS)) {
         struct pricing_line *l = rate_add_line(st, "runs", e);
         if (!l)
             goto out;
-        snprintf(l->description, sizeof(l->description), "sandbox runs");
+        if (b->runs_free)
+            snprintf(l->description, sizeof(l->description),
+                     "sandbox runs after %llu free",
+                     (unsigned long long)b->runs_free);
+        else
+            snprintf(l->description, sizeof(l->description), "sandbox runs");
         l->has_quantity = true;
-        l->quantity.v = (pricing_i128)q->runs * PRICING_ONE;
+        l->quantity.v = (pricing_i128)runs_q * PRICING_ONE;
         snprintf(l->unit, sizeof(l->unit), "run");
         l->has_unit_price = true;
         l->unit_price = b->per_run;
         mpq_set_dec(amt, b->per_run);
-        mpz_set_u128(mpq_numref(t), q->runs);
+        mpz_set_u128(mpq_numref(t), runs_q);
         mpz_set_ui(mpq_denref(t), 1);
         mpq_mul(amt, amt, t);
         if (round_to(amt, 6, &l->amount, e, "runs") < 0)

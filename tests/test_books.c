@@ -512,18 +512,15 @@ static const struct {
     const char *unsupported[4]; /* NULL after the last */
 } pinned[] = {
     {"aws-fargate.json", {NULL}},
-    {"aws-lambda.json",
-     {"1M requests free a month: requests are billed as runs, and per_run "
-      "has no free allowance",
-      "billed per millisecond; samples are per second"}},
+    {"aws-lambda.json", {"billed per millisecond; samples are per second"}},
     {"blaxel.json",
      {"higher tiers (50 and 200 concurrent sandboxes) need minimum top-ups "
       "($20, $50) of prepaid balance, which is neither an add-on's fee nor a "
       "grant"}},
     {"cloudflare-workers-paid.json",
      {"billed per 10 ms; samples are per second",
-      "Workers request charges: price not published in the data (per_run is "
-      "null)",
+      "Workers request charges past the 10M included a month: price not "
+      "published in the data (per_run is null)",
       "egress priced for North America and Europe only; other regions' rates "
       "not published"}},
     {"codesandbox-build.json",
@@ -555,10 +552,7 @@ static const struct {
      {"compute is billed only while a command, TTY or session is active; "
       "samples do not say when, so every running second is billed",
       "storage billed on data written, not on disk held"}},
-    {"gcp-cloud-run.json",
-     {"2M requests free a month: requests are billed as runs, and per_run "
-      "has no free allowance",
-      "billed per 100 ms; samples are per second"}},
+    {"gcp-cloud-run.json", {"billed per 100 ms; samples are per second"}},
     {"modal-starter.json", {"region and non-preemptible multipliers"}},
     {"modal-team.json", {"region and non-preemptible multipliers"}},
     {"novita-free.json",
@@ -1123,10 +1117,13 @@ test_v2_rating(void)
         CHECK(rate_spans(b, disk, 2) == 0);
         CHECK_STR(line("storage", NULL), "0.025200");
         CHECK(nst == 1 && st[0].q.storage == (pricing_u128)10800 * 100 * GB);
-        /* A run needs the request charge nobody published. */
+        /* A run is one of the 10M requests included a month: no request
+         * charge, though nobody published it (past them, test_rating's
+         * test_runs_free: the price unknown). */
         disk[0].history = disk[1].history = false;
-        CHECK(rate_spans(b, disk, 2) < 0);
-        CHECK(strstr(rate_err, "per_run") != NULL);
+        CHECK(rate_spans(b, disk, 2) == 0);
+        CHECK(nst == 1 && st[0].q.runs == 1);
+        CHECK_STR(line("runs", NULL), "-");
     }
     pricing_book_free(b);
 

@@ -147,6 +147,16 @@ amount(size_t i, const char *kind)
     return "-";
 }
 
+/* Line kind of invoice i, or NULL. */
+static const struct pricing_line *
+line(size_t i, const char *kind)
+{
+    for (size_t l = 0; i < ninv && l < inv[i].nlines; l++)
+        if (strcmp(inv[i].lines[l].kind, kind) == 0)
+            return &inv[i].lines[l];
+    return NULL;
+}
+
 static const char *
 total(size_t i)
 {
@@ -469,6 +479,56 @@ test_storage_egress_runs(void)
     CHECK(inv[0].q.runs == 1 && inv[1].q.runs == 1);
     CHECK_STR(amount(0, "runs"), "0.500000");
     CHECK_STR(amount(1, "runs"), "0.500000");
+}
+
+/* per_run_free: a period's first N runs are free (AWS Lambda's 1M
+ * requests a month). At N runs no line; at N + 1 one run billed; the
+ * default is none free; with per_run null, a period within the free
+ * runs needs no price and one past them stops, naming the runs. */
+static void
+test_runs_free(void)
+{
+#define RUNS_BOOK(per_run, extra)                                              \
+    "{\"id\": \"t\", \"currency\": \"USD\", \"effective_from\": "              \
+    "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": \"0\", "    \
+    "\"per\": \"second\"}, \"memory\": {\"basis\": \"allocated\", "            \
+    "\"unit\": \"GiB\", \"rate\": \"0\", \"per\": \"second\"}, "               \
+    "\"storage\": null, \"egress\": null, \"per_run\": " per_run extra "}"
+    struct run three[] = {{"sb-1", JAN, 5, V(1), V(1), 0, 0, 0, 0},
+                          {"sb-2", JAN + 1, 5, V(1), V(1), 0, 0, 0, 0},
+                          {"sb-3", JAN + 2, 5, V(1), V(1), 0, 0, 0, 0}};
+    CHECK(rate(RUNS_BOOK("\"0.5\"", ", \"per_run_free\": 3"), three, 3) == 0);
+    CHECK(ninv == 1 && inv[0].q.runs == 3 && !line(0, "runs"));
+    CHECK_STR(total(0), "0.00");
+    CHECK(rate(RUNS_BOOK("\"0.5\"", ", \"per_run_free\": 2"), three, 3) == 0);
+    CHECK_STR(amount(0, "runs"), "0.500000");
+    CHECK(line(0, "runs") && strcmp(line(0, "runs")->description,
+                                    "sandbox runs after 2 free") == 0);
+    char q[64];
+    pricing_dec_format(line(0, "runs")->quantity, 0, q, sizeof(q));
+    CHECK_STR(q, "1");
+    CHECK(rate(RUNS_BOOK("\"0.5\"", ", \"per_run_free\": 0"), three, 3) == 0);
+    CHECK_STR(amount(0, "runs"), "1.500000");
+    CHECK(rate(RUNS_BOOK("\"0.5\"", ""), three, 3) == 0);
+    CHECK_STR(amount(0, "runs"), "1.500000");
+    CHECK_STR(line(0, "runs")->description, "sandbox runs");
+    /* A price not published, runs free: within them, priced. */
+    CHECK(rate(RUNS_BOOK("null", ", \"per_run_free\": 3"), three, 3) == 0);
+    CHECK_STR(total(0), "0.00");
+    CHECK(rate(RUNS_BOOK("null", ", \"per_run_free\": 2"), three, 3) == -1);
+    CHECK(strstr(err, "runs (per_run)") != NULL);
+    /* Refused: not a whole number of runs, or below 0. */
+    struct pricing_err e = {{0}};
+    const char *bad[] = {RUNS_BOOK("\"0.5\"", ", \"per_run_free\": -1"),
+                         RUNS_BOOK("\"0.5\"", ", \"per_run_free\": \"10\""),
+                         RUNS_BOOK("\"0.5\"", ", \"per_run_free\": 1.5")};
+    for (size_t i = 0; i < 3; i++) {
+        struct pricing_book *x =
+            pricing_book_parse(bad[i], strlen(bad[i]), "book.json", &e);
+        CHECK(x == NULL && strstr(e.msg, "per_run_free") != NULL);
+        pricing_book_free(x);
+    }
+#undef RUNS_BOOK
 }
 
 /* The estimate of usage alerts (pricing_estimate): from the sums alone
@@ -1549,6 +1609,7 @@ test_partial(void)
 int
 main(void)
 {
+    test_runs_free();
     test_published_examples();
     test_granularity();
     test_tiers();
