@@ -535,8 +535,10 @@ cs_replay_main(int argc, char **argv)
         goto fail;
     /* Limits: the month's facts and each priced book's statement
      * against the book's plan (simulator/limits.c). */
-    const struct sim_month_use use = {rp.facts.peak, rp.facts.longest_s,
-                                      rp.facts.peak_disk};
+    /* The largest sandbox is not read from storage: a book's "limits"
+     * (its largest sandbox) are not checked on replay. */
+    const struct sim_month_use use = {
+        rp.facts.peak, rp.facts.longest_s, rp.facts.peak_disk, 0, 0, 0};
     for (size_t i = 0; i < n; i++)
         if (!rp.books[i].failed)
             sim_plan_check(books[i].book, &use, &rp.books[i].st->q,

@@ -773,6 +773,7 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
                                       "egress",
                                       "per_run",
                                       "per_run_free",
+                                      "limits",
                                       "granularity_s",
                                       "min_billed_s",
                                       "subscription",
@@ -932,6 +933,28 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
     b->per_run_known = !json_is_null(v);
     if (b->per_run_known && get_dec(l, "per_run", v, &b->per_run) < 0)
         return -1;
+    /* The largest sandbox the provider runs: the simulator's limits,
+     * which billing does not read. */
+    if ((v = json_object_get(root, "limits"))) {
+        static const char *const keys[] = {"max_vcpu", "max_memory", "max_disk",
+                                           NULL};
+        if (!json_is_object(v))
+            return wrong_type(l, "limits", v, "an object");
+        if (only_keys(l, "limits", v, keys) < 0)
+            return -1;
+        for (int i = 0; i < 3; i++) {
+            const json_t *m = json_object_get(v, keys[i]);
+            char kp[32];
+            join(kp, sizeof(kp), "limits", keys[i]);
+            if (!m)
+                continue;
+            if (get_dec(l, kp, m, &b->limits.sandbox_max[i]) < 0)
+                return -1;
+            if (b->limits.sandbox_max[i].v <= 0)
+                return fail(l, kp, "'%s' is not above 0", json_string_value(m));
+            b->limits.has_sandbox_max[i] = true;
+        }
+    }
     /* Runs free each period, before per_run applies (AWS Lambda's 1M
      * requests a month); with per_run null, a period within them needs
      * no price. */

@@ -519,6 +519,11 @@ struct pricing_limits {
     /* Bytes in the units of the memory and storage caps (the book's
      * memory and storage units: 2^30 for GiB, 10^9 for GB). */
     uint64_t memory_unit_bytes, storage_unit_bytes;
+    /* The largest sandbox the provider runs ("limits": max_vcpu,
+     * max_memory, max_disk): vCPUs, and memory and disk in the units
+     * above; has_sandbox_max[i] false: no limit. */
+    bool has_sandbox_max[3];
+    struct pricing_dec sandbox_max[3];
 };
 
 /* b's limits, owned by b and valid as long as it is. Cannot fail. */

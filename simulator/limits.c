@@ -19,15 +19,16 @@
 #include <string.h>
 
 const char *const sim_limit_names[SIM_NLIMITS] = {
-    "concurrency",  "session_length", "runs",    "cpu_hours",
-    "memory_hours", "egress_gb",      "storage",
+    "concurrency",    "session_length", "runs",    "cpu_hours",
+    "memory_hours",   "egress_gb",      "storage", "sandbox_vcpu",
+    "sandbox_memory", "sandbox_disk",
 };
 
 bool
 sim_limit_of_month(enum sim_limit l)
 {
     return l == SIM_LIMIT_CONCURRENCY || l == SIM_LIMIT_SESSION ||
-           l == SIM_LIMIT_STORAGE;
+           l == SIM_LIMIT_STORAGE || l >= SIM_LIMIT_SANDBOX_VCPU;
 }
 
 /* ---- measuring a month ------------------------------------------------- */
@@ -171,6 +172,12 @@ sim_measure_add(struct sim_measure *x, const struct sim_month *m,
     t = from = s->start;
     for (size_t i = 0; i < s->nspells; i++) {
         const struct sim_spell *sp = &m->spells[s->first + i];
+        if (sp->vcpu > x->u.largest_vcpu)
+            x->u.largest_vcpu = sp->vcpu;
+        if (sp->mem_bytes > x->u.largest_mem_bytes)
+            x->u.largest_mem_bytes = sp->mem_bytes;
+        if (sp->disk_bytes > x->u.largest_disk_bytes)
+            x->u.largest_disk_bytes = sp->disk_bytes;
         t += sp->seconds;
         if (i + 1 < s->nspells &&
             m->spells[s->first + i + 1].disk_bytes == sp->disk_bytes)
@@ -319,6 +326,16 @@ sim_limit_of(const struct pricing_book *b, enum sim_limit lim,
             : lim == SIM_LIMIT_EGRESS_GB ? "GB"
                                          : unit_name(l->storage_unit_bytes);
         break;
+    case SIM_LIMIT_SANDBOX_VCPU:
+    case SIM_LIMIT_SANDBOX_MEMORY:
+    case SIM_LIMIT_SANDBOX_DISK:
+        has = l->has_sandbox_max[lim - SIM_LIMIT_SANDBOX_VCPU];
+        v = l->sandbox_max[lim - SIM_LIMIT_SANDBOX_VCPU];
+        u = lim == SIM_LIMIT_SANDBOX_VCPU ? "vCPU"
+            : lim == SIM_LIMIT_SANDBOX_MEMORY
+                ? unit_name(l->memory_unit_bytes)
+                : unit_name(l->storage_unit_bytes);
+        break;
     case SIM_NLIMITS:
         break;
     }
@@ -345,6 +362,12 @@ measures(const struct pricing_limits *l, const struct sim_month_use *u,
     m[SIM_LIMIT_SESSION] = (struct measure){u->longest_run_s, 1};
     m[SIM_LIMIT_STORAGE] =
         (struct measure){u->peak_disk_bytes, l->storage_unit_bytes};
+    m[SIM_LIMIT_SANDBOX_VCPU] =
+        (struct measure){u->largest_vcpu, PRICING_CPU_UNIT};
+    m[SIM_LIMIT_SANDBOX_MEMORY] =
+        (struct measure){u->largest_mem_bytes, l->memory_unit_bytes};
+    m[SIM_LIMIT_SANDBOX_DISK] =
+        (struct measure){u->largest_disk_bytes, l->storage_unit_bytes};
     if (!q)
         return;
     m[SIM_LIMIT_RUNS] = (struct measure){q->runs, 1};
@@ -473,6 +496,22 @@ sim_limit_message(const struct pricing_book *b, enum sim_limit lim,
         k = snprintf(buf, n, "sessions of %s exceed a %s session limit on %s",
                      u, v, id);
         break;
+    case SIM_LIMIT_SANDBOX_VCPU:
+    case SIM_LIMIT_SANDBOX_MEMORY:
+    case SIM_LIMIT_SANDBOX_DISK: {
+        static const char *const what[] = {"vCPU", "of memory", "of disk"};
+        struct pricing_dec max;
+        const char *unit;
+        sim_limit_of(b, lim, &max, &unit);
+        bool vcpu = lim == SIM_LIMIT_SANDBOX_VCPU;
+        shown(used, max, u, sizeof(u));
+        plain(max, PRICING_SCALE, v, sizeof(v));
+        k = snprintf(buf, n,
+                     "a sandbox of %s %s%s%s exceeds %s's largest, %s %s", u,
+                     vcpu ? "" : unit, vcpu ? "" : " ",
+                     what[lim - SIM_LIMIT_SANDBOX_VCPU], id, v, unit);
+        break;
+    }
     default: {
         /* What is counted, after the unit for memory and storage. */
         static const char *const what[SIM_NLIMITS] = {

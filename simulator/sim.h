@@ -215,6 +215,9 @@ int sim_price_drawn(struct sim_month *m,
  *   is kept; a session that is never paused is one stretch.
  * - peak_disk_bytes: the largest total disk held, running or paused, at
  *   one second of the month (section 15's max_storage).
+ * - largest_vcpu, largest_mem_bytes, largest_disk_bytes: the largest
+ *   sandbox, against the book's "limits" (max_vcpu, max_memory,
+ *   max_disk: the largest sandbox the provider runs).
  * Replay fills it from stored usage alike, but sees only the month's
  * seconds: a stretch that began before the month counts from its start.
  */
@@ -222,6 +225,10 @@ struct sim_month_use {
     uint64_t peak_running;
     uint64_t longest_run_s;
     uint64_t peak_disk_bytes;
+    /* The largest sandbox of the month: vCPUs (1/10,000), memory and
+     * disk bytes, each its largest in any spell (replay: not measured,
+     * 0). */
+    uint64_t largest_vcpu, largest_mem_bytes, largest_disk_bytes;
 };
 
 /* Measures m into *u. -1 (e set) when out of memory. */
@@ -237,6 +244,9 @@ enum sim_limit {
     SIM_LIMIT_MEMORY_HOURS,
     SIM_LIMIT_EGRESS_GB,
     SIM_LIMIT_STORAGE,
+    SIM_LIMIT_SANDBOX_VCPU, /* one sandbox's size (the book's "limits") */
+    SIM_LIMIT_SANDBOX_MEMORY,
+    SIM_LIMIT_SANDBOX_DISK,
     SIM_NLIMITS
 };
 /* Their names in JSON: "concurrency", "session_length", "runs", ... */

@@ -622,7 +622,8 @@ checks=$((checks + 1))
 # so the new floor does not change where they stop), the new keys
 # aside; fly-machines since re-rated at a dedicated vCPU (issue 27), and
 # cloudflare-workers-paid added: its runs are within the 10M requests it
-# includes (per_run_free), so it prices whole where it was a lower bound.
+# includes (per_run_free), so it prices whole where it was a lower bound;
+# and the limits of Novita's and Vercel's largest sandbox in their plans.
 # The mean is plain here (--method plain), as it was then; "controls"
 # is a new key.
 expect_status 0 "$COSTSIM" --profile small.json --books "$books" --seed 4 \

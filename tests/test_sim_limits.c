@@ -313,6 +313,8 @@ test_session_and_caps(void)
         case SIM_LIMIT_STORAGE:
             v.peak_disk_bytes++;
             break;
+        default: /* a sandbox's size: test_sandbox_size */
+            continue;
         }
         sim_plan_check(b, &v, &r, &pm);
         if (pm.broken != bit((enum sim_limit)l)) {
@@ -335,7 +337,7 @@ test_session_and_caps(void)
     pricing_book_free(b);
     /* A book with no limit breaks none, however large the month. */
     b = shipped("aws-fargate");
-    u = (struct sim_month_use){1000000, 1000000000, 1ULL << 60};
+    u = (struct sim_month_use){1000000, 1000000000, 1ULL << 60, 0, 0, 0};
     q.runs = UINT64_MAX;
     q.cpu_gross = q.mem_gross = q.egress = (pricing_u128)1 << 100;
     sim_plan_check(b, &u, &q, &pm);
@@ -686,9 +688,114 @@ test_early_stop(void)
     pricing_book_free(usage);
 }
 
+/*
+ * The largest sandbox a book allows ("limits": max_vcpu, max_memory in
+ * the book's memory unit, max_disk in its storage unit), against the
+ * largest of the month: above breaks it, exactly at it fits, a book
+ * without them has none; the sizes are measured from the spells (a
+ * paused spell holds no vCPU or memory); the message names the size and
+ * the book; a month larger than novita-paid's 8 GiB breaks the shipped
+ * book's limit, and malformed limits are refused naming the key.
+ */
+static void
+test_sandbox_size(void)
+{
+    struct pricing_book *b = parse_book(
+        "{\"id\": \"sz\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": "
+        "\"0\", \"per\": \"second\"}, \"memory\": {\"basis\": "
+        "\"allocated\", \"unit\": \"GB\", \"rate\": \"0\", \"per\": "
+        "\"second\"}, \"storage\": {\"unit\": \"GB\", \"rate\": \"0\", "
+        "\"per\": \"month\"}, \"egress\": null, \"per_run\": \"0\", "
+        "\"limits\": {\"max_vcpu\": "
+        "\"2.5\", \"max_memory\": \"4\", \"max_disk\": \"10\"}}");
+    struct pricing_dec v;
+    const char *unit;
+    CHECK(sim_limit_of(b, SIM_LIMIT_SANDBOX_MEMORY, &v, &unit) &&
+          strcmp(unit, "GB") == 0 && strcmp(dec(v, 0), "4") == 0);
+    CHECK(sim_limit_of(b, SIM_LIMIT_SANDBOX_VCPU, &v, &unit) &&
+          strcmp(unit, "vCPU") == 0 && strcmp(dec(v, 1), "2.5") == 0);
+    CHECK(sim_limit_of_month(SIM_LIMIT_SANDBOX_DISK));
+    /* At each limit: fits. One unit of each above: broken. */
+    struct sim_month_use at = {1, 60, 0, 25000, 4 * GB, 10 * GB};
+    struct sim_plan_month pm;
+    sim_plan_check(b, &at, NULL, &pm);
+    CHECK(pm.broken == 0);
+    CHECK(strcmp(dec(pm.used[SIM_LIMIT_SANDBOX_VCPU], 4), "2.5000") == 0);
+    struct sim_month_use over = {1, 60, 0, 25001, 4 * GB + 1, 10 * GB + 1};
+    sim_plan_check(b, &over, NULL, &pm);
+    CHECK(pm.broken ==
+          (bit(SIM_LIMIT_SANDBOX_VCPU) | bit(SIM_LIMIT_SANDBOX_MEMORY) |
+           bit(SIM_LIMIT_SANDBOX_DISK)));
+    char msg[256];
+    struct sim_month_use big = {1, 60, 0, 40000, 16 * GB, 0};
+    sim_plan_check(b, &big, NULL, &pm);
+    sim_limit_message(b, SIM_LIMIT_SANDBOX_MEMORY,
+                      pm.used[SIM_LIMIT_SANDBOX_MEMORY], msg, sizeof(msg));
+    CHECK_STR(msg, "a sandbox of 16 GB of memory exceeds sz's largest, 4 GB");
+    sim_limit_message(b, SIM_LIMIT_SANDBOX_VCPU,
+                      pm.used[SIM_LIMIT_SANDBOX_VCPU], msg, sizeof(msg));
+    CHECK_STR(msg, "a sandbox of 4 vCPU exceeds sz's largest, 2.5 vCPU");
+    /* No limits: nothing to break. */
+    struct pricing_book *none = parse_book(plan_book);
+    sim_plan_check(none, &big, NULL, &pm);
+    CHECK(!(pm.broken & bit(SIM_LIMIT_SANDBOX_MEMORY)));
+    CHECK(!sim_limit_of(none, SIM_LIMIT_SANDBOX_VCPU, NULL, NULL));
+    pricing_book_free(none);
+    pricing_book_free(b);
+
+    /* Measured from the spells: the running spells' 1 vCPU and 1 GiB,
+     * the disk whatever the state. */
+    struct sim_month m;
+    sim_month_init(&m, 2026, 11);
+    const struct piece p[] = {{60, false}, {60, true}};
+    session(&m, NOV, p, 2, 3 * GB);
+    struct sim_month_use u = measure(&m);
+    CHECK(u.largest_vcpu == PRICING_CPU_UNIT &&
+          u.largest_mem_bytes == 1 << 30 && u.largest_disk_bytes == 3 * GB);
+    sim_month_release(&m);
+
+    /* The shipped novita-paid allows 8 GiB: 16 GiB breaks it, 8 fits. */
+    struct pricing_book *nov = shipped("novita-paid");
+    struct sim_month_use g16 = {1, 60, 0, 20000, 16ULL << 30, 0};
+    sim_plan_check(nov, &g16, NULL, &pm);
+    CHECK(pm.broken & bit(SIM_LIMIT_SANDBOX_MEMORY));
+    struct sim_month_use g8 = {1, 60, 0, 80000, 8ULL << 30, 0};
+    sim_plan_check(nov, &g8, NULL, &pm);
+    CHECK(!(pm.broken &
+            (bit(SIM_LIMIT_SANDBOX_MEMORY) | bit(SIM_LIMIT_SANDBOX_VCPU))));
+    pricing_book_free(nov);
+
+    static const char *const bad[][2] = {
+        {"{\"max_vcpu\": \"0\"}", "limits.max_vcpu"},
+        {"{\"max_ram\": \"4\"}", "max_ram"},
+        {"{\"max_disk\": 10}", "limits.max_disk"},
+        {"[]", "limits"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char json[1024];
+        snprintf(json, sizeof(json),
+                 "{\"id\": \"sz\", \"currency\": \"USD\", "
+                 "\"effective_from\": \"2026-01-01\", \"cpu\": null, "
+                 "\"memory\": null, \"storage\": null, \"egress\": null, "
+                 "\"per_run\": \"0\", \"limits\": %s}",
+                 bad[i][0]);
+        struct pricing_err e = {{0}};
+        struct pricing_book *x =
+            pricing_book_parse(json, strlen(json), "book.json", &e);
+        CHECK(x == NULL);
+        if (!strstr(e.msg, bad[i][1]))
+            fprintf(stderr, "case %zu: '%s' does not name %s\n", i, e.msg,
+                    bad[i][1]),
+                test_failures++;
+        pricing_book_free(x);
+    }
+}
+
 int
 main(void)
 {
+    test_sandbox_size();
     gsl_set_error_handler_off();
     test_measure();
     test_concurrency();
