@@ -38,9 +38,11 @@ jq '.id = "hostile-book" | .name = "<script>alert(\"name\")</script>"
     | .source = "\"><img src=x onerror=alert(1)> https://example.com/?a=1&b=2"
     | .as_of = "<b>2026-01-01</b>"' "$top/pricing/books/e2b-hobby.json" \
     >books/hostile-book.json
+# Two sessions an hour: enough that aws-lambda's known part passes its
+# free 400,000 GiB-s and 1M requests, so that it has a bar to stack.
 cat >hostile.json <<'JSON'
 {"name": "<script>alert('profile')</script>",
- "sessions": {"poisson": {"per_hour": 0.2},
+ "sessions": {"poisson": {"per_hour": 2},
               "length": {"dist": "lognormal", "median": 300, "p95": 1800}},
  "sandbox": {"vcpu": 1, "memory_gib": 2, "disk_gib": 1},
  "activity": {"busy": {"length": {"dist": "exponential", "mean": 30}, "cpu": 0.7},
