@@ -317,6 +317,23 @@ exact(struct ctx *c, const json_t *obj, const char *path, const char *key,
     return 0;
 }
 
+/* sessions.KEY, a whole number from 1 to max (range says so in the
+ * message), into *out. */
+static int
+count(struct ctx *c, const json_t *s, const char *key, uint32_t max,
+      const char *range, uint32_t *out)
+{
+    double n = 0;
+    char p[64];
+    if (number(c, s, "sessions", key, true, 1, &n) < 0)
+        return -1;
+    snprintf(p, sizeof(p), "sessions.%s", key);
+    if (n != floor(n) || n > max)
+        return fail(c, p, "%g is not a whole number %s", n, range);
+    *out = (uint32_t)n;
+    return 0;
+}
+
 static int
 parse_sessions(struct ctx *c, const json_t *root, struct sim_profile *p)
 {
@@ -336,27 +353,19 @@ parse_sessions(struct ctx *c, const json_t *root, struct sim_profile *p)
         return fail(c, "sessions",
                     "needs exactly one of per_month, poisson and concurrent");
     if (co) {
-        double n = 0;
-        if (number(c, s, "sessions", "concurrent", true, 1, &n) < 0)
+        if (count(c, s, "concurrent", SIM_MAX_CONCURRENT, "from 1 to 100,000",
+                  &p->concurrent) < 0)
             return -1;
-        if (n != floor(n) || n > SIM_MAX_CONCURRENT)
-            return fail(c, "sessions.concurrent",
-                        "%g is not a whole number from 1 to 100,000", n);
         if (json_object_get(s, "batch"))
             return fail(c, "sessions.batch",
                         "has no meaning with concurrent (each sandbox's next "
                         "session starts as the last ends)");
         p->arrivals = SIM_CONCURRENT;
-        p->concurrent = (uint32_t)n;
     } else if (pm) {
-        double n = 0;
-        if (number(c, s, "sessions", "per_month", true, 1, &n) < 0)
+        if (count(c, s, "per_month", SIM_MAX_PER_MONTH, "up to 10,000,000",
+                  &p->per_month) < 0)
             return -1;
-        if (n != floor(n) || n > SIM_MAX_PER_MONTH)
-            return fail(c, "sessions.per_month",
-                        "%g is not a whole number up to 10,000,000", n);
         p->arrivals = SIM_EVEN;
-        p->per_month = (uint32_t)n;
     } else {
         p->arrivals = SIM_POISSON;
         if (object_at(c, po, "sessions.poisson") < 0 ||
