@@ -28,73 +28,79 @@ libc=" arpa/inet.h assert.h ctype.h dirent.h errno.h fcntl.h float.h ftw.h
  sys/wait.h time.h unistd.h "
 libc=" $(echo $libc) " # one line, a space around each name
 
-# Every C file of the tree, and the module of each (its folder, or the
-# nearest enclosing folder named in the rule).
-files=$(find . -path ./.git -prune -o -path './build*' -prune -o \
+# Every C file of the tree, read by one awk program: the module of each
+# file is its folder, or the nearest enclosing folder named in the rule.
+find . -path ./.git -prune -o -path './build*' -prune -o \
     -path ./var -prune -o -name node_modules -prune -o \
-    \( -name '*.c' -o -name '*.h' \) -type f -print | sed 's|^\./||' | sort)
-module_of() {
-    d=$(dirname "$1")
-    while [ "$d" != . ]; do
-        for m in $modules; do
-            [ "$m" = "$d" ] && { echo "$m"; return; }
-        done
-        d=$(dirname "$d")
-    done
+    \( -name '*.c' -o -name '*.h' \) -type f -print | sed 's|^\./||' | sort |
+    RULES=$rules LIBC=$libc awk -v doc="$doc" '
+function dir(p) { return p ~ /\// ? substr(p, 1, match(p, /\/[^\/]*$/) - 1) : "." }
+function base(p) { sub(/.*\//, "", p); return p }
+function module_of(f,    d) {
+    for (d = dir(f); d != "."; d = dir(d))
+        if (d in allowed) return d
+    return ""
 }
-# The headers of the project: "header module" lines.
-headers=$(for f in $files; do
-    case "$f" in *.h) echo "$(basename "$f") $(module_of "$f")" ;; esac
-done)
-
-clean=0
-bad=0
-total=0
-violation() {
-    echo "$1" >&2
-    total=$((total + 1))
+function violation(msg) { print msg > "/dev/stderr"; total++ }
+BEGIN {
+    n = split(ENVIRON["RULES"], lines, "\n")
+    for (i = 1; i <= n; i++) {
+        if (split(lines[i], part, ":") < 2) continue
+        allowed[part[1]] = allowed[part[1]] " " part[2] " "
+    }
+    libc = ENVIRON["LIBC"]
 }
-for f in $files; do
-    before=$total
-    module=$(module_of "$f")
-    if [ -z "$module" ]; then
-        violation "$f: in no module of the rule in $doc"
-        bad=$((bad + 1))
-        continue
-    fi
-    allowed=" $(echo "$rules" | awk -F: -v m="$module" '$1 == m { print $2 }') "
-    includes=$(sed -nE 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*([<"][^>"]*[>"]).*/\1/p' "$f")
-    for inc in $includes; do
-        name=$(echo "$inc" | sed 's/^.//; s/.$//')
-        owner=$(echo "$headers" | awk -v h="$name" '$1 == h { print $2; exit }')
-        case "$inc" in
-        \"*)
-            if [ -z "$owner" ]; then
-                violation "$f: includes \"$name\", a header of no module"
+{ files[++nfiles] = $0 }
+END {
+    # The headers of the project, each with the module of its first file.
+    for (i = 1; i <= nfiles; i++) {
+        h = base(files[i])
+        if (files[i] ~ /\.h$/ && !(h in owner_of)) owner_of[h] = module_of(files[i])
+    }
+    for (i = 1; i <= nfiles; i++) {
+        f = files[i]
+        before = total
+        module = module_of(f)
+        if (module == "") {
+            violation(f ": in no module of the rule in " doc)
+            bad++
+            continue
+        }
+        ok = allowed[module]
+        while ((getline line < f) > 0) {
+            if (!match(line, /^[ \t]*#[ \t]*include[ \t]*[<"][^>"]*[>"]/)) continue
+            inc = substr(line, 1, RLENGTH)
+            sub(/^[ \t]*#[ \t]*include[ \t]*/, "", inc)
+            name = substr(inc, 2, length(inc) - 2)
+            owner = (name in owner_of) ? owner_of[name] : ""
+            if (inc ~ /^"/ && owner == "") {
+                violation(f ": includes \"" name "\", a header of no module")
                 continue
-            fi ;;
-        \<*)
-            if [ -n "$owner" ]; then
-                violation "$f: includes the project header <$name> in angle brackets"
+            }
+            if (inc ~ /^</) {
+                if (owner != "") {
+                    violation(f ": includes the project header <" name "> in angle brackets")
+                    continue
+                }
+                if (index(libc, " " name " ")) continue
+                top = name
+                sub(/\/.*/, "", top)
+                if (!index(ok, " <" name "> ") && !index(ok, " <" top "/*> "))
+                    violation(f ": includes <" name ">, a library " module " may not use")
                 continue
-            fi
-            case "$libc" in *" $name "*) continue ;; esac
-            case "$allowed" in *" <$name> "* | *" <${name%%/*}/*> "*) ;; *)
-                violation "$f: includes <$name>, a library $module may not use" ;;
-            esac
-            continue ;;
-        esac
-        [ "$owner" = "$module" ] && continue
-        case "$name" in *_int.h)
-            case "$allowed" in *" $owner/$name "*) continue ;; esac
-            violation "$f: includes $owner's private header $name"
-            continue ;;
-        esac
-        case "$allowed" in *" $owner "*) ;; *)
-            violation "$f: includes \"$name\" of $owner, which $module may not use" ;;
-        esac
-    done
-    if [ "$total" = "$before" ]; then clean=$((clean + 1)); else bad=$((bad + 1)); fi
-done
-echo "$clean passed, $bad failed"
-[ "$bad" -eq 0 ]
+            }
+            if (owner == module) continue
+            if (name ~ /_int\.h$/) {
+                if (!index(ok, " " owner "/" name " "))
+                    violation(f ": includes " owner "\047s private header " name)
+                continue
+            }
+            if (!index(ok, " " owner " "))
+                violation(f ": includes \"" name "\" of " owner ", which " module " may not use")
+        }
+        close(f)
+        if (total == before) clean++; else bad++
+    }
+    print clean + 0 " passed, " bad + 0 " failed"
+    exit (bad > 0)
+}'
