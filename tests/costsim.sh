@@ -515,7 +515,7 @@ sed -e 's/"value": 86400/"value": 2678400/' -e 's/"value": 10}/"value": 1}/g' \
     daylong.json >month-long.json
 expect_status 1 "$COSTSIM" --profile month-long.json --books one \
     --max-trials 2 --threads 1 --memory-limit 64
-contains "$err" "costsim: sessions.length: a session of 2678400 s needs more than 1048576 spells of activity, 48 bytes each (96 MiB): past --memory-limit 64 MiB (60 MiB a thread, 1 thread); raise it, or use fewer --threads" "a session too long for the limit"
+contains "$err" "costsim: sessions.length: a session of 2678400 s needs more than 1048576 spells of activity, 48 bytes each (96 MiB): past --memory-limit 64 MiB (63 MiB a thread, 1 thread); raise it, or use fewer --threads" "a session too long for the limit"
 # ... 100,000 sandboxes running at once, all month ...
 cat >crowd.json <<'JSON'
 {"name": "crowd",
@@ -528,10 +528,10 @@ contains "$err" "costsim: sessions.per_month: 100000 with sessions of up to 2678
 contains "$err" "past --memory-limit 16 MiB" "the limit named"
 # ... and results that alone pass it: 10^6 trials x 21 books x two
 # 16-byte totals, and a double each, are 680,000,000 bytes; with each
-# thread's 3.5 MiB of runs and a batch's cells, 656 MiB.
+# thread's 112 KiB of runs and a batch's cells, 649 MiB.
 expect_status 1 "$COSTSIM" --profile daylong.json --books "$books" \
     --max-trials 1000000 --threads 2 --memory-limit 600
-contains "$err" "costsim: --memory-limit 600 MiB is less than the 656 MiB that --max-trials 1000000 of $nbooks books and --threads 2 hold before any session is drawn" "results past the limit"
+contains "$err" "costsim: --memory-limit 600 MiB is less than the 649 MiB that --max-trials 1000000 of $nbooks books and --threads 2 hold before any session is drawn" "results past the limit"
 # Bad values are usage errors naming the value, as meterctl rate's.
 for bad in 0 -1 1.5 abc 1099511627777 ''; do
     expect_status 2 "$COSTSIM" --profile daylong.json --memory-limit "$bad"
