@@ -93,6 +93,13 @@ void cs_print_plan(FILE *f, const struct cs_run *run, size_t i);
  * field: "", "; "). */
 void cs_print_plan_as(FILE *f, const struct cs_run *run, size_t i,
                       const char *indent, const char *end);
+/* The autopause that book i was priced under: "profile" (the profile's
+ * pauses, which override every book's), "book" (the book's default), or
+ * NULL (none: a profile without activity, or neither gives one); the
+ * idle seconds before a pause in *after_s. cs_print_pauses puts it
+ * under the book in the table (nothing without activity). */
+const char *cs_pauses(const struct cs_run *run, size_t i, uint32_t *after_s);
+void cs_print_pauses(FILE *f, const struct cs_run *run, size_t i);
 /* After the table's books: the tier chosen per provider and a note on
  * how limits are checked. -1 when out of memory. */
 int cs_print_tiers(FILE *f, const struct cs_run *run);

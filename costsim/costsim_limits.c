@@ -94,6 +94,43 @@ cs_print_plan(FILE *f, const struct cs_run *run, size_t i)
     cs_print_plan_as(f, run, i, "    ", "\n");
 }
 
+const char *
+cs_pauses(const struct cs_run *run, size_t i, uint32_t *after_s)
+{
+    const struct sim_profile *p = run->profile;
+    if (!p->has_activity)
+        return NULL;
+    if (p->pause) {
+        *after_s = p->pause_after_s;
+        return "profile";
+    }
+    uint32_t cut = sim_book_cut(p, run->books[i].book);
+    if (cut == SIM_NO_CUT)
+        return NULL;
+    *after_s = cut;
+    return "book";
+}
+
+void
+cs_print_pauses(FILE *f, const struct cs_run *run, size_t i)
+{
+    uint32_t after;
+    const char *from = cs_pauses(run, i, &after);
+    if (!run->profile->has_activity)
+        return;
+    if (!from)
+        fprintf(f, "    autopause: none (neither the profile nor the book "
+                   "gives one)\n");
+    else if (strcmp(from, "book") == 0)
+        fprintf(f, "    autopause: after %u s idle (the book's default)\n",
+                after);
+    else
+        fprintf(f,
+                "    autopause: after %u s idle, %g of the time (the "
+                "profile's)\n",
+                after, run->profile->pause_probability);
+}
+
 /* The providers of the run's books, each once, sorted; *n of them. NULL
  * with *n 0 when there are none or out of memory (*oom says which). */
 static const char **

@@ -280,6 +280,7 @@ cs_print_table(FILE *f, const struct cs_run *run)
             }
             fprintf(f, "%s\n", any ? "" : " none");
             cs_print_plan(f, run, i);
+            cs_print_pauses(f, run, i);
         }
         fprintf(f, "    source: %s\n", bk->source[0] ? bk->source : "-");
         fprintf(f, "    as_of: %s\n", bk->as_of[0] ? bk->as_of : "-");
@@ -299,9 +300,23 @@ jdec(struct pricing_dec d, unsigned decimals)
     return json_string(buf);
 }
 
+/* The autopause book i was priced under: {"after_idle_s", "from"}, or
+ * null. */
 static json_t *
-book_json(const struct cs_book *bk, const struct sim_book_stats *b)
+pauses_json(const struct cs_run *run, size_t i)
 {
+    uint32_t after;
+    const char *from = cs_pauses(run, i, &after);
+    return from ? json_pack("{s:i, s:s}", "after_idle_s", (json_int_t)after,
+                            "from", from)
+                : json_null();
+}
+
+static json_t *
+book_json(const struct cs_run *run, size_t i)
+{
+    const struct cs_book *bk = &run->books[i];
+    const struct sim_book_stats *b = &run->res->books[i];
     json_t *j = json_object();
     if (!j)
         return NULL;
@@ -333,6 +348,7 @@ book_json(const struct cs_book *bk, const struct sim_book_stats *b)
          !json_object_set_new(j, "ci95_half_width", json_real(b->half)) &&
          !json_object_set_new(j, "controls",
                               json_integer((json_int_t)b->ncontrols)) &&
+         !json_object_set_new(j, "pauses", pauses_json(run, i)) &&
          !json_object_set_new(j, "p5", jdec(sim_book_quantile(b, 0.05), d)) &&
          !json_object_set_new(j, "p50", jdec(sim_book_quantile(b, 0.5), d)) &&
          !json_object_set_new(j, "p95", jdec(sim_book_quantile(b, 0.95), d)) &&
@@ -423,7 +439,7 @@ cs_print_json(FILE *f, const struct cs_run *run)
     if (json_object_set_new(root, "books", b))
         goto out;
     for (size_t k = 0; k < run->nbooks; k++) {
-        json_t *x = book_json(&run->books[o[k]], &run->res->books[o[k]]);
+        json_t *x = book_json(run, o[k]);
         if (!x || json_array_append_new(b, x) || cs_plan_json(x, run, o[k]) ||
             (run->tornado && cs_tornado_book_json(x, run, o[k]) < 0))
             goto out;

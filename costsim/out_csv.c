@@ -147,6 +147,8 @@ cs_print_csv(FILE *f, const struct cs_run *run)
         "mean",
         "ci95_half_width",
         "controls",
+        "pauses_after_idle_s",
+        "pauses_from",
         "p5",
         "p50",
         "p95",
@@ -207,6 +209,12 @@ cs_print_csv(FILE *f, const struct cs_run *run)
             char nc[32];
             snprintf(nc, sizeof(nc), "%zu", b->ncontrols);
             num(f, nc);
+            uint32_t after = 0;
+            const char *from = cs_pauses(run, o[r], &after);
+            char as[16];
+            snprintf(as, sizeof(as), "%u", after);
+            num(f, from ? as : "");
+            num(f, from ? from : "");
             dec(f, sim_book_quantile(b, 0.05), d);
             dec(f, sim_book_quantile(b, 0.5), d);
             dec(f, sim_book_quantile(b, 0.95), d);

@@ -774,6 +774,8 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
                                       "per_run",
                                       "per_run_free",
                                       "limits",
+                                      "pauses",
+                                      "fixed_size",
                                       "granularity_s",
                                       "min_billed_s",
                                       "subscription",
@@ -954,6 +956,43 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
                 return fail(l, kp, "'%s' is not above 0", json_string_value(m));
             b->limits.has_sandbox_max[i] = true;
         }
+    }
+    /* The provider's autopause: it pauses a sandbox idle this long
+     * unless told otherwise (the simulator's default; billing does not
+     * read it, and the autopause credit is "autopause"). */
+    if ((v = json_object_get(root, "pauses"))) {
+        static const char *const keys[] = {"after_idle_s", NULL};
+        if (!json_is_object(v))
+            return wrong_type(l, "pauses", v, "an object");
+        const json_t *after;
+        if (only_keys(l, "pauses", v, keys) < 0 ||
+            !(after = need(l, "pauses", v, "after_idle_s")) ||
+            get_uint(l, "pauses.after_idle_s", after, 0, 86400, &x) < 0)
+            return -1;
+        b->limits.pauses = true;
+        b->limits.pause_after_s = (uint32_t)x;
+    }
+    /* The one size the provider runs (the simulator's; billing rates
+     * the samples' own). */
+    if ((v = json_object_get(root, "fixed_size"))) {
+        static const char *const keys[] = {"unit", "vcpu", "memory", NULL};
+        enum byte_unit unit;
+        const json_t *f;
+        if (!json_is_object(v))
+            return wrong_type(l, "fixed_size", v, "an object");
+        if (only_keys(l, "fixed_size", v, keys) < 0 ||
+            get_unit(l, "fixed_size", v, true, &unit) < 0 ||
+            !(f = need(l, "fixed_size", v, "vcpu")) ||
+            get_fixed(l, "fixed_size.vcpu", f, 4, &b->limits.fixed_vcpu) < 0 ||
+            !(f = need(l, "fixed_size", v, "memory")) ||
+            get_bytes(l, "fixed_size.memory", f, UNIT_BYTES(unit),
+                      &b->limits.fixed_mem_bytes) < 0)
+            return -1;
+        if (b->limits.fixed_mem_bytes == 0)
+            return fail(l, "fixed_size.memory", "'%s' is not above 0",
+                        json_string_value(f));
+        b->limits.has_fixed_size = true;
+        b->limits.fixed_unit_bytes = UNIT_BYTES(unit);
     }
     /* Runs free each period, before per_run applies (AWS Lambda's 1M
      * requests a month); with per_run null, a period within them needs

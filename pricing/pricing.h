@@ -524,6 +524,20 @@ struct pricing_limits {
      * above; has_sandbox_max[i] false: no limit. */
     bool has_sandbox_max[3];
     struct pricing_dec sandbox_max[3];
+    /* The provider's autopause ("pauses": after_idle_s): it pauses a
+     * sandbox idle pause_after_s seconds for the rest of the idle
+     * stretch, unless the workload says otherwise; pauses false: it
+     * never does. */
+    bool pauses;
+    uint32_t pause_after_s;
+    /* The one size the provider runs every sandbox at ("fixed_size":
+     * vcpu, and memory in its own unit, fixed_unit_bytes): the simulator
+     * prices each running second at it whatever the workload asks, and
+     * a larger workload breaks it as the largest sandbox (where "limits"
+     * gives none). has_fixed_size false: the workload's size. */
+    bool has_fixed_size;
+    uint32_t fixed_vcpu; /* 1/10,000 vCPU */
+    uint64_t fixed_mem_bytes, fixed_unit_bytes;
 };
 
 /* b's limits, owned by b and valid as long as it is. Cannot fail. */

@@ -31,6 +31,15 @@ sim_limit_of_month(enum sim_limit l)
            l == SIM_LIMIT_STORAGE || l >= SIM_LIMIT_SANDBOX_VCPU;
 }
 
+uint32_t
+sim_book_cut(const struct sim_profile *p, const struct pricing_book *b)
+{
+    const struct pricing_limits *l = pricing_book_limits(b);
+    if (!p || !p->has_activity || p->pause || !l->pauses)
+        return SIM_NO_CUT;
+    return l->pause_after_s;
+}
+
 /* ---- measuring a month ------------------------------------------------- */
 
 /*
@@ -134,11 +143,13 @@ add_span(struct sim_measure *x, struct sim_peak *k, const struct sim_month *m,
 }
 
 void
-sim_measure_init(struct sim_measure *x, struct sim_mem *mem, bool in_order)
+sim_measure_init(struct sim_measure *x, struct sim_mem *mem, bool in_order,
+                 uint32_t cut)
 {
     memset(x, 0, sizeof(*x));
     x->mem = mem;
     x->in_order = in_order;
+    x->cut = cut;
 }
 
 int
@@ -149,33 +160,40 @@ sim_measure_add(struct sim_measure *x, const struct sim_month *m,
     int64_t before = !x->in_order          ? INT64_MIN
                      : s->start > m->start ? s->start
                                            : m->start;
-    /* Running stretches: consecutive spells not paused. */
+    /* Running stretches: consecutive seconds not paused (a spell runs
+     * its first run seconds under the cut, and pauses the rest). */
     int64_t t = s->start, from = 0;
     bool running = false;
     for (size_t i = 0; i <= s->nspells; i++) {
-        bool paused = i == s->nspells || m->spells[s->first + i].paused;
-        if (!paused && !running) {
+        uint32_t len = 0, run = 0;
+        if (i < s->nspells) {
+            const struct sim_spell *sp = &m->spells[s->first + i];
+            len = sp->seconds;
+            run = sim_spell_running(sp, x->cut);
+            if (run > 0 && sp->vcpu > x->u.largest_vcpu)
+                x->u.largest_vcpu = sp->vcpu;
+            if (run > 0 && sp->mem_bytes > x->u.largest_mem_bytes)
+                x->u.largest_mem_bytes = sp->mem_bytes;
+        }
+        if (run > 0 && !running) {
             running = true;
             from = t;
-        } else if (paused && running) {
+        }
+        if (running && (i == s->nspells || run < len)) {
+            int64_t to = t + run;
             running = false;
-            if (t > m->start && from < m->end &&
-                (uint64_t)(t - from) > x->u.longest_run_s)
-                x->u.longest_run_s = (uint64_t)(t - from);
-            if (add_span(x, &x->running, m, from, t, 1, before, e) < 0)
+            if (to > m->start && from < m->end &&
+                (uint64_t)(to - from) > x->u.longest_run_s)
+                x->u.longest_run_s = (uint64_t)(to - from);
+            if (add_span(x, &x->running, m, from, to, 1, before, e) < 0)
                 return -1;
         }
-        if (i < s->nspells)
-            t += m->spells[s->first + i].seconds;
+        t += len;
     }
     /* Disk held: runs of spells with the same disk, in any state. */
     t = from = s->start;
     for (size_t i = 0; i < s->nspells; i++) {
         const struct sim_spell *sp = &m->spells[s->first + i];
-        if (sp->vcpu > x->u.largest_vcpu)
-            x->u.largest_vcpu = sp->vcpu;
-        if (sp->mem_bytes > x->u.largest_mem_bytes)
-            x->u.largest_mem_bytes = sp->mem_bytes;
         if (sp->disk_bytes > x->u.largest_disk_bytes)
             x->u.largest_disk_bytes = sp->disk_bytes;
         t += sp->seconds;
@@ -224,12 +242,12 @@ sim_measure_release(struct sim_measure *x)
 }
 
 int
-sim_month_measure(const struct sim_month *m, struct sim_month_use *u,
-                  struct sim_err *e)
+sim_month_measure(const struct sim_month *m, uint32_t cut,
+                  struct sim_month_use *u, struct sim_err *e)
 {
     struct sim_measure x;
     int rc = -1;
-    sim_measure_init(&x, NULL, false);
+    sim_measure_init(&x, NULL, false, cut);
     memset(u, 0, sizeof(*u));
     for (size_t k = 0; k < m->nsessions; k++)
         if (sim_measure_add(&x, m, &m->sessions[k], e) < 0)
@@ -292,6 +310,15 @@ unit_name(uint64_t bytes)
     return bytes == 1000000000 ? "GB" : "GiB";
 }
 
+/* The unit of the largest sandbox's memory: the book's memory unit,
+ * or a fixed size's own where it stands for the limit. */
+static uint64_t
+sandbox_mem_unit(const struct pricing_limits *l)
+{
+    return !l->has_sandbox_max[1] && l->has_fixed_size ? l->fixed_unit_bytes
+                                                       : l->memory_unit_bytes;
+}
+
 bool
 sim_limit_of(const struct pricing_book *b, enum sim_limit lim,
              struct pricing_dec *value, const char **unit)
@@ -333,8 +360,20 @@ sim_limit_of(const struct pricing_book *b, enum sim_limit lim,
         v = l->sandbox_max[lim - SIM_LIMIT_SANDBOX_VCPU];
         u = lim == SIM_LIMIT_SANDBOX_VCPU ? "vCPU"
             : lim == SIM_LIMIT_SANDBOX_MEMORY
-                ? unit_name(l->memory_unit_bytes)
+                ? unit_name(sandbox_mem_unit(l))
                 : unit_name(l->storage_unit_bytes);
+        /* The one size a provider runs is its largest too, exactly (in
+         * the size's own unit). */
+        if (!has && l->has_fixed_size && lim == SIM_LIMIT_SANDBOX_VCPU) {
+            has = true;
+            v.v =
+                (pricing_i128)l->fixed_vcpu * (PRICING_ONE / PRICING_CPU_UNIT);
+        } else if (!has && l->has_fixed_size &&
+                   lim == SIM_LIMIT_SANDBOX_MEMORY) {
+            has = true;
+            v.v = (pricing_i128)l->fixed_mem_bytes * PRICING_ONE /
+                  (pricing_i128)l->fixed_unit_bytes;
+        }
         break;
     case SIM_NLIMITS:
         break;
@@ -365,7 +404,7 @@ measures(const struct pricing_limits *l, const struct sim_month_use *u,
     m[SIM_LIMIT_SANDBOX_VCPU] =
         (struct measure){u->largest_vcpu, PRICING_CPU_UNIT};
     m[SIM_LIMIT_SANDBOX_MEMORY] =
-        (struct measure){u->largest_mem_bytes, l->memory_unit_bytes};
+        (struct measure){u->largest_mem_bytes, sandbox_mem_unit(l)};
     m[SIM_LIMIT_SANDBOX_DISK] =
         (struct measure){u->largest_disk_bytes, l->storage_unit_bytes};
     if (!q)

@@ -153,13 +153,13 @@ work(void *arg)
     struct worker *w = arg;
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     struct sim_priced *pr = calloc(w->nbooks ? w->nbooks : 1, sizeof(*pr));
+    struct sim_month_use *use = calloc(w->nbooks ? w->nbooks : 1, sizeof(*use));
     struct sim_month m;
-    struct sim_month_use use;
     sim_month_init(&m, w->o->year, w->o->month);
     m.first = w->o->first_month;
     m.mem = w->mem.limit ? &w->mem : NULL;
     w->rc = -1;
-    if (!rng || !pr) {
+    if (!rng || !pr || !use) {
         snprintf(w->err.msg, sizeof(w->err.msg), "out of memory");
         goto out;
     }
@@ -168,7 +168,7 @@ work(void *arg)
         /* Drawn, measured and priced a session at a time. */
         sim_month_begin(&m, w->p, rng);
         if (sim_price_drawn(&m, w->books, w->nbooks, w->active, w->o->partial,
-                            pr, &use, &w->err) < 0)
+                            pr, use, &w->err) < 0)
             goto out;
         w->started[j] = m.started;
         memcpy(w->control[j], m.control, sizeof(m.control));
@@ -180,12 +180,12 @@ work(void *arg)
             if (!c->priced || !c->ok) {
                 /* The limits of the month itself, for a book that
                  * stopped too (gather takes what it needs). */
-                sim_plan_check(w->books[i], &use, NULL, &c->plan);
+                sim_plan_check(w->books[i], &use[i], NULL, &c->plan);
                 if (c->priced)
                     snprintf(c->reason, sizeof(c->reason), "%s", pr[i].err.msg);
             } else {
                 take(c, w->books[i], pr[i].st);
-                plan(c, w->books[i], &use, pr[i].st);
+                plan(c, w->books[i], &use[i], pr[i].st);
             }
             pricing_statements_free(pr[i].st, 1);
             pr[i].st = NULL;
@@ -194,6 +194,7 @@ work(void *arg)
     w->rc = 0;
 out:
     sim_month_release(&m);
+    free(use);
     free(pr);
     gsl_rng_free(rng);
     return NULL;
@@ -335,7 +336,8 @@ bound(struct sim_mem *mem, const struct sim_mc_opts *o, unsigned threads,
         (uint64_t)round * (nbooks * sizeof(struct cell) + sizeof(size_t) +
                            SIM_NCONTROLS * sizeof(double)) +
         (uint64_t)threads * (SIM_PRICE_CHUNK * sizeof(struct pricing_run) +
-                             nbooks * sizeof(struct sim_priced));
+                             nbooks * (sizeof(struct sim_priced) +
+                                       sizeof(struct sim_month_use)));
     if (fixed >= limit) {
         snprintf(e->msg, sizeof(e->msg),
                  "--memory-limit %llu MiB is less than the %llu MiB that "

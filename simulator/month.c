@@ -231,6 +231,8 @@ spread_egress(struct sim_month *m, struct sim_session *s, uint64_t total,
         x[0].seconds = (uint32_t)r;
         x[0].egress_bytes++;
         x[1].seconds -= (uint32_t)r;
+        if (x[1].idle_run)
+            x[1].idle_off += (uint32_t)r;
         r = 0;
     }
     return 0;
@@ -317,6 +319,9 @@ add_session(struct sim_month *m, const struct sim_profile *p, gsl_rng *rng,
                     return -1;
             } else if (push_spell(m, p, n, false, k->cpu_used, e) < 0) {
                 return -1;
+            } else if (idle && !p->pause) {
+                /* Paused, or not, by each book's autopause. */
+                m->spells[m->nspells - 1].idle_run = (uint32_t)n;
             }
         }
     }

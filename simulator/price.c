@@ -34,17 +34,50 @@
  * (sim_month_draw), each measured, then dropped once read: what is held
  * is one session's spells, not the month's.
  */
+/* A way a book sees the month: its autopause (sim_book_cut) and the
+ * one size it runs every sandbox at, if any (fixed). */
+struct feed {
+    uint32_t cut;
+    bool fixed;
+    uint32_t vcpu;
+    uint64_t mem_bytes;
+};
+
+static struct feed
+feed_of(const struct sim_profile *p, const struct pricing_book *b)
+{
+    const struct pricing_limits *l = pricing_book_limits(b);
+    return (struct feed){.cut = sim_book_cut(p, b),
+                         .fixed = l->has_fixed_size,
+                         .vcpu = l->has_fixed_size ? l->fixed_vcpu : 0,
+                         .mem_bytes =
+                             l->has_fixed_size ? l->fixed_mem_bytes : 0};
+}
+
+static bool
+same_feed(const struct feed *a, const struct feed *b)
+{
+    return a->cut == b->cut && a->fixed == b->fixed && a->vcpu == b->vcpu &&
+           a->mem_bytes == b->mem_bytes;
+}
+
 struct source {
     struct sim_month *m;
     enum sim_feed how;
     bool draw;
-    bool partial;                /* pricing_rater_partial on every rater */
-    struct sim_measure *measure; /* with draw */
-    size_t k;                    /* the session being read, in m */
-    bool open;                   /* its block is set up */
-    size_t spell;                /* its next spell, which starts at t */
-    int64_t t, pos;              /* pos: the next second to hand out */
-    int64_t lo, hi;              /* its seconds in the month */
+    bool partial; /* pricing_rater_partial on every rater */
+    /* How the books see the month, each way once: a session is read
+     * once a way, its blocks for that way's books only; with draw, a
+     * measure a way. */
+    struct feed *feeds;
+    size_t nfeeds, g; /* g: the way being read */
+    struct sim_measure *measure;
+    size_t k;       /* the session being read, in m */
+    bool open;      /* its block is set up */
+    size_t spell;   /* its next spell, which starts at t */
+    int piece;      /* of the spell: 0 running, 1 paused */
+    int64_t t, pos; /* pos: the next second to hand out */
+    int64_t lo, hi; /* its seconds in the month */
     char id[32];
     struct pricing_block b;      /* of runs, or of seconds */
     struct pricing_run *runs;    /* SIM_FEED_RUNS: b.runs */
@@ -83,7 +116,7 @@ open_session(struct source *r, const struct sim_session *s)
      * in it (rules section 5). */
     int64_t t = s->start, first_run = INT64_MAX;
     for (size_t k = 0; k < s->nspells && first_run == INT64_MAX; k++) {
-        if (!m->spells[s->first + k].paused)
+        if (sim_spell_running(&m->spells[s->first + k], r->feeds[r->g].cut) > 0)
             first_run = t;
         t += m->spells[s->first + k].seconds;
     }
@@ -93,46 +126,69 @@ open_session(struct source *r, const struct sim_session *s)
     r->b.history = first_run < m->start;
     r->b.first_run_minute = r->b.history ? first_run / 60 : INT64_MAX;
     r->spell = 0;
+    r->piece = 0;
     r->t = r->pos = s->start;
     return true;
 }
 
-/* The session's next CHUNK runs or seconds inside [lo, hi); how many. */
+/* The session's next CHUNK runs or seconds inside [lo, hi); how many.
+ * Each spell is two pieces: the seconds it runs under the cut, then
+ * those it is paused (no vCPU or memory), either of which may be none;
+ * a running second of a fixed size is of that size (its use at most
+ * the size). */
 static size_t
 fill(struct source *r, const struct sim_session *s)
 {
     const struct sim_month *m = r->m;
     struct pricing_block *b = &r->b;
+    const struct feed *f = &r->feeds[r->g];
     b->n = b->nruns = 0;
-    for (; r->spell < s->nspells && r->t < r->hi; r->spell++) {
+    for (; r->spell < s->nspells && r->t < r->hi; r->spell++, r->piece = 0) {
         const struct sim_spell *x = &m->spells[s->first + r->spell];
-        int64_t a = r->t > r->lo ? r->t : r->lo, z = r->t + x->seconds;
-        if (z > r->hi)
-            z = r->hi;
-        struct pricing_second v = {
-            .vcpu = x->vcpu,
-            .cpu_used = x->cpu_used,
-            .mem_bytes = x->mem_bytes,
-            .mem_used_bytes = x->mem_used_bytes,
-            .disk_bytes = x->disk_bytes,
-            .egress_bytes = x->egress_bytes,
-        };
-        if (r->how == SIM_FEED_RUNS) {
-            if (a < z) {
-                if (b->nruns == CHUNK)
-                    return CHUNK;
-                v.ts = a;
-                r->runs[b->nruns++] =
-                    (struct pricing_run){v, (uint32_t)(z - a)};
+        int64_t run = sim_spell_running(x, f->cut);
+        for (; r->piece < 2; r->piece++) {
+            bool paused = r->piece == 1;
+            int64_t a = r->t + (paused ? run : 0),
+                    z = r->t + (paused ? x->seconds : run);
+            if (a < r->lo)
+                a = r->lo;
+            if (z > r->hi)
+                z = r->hi;
+            struct pricing_second v = {
+                .vcpu = x->vcpu,
+                .cpu_used = x->cpu_used,
+                .mem_bytes = x->mem_bytes,
+                .mem_used_bytes = x->mem_used_bytes,
+                .disk_bytes = x->disk_bytes,
+                .egress_bytes = x->egress_bytes,
+            };
+            if (paused) {
+                v.vcpu = v.cpu_used = 0;
+                v.mem_bytes = v.mem_used_bytes = 0;
+            } else if (f->fixed) {
+                v.vcpu = f->vcpu;
+                v.cpu_used = x->cpu_used < f->vcpu ? x->cpu_used : f->vcpu;
+                v.mem_bytes = f->mem_bytes;
+                if (v.mem_used_bytes > f->mem_bytes)
+                    v.mem_used_bytes = f->mem_bytes;
             }
-        } else {
-            if (r->pos < a)
-                r->pos = a;
-            for (; r->pos < z; r->pos++) {
-                if (b->n == CHUNK)
-                    return CHUNK;
-                v.ts = r->pos;
-                r->secs[b->n++] = v;
+            if (r->how == SIM_FEED_RUNS) {
+                if (a < z) {
+                    if (b->nruns == CHUNK)
+                        return CHUNK;
+                    v.ts = a;
+                    r->runs[b->nruns++] =
+                        (struct pricing_run){v, (uint32_t)(z - a)};
+                }
+            } else {
+                if (r->pos < a)
+                    r->pos = a;
+                for (; r->pos < z; r->pos++) {
+                    if (b->n == CHUNK)
+                        return CHUNK;
+                    v.ts = r->pos;
+                    r->secs[b->n++] = v;
+                }
             }
         }
         r->t += x->seconds;
@@ -152,9 +208,10 @@ next(void *ctx, struct pricing_block *out, struct pricing_err *pe)
             sim_month_drop(m);
             r->k = 0;
             int got = sim_month_draw(m, &r->err);
-            if (got > 0 &&
-                sim_measure_add(r->measure, m, &m->sessions[0], &r->err) < 0)
-                got = -1;
+            for (size_t g = 0; got > 0 && g < r->nfeeds; g++)
+                if (sim_measure_add(&r->measure[g], m, &m->sessions[0],
+                                    &r->err) < 0)
+                    got = -1;
             if (got <= 0) {
                 if (got < 0)
                     snprintf(pe->msg, sizeof(pe->msg), "%s", r->err.msg);
@@ -169,30 +226,58 @@ next(void *ctx, struct pricing_block *out, struct pricing_err *pe)
             }
         }
         r->open = false;
+        if (++r->g < r->nfeeds)
+            continue; /* the same session, the next way */
+        r->g = 0;
         r->k++;
     }
 }
 
 /* Pulls every block of r into a rater per active book, and finishes
- * them: sim_price_month's contract. */
+ * them: sim_price_month's contract; with use, measures the month into
+ * use[i] for book i, under its cut (sim_price_drawn's). */
 static int
 price(struct source *r, const struct pricing_book *const *books, size_t nbooks,
-      const bool *active, struct sim_priced *out, struct sim_err *e)
+      const bool *active, struct sim_priced *out, struct sim_month_use *use,
+      struct sim_err *e)
 {
     const struct sim_month *m = r->m;
-    struct pricing_rater **rater = calloc(nbooks ? nbooks : 1, sizeof(*rater));
+    size_t n1 = nbooks ? nbooks : 1;
+    struct pricing_rater **rater = calloc(n1, sizeof(*rater));
+    size_t *group = calloc(n1, sizeof(*group));
     struct pricing_source src = {next, r};
     struct pricing_block b;
     struct pricing_err pe;
     int rc = -1, got;
     memset(out, 0, nbooks * sizeof(*out));
+    r->feeds = malloc(n1 * sizeof(*r->feeds));
     if (r->how == SIM_FEED_RUNS)
         r->b.runs = r->runs = malloc(CHUNK * sizeof(*r->runs));
     else
         r->b.s = r->secs = malloc(CHUNK * sizeof(*r->secs));
-    if (!rater || !(r->runs || r->secs)) {
+    if (!rater || !group || !r->feeds || !(r->runs || r->secs)) {
         snprintf(e->msg, sizeof(e->msg), "out of memory");
         goto out;
+    }
+    /* The books' ways, each once, in the order of the books. */
+    r->nfeeds = 0;
+    for (size_t i = 0; i < nbooks; i++) {
+        struct feed f = feed_of(m->p, books[i]);
+        for (group[i] = 0; group[i] < r->nfeeds; group[i]++)
+            if (same_feed(&r->feeds[group[i]], &f))
+                break;
+        if (group[i] == r->nfeeds)
+            r->feeds[r->nfeeds++] = f;
+    }
+    if (r->nfeeds == 0)
+        r->feeds[r->nfeeds++] = (struct feed){.cut = SIM_NO_CUT};
+    if (use) {
+        if (!(r->measure = calloc(r->nfeeds, sizeof(*r->measure)))) {
+            snprintf(e->msg, sizeof(e->msg), "out of memory");
+            goto out;
+        }
+        for (size_t g = 0; g < r->nfeeds; g++)
+            sim_measure_init(&r->measure[g], m->mem, true, r->feeds[g].cut);
     }
     const struct pricing_scope scope = {
         .year = m->year, .month = m->month, .account = ACCOUNT};
@@ -208,10 +293,11 @@ price(struct source *r, const struct pricing_book *const *books, size_t nbooks,
         if (r->partial)
             pricing_rater_partial(rater[i]);
     }
-    /* Every book rates the same blocks: a book that fails stops there. */
+    /* Every book of a cut rates the same blocks: a book that fails stops
+     * there. */
     while ((got = src.next(src.ctx, &b, &pe)) > 0)
         for (size_t i = 0; i < nbooks; i++)
-            if (rater[i] && out[i].ok &&
+            if (rater[i] && out[i].ok && group[i] == r->g &&
                 pricing_rater_add(rater[i], &b, &out[i].err) < 0)
                 out[i].ok = false;
     if (got < 0) {
@@ -240,11 +326,19 @@ price(struct source *r, const struct pricing_book *const *books, size_t nbooks,
             out[i].ok = false;
         }
     }
+    for (size_t i = 0; use && i < nbooks; i++)
+        if (sim_measure_end(&r->measure[group[i]], &use[i], e) < 0)
+            goto out;
     rc = 0;
 out:
     for (size_t i = 0; rater && i < nbooks; i++)
         pricing_rater_free(rater[i]);
+    for (size_t g = 0; r->measure && g < r->nfeeds; g++)
+        sim_measure_release(&r->measure[g]);
+    free(r->measure);
     free(rater);
+    free(group);
+    free(r->feeds);
     free(r->runs);
     free(r->secs);
     if (rc < 0)
@@ -263,7 +357,7 @@ sim_price_month(const struct sim_month *m,
 {
     /* Read only: without draw, the source never changes the month. */
     struct source r = {.m = (struct sim_month *)m, .how = how};
-    return price(&r, books, nbooks, active, out, e);
+    return price(&r, books, nbooks, active, out, NULL, e);
 }
 
 int
@@ -272,21 +366,7 @@ sim_price_drawn(struct sim_month *m, const struct pricing_book *const *books,
                 struct sim_priced *out, struct sim_month_use *use,
                 struct sim_err *e)
 {
-    struct sim_measure x;
-    sim_measure_init(&x, m->mem, true);
-    struct source r = {.m = m,
-                       .how = SIM_FEED_RUNS,
-                       .draw = true,
-                       .partial = partial,
-                       .measure = &x};
-    int rc = price(&r, books, nbooks, active, out, e);
-    if (rc == 0 && sim_measure_end(&x, use, e) < 0) {
-        for (size_t i = 0; i < nbooks; i++) {
-            pricing_statements_free(out[i].st, 1);
-            out[i].st = NULL;
-        }
-        rc = -1;
-    }
-    sim_measure_release(&x);
-    return rc;
+    struct source r = {
+        .m = m, .how = SIM_FEED_RUNS, .draw = true, .partial = partial};
+    return price(&r, books, nbooks, active, out, use, e);
 }

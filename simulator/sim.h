@@ -51,13 +51,44 @@ size_t sim_fleet_next(struct sim_fleet *f, uint32_t seconds, sim_fleet_cb *cb,
  * busy, idle and paused stretches become. A paused spell has vcpu,
  * cpu_used and memory 0 (struct pricing_second's rule); egress_bytes is
  * per second.
+ *
+ * Without the profile's pauses, an idle stretch is drawn running and
+ * each book's autopause pauses it as the book is priced (sim_book_cut):
+ * its spells carry the stretch's length (idle_run, 0 for any other
+ * spell) and where in it they start (idle_off).
  */
 struct sim_spell {
     uint32_t seconds;
     bool paused;
     uint32_t vcpu, cpu_used; /* 1/10,000 vCPU */
+    uint32_t idle_run, idle_off;
     uint64_t mem_bytes, mem_used_bytes, disk_bytes, egress_bytes;
 };
+
+/*
+ * A book's autopause for a profile, as a cut: an idle stretch longer
+ * than cut seconds is paused from its cut-th second to its end.
+ * SIM_NO_CUT (never) unless the profile has activity, says no pauses of
+ * its own (which override every book's) and the book has a default
+ * (its "pauses").
+ */
+#define SIM_NO_CUT UINT32_MAX
+uint32_t sim_book_cut(const struct sim_profile *p,
+                      const struct pricing_book *b);
+
+/* The seconds of x that run under cut, from its start; the rest of x is
+ * paused. */
+static inline uint32_t
+sim_spell_running(const struct sim_spell *x, uint32_t cut)
+{
+    if (x->paused)
+        return 0;
+    if (x->idle_run <= cut)
+        return x->seconds;
+    if (cut <= x->idle_off)
+        return 0;
+    return cut - x->idle_off < x->seconds ? cut - x->idle_off : x->seconds;
+}
 
 struct sim_mem; /* montecarlo.c's count of a thread's memory */
 struct sim_month_use;
@@ -184,11 +215,11 @@ int sim_price_month(const struct sim_month *m,
 
 /*
  * The Monte Carlo's way: draws the month begun in m (sim_month_begin, no
- * session drawn yet) a session at a time, measures each into *use (as
- * sim_month_measure) and prices it as sim_price_month with
- * SIM_FEED_RUNS, the same statements, and drops it once priced: memory
- * holds one session's spells and the changes of the sandboxes running
- * still ahead, not the month's sessions x their length. -1 (e set) when
+ * session drawn yet) a session at a time, measures each into use[i] for
+ * book i (as sim_month_measure with the book's cut) and prices it as
+ * sim_price_month with SIM_FEED_RUNS, the same statements, and drops it once
+ * priced: memory holds one session's spells and the changes of the sandboxes
+ * running still ahead, not the month's sessions x their length. -1 (e set) when
  * out of memory or past m->mem's bound (the message names the profile's
  * key and the size); nothing is then left to free. partial: every
  * rater is pricing_rater_partial, so a book that leaves a price the
@@ -231,9 +262,10 @@ struct sim_month_use {
     uint64_t largest_vcpu, largest_mem_bytes, largest_disk_bytes;
 };
 
-/* Measures m into *u. -1 (e set) when out of memory. */
-int sim_month_measure(const struct sim_month *m, struct sim_month_use *u,
-                      struct sim_err *e);
+/* Measures m into *u, its idle stretches paused at cut (SIM_NO_CUT: as
+ * drawn). -1 (e set) when out of memory. */
+int sim_month_measure(const struct sim_month *m, uint32_t cut,
+                      struct sim_month_use *u, struct sim_err *e);
 
 /* The limits a month is checked against, in the order reported. */
 enum sim_limit {

@@ -58,7 +58,8 @@ struct sim_peak {
  * month's. With in_order, sessions come in order of start (as drawn),
  * so the edges before s's start are final and are folded as the arrays
  * fill: memory holds the changes still ahead (at most one an edge a
- * second of the longest session), not the month's. -1 (e set) when out
+ * second of the longest session), not the month's. Idle stretches are
+ * paused at cut (a book's autopause, sim_book_cut). -1 (e set) when out
  * of memory or past mem's limit.
  */
 struct sim_measure {
@@ -66,9 +67,10 @@ struct sim_measure {
     struct sim_peak running, disk;
     struct sim_mem *mem;
     bool in_order;
+    uint32_t cut;
 };
-void sim_measure_init(struct sim_measure *x, struct sim_mem *mem,
-                      bool in_order);
+void sim_measure_init(struct sim_measure *x, struct sim_mem *mem, bool in_order,
+                      uint32_t cut);
 int sim_measure_add(struct sim_measure *x, const struct sim_month *m,
                     const struct sim_session *s, struct sim_err *e);
 int sim_measure_end(struct sim_measure *x, struct sim_month_use *u,

@@ -178,7 +178,7 @@ if command -v script >/dev/null; then
     [ "$(cat tty.json)" = "$(cat run.json)" ] || fail "the output changed on a terminal"
     bar=$(cat typescript)
     contains "$bar" $'\r\e[Kcostsim [>' "the bar is drawn before the first batch"
-    contains "$bar" "0/8 trials, 21 of 21 books open" "it starts empty"
+    contains "$bar" "0/8 trials, $nbooks of $nbooks books open" "it starts empty"
     contains "$bar" "8/8 trials" "the bar reaches the cap"
     contains "$bar" $'\r\e[Kcostsim: 8 trials' "the bar is erased before the last line"
 else
@@ -515,7 +515,7 @@ sed -e 's/"value": 86400/"value": 2678400/' -e 's/"value": 10}/"value": 1}/g' \
     daylong.json >month-long.json
 expect_status 1 "$COSTSIM" --profile month-long.json --books one \
     --max-trials 2 --threads 1 --memory-limit 64
-contains "$err" "costsim: sessions.length: a session of 2678400 s needs more than 1048576 spells of activity, 48 bytes each (96 MiB): past --memory-limit 64 MiB (63 MiB a thread, 1 thread); raise it, or use fewer --threads" "a session too long for the limit"
+contains "$err" "costsim: sessions.length: a session of 2678400 s needs more than 1048576 spells of activity, 56 bytes each (112 MiB): past --memory-limit 64 MiB (63 MiB a thread, 1 thread); raise it, or use fewer --threads" "a session too long for the limit"
 # ... 100,000 sandboxes running at once, all month ...
 cat >crowd.json <<'JSON'
 {"name": "crowd",
@@ -526,12 +526,12 @@ expect_status 1 "$COSTSIM" --profile crowd.json --books one --max-trials 2 \
     --threads 2 --memory-limit 16
 contains "$err" "costsim: sessions.per_month: 100000 with sessions of up to 2678400 s keeps more than" "a crowd too large for the limit"
 contains "$err" "past --memory-limit 16 MiB" "the limit named"
-# ... and results that alone pass it: 10^6 trials x 21 books x two
-# 16-byte totals, and a double each, are 680,000,000 bytes; with each
-# thread's 112 KiB of runs and a batch's cells, 649 MiB.
+# ... and results that alone pass it: 10^6 trials x 24 books x two
+# 16-byte totals, and a double each, are 776,000,000 bytes; with each
+# thread's 112 KiB of runs and a batch's cells, 741 MiB.
 expect_status 1 "$COSTSIM" --profile daylong.json --books "$books" \
     --max-trials 1000000 --threads 2 --memory-limit 600
-contains "$err" "costsim: --memory-limit 600 MiB is less than the 649 MiB that --max-trials 1000000 of $nbooks books and --threads 2 hold before any session is drawn" "results past the limit"
+contains "$err" "costsim: --memory-limit 600 MiB is less than the 741 MiB that --max-trials 1000000 of $nbooks books and --threads 2 hold before any session is drawn" "results past the limit"
 # Bad values are usage errors naming the value, as meterctl rate's.
 for bad in 0 -1 1.5 abc 1099511627777 ''; do
     expect_status 2 "$COSTSIM" --profile daylong.json --memory-limit "$bad"
@@ -618,6 +618,47 @@ grep -q "p5 100.10-100.10 (covers 76%), p50 100.10-100.10, p95 100.10-100.10 (co
     fail "the table's percentile intervals"
 checks=$((checks + 1))
 
+# Each book's autopause where the profile gives none (docs/simulator.md):
+# E2B's 10 minutes, Sprites' 30 s, none for Fly Machines, said in every
+# format; with the profile's own pauses, the profile's for every book.
+cat >idle.json <<'JSON'
+{"sessions": {"per_month": 50, "length": {"dist": "fixed", "value": 3600}},
+ "sandbox": {"vcpu": 1, "memory_gib": 1, "disk_gib": 1},
+ "activity": {"busy": {"length": {"dist": "fixed", "value": 600}, "cpu": 1},
+              "idle": {"length": {"dist": "fixed", "value": 1200}, "cpu": 0}}}
+JSON
+expect_status 0 "$COSTSIM" --profile idle.json --books "$books" --threads 1 \
+    --max-trials 30 --format json
+jq -e '[.books[] | select(.id == "e2b-pro" or .id == "fly-sprites-payg" or
+        .id == "fly-machines") | {(.id): .pauses}] | add ==
+    {"e2b-pro": {"after_idle_s": 600, "from": "book"},
+     "fly-sprites-payg": {"after_idle_s": 30, "from": "book"},
+     "fly-machines": null}' <<<"$out" >/dev/null ||
+    fail "json: each book's autopause: $(jq -c '[.books[] | {(.id): .pauses}] | add' <<<"$out")"
+checks=$((checks + 1))
+# 50 sessions of 1,200 s busy and 2,400 s idle: E2B pauses each idle
+# stretch after 600 s, so 50 x 2,400 s run (a CPU line of 50 x 2,400 x
+# 0.000014); Fly Machines runs all 3,600.
+jq -e '(.books[] | select(.id == "e2b-pro") | .lines.cpu) == "1.680000"' \
+    <<<"$out" >/dev/null || fail "json: e2b-pro's autopause in its cpu line: $(jq -c '.books[] | select(.id == "e2b-pro") | .lines' <<<"$out")"
+checks=$((checks + 1))
+expect_status 0 "$COSTSIM" --profile idle.json --books "$books" --threads 1 \
+    --max-trials 30
+contains "$out" "autopause: after 600 s idle (the book's default)" "the table: e2b's default"
+contains "$out" "autopause: none (neither the profile nor the book gives one)" "the table: none"
+expect_status 0 "$COSTSIM" --profile idle.json --books "$books" --threads 1 \
+    --max-trials 30 --format csv
+col=$(head -1 <<<"$out" | tr ',' '\n' | grep -n '^pauses_after_idle_s$' | cut -d: -f1)
+row=$(grep '^e2b-pro,' <<<"$out" | cut -d, -f"$col,$((col + 1))")
+[ "$row" = "600,book" ] || fail "csv: e2b-pro's pauses columns: '$row'"
+checks=$((checks + 1))
+jq '. + {"pauses": {"after_idle_s": 60}}' idle.json >idle-own.json
+expect_status 0 "$COSTSIM" --profile idle-own.json --books "$books" --threads 1 \
+    --max-trials 30 --format json
+jq -e '[.books[] | select(.priced) | .pauses == {"after_idle_s": 60, "from": "profile"}] | all' \
+    <<<"$out" >/dev/null || fail "json: the profile's pauses override every book's"
+checks=$((checks + 1))
+
 # A book priced whole is what it was before lower bounds and the
 # percentiles' intervals: tests/golden/costsim_priced_whole.json is the
 # books that ran to the cap in this run on main before them (40 trials,
@@ -625,9 +666,12 @@ checks=$((checks + 1))
 # aside; fly-machines since re-rated at a dedicated vCPU (issue 27), and
 # cloudflare-workers-paid added: its runs are within the 10M requests it
 # includes (per_run_free), so it prices whole where it was a lower bound;
-# and the limits of Novita's and Vercel's largest sandbox in their plans.
-# The mean is plain here (--method plain), as it was then; "controls"
-# is a new key.
+# and the limits of Novita's and Vercel's largest sandbox in their plans;
+# fly-sprites-payg priced at the 8 vCPU and 4 GB every Sprite is
+# (fixed_size), which is also its largest sandbox; Daytona's Tiers 2
+# and 3 added; "pauses" says the profile's own priced every book. The
+# mean is plain here (--method plain), as it was then; "controls" is a
+# new key.
 expect_status 0 "$COSTSIM" --profile small.json --books "$books" --seed 4 \
     --max-trials 40 --precision 0.0001 --threads 2 --format json --method plain
 jq -S '[.books[] | select(.priced and .trials == 40 and (has("bound") | not))

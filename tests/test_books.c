@@ -523,15 +523,28 @@ static const struct {
       "published in the data (per_run is null)",
       "egress priced for North America and Europe only; other regions' rates "
       "not published"}},
-    {"codesandbox-build.json",
-     {"VM sizes above Nano (2 cores, 4 GB): their credits per hour are not "
-      "published in the data, so no instance type fits a larger sandbox"}},
+    {"codesandbox-build.json", {NULL}},
+    {"codesandbox-scale.json", {NULL}},
     {"daytona.json",
      {"startup credits of up to $50k: granted case by case, no amount "
       "published (an operator's grant)",
       "Tier 1 limits of 10 vCPU and 10 GiB of memory pooled over the "
       "organization's sandboxes at one time: caps count hours, not "
       "allocation at one time (the 30 GiB of disk is caps.max_storage)",
+      "archived sandboxes move to object storage at a price not published"}},
+    {"daytona-tier2.json",
+     {"startup credits of up to $50k: granted case by case, no amount "
+      "published (an operator's grant)",
+      "Tier 2 limits of 100 vCPU and 200 GiB of memory pooled over the "
+      "organization's sandboxes at one time: caps count hours, not "
+      "allocation at one time (the 300 GiB of disk is caps.max_storage)",
+      "archived sandboxes move to object storage at a price not published"}},
+    {"daytona-tier3.json",
+     {"startup credits of up to $50k: granted case by case, no amount "
+      "published (an operator's grant)",
+      "Tier 3 limits of 250 vCPU and 500 GiB of memory pooled over the "
+      "organization's sandboxes at one time: caps count hours, not "
+      "allocation at one time (the 2000 GiB of disk is caps.max_storage)",
       "archived sandboxes move to object storage at a price not published"}},
     {"dedalus-hobby.json", {NULL}},
     {"dedalus-pro.json", {NULL}},
@@ -619,7 +632,7 @@ test_unsupported_pinned(void)
     if (d)
         closedir(d);
     CHECK(files == NPINNED);
-    CHECK(NPINNED == 21);
+    CHECK(NPINNED == 24);
 
     for (size_t i = 0; i < NPINNED; i++) {
         json_t *root = book_json(pinned[i].file);
@@ -741,6 +754,21 @@ test_v2_keys(void)
         CHECK_AT(b, "grants[0].amount", "200");
         CHECK_AT_NULL(b, "grants[0].expires_after_periods");
         CHECK_AT(b, "subscription.caps.max_storage", "30");
+        CHECK_AT_INT(b, "pauses.after_idle_s", 900);
+        json_decref(b);
+    }
+    /* Daytona's higher tiers: the same rates, more disk. */
+    static const struct {
+        const char *file, *disk;
+    } tiers[] = {{"daytona-tier2.json", "300"}, {"daytona-tier3.json", "2000"}};
+    for (size_t i = 0; i < 2; i++) {
+        if (!(b = book_json(tiers[i].file)))
+            continue;
+        CHECK_AT(b, "cpu.rate", "0.000014");
+        CHECK_AT(b, "memory.rate", "0.0000045");
+        CHECK_AT(b, "storage.included_per_account", "5");
+        CHECK_AT(b, "grants[0].amount", "200");
+        CHECK_AT(b, "subscription.caps.max_storage", tiers[i].disk);
         json_decref(b);
     }
     /* The one-off credits of Blaxel and Dedalus. */
@@ -767,9 +795,23 @@ test_v2_keys(void)
         CHECK_AT(b, "instances.types[1].name", "nano");
         CHECK_AT(b, "instances.types[1].memory", "4");
         CHECK_AT(b, "instances.types[1].rate", "0.1486");
+        CHECK_AT(b, "instances.types[6].name", "xlarge");
+        CHECK_AT(b, "instances.types[6].vcpu", "64");
+        CHECK_AT(b, "instances.types[6].memory", "128");
+        CHECK_AT(b, "instances.types[6].rate", "4.7552");
+        CHECK(json_array_size(at(b, "instances.types")) == 7);
         CHECK_AT(b, "cpu.rate", "0");
         CHECK_AT(b, "memory.rate", "0");
         CHECK_AT(b, "subscription.included_credit", "5.944");
+        CHECK_AT_INT(b, "subscription.max_concurrency", 10);
+        json_decref(b);
+    }
+    /* CodeSandbox Scale: $170 with 1,100 credits, 250 VMs at once. */
+    if ((b = book_json("codesandbox-scale.json"))) {
+        CHECK_AT(b, "subscription.monthly_fee", "170");
+        CHECK_AT(b, "subscription.included_credit", "16.346");
+        CHECK_AT_INT(b, "subscription.max_concurrency", 250);
+        CHECK(json_array_size(at(b, "instances.types")) == 7);
         json_decref(b);
     }
     /* Fly: the 30-day month, a dedicated vCPU. */
@@ -1052,7 +1094,8 @@ test_v2_rating(void)
 
     /* CodeSandbox: an hour of 2 vCPU + 4 GiB is Nano (10 credits, 0.1486),
      * of 1 vCPU + 1 GiB is Pico (5 credits, 0.0743); the 400 free credits
-     * ($5.944) pay both. 4 vCPU fits no published size. */
+     * ($5.944) pay both. 4 vCPU is Micro (20 credits, 0.2972: a minute
+     * 0.004953); 65 vCPU fits no published size (XLarge has 64). */
     b = shipped("codesandbox-build");
     {
         struct span two[] = {
@@ -1065,8 +1108,12 @@ test_v2_rating(void)
         CHECK_STR(line("memory", NULL), "-");
         CHECK_STR(line("included_credit", NULL), "-0.222900");
         CHECK_STR(st_total(), "0.00");
+        struct span micro[] = {
+            {"sb-m", JAN, 60, 40000, 10000, 4 * GIB, 0, false}};
+        CHECK(rate_spans(b, micro, 1) == 0);
+        CHECK_STR(line("instance", "micro"), "0.004953");
         struct span big[] = {
-            {"sb-c", JAN, 60, 40000, 10000, 4 * GIB, 0, false}};
+            {"sb-c", JAN, 60, 650000, 10000, 4 * GIB, 0, false}};
         CHECK(rate_spans(b, big, 1) < 0);
         CHECK(strstr(rate_err, "sb-c") != NULL);
     }
@@ -1257,7 +1304,10 @@ test_limits_accessor(void)
         {"blaxel", "blaxel"},
         {"cloudflare-workers-paid", "cloudflare"},
         {"codesandbox-build", "codesandbox"},
+        {"codesandbox-scale", "codesandbox"},
         {"daytona", "daytona"},
+        {"daytona-tier2", "daytona"},
+        {"daytona-tier3", "daytona"},
         {"dedalus-hobby", "dedalus"},
         {"dedalus-pro", "dedalus"},
         {"e2b-hobby", "e2b"},

@@ -195,7 +195,8 @@ test_csv(const struct cs_run *run)
     char *csv = render(cs_print_csv, run);
     static const char header[] =
         "book,file,currency,priced,reason,trials,converged,bound,unpriced,"
-        "mean,ci95_half_width,controls,p5,p50,p95,p5_ci95_low,p5_ci95_high,"
+        "mean,ci95_half_width,controls,pauses_after_idle_s,pauses_from,p5,p50,"
+        "p95,p5_ci95_low,p5_ci95_high,"
         "p5_ci95_coverage,p50_ci95_low,p50_ci95_high,p50_ci95_coverage,"
         "p95_ci95_low,p95_ci95_high,p95_ci95_coverage,per_1000_sessions,"
         "sessions_per_month,"
@@ -210,7 +211,7 @@ test_csv(const struct cs_run *run)
     const char *row1 = csv + strlen(header);
     static const char fly[] =
         "fly-machines,fly-machines.json,USD,true,,4,true,,,5.000000,0.000000,"
-        "0,5.00,5.00,5.00,5.00,5.00,0.171475,5.00,5.00,0.875000,5.00,5.00,"
+        "0,,,5.00,5.00,5.00,5.00,5.00,0.171475,5.00,5.00,0.875000,5.00,5.00,"
         "0.171475,50.000000,100.000000,0.000000,0.000000,0.000000,"
         "0.000000,0.000000,0.000000,0.000000,5.000000,0.000000,0.000000,"
         "0.000000,0.000000,0.000000,0.000000,fly-machines,,fly-machines "
@@ -224,7 +225,7 @@ test_csv(const struct cs_run *run)
      * 0.95^3 = 0.171475; p50 1-4, P(1 <= B <= 3) = 14/16 = 0.875; p95
      * 3-4, 0.171475 (four trials are too few for 95%). */
     static const char e2b[] =
-        "e2b-pro,e2b-pro.json,USD,true,,4,true,,,11.500000,2.050000,0,10.00,"
+        "e2b-pro,e2b-pro.json,USD,true,,4,true,,,11.500000,2.050000,0,,,10.00,"
         "11.00,13.00,10.00,11.00,0.171475,10.00,13.00,0.875000,12.00,13.00,"
         "0.171475,115.000000,100.000000,7.500000,5.000000,0.000000,"
         "0.000000,0.000000,0.000000,0.000000,0.000000,-1.000000,0.000000,"
@@ -235,7 +236,7 @@ test_csv(const struct cs_run *run)
     CHECK(strstr(csv, e2b) != NULL);
     static const char lambda[] =
         "aws-lambda,aws-lambda.json,USD,false,\"price book 'aws-lambda': uses "
-        "<storage> & \"\"more\"\"\",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,aws-"
+        "<storage> & \"\"more\"\"\",,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,aws-"
         "lambda,,none fits (aws-lambda: cannot price),,\r\n";
     CHECK(strstr(csv, lambda) != NULL);
     CHECK(count(csv, "\r\n") == 4);

@@ -215,25 +215,60 @@ aws_lambda(void)
 }
 
 /*
- * CodeSandbox's published estimate, 80 Nano VMs x 3 h x 30 days =
- * $1,223.57 (issue 27), is for the Scale plan, whose fee and terms are
- * not in providers.json (monthly_usd null). What the Build book can
- * reproduce: 7,200 Nano-hours at 10 credits x $0.01486 = 1,069.92, less
- * the Build plan's 400 free credits ($5.944): 1,063.98.
+ * CodeSandbox's published estimate (the SDK pricing page, "Estimating
+ * your bill"): 80 Nano VMs x 3 h a day x 30 days = 72,000 credits; the
+ * Scale plan includes 1,100, so 70,900 x $0.01486 = $1,053.57, plus the
+ * $170 fee: $1,223.57. The Scale book gives it to the cent (its 1,100
+ * credits are $16.346 of usage); the same month on the Build book is
+ * 7,200 Nano-hours less Build's 400 credits ($5.944): 1,063.98, with 80
+ * VMs at once past Build's 10.
  */
 static void
 codesandbox(void)
 {
-    struct pricing_book *b = shipped("codesandbox-build");
-    struct pricing_statement *st;
-    /* 2,400 sessions of 3 h (80 VMs x 30 days); rating counts the
-     * hours, not when in the month they fall. */
-    if (b &&
-        rate_example(b, 2400, 3 * 3600, 20000, 4 * GIB, 30 * 86400, &st) == 0) {
-        CHECK(st->q.runs == 2400);
-        CHECK_STR(line(st, "instance"), "1069.920000");
-        CHECK_STR(total(st), "1063.98");
-        pricing_statements_free(st, 1);
+    const char *plan[] = {"codesandbox-scale", "codesandbox-build"};
+    const char *want[] = {"1223.57", "1063.98"};
+    for (int i = 0; i < 2; i++) {
+        struct pricing_book *b = shipped(plan[i]);
+        struct pricing_statement *st;
+        /* 2,400 sessions of 3 h (80 VMs x 30 days); rating counts the
+         * hours, not when in the month they fall. */
+        if (b && rate_example(b, 2400, 3 * 3600, 20000, 4 * GIB, 30 * 86400,
+                              &st) == 0) {
+            CHECK(st->q.runs == 2400);
+            CHECK_STR(line(st, "instance"), "1069.920000");
+            CHECK_STR(total(st), want[i]);
+            pricing_statements_free(st, 1);
+        }
+        pricing_book_free(b);
+    }
+}
+
+/*
+ * The size table (the credits page): each VM size is the smallest type
+ * that fits a sandbox of its cores and memory, an hour at its credits x
+ * $0.01486; one more GiB takes the next size.
+ */
+static void
+codesandbox_sizes(void)
+{
+    static const struct {
+        uint32_t cores;
+        uint64_t gib;
+        const char *hour;
+    } size[] = {
+        {2, 1, "0.074300"},    {2, 4, "0.148600"},   {4, 8, "0.297200"},
+        {8, 16, "0.594400"},   {16, 32, "1.188800"}, {32, 64, "2.377600"},
+        {64, 128, "4.755200"}, {2, 5, "0.297200"},   {33, 64, "4.755200"},
+    };
+    struct pricing_book *b = shipped("codesandbox-scale");
+    for (size_t i = 0; b && i < sizeof(size) / sizeof(size[0]); i++) {
+        struct pricing_statement *st;
+        if (rate_example(b, 1, 3600, size[i].cores * 10000, size[i].gib * GIB,
+                         1, &st) == 0) {
+            CHECK_STR(line(st, "instance"), size[i].hour);
+            pricing_statements_free(st, 1);
+        }
     }
     pricing_book_free(b);
 }
@@ -245,5 +280,6 @@ main(void)
     daytona();
     aws_lambda();
     codesandbox();
+    codesandbox_sizes();
     return test_result();
 }

@@ -94,7 +94,7 @@ measure(const struct sim_month *m)
 {
     struct sim_month_use u;
     struct sim_err e;
-    CHECK(sim_month_measure(m, &u, &e) == 0);
+    CHECK(sim_month_measure(m, SIM_NO_CUT, &u, &e) == 0);
     return u;
 }
 
@@ -248,11 +248,21 @@ test_concurrency(void)
     }
     pricing_book_free(b);
     /* A plan without a limit: any number fits. */
-    b = shipped("modal-team");
+    b = shipped("fly-machines");
     struct sim_month_use u = {.peak_running = 100000};
     struct sim_plan_month pm;
     sim_plan_check(b, &u, NULL, &pm);
     CHECK(pm.addon == -1 && pm.broken == 0);
+    pricing_book_free(b);
+    /* Modal Team: 1,000 containers at once (Starter's 100 the tier
+     * below). */
+    b = shipped("modal-team");
+    u.peak_running = 1000;
+    sim_plan_check(b, &u, NULL, &pm);
+    CHECK(pm.broken == 0);
+    u.peak_running = 1001;
+    sim_plan_check(b, &u, NULL, &pm);
+    CHECK(pm.broken == bit(SIM_LIMIT_CONCURRENCY));
     pricing_book_free(b);
     /* E2B Pro: 100, then Pro+ (600, 500 a month), then Pro++ (1,100). */
     b = shipped("e2b-pro");
@@ -609,7 +619,7 @@ test_monte_carlo(void)
     CHECK(pricing_dec_cmp(sim_book_mean(pro), want) == 0);
     /* And the month's measures are what the profile says. */
     struct sim_month_use u;
-    CHECK(sim_month_measure(&m, &u, &e) == 0);
+    CHECK(sim_month_measure(&m, SIM_NO_CUT, &u, &e) == 0);
     CHECK(u.peak_running == 150 && u.longest_run_s == 7200);
     pricing_statements_free(out[0].st, 1);
     gsl_rng_free(rng);
@@ -792,10 +802,77 @@ test_sandbox_size(void)
     }
 }
 
+/*
+ * A provider's autopause ("pauses": after_idle_s, whole seconds from 0
+ * to a day): read for the simulator, absent meaning none; the shipped
+ * defaults (E2B 10 minutes, Daytona 15, Sprites 30 s, Modal none); and
+ * malformed ones refused naming the key.
+ */
+static void
+test_book_pauses(void)
+{
+    static const struct {
+        const char *id;
+        bool pauses;
+        uint32_t after;
+    } shipped_pauses[] = {
+        {"e2b-pro", true, 600},         {"e2b-hobby", true, 600},
+        {"daytona", true, 900},         {"daytona-tier2", true, 900},
+        {"fly-sprites-payg", true, 30}, {"cloudflare-workers-paid", true, 600},
+        {"modal-starter", false, 0},
+    };
+    for (size_t i = 0; i < sizeof(shipped_pauses) / sizeof(shipped_pauses[0]);
+         i++) {
+        struct pricing_book *b = shipped(shipped_pauses[i].id);
+        const struct pricing_limits *l = b ? pricing_book_limits(b) : NULL;
+        if (!l || l->pauses != shipped_pauses[i].pauses ||
+            l->pause_after_s != shipped_pauses[i].after) {
+            fprintf(stderr, "%s: pauses not as shipped\n",
+                    shipped_pauses[i].id);
+            test_failures++;
+        }
+        pricing_book_free(b);
+    }
+    static const char *const cases[][2] = {
+        {"{\"after_idle_s\": 0}", NULL},
+        {"{\"after_idle_s\": 86400}", NULL},
+        {"{\"after_idle_s\": 86401}", "pauses.after_idle_s"},
+        {"{\"after_idle_s\": -1}", "pauses.after_idle_s"},
+        {"{\"after_idle_s\": \"600\"}", "pauses.after_idle_s"},
+        {"{\"after_idle_s\": 1.5}", "pauses.after_idle_s"},
+        {"{}", "pauses.after_idle_s"},
+        {"{\"after_idle_s\": 60, \"probability\": 1}", "probability"},
+        {"600", "pauses"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char json[1024];
+        snprintf(json, sizeof(json),
+                 "{\"id\": \"pa\", \"currency\": \"USD\", "
+                 "\"effective_from\": \"2026-01-01\", \"cpu\": null, "
+                 "\"memory\": null, \"storage\": null, \"egress\": null, "
+                 "\"per_run\": \"0\", \"pauses\": %s}",
+                 cases[i][0]);
+        struct pricing_err e = {{0}};
+        struct pricing_book *x =
+            pricing_book_parse(json, strlen(json), "book.json", &e);
+        if (!cases[i][1]) {
+            /* The two accepted: 0 and 86,400 s, in that order. */
+            CHECK(x && pricing_book_limits(x)->pauses &&
+                  pricing_book_limits(x)->pause_after_s == (i ? 86400 : 0));
+        } else if (x || !strstr(e.msg, cases[i][1])) {
+            fprintf(stderr, "pauses %s: '%s' does not name %s\n", cases[i][0],
+                    e.msg, cases[i][1]);
+            test_failures++;
+        }
+        pricing_book_free(x);
+    }
+}
+
 int
 main(void)
 {
     test_sandbox_size();
+    test_book_pauses();
     gsl_set_error_handler_off();
     test_measure();
     test_concurrency();

@@ -330,30 +330,35 @@ drawn_alike(const struct sim_month *m, const struct sim_profile *p,
             struct sim_priced *drawn, const char *name)
 {
     struct sim_month d;
-    struct sim_month_use ud, um;
+    struct sim_month_use *ud = calloc(nbooks, sizeof(*ud)), um;
     struct sim_err e;
     sim_month_init(&d, m->year, m->month);
     sim_month_begin(&d, p, rng);
-    CHECK(sim_price_drawn(&d, books, nbooks, NULL, false, drawn, &ud, &e) == 0);
-    CHECK(sim_month_measure(m, &um, &e) == 0);
+    CHECK(sim_price_drawn(&d, books, nbooks, NULL, false, drawn, ud, &e) == 0);
     CHECK(d.dropped + d.nsessions == m->nsessions);
     CHECK(d.started == m->started);
     /* One session is held at a time, not the month. */
     CHECK(d.nsessions <= 1 && d.sessions_cap <= 256);
-    if (ud.peak_running != um.peak_running ||
-        ud.longest_run_s != um.longest_run_s ||
-        ud.peak_disk_bytes != um.peak_disk_bytes) {
+    /* Each book's measures are the whole month's under its cut. */
+    for (size_t i = 0; i < nbooks; i++) {
+        CHECK(sim_month_measure(m, sim_book_cut(p, books[i]), &um, &e) == 0);
+        if (ud[i].peak_running == um.peak_running &&
+            ud[i].longest_run_s == um.longest_run_s &&
+            ud[i].peak_disk_bytes == um.peak_disk_bytes)
+            continue;
         fprintf(stderr,
-                "%s: drawn a session at a time, measures %llu %llu %llu, "
-                "the whole month %llu %llu %llu\n",
-                name, (unsigned long long)ud.peak_running,
-                (unsigned long long)ud.longest_run_s,
-                (unsigned long long)ud.peak_disk_bytes,
+                "%s under %s: drawn a session at a time, measures %llu %llu "
+                "%llu, the whole month %llu %llu %llu\n",
+                name, pricing_book_id(books[i]),
+                (unsigned long long)ud[i].peak_running,
+                (unsigned long long)ud[i].longest_run_s,
+                (unsigned long long)ud[i].peak_disk_bytes,
                 (unsigned long long)um.peak_running,
                 (unsigned long long)um.longest_run_s,
                 (unsigned long long)um.peak_disk_bytes);
         test_failures++;
     }
+    free(ud);
     for (size_t i = 0; i < nbooks; i++) {
         const char *why =
             runs[i].ok != drawn[i].ok ? "one failed"
@@ -523,7 +528,7 @@ drawn_crowd(void)
         CHECK(m.nsessions > 10000);
         struct sim_month_use u;
         uint64_t running, disk;
-        CHECK(sim_month_measure(&m, &u, &e) == 0);
+        CHECK(sim_month_measure(&m, SIM_NO_CUT, &u, &e) == 0);
         brute_peaks(&m, &running, &disk);
         CHECK(running > 20 && u.peak_running == running);
         CHECK(u.peak_disk_bytes == disk);
@@ -587,7 +592,7 @@ concurrent(void)
             CHECK(ordered);
             CHECK(secs == n[k] * (uint64_t)(m.end - m.start));
             struct sim_month_use u;
-            CHECK(sim_month_measure(&m, &u, &e) == 0);
+            CHECK(sim_month_measure(&m, SIM_NO_CUT, &u, &e) == 0);
             if (k == 0)
                 CHECK(u.peak_running == n[k]);
             else
@@ -603,6 +608,207 @@ concurrent(void)
     gsl_rng_free(rng);
 }
 
+/* A book of 1 a vCPU-hour with the autopause given (NULL: none). */
+static struct pricing_book *
+paused_book(const char *pauses)
+{
+    char json[512];
+    snprintf(json, sizeof(json),
+             "{\"id\": \"p%s\", \"currency\": \"USD\", \"effective_from\": "
+             "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": "
+             "\"1\", \"per\": \"hour\"}, \"memory\": {\"basis\": "
+             "\"allocated\", \"unit\": \"GiB\", \"rate\": \"0\", \"per\": "
+             "\"hour\"}, \"storage\": null, \"egress\": {\"rate\": \"0\"}, "
+             "\"per_run\": "
+             "\"0\"%s%s%s}",
+             pauses ? pauses : "",
+             pauses ? ", \"pauses\": {\"after_idle_s\": " : "",
+             pauses ? pauses : "", pauses ? "}" : "");
+    struct pricing_err e;
+    struct pricing_book *b =
+        pricing_book_parse(json, strlen(json), "inline", &e);
+    if (!b)
+        fprintf(stderr, "%s\n", e.msg);
+    CHECK(b != NULL);
+    return b;
+}
+
+/*
+ * Each book's own autopause (its "pauses"), unless the profile gives
+ * pauses of its own: 100 sessions of an hour, busy 600 s, idle 1,200 s,
+ * busy 600 s, idle 1,200 s, without randomness; 900 bytes of egress a
+ * session, whose 300 bytes past the first spell split the first idle
+ * stretch at its 300th second. An idle stretch longer than the cut is
+ * paused from the cut on: running seconds a session of 3,600 (no
+ * autopause), 2 x 600 + 2 x 600 (600 s), 3,598 (1,199 s: one second of
+ * each stretch), 3,600 (1,200 s: not longer), 1,200 (0 s); the longest
+ * stretch running 3,600, 1,200, 1,799, 3,600, 600. The profile's own
+ * pauses (after 300 s) override every book's: 1,800 s, the longest 900.
+ */
+static void
+book_pauses(void)
+{
+    static const char activity[] =
+        "{\"sessions\": {\"per_month\": 100, \"length\": {\"dist\": "
+        "\"fixed\", \"value\": 3600}}, \"sandbox\": {\"vcpu\": 1, "
+        "\"memory_gib\": 1, \"disk_gib\": 0}, \"activity\": {\"busy\": "
+        "{\"length\": {\"dist\": \"fixed\", \"value\": 600}, \"cpu\": 1}, "
+        "\"idle\": {\"length\": {\"dist\": \"fixed\", \"value\": 1200}, "
+        "\"cpu\": 0}}, \"egress\": {\"per_session_mb\": {\"dist\": "
+        "\"fixed\", \"value\": 0.0009}}%s}";
+    static const struct {
+        const char *pauses;
+        uint32_t cut;
+        uint64_t running, longest, overridden;
+    } want[] = {
+        {NULL, SIM_NO_CUT, 3600, 3600, 1800},
+        {"600", 600, 2400, 1200, 1800},
+        {"1199", 1199, 3598, 1799, 1800},
+        {"1200", 1200, 3600, 3600, 1800},
+        {"0", 0, 1200, 600, 1800},
+    };
+    enum { N = sizeof(want) / sizeof(want[0]) };
+    const struct pricing_book *books[N];
+    struct pricing_book *own[N];
+    for (size_t i = 0; i < N; i++)
+        books[i] = own[i] = paused_book(want[i].pauses);
+    for (int override = 0; override <= 1; override++) {
+        char json[1024];
+        snprintf(json, sizeof(json), activity,
+                 override ? ", \"pauses\": {\"after_idle_s\": 300}" : "");
+        struct sim_profile *p = parse(json);
+        gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+        struct sim_month m;
+        struct sim_err e;
+        struct sim_priced out[N];
+        struct sim_month_use use[N], u;
+        sim_month_init(&m, 2026, 11);
+        CHECK(sim_month_generate(&m, p, rng, &e) == 0);
+        CHECK(m.nsessions == 100);
+        for (int how = SIM_FEED_RUNS; how <= SIM_FEED_SECONDS; how++) {
+            CHECK(sim_price_month(&m, books, N, NULL, how, out, &e) == 0);
+            for (size_t i = 0; i < N; i++) {
+                uint64_t run = override ? want[i].overridden : want[i].running;
+                CHECK(out[i].ok && out[i].st->q.running_s == 100 * run);
+                CHECK(out[i].ok && out[i].st->q.egress == 100 * 900);
+                pricing_statements_free(out[i].st, 1);
+            }
+        }
+        for (size_t i = 0; i < N; i++) {
+            uint32_t cut = sim_book_cut(p, books[i]);
+            CHECK(cut == (override ? SIM_NO_CUT : want[i].cut));
+            CHECK(sim_month_measure(&m, cut, &u, &e) == 0);
+            CHECK(u.longest_run_s == (override ? 900 : want[i].longest));
+            CHECK(u.peak_running == 1);
+        }
+        /* Drawn a session at a time, as the Monte Carlo does: the same
+         * running seconds and measures, book by book. */
+        sim_month_begin(&m, p, rng);
+        CHECK(sim_price_drawn(&m, books, N, NULL, false, out, use, &e) == 0);
+        for (size_t i = 0; i < N; i++) {
+            uint64_t run = override ? want[i].overridden : want[i].running;
+            CHECK(out[i].ok && out[i].st->q.running_s == 100 * run);
+            CHECK(use[i].longest_run_s == (override ? 900 : want[i].longest));
+            pricing_statements_free(out[i].st, 1);
+        }
+        sim_month_release(&m);
+        gsl_rng_free(rng);
+        sim_profile_free(p);
+    }
+    for (size_t i = 0; i < N; i++)
+        pricing_book_free(own[i]);
+}
+
+/*
+ * A book's fixed size ("fixed_size": every sandbox runs at it, Sprites'
+ * 8 vCPU and 4 GB): a running second is priced at that size whatever
+ * the workload asks, its use cut to the size; a paused second holds
+ * nothing. 100 sessions of an hour of 2 vCPU and 1 GiB: 8 vCPU-hours
+ * and 4 GB-hours a session, where the same book without the size bills
+ * 2 and 1.073741824. The size is also the largest sandbox: 8 vCPU fits,
+ * 8.0001 does not; 4 GB fits, one byte more does not.
+ */
+static void
+fixed_size(void)
+{
+    static const char prof[] =
+        "{\"sessions\": {\"per_month\": 100, \"length\": {\"dist\": "
+        "\"fixed\", \"value\": 3600}}, \"sandbox\": {\"vcpu\": 2, "
+        "\"memory_gib\": 1, \"disk_gib\": 0}}";
+    static const char fmt[] =
+        "{\"id\": \"f\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2026-01-01\", \"cpu\": {\"basis\": \"allocated\", \"rate\": "
+        "\"1\", \"per\": \"hour\"}, \"memory\": {\"basis\": \"allocated\", "
+        "\"unit\": \"GB\", \"rate\": \"1\", \"per\": \"hour\"}, \"storage\": "
+        "null, \"egress\": null, \"per_run\": \"0\"%s}";
+    const char *sizes[] = {
+        ", \"fixed_size\": {\"unit\": \"GB\", \"vcpu\": \"8\", \"memory\": "
+        "\"4\"}",
+        ""};
+    const char *want_cpu[] = {"800.000000", "200.000000"};
+    const char *want_mem[] = {"400.000000", "107.374182"};
+    struct pricing_book *b[2];
+    for (int i = 0; i < 2; i++) {
+        char json[1024];
+        snprintf(json, sizeof(json), fmt, sizes[i]);
+        struct pricing_err pe;
+        b[i] = pricing_book_parse(json, strlen(json), "inline", &pe);
+        if (!b[i])
+            fprintf(stderr, "%s\n", pe.msg);
+        CHECK(b[i] != NULL);
+    }
+    struct sim_profile *p = parse(prof);
+    if (!b[0] || !b[1] || !p)
+        return;
+    const struct pricing_book *books[2] = {b[0], b[1]};
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    struct sim_month m;
+    struct sim_err e;
+    struct sim_priced out[2];
+    sim_month_init(&m, 2026, 11);
+    CHECK(sim_month_generate(&m, p, rng, &e) == 0);
+    for (int how = SIM_FEED_RUNS; how <= SIM_FEED_SECONDS; how++) {
+        CHECK(sim_price_month(&m, books, 2, NULL, how, out, &e) == 0);
+        for (int i = 0; i < 2; i++) {
+            char cpu[48] = "-", mem[48] = "-";
+            for (size_t k = 0; out[i].ok && k < out[i].st->nlines; k++) {
+                const struct pricing_line *l = &out[i].st->lines[k];
+                if (strcmp(l->kind, "cpu") == 0)
+                    pricing_dec_format(l->amount, 6, cpu, sizeof(cpu));
+                if (strcmp(l->kind, "memory") == 0)
+                    pricing_dec_format(l->amount, 6, mem, sizeof(mem));
+            }
+            CHECK_STR(cpu, want_cpu[i]);
+            CHECK_STR(mem, want_mem[i]);
+            if (out[i].ok)
+                pricing_statements_free(out[i].st, 1);
+        }
+    }
+    /* The size as the largest sandbox, checked against the month's. */
+    static const struct {
+        uint64_t vcpu, mem;
+        unsigned broken;
+    } fit[] = {
+        {80000, 4000000000ULL, 0},
+        {80001, 4000000000ULL, 1u << SIM_LIMIT_SANDBOX_VCPU},
+        {80000, 4000000001ULL, 1u << SIM_LIMIT_SANDBOX_MEMORY},
+    };
+    for (size_t k = 0; k < sizeof(fit) / sizeof(fit[0]); k++) {
+        struct sim_month_use u = {.largest_vcpu = fit[k].vcpu,
+                                  .largest_mem_bytes = fit[k].mem};
+        struct sim_plan_month pm;
+        sim_plan_check(b[0], &u, NULL, &pm);
+        CHECK(pm.broken == fit[k].broken);
+        sim_plan_check(b[1], &u, NULL, &pm);
+        CHECK(pm.broken == 0);
+    }
+    sim_month_release(&m);
+    gsl_rng_free(rng);
+    sim_profile_free(p);
+    pricing_book_free(b[0]);
+    pricing_book_free(b[1]);
+}
+
 int
 main(void)
 {
@@ -611,6 +817,8 @@ main(void)
     moments();
     arrivals();
     hand_computed();
+    book_pauses();
+    fixed_size();
     threads();
     runs_and_seconds();
     drawn_crowd();
