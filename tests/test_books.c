@@ -566,6 +566,8 @@ static const struct {
       "samples do not say when, so every running second is billed",
       "storage billed on data written, not on disk held"}},
     {"gcp-cloud-run.json", {"billed per 100 ms; samples are per second"}},
+    {"gcp-cloud-run-instance.json",
+     {"billed per 100 ms; samples are per second"}},
     {"modal-starter.json", {"region and non-preemptible multipliers"}},
     {"modal-team.json", {"region and non-preemptible multipliers"}},
     {"novita-free.json",
@@ -632,7 +634,7 @@ test_unsupported_pinned(void)
     if (d)
         closedir(d);
     CHECK(files == NPINNED);
-    CHECK(NPINNED == 24);
+    CHECK(NPINNED == 25);
 
     for (size_t i = 0; i < NPINNED; i++) {
         json_t *root = book_json(pinned[i].file);
@@ -1221,6 +1223,23 @@ test_v2_rating(void)
         CHECK_STR(line("memory", NULL), "-");
     }
     pricing_book_free(b);
+    /* Instance-based, the same hour: 360,000 vCPU-s, 240,000 free,
+     * 120,000 x 0.000018 = 2.16; 360,000 GiB-s within the 450,000 free;
+     * no fee per run. 200 GiB: 720,000 GiB-s, 270,000 x 0.000002 = 0.54. */
+    b = shipped("gcp-cloud-run-instance");
+    {
+        struct span svc[] = {
+            {"sb-1", JAN, 3600, 1000000, 1000000, 100 * GIB, 0, false}};
+        CHECK(rate_spans(b, svc, 1) == 0);
+        CHECK_STR(line("cpu", NULL), "2.160000");
+        CHECK_STR(line("memory", NULL), "-");
+        CHECK_STR(line("runs", NULL), "-");
+        struct span big[] = {
+            {"sb-2", JAN, 3600, 1000000, 1000000, 200 * GIB, 0, false}};
+        CHECK(rate_spans(b, big, 1) == 0);
+        CHECK_STR(line("memory", NULL), "0.540000");
+    }
+    pricing_book_free(b);
 
     pricing_statements_free(st, nst);
     st = NULL;
@@ -1316,6 +1335,7 @@ test_limits_accessor(void)
         {"fly-sprites-level10", "fly-sprites"},
         {"fly-sprites-payg", "fly-sprites"},
         {"gcp-cloud-run", "gcp-cloud-run"},
+        {"gcp-cloud-run-instance", "gcp-cloud-run"},
         {"modal-starter", "modal"},
         {"modal-team", "modal"},
         {"novita-free", "novita"},
