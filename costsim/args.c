@@ -88,6 +88,7 @@ cs_mc_defaults(struct sim_mc_opts *o)
                               .year = CS_YEAR,
                               .month = CS_MONTH,
                               .memory_mib = CS_MEMORY_MIB,
+                              .months = 1,
                               .controlled = true};
 }
 
@@ -152,6 +153,24 @@ cs_mc_option(const char *cmd, int c, const char *arg, struct sim_mc_opts *o)
                                   arg);
         o->memory_mib = v;
         return 0;
+    case CS_OPT_MONTHS:
+        if (!cs_parse_u64(arg, CS_MONTHS_MAX, &v) || v < 1)
+            return cs_usage_error(cmd,
+                                  "--months '%s' is not a whole number "
+                                  "from 1 to %d",
+                                  arg, CS_MONTHS_MAX);
+        o->months = (unsigned)v;
+        return 0;
+    case CS_OPT_GROWTH:
+        /* A percent a month: the arrivals of month k are times (1 +
+         * PCT / 100)^k. */
+        if (!cs_parse_double(arg, '\0', &x, NULL) || !(x > -100 && x <= 1000))
+            return cs_usage_error(cmd,
+                                  "--growth '%s' is not a percent a month "
+                                  "above -100 and at most 1000",
+                                  arg);
+        o->growth = x / 100;
+        return 0;
     case CS_OPT_METHOD:
         if (strcmp(arg, "controlled") != 0 && strcmp(arg, "plain") != 0)
             return cs_usage_error(
@@ -161,4 +180,12 @@ cs_mc_option(const char *cmd, int c, const char *arg, struct sim_mc_opts *o)
     default:
         return -1;
     }
+}
+
+int
+cs_mc_check(const char *cmd, const struct sim_mc_opts *o)
+{
+    if (o->growth != 0 && o->months < 2)
+        return cs_usage_error(cmd, "--growth needs --months 2 or more");
+    return 0;
 }

@@ -115,7 +115,10 @@ parse_args(int argc, char **argv, struct args *a)
         return usage_error("--param KEY is required");
     if (!a->range)
         return usage_error("--range LO:HI is required");
-    return 0;
+    if (a->o.months > 1)
+        return usage_error("--months is the comparison's: breakeven compares "
+                           "one month");
+    return cs_mc_check("costsim breakeven", &a->o);
 }
 
 /* The book named by id or file name (with or without .json). */

@@ -23,8 +23,8 @@ static const char usage_text[] =
     "usage: costsim --profile FILE [--books DIR] [--seed N]\n"
     "               [--precision X] [--max-trials N] [--threads N]\n"
     "               [--month YYYY-MM [--first-month]] [--memory-limit MIB]\n"
-    "               [--method controlled|plain] [--format "
-    "table|json|csv|html]\n"
+    "               [--months N [--growth PCT]] [--method controlled|plain]\n"
+    "               [--format table|json|csv|html]\n"
     "               [--html REPORT] [--tornado PCT [--tornado-trials N]]\n"
     "       costsim --version | --commands\n"
     "       costsim replay --account ID --period YYYY-MM [--books DIR]\n"
@@ -46,7 +46,11 @@ static const char usage_text[] =
     "reproducible; --threads (default: every core) changes its speed,\n"
     "not its output. --month (default 2026-11) is the calendar month\n"
     "simulated; --first-month makes it the account's first (no session\n"
-    "before it; the books' credit grants received in it). --memory-limit\n"
+    "before it; the books' credit grants received in it). --months N\n"
+    "(default 1, at most 36) makes each trial N months from it, their\n"
+    "total the figure compared, each month's mean shown too; --growth PCT\n"
+    "grows the arrivals by PCT% a month; with --first-month, the grants\n"
+    "are spent month after month until they run out. --memory-limit\n"
     "(default 4096) bounds the MiB the run holds: past it, it stops and\n"
     "names what needs more. --format prints the comparison on stdout;\n"
     "--html also writes the HTML report (charts) to REPORT. --tornado PCT\n"
@@ -142,7 +146,12 @@ parse_args(int argc, char **argv, struct args *a)
         return usage_error("--profile FILE is required");
     if (a->tornado_trials && !a->tornado)
         return usage_error("--tornado-trials needs --tornado PCT");
-    return 0;
+    if (a->o.months > 1 &&
+        (a->tornado || a->html || strcmp(a->format, "html") == 0))
+        return usage_error("--months %u: the HTML report and --tornado are "
+                           "of one month; use --format table, json or csv",
+                           a->o.months);
+    return cs_mc_check("costsim", &a->o);
 }
 
 static int

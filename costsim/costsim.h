@@ -93,6 +93,13 @@ void cs_print_plan(FILE *f, const struct cs_run *run, size_t i);
  * field: "", "; "). */
 void cs_print_plan_as(FILE *f, const struct cs_run *run, size_t i,
                       const char *indent, const char *end);
+/* With several months (sim_mc_opts.months): book b's mean of month k
+ * (0 the first), its name "YYYY-MM" (n bytes), and under book i in the
+ * table the means of every month (nothing with one month). */
+struct pricing_dec cs_month_mean(const struct sim_book_stats *b, unsigned k);
+void cs_month_name(const struct sim_mc_opts *o, unsigned k, char *buf,
+                   size_t n);
+void cs_print_by_month(FILE *f, const struct cs_run *run, size_t i);
 /* The autopause that book i was priced under: "profile" (the profile's
  * pauses, which override every book's), "book" (the book's default), or
  * NULL (none: a profile without activity, or neither gives one); the

@@ -58,6 +58,8 @@ enum {
     CS_OPT_FIRST_MONTH,
     CS_OPT_MEMORY_LIMIT,
     CS_OPT_METHOD,
+    CS_OPT_MONTHS,
+    CS_OPT_GROWTH,
 };
 /* clang-format off */
 #define CS_MC_OPTIONS                                              \
@@ -68,10 +70,14 @@ enum {
     {"month", required_argument, NULL, CS_OPT_MONTH},              \
     {"first-month", no_argument, NULL, CS_OPT_FIRST_MONTH},        \
     {"memory-limit", required_argument, NULL, CS_OPT_MEMORY_LIMIT}, \
-    {"method", required_argument, NULL, CS_OPT_METHOD}
+    {"method", required_argument, NULL, CS_OPT_METHOD},            \
+    {"months", required_argument, NULL, CS_OPT_MONTHS},            \
+    {"growth", required_argument, NULL, CS_OPT_GROWTH}
 /* clang-format on */
 /* Their defaults: seed 1, precision 0.005, 30 to 1,000 trials, every
- * core, 2026-11, a steady-state month, at most CS_MEMORY_MIB MiB. */
+ * core, 2026-11, a steady-state month, at most CS_MEMORY_MIB MiB, one
+ * month, no growth. */
+#define CS_MONTHS_MAX 36
 #define CS_MEMORY_MIB 4096 /* as meterctl rate's --memory-limit */
 void cs_mc_defaults(struct sim_mc_opts *o);
 /* Takes option c (its argument arg) into o if it is one of them: 0
@@ -79,6 +85,9 @@ void cs_mc_defaults(struct sim_mc_opts *o);
  * them. */
 int cs_mc_option(const char *cmd, int c, const char *arg,
                  struct sim_mc_opts *o);
+/* What the options say together, once all are read: 0, or 2 (the
+ * usage error printed for cmd). */
+int cs_mc_check(const char *cmd, const struct sim_mc_opts *o);
 
 /* costsim replay (replay.c): argv[0] is "replay". Returns the exit
  * status. */

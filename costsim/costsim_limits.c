@@ -68,9 +68,11 @@ cs_print_plan_as(FILE *f, const struct cs_run *run, size_t i,
         pricing_money_format(l->addons[k].monthly_fee, pricing_book_currency(b),
                              fee, sizeof(fee));
         fprintf(f,
-                "%sadd-on: %s (%s a month, %u at once) in %llu of %zu months%s",
+                "%sadd-on: %s (%s a month, %u at once) in %llu of %llu "
+                "months%s",
                 indent, l->addons[k].name, fee, l->addons[k].max_concurrency,
-                (unsigned long long)s->on_option[1 + k], s->trials, end);
+                (unsigned long long)s->on_option[1 + k],
+                (unsigned long long)s->months, end);
     }
     for (int lim = 0; lim < SIM_NLIMITS; lim++) {
         char msg[256];
@@ -124,11 +126,13 @@ cs_print_pauses(FILE *f, const struct cs_run *run, size_t i)
     else if (strcmp(from, "book") == 0)
         fprintf(f, "    autopause: after %u s idle (the book's default)\n",
                 after);
-    else
+    else if (run->profile->pause_probability < 1)
         fprintf(f,
-                "    autopause: after %u s idle, %g of the time (the "
+                "    autopause: after %u s idle, %g%% of the time (the "
                 "profile's)\n",
-                after, run->profile->pause_probability);
+                after, run->profile->pause_probability * 100);
+    else
+        fprintf(f, "    autopause: after %u s idle (the profile's)\n", after);
 }
 
 /* The providers of the run's books, each once, sorted; *n of them. NULL
@@ -194,9 +198,10 @@ tier_text(FILE *f, const struct cs_run *run, const struct pricing_book **list,
         fprintf(f, "%s (mean %s %s", pricing_book_id(list[c]), mean, cur);
         for (size_t a = 0; a < l->naddons; a++)
             if (s->on_option[1 + a])
-                fprintf(f, "; add-on %s in %llu of %zu months",
+                fprintf(f, "; add-on %s in %llu of %llu months",
                         l->addons[a].name,
-                        (unsigned long long)s->on_option[1 + a], s->trials);
+                        (unsigned long long)s->on_option[1 + a],
+                        (unsigned long long)s->months);
         fputc(')', f);
         return;
     }
@@ -343,7 +348,7 @@ cs_plan_json(json_t *book, const struct cs_run *run, size_t i)
                  a, "months", json_integer((json_int_t)s->on_option[1 + k])) &&
              !json_object_set_new(
                  a, "share",
-                 json_real((double)s->on_option[1 + k] / (double)s->trials));
+                 json_real((double)s->on_option[1 + k] / (double)s->months));
     }
     for (int lim = 0; ok && lim < SIM_NLIMITS; lim++)
         if (sim_limit_of(b, (enum sim_limit)lim, NULL, NULL))

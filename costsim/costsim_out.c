@@ -206,7 +206,37 @@ cs_quantile_ci_text(const struct cs_book *bk, const struct sim_book_stats *b,
 double
 cs_sessions_per_month(const struct sim_book_stats *b)
 {
-    return b->trials ? (double)b->sessions / (double)b->trials : 0;
+    return b->months ? (double)b->sessions / (double)b->months : 0;
+}
+
+struct pricing_dec
+cs_month_mean(const struct sim_book_stats *b, unsigned k)
+{
+    return sim_dec_div(b->month_sum[k], b->trials);
+}
+
+void
+cs_month_name(const struct sim_mc_opts *o, unsigned k, char *buf, size_t n)
+{
+    int m = o->month - 1 + (int)k;
+    snprintf(buf, n, "%04d-%02d", o->year + m / 12, m % 12 + 1);
+}
+
+void
+cs_print_by_month(FILE *f, const struct cs_run *run, size_t i)
+{
+    const struct sim_book_stats *b = &run->res->books[i];
+    const char *cur = pricing_book_currency(run->books[i].book);
+    if (run->opts->months < 2 || !b->month_sum || b->trials == 0)
+        return;
+    fprintf(f, "    by month (mean):");
+    for (unsigned k = 0; k < run->opts->months; k++) {
+        char name[16], a[48];
+        cs_month_name(run->opts, k, name, sizeof(name));
+        pricing_money_format(cs_month_mean(b, k), cur, a, sizeof(a));
+        fprintf(f, "%s %s %s", k ? "," : "", name, a);
+    }
+    fputc('\n', f);
 }
 
 int
@@ -221,10 +251,17 @@ cs_print_table(FILE *f, const struct cs_run *run)
             opt->year, opt->month,
             opt->first_month ? " (the first: grants received)" : "",
             (unsigned long long)opt->seed, run->res->trials);
+    if (opt->months > 1)
+        fprintf(f,
+                "%u months from %04d-%02d, the arrivals %+g%% a month: each "
+                "figure is of the %u months' total (a trial is %u months)%s\n",
+                opt->months, opt->year, opt->month, opt->growth * 100,
+                opt->months, opt->months,
+                opt->first_month ? "; the grants spent month after month" : "");
     fprintf(f, "note: %s\n\n", cs_stats_note(opt));
     fprintf(f, "%-26s %-4s %12s %11s %12s %12s %12s %12s %7s\n", "book", "cur",
-            "mean/month", "95% +/-", "p5", "p50", "p95", "per 1k sess",
-            "trials");
+            opt->months > 1 ? "mean/total" : "mean/month", "95% +/-", "p5",
+            "p50", "p95", "per 1k sess", "trials");
     bool bounds = false;
     for (size_t k = 0; k < run->nbooks; k++) {
         size_t i = o[k];
@@ -279,6 +316,7 @@ cs_print_table(FILE *f, const struct cs_run *run)
                 any = true;
             }
             fprintf(f, "%s\n", any ? "" : " none");
+            cs_print_by_month(f, run, i);
             cs_print_plan(f, run, i);
             cs_print_pauses(f, run, i);
         }
@@ -298,6 +336,28 @@ jdec(struct pricing_dec d, unsigned decimals)
     char buf[48];
     pricing_dec_format(d, decimals, buf, sizeof(buf));
     return json_string(buf);
+}
+
+/* Book i's mean of each month, [{"month", "mean"}], with several
+ * months; null with one. */
+static json_t *
+by_month_json(const struct cs_run *run, size_t i)
+{
+    const struct sim_book_stats *b = &run->res->books[i];
+    json_t *a;
+    if (run->opts->months < 2 || !b->month_sum || !(a = json_array()))
+        return json_null();
+    for (unsigned k = 0; k < run->opts->months; k++) {
+        char name[16];
+        cs_month_name(run->opts, k, name, sizeof(name));
+        if (json_array_append_new(a,
+                                  json_pack("{s:s, s:o}", "month", name, "mean",
+                                            jdec(cs_month_mean(b, k), 6)))) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
 }
 
 /* The autopause book i was priced under: {"after_idle_s", "from"}, or
@@ -349,6 +409,7 @@ book_json(const struct cs_run *run, size_t i)
          !json_object_set_new(j, "controls",
                               json_integer((json_int_t)b->ncontrols)) &&
          !json_object_set_new(j, "pauses", pauses_json(run, i)) &&
+         !json_object_set_new(j, "by_month", by_month_json(run, i)) &&
          !json_object_set_new(j, "p5", jdec(sim_book_quantile(b, 0.05), d)) &&
          !json_object_set_new(j, "p50", jdec(sim_book_quantile(b, 0.5), d)) &&
          !json_object_set_new(j, "p95", jdec(sim_book_quantile(b, 0.95), d)) &&
@@ -430,6 +491,11 @@ cs_print_json(FILE *f, const struct cs_run *run)
         json_object_set_new(
             root, "method",
             json_string(run->opts->controlled ? "controlled" : "plain")) ||
+        json_object_set_new(
+            root, "months",
+            json_integer(run->opts->months > 1 ? run->opts->months : 1)) ||
+        json_object_set_new(root, "growth_pct",
+                            json_real(run->opts->growth * 100)) ||
         json_object_set_new(root, "note",
                             json_string(cs_stats_note(run->opts))) ||
         (run->tornado && cs_tornado_json(root, run) < 0))

@@ -179,6 +179,14 @@ cs_print_csv(FILE *f, const struct cs_run *run)
         snprintf(col, sizeof(col), "line_%s", sim_line_kinds[k]);
         num(f, col);
     }
+    /* With several months, each month's mean. */
+    unsigned nm = run->opts->months > 1 ? run->opts->months : 0;
+    for (unsigned k = 0; k < nm; k++) {
+        char col[32], name[16];
+        cs_month_name(run->opts, k, name, sizeof(name));
+        snprintf(col, sizeof(col), "month_%s", name);
+        num(f, col);
+    }
     num(f, "provider");
     num(f, "plan");
     num(f, "provider_tier");
@@ -197,7 +205,7 @@ cs_print_csv(FILE *f, const struct cs_run *run)
         num(f, b->failed ? "false" : "true");
         field(f, b->failed ? b->reason : "", false);
         if (b->failed) {
-            for (size_t k = 0; k < nstats + SIM_NKINDS; k++)
+            for (size_t k = 0; k < nstats + SIM_NKINDS + nm; k++)
                 num(f, "");
         } else {
             num(f, trials);
@@ -228,6 +236,8 @@ cs_print_csv(FILE *f, const struct cs_run *run)
             real(f, cs_sessions_per_month(b));
             for (int k = 0; k < SIM_NKINDS; k++)
                 dec(f, sim_dec_div(b->kind_sum[k], b->trials), 6);
+            for (unsigned k = 0; k < nm; k++)
+                dec(f, cs_month_mean(b, k), 6);
         }
         const char *provider = pricing_book_provider(bk->book);
         field(f, provider, false);

@@ -434,10 +434,11 @@ plan_html(FILE *f, const struct cs_book *bk, const struct sim_book_stats *b)
             continue;
         fputs("<span class=\"meta\">add-on: ", f);
         meter_html_fputs(f, l->addons[k].name);
-        fprintf(f, " (%s a month, %u at once) in %llu of %zu months</span>",
+        fprintf(f, " (%s a month, %u at once) in %llu of %llu months</span>",
                 money(l->addons[k].monthly_fee, mu, fee, sizeof(fee)),
                 l->addons[k].max_concurrency,
-                (unsigned long long)b->on_option[1 + k], b->trials);
+                (unsigned long long)b->on_option[1 + k],
+                (unsigned long long)b->months);
     }
     for (int lim = 0; lim < SIM_NLIMITS; lim++) {
         char msg[256];

@@ -101,11 +101,10 @@ pricing_grants_spend(struct pricing_grant *g, size_t n, int year, int month,
     return paid;
 }
 
-/* Appends the credit_grant lines of the grants paying st; recomputes its
- * total. */
-static int
-spend_on(const struct pricing_book *book, struct pricing_grant *g, size_t n,
-         struct pricing_statement *st, struct pricing_err *e)
+int
+pricing_statement_spend(const struct pricing_book *book,
+                        struct pricing_grant *g, size_t n,
+                        struct pricing_statement *st, struct pricing_err *e)
 {
     struct pricing_dec sum = {0};
     for (size_t i = 0; i < st->nlines; i++)
@@ -153,7 +152,7 @@ pricing_statements_grant(const struct pricing_book *book,
         if (i == 0 || strcmp(st[i].account_id, st[i - 1].account_id) != 0)
             ng = pricing_book_grants(book, st[i].year, st[i].month, g,
                                      PRICING_GRANTS_MAX);
-        if (spend_on(book, g, ng, &st[i], e) < 0)
+        if (pricing_statement_spend(book, g, ng, &st[i], e) < 0)
             return -1;
     }
     return 0;

@@ -465,6 +465,17 @@ size_t pricing_grants_spend(struct pricing_grant *g, size_t n, int year,
                             struct pricing_dec *spent);
 
 /*
+ * Spends the n grants g (their balances, held by the caller from one
+ * period to the next) on statement st: a credit_grant line for each
+ * grant that pays (naming it and its balance left), and st's total
+ * recomputed from its lines. -1 (e set) on overflow.
+ */
+int pricing_statement_spend(const struct pricing_book *book,
+                            struct pricing_grant *g, size_t n,
+                            struct pricing_statement *st,
+                            struct pricing_err *e);
+
+/*
  * Offline rating across periods (rules section 14): with the n
  * statements of pricing_rate (ordered by account, then period), each
  * account receives the book's grants in its first period and spends

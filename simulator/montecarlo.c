@@ -49,27 +49,34 @@ const char *const sim_line_kinds[SIM_NKINDS] = {
     "other",
 };
 
-/* What one trial gave one book. */
+/* What one trial (its months) gave one book: sums over the months;
+ * each month's total and plan are in the worker's month arrays. */
 struct cell {
     bool priced, ok;
     char reason[512];
     struct pricing_dec total;
     struct pricing_dec kind[SIM_NKINDS];
-    struct sim_plan_month plan;
-    unsigned unpriced; /* the statement's: dimensions left out */
+    unsigned unpriced; /* the statements': dimensions left out */
     struct pricing_dec unpriced_qty[PRICING_NDIMS];
 };
 
+/* A trial's month of a book: its total and its plan. */
+struct month_cell {
+    struct pricing_dec total;
+    struct sim_plan_month plan;
+};
+
 struct worker {
-    const struct sim_profile *p;
+    const struct sim_profile *const *p; /* one a month */
     const struct pricing_book *const *books;
     size_t nbooks;
     const bool *active;
     const struct sim_mc_opts *o;
-    size_t first, count; /* the batch: trials [first, first + count) */
-    unsigned index;      /* takes trials index, index + threads, ... */
-    struct cell *cells;  /* count x nbooks */
-    size_t *started;     /* count */
+    size_t first, count;       /* the batch: trials [first, first + count) */
+    unsigned index;            /* takes trials index, index + threads, ... */
+    struct cell *cells;        /* count x nbooks */
+    struct month_cell *months; /* count x nbooks x months */
+    size_t *started;           /* count */
     double (*control)[SIM_NCONTROLS]; /* count */
     struct sim_mem mem;               /* the thread's bound (used: 0) */
     int rc;
@@ -109,16 +116,25 @@ static void
 take(struct cell *c, const struct pricing_book *b,
      const struct pricing_statement *st)
 {
-    c->total = st->total;
-    c->unpriced = st->unpriced;
+    c->unpriced |= st->unpriced;
+    if (pricing_dec_add(c->total, st->total, &c->total) != PRICING_OK) {
+        c->ok = false;
+        snprintf(c->reason, sizeof(c->reason), "totals overflow");
+    }
     for (int d = 0; d < PRICING_NDIMS && c->ok; d++) {
         const char *unit;
         struct pricing_err pe;
-        if ((st->unpriced >> d & 1) &&
-            pricing_unpriced_quantity(b, &st->q, (enum pricing_dim)d,
-                                      &c->unpriced_qty[d], &unit, &pe) < 0) {
+        struct pricing_dec q;
+        if (!(st->unpriced >> d & 1))
+            continue;
+        if (pricing_unpriced_quantity(b, &st->q, (enum pricing_dim)d, &q, &unit,
+                                      &pe) < 0) {
             c->ok = false;
             snprintf(c->reason, sizeof(c->reason), "%s", pe.msg);
+        } else if (pricing_dec_add(c->unpriced_qty[d], q,
+                                   &c->unpriced_qty[d]) != PRICING_OK) {
+            c->ok = false;
+            snprintf(c->reason, sizeof(c->reason), "unpriced sums overflow");
         }
     }
     for (size_t l = 0; l < st->nlines && c->ok; l++) {
@@ -130,18 +146,21 @@ take(struct cell *c, const struct pricing_book *b,
     }
 }
 
-/* Checks the month against the book's plan (limits.c); the add-on it
+/* Checks month k against the book's plan (limits.c); the add-on it
  * buys is the simulator's line, added to the engine's total. */
 static void
-plan(struct cell *c, const struct pricing_book *b,
+plan(struct cell *c, struct month_cell *mc, const struct pricing_book *b,
      const struct sim_month_use *u, const struct pricing_statement *st)
 {
-    sim_plan_check(b, u, &st->q, &c->plan);
+    sim_plan_check(b, u, &st->q, &mc->plan);
+    mc->total = st->total;
     struct pricing_dec *k = &c->kind[kind_index("addon")];
-    if (c->plan.addon_fee.v &&
-        (pricing_dec_add(c->total, c->plan.addon_fee, &c->total) !=
+    if (mc->plan.addon_fee.v &&
+        (pricing_dec_add(c->total, mc->plan.addon_fee, &c->total) !=
              PRICING_OK ||
-         pricing_dec_add(*k, c->plan.addon_fee, k) != PRICING_OK)) {
+         pricing_dec_add(mc->total, mc->plan.addon_fee, &mc->total) !=
+             PRICING_OK ||
+         pricing_dec_add(*k, mc->plan.addon_fee, k) != PRICING_OK)) {
         c->ok = false;
         snprintf(c->reason, sizeof(c->reason), "line sums overflow");
     }
@@ -151,49 +170,85 @@ static void *
 work(void *arg)
 {
     struct worker *w = arg;
+    const struct sim_mc_opts *o = w->o;
+    size_t nb = w->nbooks ? w->nbooks : 1;
+    unsigned nm = o->months > 1 ? o->months : 1;
+    /* Several months from the account's first: the grants it receives
+     * then are spent month after month, their balances held here. */
+    bool carry = nm > 1 && o->first_month;
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-    struct sim_priced *pr = calloc(w->nbooks ? w->nbooks : 1, sizeof(*pr));
-    struct sim_month_use *use = calloc(w->nbooks ? w->nbooks : 1, sizeof(*use));
+    struct sim_priced *pr = calloc(nb, sizeof(*pr));
+    struct sim_month_use *use = calloc(nb, sizeof(*use));
+    struct pricing_grant(*grant)[PRICING_GRANTS_MAX] =
+        carry ? calloc(nb, sizeof(*grant)) : NULL;
+    size_t *ngrant = carry ? calloc(nb, sizeof(*ngrant)) : NULL;
     struct sim_month m;
-    sim_month_init(&m, w->o->year, w->o->month);
-    m.first = w->o->first_month;
+    sim_month_init(&m, o->year, o->month);
     m.mem = w->mem.limit ? &w->mem : NULL;
     w->rc = -1;
-    if (!rng || !pr || !use) {
+    if (!rng || !pr || !use || (carry && (!grant || !ngrant))) {
         snprintf(w->err.msg, sizeof(w->err.msg), "out of memory");
         goto out;
     }
-    for (size_t j = w->index; j < w->count; j += w->o->threads) {
-        gsl_rng_set(rng, trial_seed(w->o->seed, w->first + j));
-        /* Drawn, measured and priced a session at a time. */
-        sim_month_begin(&m, w->p, rng);
-        if (sim_price_drawn(&m, w->books, w->nbooks, w->active, w->o->partial,
-                            pr, use, &w->err) < 0)
-            goto out;
-        w->started[j] = m.started;
-        memcpy(w->control[j], m.control, sizeof(m.control));
+    for (size_t j = w->index; j < w->count; j += o->threads) {
+        gsl_rng_set(rng, trial_seed(o->seed, w->first + j));
+        w->started[j] = 0;
+        memset(w->control[j], 0, sizeof(w->control[j]));
         for (size_t i = 0; i < w->nbooks; i++) {
             struct cell *c = &w->cells[j * w->nbooks + i];
             memset(c, 0, sizeof(*c));
             c->priced = w->active[i];
-            c->ok = pr[i].ok;
-            if (!c->priced || !c->ok) {
-                /* The limits of the month itself, for a book that
-                 * stopped too (gather takes what it needs). */
-                sim_plan_check(w->books[i], &use[i], NULL, &c->plan);
-                if (c->priced)
+            c->ok = true;
+            if (carry)
+                ngrant[i] = pricing_book_grants(w->books[i], o->year, o->month,
+                                                grant[i], PRICING_GRANTS_MAX);
+        }
+        /* Drawn, measured and priced a session at a time, month after
+         * month. */
+        for (unsigned k = 0; k < nm; k++) {
+            sim_month_period(&m, o->year, o->month + (int)k);
+            m.first = o->first_month && k == 0;
+            m.grants_held = carry;
+            sim_month_begin(&m, w->p[k], rng);
+            if (sim_price_drawn(&m, w->books, w->nbooks, w->active, o->partial,
+                                pr, use, &w->err) < 0)
+                goto out;
+            w->started[j] += m.started;
+            for (int x = 0; x < SIM_NCONTROLS; x++)
+                w->control[j][x] += m.control[x];
+            for (size_t i = 0; i < w->nbooks; i++) {
+                struct cell *c = &w->cells[j * w->nbooks + i];
+                struct month_cell *mc =
+                    &w->months[(j * w->nbooks + i) * nm + k];
+                struct pricing_err pe;
+                memset(mc, 0, sizeof(*mc));
+                if (c->priced && c->ok && !pr[i].ok) {
+                    c->ok = false;
                     snprintf(c->reason, sizeof(c->reason), "%s", pr[i].err.msg);
-            } else {
-                take(c, w->books[i], pr[i].st);
-                plan(c, w->books[i], &use[i], pr[i].st);
+                }
+                if (!c->priced || !c->ok) {
+                    /* The limits of the month itself, for a book that
+                     * stopped too (gather takes what it needs). */
+                    sim_plan_check(w->books[i], &use[i], NULL, &mc->plan);
+                } else if (carry && pricing_statement_spend(
+                                        w->books[i], grant[i], ngrant[i],
+                                        pr[i].st, &pe) < 0) {
+                    c->ok = false;
+                    snprintf(c->reason, sizeof(c->reason), "%s", pe.msg);
+                } else {
+                    take(c, w->books[i], pr[i].st);
+                    plan(c, mc, w->books[i], &use[i], pr[i].st);
+                }
+                pricing_statements_free(pr[i].st, 1);
+                pr[i].st = NULL;
             }
-            pricing_statements_free(pr[i].st, 1);
-            pr[i].st = NULL;
         }
     }
     w->rc = 0;
 out:
     sim_month_release(&m);
+    free(grant);
+    free(ngrant);
     free(use);
     free(pr);
     gsl_rng_free(rng);
@@ -330,11 +385,13 @@ bound(struct sim_mem *mem, const struct sim_mc_opts *o, unsigned threads,
       size_t max, size_t round, size_t nbooks, struct sim_err *e)
 {
     uint64_t limit = o->memory_mib << 20;
+    uint64_t nm = o->months > 1 ? o->months : 1;
     uint64_t fixed =
         (uint64_t)max *
             (2 * nbooks * sizeof(struct pricing_dec) + sizeof(double)) +
-        (uint64_t)round * (nbooks * sizeof(struct cell) + sizeof(size_t) +
-                           SIM_NCONTROLS * sizeof(double)) +
+        (uint64_t)round *
+            (nbooks * (sizeof(struct cell) + nm * sizeof(struct month_cell)) +
+             sizeof(size_t) + SIM_NCONTROLS * sizeof(double)) +
         (uint64_t)threads * (SIM_PRICE_CHUNK * sizeof(struct pricing_run) +
                              nbooks * (sizeof(struct sim_priced) +
                                        sizeof(struct sim_month_use)));
@@ -405,16 +462,17 @@ count_limits(struct sim_book_stats *b, const struct sim_plan_month *m,
  * do not depend on the threads. */
 static int
 gather(struct sim_mc_result *r, bool *active, const struct cell *cells,
-       const size_t *started, const double (*control)[SIM_NCONTROLS],
-       size_t count, struct sim_err *e)
+       const struct month_cell *months, unsigned nm, const size_t *started,
+       const double (*control)[SIM_NCONTROLS], size_t count, struct sim_err *e)
 {
     for (size_t j = 0; j < count; j++)
         for (size_t i = 0; i < r->nbooks; i++) {
             const struct cell *c = &cells[j * r->nbooks + i];
+            const struct month_cell *mc = &months[(j * r->nbooks + i) * nm];
             struct sim_book_stats *b = &r->books[i];
             if (!active[i]) {
-                if (!b->failed)
-                    count_limits(b, &c->plan, false);
+                for (unsigned k = 0; k < nm && !b->failed; k++)
+                    count_limits(b, &mc[k].plan, false);
                 continue;
             }
             if (!c->ok) {
@@ -424,10 +482,19 @@ gather(struct sim_mc_result *r, bool *active, const struct cell *cells,
                 continue;
             }
             b->totals[b->trials++] = c->total;
+            b->months += nm;
             cv_add(b, c->total, control[j]);
             b->sessions += started[j];
-            b->on_option[1 + c->plan.addon]++;
-            count_limits(b, &c->plan, true);
+            for (unsigned k = 0; k < nm; k++) {
+                b->on_option[1 + mc[k].plan.addon]++;
+                count_limits(b, &mc[k].plan, true);
+                if (b->month_sum &&
+                    pricing_dec_add(b->month_sum[k], mc[k].total,
+                                    &b->month_sum[k]) != PRICING_OK) {
+                    snprintf(e->msg, sizeof(e->msg), "sums of months overflow");
+                    return -1;
+                }
+            }
             for (int k = 0; k < SIM_NKINDS; k++)
                 if (pricing_dec_add(b->kind_sum[k], c->kind[k],
                                     &b->kind_sum[k]) != PRICING_OK) {
@@ -447,6 +514,46 @@ gather(struct sim_mc_result *r, bool *active, const struct cell *cells,
     return 0;
 }
 
+/* The profile of each month: p, then p with its arrivals grown by
+ * growth a month (sim_param_set rounds them as the profile holds them),
+ * the copies also in copy[1..nm) to free (copy[0] NULL). -1 (e names
+ * the parameter) when a grown value is refused. */
+static int
+grown(const struct sim_profile *p, unsigned nm, double growth,
+      const struct sim_profile **profiles, struct sim_profile **copy,
+      struct sim_err *e)
+{
+    const char *param = p->arrivals == SIM_POISSON ? "sessions.poisson.per_hour"
+                        : p->arrivals == SIM_CONCURRENT ? "sessions.concurrent"
+                                                        : "sessions.per_month";
+    double base;
+    profiles[0] = p;
+    if (nm > 1 && sim_param_get(p, param, &base, NULL) < 0) {
+        snprintf(e->msg, sizeof(e->msg), "%s: cannot be read", param);
+        return -1;
+    }
+    for (unsigned k = 1; k < nm; k++) {
+        struct sim_profile *q = sim_profile_copy(p);
+        char why[256] = "";
+        double v = base * pow(1 + growth, k), used;
+        if (!q) {
+            snprintf(e->msg, sizeof(e->msg), "out of memory");
+            return -1;
+        }
+        profiles[k] = copy[k] = q;
+        /* Clamped is refused too: a month held at a bound would not
+         * grow as asked. */
+        if (sim_param_set(q, param, v, &used, why, sizeof(why)) !=
+            SIM_PARAM_SET) {
+            snprintf(e->msg, sizeof(e->msg),
+                     "--growth: month %u's %s would be %g: %s", k + 1, param, v,
+                     why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int
 sim_monte_carlo(const struct sim_profile *p,
                 const struct pricing_book *const *books, size_t nbooks,
@@ -463,9 +570,14 @@ sim_monte_carlo(const struct sim_profile *p,
         o->min_trials < SIM_MIN_TRIALS ? SIM_MIN_TRIALS : o->min_trials;
     size_t max = o->max_trials < 2 ? 2 : o->max_trials;
     size_t round = (threads + BATCH - 1) / BATCH * BATCH;
+    unsigned nm = o->months > 1 ? o->months : 1;
     int rc = -1;
     bool *active = calloc(nbooks ? nbooks : 1, sizeof(*active));
     struct cell *cells = calloc(round * (nbooks ? nbooks : 1), sizeof(*cells));
+    struct month_cell *months =
+        calloc(round * (nbooks ? nbooks : 1) * nm, sizeof(*months));
+    const struct sim_profile **profiles = calloc(nm, sizeof(*profiles));
+    struct sim_profile **copy = calloc(nm, sizeof(*copy));
     size_t *started = calloc(round, sizeof(*started));
     double(*control)[SIM_NCONTROLS] = calloc(round, sizeof(*control));
     double *x = malloc(max * sizeof(*x));
@@ -473,22 +585,28 @@ sim_monte_carlo(const struct sim_profile *p,
     struct sim_mem mem = {0};
     out->books = calloc(nbooks ? nbooks : 1, sizeof(*out->books));
     out->nbooks = nbooks;
-    if (!active || !cells || !started || !control || !x || !out->books)
+    if (!active || !cells || !months || !profiles || !copy || !started ||
+        !control || !x || !out->books)
         goto oom;
+    if (grown(p, nm, o->growth, profiles, copy, e) < 0)
+        goto out;
     if (o->memory_mib && bound(&mem, o, threads, max, round, nbooks, e) < 0)
         goto out;
     for (size_t i = 0; i < nbooks; i++) {
         active[i] = true;
         if (!(out->books[i].totals = malloc(max * sizeof(struct pricing_dec))))
             goto oom;
+        if (nm > 1 &&
+            !(out->books[i].month_sum = calloc(nm, sizeof(struct pricing_dec))))
+            goto oom;
     }
     size_t nactive = nbooks;
     while (out->trials < max && nactive > 0) {
         size_t count = max - out->trials < round ? max - out->trials : round;
         for (unsigned t = 0; t < threads; t++)
-            w[t] = (struct worker){p,           books, nbooks, active, &opts,
-                                   out->trials, count, t,      cells,  started,
-                                   control,     mem,   0,      {{0}}};
+            w[t] = (struct worker){profiles,    books,   nbooks, active, &opts,
+                                   out->trials, count,   t,      cells,  months,
+                                   started,     control, mem,    0,      {{0}}};
         if (run_batch(w, threads, e) < 0)
             goto out;
         for (size_t done = 0, n; done < count && nactive > 0; done += n) {
@@ -498,7 +616,8 @@ sim_monte_carlo(const struct sim_profile *p,
              * number, so this look is the same for any threads. */
             if (out->trials < min && out->trials + n > min)
                 n = min - out->trials;
-            if (gather(out, active, cells + done * nbooks, started + done,
+            if (gather(out, active, cells + done * nbooks,
+                       months + done * nbooks * nm, nm, started + done,
                        (const double(*)[SIM_NCONTROLS])control + done, n,
                        e) < 0)
                 goto out;
@@ -534,8 +653,13 @@ sim_monte_carlo(const struct sim_profile *p,
 oom:
     snprintf(e->msg, sizeof(e->msg), "out of memory");
 out:
+    for (unsigned k = 0; copy && k < nm; k++)
+        sim_profile_free(copy[k]);
+    free(copy);
+    free(profiles);
     free(active);
     free(cells);
+    free(months);
     free(started);
     free(control);
     free(x);
@@ -552,6 +676,7 @@ sim_mc_result_release(struct sim_mc_result *r)
     for (size_t i = 0; r->books && i < r->nbooks; i++) {
         free(r->books[i].totals);
         free(r->books[i].sorted);
+        free(r->books[i].month_sum);
     }
     free(r->books);
     r->books = NULL;
@@ -683,7 +808,7 @@ sim_book_fits(const struct sim_book_stats *b)
 uint64_t
 sim_book_months_checked(const struct sim_book_stats *b, enum sim_limit l)
 {
-    return sim_limit_of_month(l) ? b->checked : b->trials;
+    return sim_limit_of_month(l) ? b->checked : b->months;
 }
 
 int

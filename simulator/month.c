@@ -22,6 +22,14 @@ void
 sim_month_init(struct sim_month *m, int year, int month)
 {
     memset(m, 0, sizeof(*m));
+    sim_month_period(m, year, month);
+}
+
+void
+sim_month_period(struct sim_month *m, int year, int month)
+{
+    year += (month - 1) / 12;
+    month = (month - 1) % 12 + 1;
     m->year = year;
     m->month = month;
     m->start = pricing_days_from_civil(year, month, 1) * 86400;

@@ -317,8 +317,9 @@ price(struct source *r, const struct pricing_book *const *books, size_t nbooks,
             out[i].ok = false;
             snprintf(out[i].err.msg, sizeof(out[i].err.msg),
                      "the engine gave %zu statements for one month", n);
-        } else if (m->first && pricing_statements_grant(books[i], out[i].st, 1,
-                                                        &out[i].err) < 0) {
+        } else if (m->first && !m->grants_held &&
+                   pricing_statements_grant(books[i], out[i].st, 1,
+                                            &out[i].err) < 0) {
             /* The book's grants, received in the account's first month,
              * pay what they can of it (the engine's rule 14). */
             pricing_statements_free(out[i].st, 1);

@@ -135,8 +135,11 @@ struct sim_month {
     size_t nspells, spells_cap;
     size_t started; /* sessions that start inside the month */
     /* The account's first month: no session before it, and the books'
-     * credit grants are received in it and spent on it. */
+     * credit grants are received in it and spent on it (unless
+     * grants_held: the caller keeps their balances from month to month,
+     * montecarlo.c's several months). */
     bool first;
+    bool grants_held;
     int64_t *times; /* an hour's arrival times, while drawing */
     size_t times_cap;
     /* Drawing, session by session (sim_month_begin, sim_month_draw): */
@@ -162,6 +165,9 @@ struct sim_month {
 };
 
 void sim_month_init(struct sim_month *m, int year, int month);
+/* Moves m to another month (its arrays kept), before sim_month_begin:
+ * month may run past 12, into the years after. */
+void sim_month_period(struct sim_month *m, int year, int month);
 void sim_month_release(struct sim_month *m);
 /* Replaces m's sessions with a month drawn from p with rng. -1 when out
  * of memory, or past m->mem's bound. */
@@ -351,8 +357,16 @@ struct sim_mc_opts {
     size_t min_trials; /* raised to SIM_MIN_TRIALS; max_trials still caps */
     size_t max_trials;
     unsigned threads; /* >= 1; the results do not depend on it */
-    int year, month;  /* the simulated month */
+    int year, month;  /* the simulated month (the first of months) */
     bool first_month; /* the account's first: see sim_month.first */
+    /* A trial is this many months from (year, month) (0 or 1: one),
+     * each drawn from the profile with its arrivals times (1 +
+     * growth)^k in month k (per_hour, per_month or concurrent, rounded
+     * as the profile holds them); a trial's total is the months' sum.
+     * With first_month, the books' grants are received in the first and
+     * spent month after month until they run out. */
+    unsigned months;
+    double growth;
     /* A book that leaves a price the workload needs unknown (null) is
      * priced in part (sim_price_drawn's partial): its totals are lower
      * bounds, its unpriced quantities counted (sim_book_stats). false:
@@ -378,9 +392,13 @@ struct sim_mc_opts {
 struct sim_book_stats {
     bool failed;
     char reason[512];           /* when failed: the engine's message */
-    size_t trials;              /* priced months */
+    size_t trials;              /* priced trials */
+    uint64_t months;            /* priced months: trials x sim_mc_opts.months */
     struct pricing_dec *totals; /* each trial's total, in trial order */
-    struct pricing_dec *sorted; /* the same, ascending */
+    /* With several months (sim_mc_opts.months > 1), the totals of each
+     * month summed over the trials: month_sum[k] of month k. */
+    struct pricing_dec *month_sum;
+    struct pricing_dec *sorted;              /* the same, ascending */
     struct pricing_dec kind_sum[SIM_NKINDS]; /* lines summed over trials */
     uint64_t sessions; /* sessions started, summed over its trials */
     /* Plan limits (sim_plan_check): how many months broke each limit and
@@ -427,8 +445,9 @@ struct sim_mc_result {
 
 /*
  * Draws months of p and prices each under every book, in batches of
- * trials, until the 95% interval of each book's mean monthly total is
- * within precision of it (relative half-width) or max_trials. Trial k is
+ * trials (a trial is o->months months, its total their sum), until the
+ * 95% interval of each book's mean total is within precision of it
+ * (relative half-width) or max_trials. Trial k is
  * drawn from a generator seeded from (seed, k) alone, and books stop at
  * the end of a batch, so the results depend on the seed, not on the
  * threads (beyond 8 threads, the next batches are drawn ahead and what

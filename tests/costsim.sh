@@ -526,12 +526,12 @@ expect_status 1 "$COSTSIM" --profile crowd.json --books one --max-trials 2 \
     --threads 2 --memory-limit 16
 contains "$err" "costsim: sessions.per_month: 100000 with sessions of up to 2678400 s keeps more than" "a crowd too large for the limit"
 contains "$err" "past --memory-limit 16 MiB" "the limit named"
-# ... and results that alone pass it: 10^6 trials x 24 books x two
-# 16-byte totals, and a double each, are 776,000,000 bytes; with each
-# thread's 112 KiB of runs and a batch's cells, 741 MiB.
+# ... and results that alone pass it: 10^6 trials x 25 books x two
+# 16-byte totals, and a double each, are 808,000,000 bytes; with each
+# thread's 112 KiB of runs and a batch's cells, 772 MiB.
 expect_status 1 "$COSTSIM" --profile daylong.json --books "$books" \
     --max-trials 1000000 --threads 2 --memory-limit 600
-contains "$err" "costsim: --memory-limit 600 MiB is less than the 741 MiB that --max-trials 1000000 of $nbooks books and --threads 2 hold before any session is drawn" "results past the limit"
+contains "$err" "costsim: --memory-limit 600 MiB is less than the 772 MiB that --max-trials 1000000 of $nbooks books and --threads 2 hold before any session is drawn" "results past the limit"
 # Bad values are usage errors naming the value, as meterctl rate's.
 for bad in 0 -1 1.5 abc 1099511627777 ''; do
     expect_status 2 "$COSTSIM" --profile daylong.json --memory-limit "$bad"
@@ -659,6 +659,73 @@ jq -e '[.books[] | select(.priced) | .pauses == {"after_idle_s": 60, "from": "pr
     <<<"$out" >/dev/null || fail "json: the profile's pauses override every book's"
 checks=$((checks + 1))
 
+# --months N: a trial is N months, the arrivals grown by --growth a
+# month; with --first-month the grants are spent month after month.
+# Without randomness: 10 sessions of an hour at 1 vCPU, doubled each
+# month (10, 20, 40), on a book of 1 a vCPU-hour with a one-off grant
+# of 15: November 10.00 paid by the grant (5 left), December 20.00 less
+# 5 = 15.00, January 40.00; the three months 55.00.
+mkdir -p grow
+cat >grow/g.json <<'JSON'
+{"id": "g", "currency": "USD", "effective_from": "2026-01-01",
+ "cpu": {"basis": "allocated", "rate": "1", "per": "hour"},
+ "memory": {"basis": "allocated", "unit": "GiB", "rate": "0", "per": "hour"},
+ "storage": null, "egress": null, "per_run": "0",
+ "grants": [{"id": "signup", "amount": "15", "expires_after_periods": null}]}
+JSON
+cat >grow.json <<'JSON'
+{"sessions": {"per_month": 10, "length": {"dist": "fixed", "value": 3600}},
+ "sandbox": {"vcpu": 1, "memory_gib": 1, "disk_gib": 0}}
+JSON
+expect_status 0 "$COSTSIM" --profile grow.json --books grow --months 3 \
+    --growth 100 --first-month --threads 1 --format json
+jq -e '.months == 3 and .growth_pct == 100 and
+    .books[0].mean == "55.000000" and .books[0].p50 == "55.00" and
+    .books[0].by_month == [{"month": "2026-11", "mean": "0.000000"},
+                           {"month": "2026-12", "mean": "15.000000"},
+                           {"month": "2027-01", "mean": "40.000000"}] and
+    .books[0].lines.credit_grant == "-15.000000" and
+    .books[0].sessions_per_month == 23.333333333333332' <<<"$out" >/dev/null ||
+    fail "json: three months grown and the grant spent: $(jq -c '[.months, .growth_pct, .books[0].mean, .books[0].by_month, .books[0].lines, .books[0].sessions_per_month]' <<<"$out")"
+checks=$((checks + 1))
+# Not the first month: no grant; the same months at full price.
+expect_status 0 "$COSTSIM" --profile grow.json --books grow --months 3 \
+    --growth 100 --threads 1 --format json --month 2026-12
+jq -e '.books[0].mean == "70.000000" and
+    [.books[0].by_month[].month] == ["2026-12", "2027-01", "2027-02"]' \
+    <<<"$out" >/dev/null || fail "json: three months from December: $(jq -c '.books[0] | [.mean, .by_month]' <<<"$out")"
+checks=$((checks + 1))
+expect_status 0 "$COSTSIM" --profile grow.json --books grow --months 3 \
+    --growth 100 --first-month --threads 1
+contains "$out" "3 months from 2026-11, the arrivals +100% a month" "the table names the months"
+contains "$out" "by month (mean): 2026-11 0.00, 2026-12 15.00, 2027-01 40.00" "the table's months"
+expect_status 0 "$COSTSIM" --profile grow.json --books grow --months 3 \
+    --growth 100 --first-month --threads 1 --format csv
+contains "$out" ",month_2026-11,month_2026-12,month_2027-01," "the csv's month columns"
+contains "$out" ",0.000000,15.000000,40.000000," "the csv's months"
+# One month is what it was; bad values name the option.
+expect_status 0 "$COSTSIM" --profile grow.json --books grow --threads 1 --format json
+jq -e '.months == 1 and .books[0].by_month == null and .books[0].mean == "10.000000"' \
+    <<<"$out" >/dev/null || fail "json: one month"
+checks=$((checks + 1))
+expect_status 2 "$COSTSIM" --profile grow.json --months 37
+contains "$err" "--months '37' is not a whole number from 1 to 36" "months past the range"
+expect_status 2 "$COSTSIM" --profile grow.json --months 0
+contains "$err" "--months '0' is not a whole number from 1 to 36" "months of none"
+expect_status 2 "$COSTSIM" --profile grow.json --growth 5
+contains "$err" "--growth needs --months 2 or more" "growth alone"
+expect_status 2 "$COSTSIM" --profile grow.json --months 2 --growth -100
+contains "$err" "--growth '-100' is not a percent a month above -100 and at most 1000" "growth of -100%"
+expect_status 2 "$COSTSIM" --profile grow.json --months 2 --format html
+contains "$err" "the HTML report and --tornado are of one month" "months in html"
+expect_status 2 "$COSTSIM" --profile grow.json --months 2 --tornado 10
+contains "$err" "the HTML report and --tornado are of one month" "months with the tornado"
+# A growth that would take the sessions below one is refused, naming
+# the month and the key.
+expect_status 1 "$COSTSIM" --profile grow.json --books grow --months 3 \
+    --growth -90 --threads 1
+contains "$err" "--growth: month 3's sessions.per_month would be 0.1" "a month shrunk to nothing"
+
 # A book priced whole is what it was before lower bounds and the
 # percentiles' intervals: tests/golden/costsim_priced_whole.json is the
 # books that ran to the cap in this run on main before them (40 trials,
@@ -669,7 +736,8 @@ checks=$((checks + 1))
 # and the limits of Novita's and Vercel's largest sandbox in their plans;
 # fly-sprites-payg priced at the 8 vCPU and 4 GB every Sprite is
 # (fixed_size), which is also its largest sandbox; Daytona's Tiers 2
-# and 3 added; "pauses" says the profile's own priced every book. The
+# and 3 added; "pauses" says the profile's own priced every book, and
+# "by_month" is null (one month). The
 # mean is plain here (--method plain), as it was then; "controls" is a
 # new key.
 expect_status 0 "$COSTSIM" --profile small.json --books "$books" --seed 4 \

@@ -42,4 +42,24 @@ for prof in code-execution data-analysis coding-agent browser-automation rl-eval
     [ -z "$bad" ] || fail "$prof: controlled mean not inside the plain interval, or wider: $bad"
     checks=$((checks + 1))
 done
+# Several months (--months 3, the arrivals +10% a month): the controls
+# are summed over a trial's months, each 0 in expectation, so the
+# controlled mean of the three months' total is inside the plain one's
+# interval as well.
+prof=data-analysis
+for m in plain controlled; do
+    expect_status 0 "$COSTSIM" --profile "$top/simulator/profiles/$prof.json" \
+        --method $m --precision 0.0001 --max-trials 60 --threads 2 \
+        --months 3 --growth 10 --format json
+    printf '%s\n' "$out" >"$m.json"
+done
+bad=$(jq -r --slurpfile c controlled.json '
+    [.books[] | select(.priced)] as $p
+    | [$p[] as $a | $c[0].books[] | select(.id == $a.id and .priced)
+       | select(((.mean | tonumber) - ($a.mean | tonumber) | fabs) > $a.ci95_half_width)
+       | "\(.id): controlled \(.mean), plain \($a.mean) +/- \($a.ci95_half_width)"]
+    | if ($p | length) < 15 then ["only \($p | length) books priced"] else . end
+    | .[]' plain.json)
+[ -z "$bad" ] || fail "three months: controlled mean not inside the plain interval: $bad"
+checks=$((checks + 1))
 finish

@@ -121,6 +121,7 @@ fixture_init(struct fixture *x)
     }
     struct sim_book_stats *b = &x->stats[0];
     b->trials = 4;
+    b->months = 4; /* one month a trial */
     b->totals = x->totals0;
     b->sorted = x->sorted0;
     b->kind_sum[kind("cpu")] = d("30");
@@ -132,6 +133,7 @@ fixture_init(struct fixture *x)
     b->converged = true;
     b = &x->stats[1];
     b->trials = 4;
+    b->months = 4;
     b->totals = b->sorted = x->totals1;
     b->kind_sum[kind("subscription")] = d("20");
     b->sessions = 400;
