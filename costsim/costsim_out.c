@@ -25,8 +25,8 @@ static const char plain_note[] =
     "bound: every figure of it is of its known part";
 
 static const char controlled_note[] =
-    "the mean is estimated by regressing each book's monthly totals on the "
-    "month's control variates (sums of what was drawn less what it is "
+    "the mean is estimated by regressing each book's trial totals on the "
+    "trials' control variates (sums of what was drawn less what it is "
     "expected to be, 0 on average; --method plain: the trials' plain mean), "
     "to 6 decimals, with its 95% interval over doubles (GSL, Student t); "
     "percentiles (nearest rank), lines and cost per 1,000 sessions are exact "
@@ -254,7 +254,8 @@ cs_print_table(FILE *f, const struct cs_run *run)
     if (opt->months > 1)
         fprintf(f,
                 "%u months from %04d-%02d, the arrivals %+g%% a month: each "
-                "figure is of the %u months' total (a trial is %u months)%s\n",
+                "figure is of the %u months' total (a trial is %u months), "
+                "each month's mean a plain mean of the trials%s\n",
                 opt->months, opt->year, opt->month, opt->growth * 100,
                 opt->months, opt->months,
                 opt->first_month ? "; the grants spent month after month" : "");
@@ -367,7 +368,7 @@ pauses_json(const struct cs_run *run, size_t i)
 {
     uint32_t after;
     const char *from = cs_pauses(run, i, &after);
-    return from ? json_pack("{s:i, s:s}", "after_idle_s", (json_int_t)after,
+    return from ? json_pack("{s:I, s:s}", "after_idle_s", (json_int_t)after,
                             "from", from)
                 : json_null();
 }

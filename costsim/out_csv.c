@@ -6,8 +6,10 @@
  *
  * A column per line kind rather than a row per (book, kind): a book's
  * figures stay on one row, where a spreadsheet sorts and charts them.
- * Its line columns add up to its plain mean within half a minor unit,
- * since each month's total is the sum of its lines rounded to the cent.
+ * Its line columns add up to its plain mean within half a minor unit a
+ * month, since each month's total is the sum of its lines rounded to the
+ * cent (N halves with --months N). With several months, a column of
+ * each month's mean follows the lines.
  * After them, as the table shows them: the book's provider, its plan
  * (add-ons bought and limits broken, "; " between) and the tier chosen
  * for its provider.

@@ -67,7 +67,7 @@ END {
             continue
         }
         ok = allowed[module]
-        while ((getline line < f) > 0) {
+        while ((got = (getline line < f)) > 0) {
             if (!match(line, /^[ \t]*#[ \t]*include[ \t]*[<"][^>"]*[>"]/)) continue
             inc = substr(line, 1, RLENGTH)
             sub(/^[ \t]*#[ \t]*include[ \t]*/, "", inc)
@@ -99,6 +99,8 @@ END {
                 violation(f ": includes \"" name "\" of " owner ", which " module " may not use")
         }
         close(f)
+        if (got < 0)
+            violation(f ": cannot be read")
         if (total == before) clean++; else bad++
     }
     print clean + 0 " passed, " bad + 0 " failed"

@@ -233,8 +233,11 @@ work(void *arg)
                 } else if (carry && pricing_statement_spend(
                                         w->books[i], grant[i], ngrant[i],
                                         pr[i].st, &pe) < 0) {
+                    /* Failed here: the month's own limits, as for any
+                     * book not priced, whatever the threads. */
                     c->ok = false;
                     snprintf(c->reason, sizeof(c->reason), "%s", pe.msg);
+                    sim_plan_check(w->books[i], &use[i], NULL, &mc->plan);
                 } else {
                     take(c, w->books[i], pr[i].st);
                     plan(c, mc, w->books[i], &use[i], pr[i].st);

@@ -28,8 +28,10 @@ sim_month_init(struct sim_month *m, int year, int month)
 void
 sim_month_period(struct sim_month *m, int year, int month)
 {
-    year += (month - 1) / 12;
-    month = (month - 1) % 12 + 1;
+    /* Floored: month 0 is the December before, 13 the January after. */
+    int k = month - 1, up = k >= 0 ? k / 12 : -((11 - k) / 12);
+    year += up;
+    month = k - 12 * up + 1;
     m->year = year;
     m->month = month;
     m->start = pricing_days_from_civil(year, month, 1) * 86400;

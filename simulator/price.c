@@ -70,6 +70,7 @@ struct source {
      * once a way, its blocks for that way's books only; with draw, a
      * measure a way. */
     struct feed *feeds;
+    bool *live;       /* feeds[g] has a book still pricing: read it */
     size_t nfeeds, g; /* g: the way being read */
     struct sim_measure *measure;
     size_t k;       /* the session being read, in m */
@@ -219,7 +220,9 @@ next(void *ctx, struct pricing_block *out, struct pricing_err *pe)
             }
         }
         const struct sim_session *s = &m->sessions[r->k];
-        if (r->open || (r->open = open_session(r, s))) {
+        /* A way no book still prices is not read (its measures are
+         * taken as the session is drawn, above). */
+        if (r->live[r->g] && (r->open || (r->open = open_session(r, s)))) {
             if (fill(r, s) > 0) {
                 *out = r->b;
                 return 1;
@@ -251,11 +254,12 @@ price(struct source *r, const struct pricing_book *const *books, size_t nbooks,
     int rc = -1, got;
     memset(out, 0, nbooks * sizeof(*out));
     r->feeds = malloc(n1 * sizeof(*r->feeds));
+    r->live = calloc(n1, sizeof(*r->live));
     if (r->how == SIM_FEED_RUNS)
         r->b.runs = r->runs = malloc(CHUNK * sizeof(*r->runs));
     else
         r->b.s = r->secs = malloc(CHUNK * sizeof(*r->secs));
-    if (!rater || !group || !r->feeds || !(r->runs || r->secs)) {
+    if (!rater || !group || !r->feeds || !r->live || !(r->runs || r->secs)) {
         snprintf(e->msg, sizeof(e->msg), "out of memory");
         goto out;
     }
@@ -289,6 +293,7 @@ price(struct source *r, const struct pricing_book *const *books, size_t nbooks,
             snprintf(e->msg, sizeof(e->msg), "out of memory");
             goto out;
         }
+        r->live[group[i]] = true;
         pricing_rater_select(rater[i], &scope);
         if (r->partial)
             pricing_rater_partial(rater[i]);
@@ -340,6 +345,7 @@ out:
     free(rater);
     free(group);
     free(r->feeds);
+    free(r->live);
     free(r->runs);
     free(r->secs);
     if (rc < 0)

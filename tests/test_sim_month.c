@@ -809,6 +809,37 @@ fixed_size(void)
     pricing_book_free(b[1]);
 }
 
+/* Months past December and before January (--months counts on from
+ * --month): into the years after and before, each month's bounds. */
+static void
+periods(void)
+{
+    static const struct {
+        int month, year_got, month_got;
+        int64_t start;
+    } want[] = {
+        {13, 2027, 1, 1798761600},  {24, 2027, 12, 1827619200},
+        {25, 2028, 1, 1830297600},  {0, 2025, 12, 1764547200},
+        {-11, 2025, 1, 1735689600}, {-12, 2024, 12, 1733011200},
+        {12, 2026, 12, 1796083200},
+    };
+    struct sim_month m;
+    sim_month_init(&m, 2026, 11);
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        sim_month_period(&m, 2026, want[i].month);
+        if (m.year != want[i].year_got || m.month != want[i].month_got ||
+            m.start != want[i].start) {
+            fprintf(stderr, "month %d of 2026: %04d-%02d from %lld\n",
+                    want[i].month, m.year, m.month, (long long)m.start);
+            test_failures++;
+        }
+    }
+    /* A month's end is the next one's start. */
+    sim_month_period(&m, 2026, 14);
+    CHECK(m.end - m.start == 28 * 86400);
+    sim_month_release(&m);
+}
+
 int
 main(void)
 {
@@ -818,6 +849,7 @@ main(void)
     arrivals();
     hand_computed();
     book_pauses();
+    periods();
     fixed_size();
     threads();
     runs_and_seconds();
