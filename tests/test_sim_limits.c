@@ -698,6 +698,37 @@ test_early_stop(void)
     pricing_book_free(usage);
 }
 
+/* A book of no price with the top-level key set to value (JSON), parsed:
+ * NULL with e naming what it refuses. */
+static struct pricing_book *
+book_with(const char *key, const char *value, struct pricing_err *e)
+{
+    char json[1024];
+    snprintf(json, sizeof(json),
+             "{\"id\": \"k\", \"currency\": \"USD\", \"effective_from\": "
+             "\"2026-01-01\", \"cpu\": null, \"memory\": null, \"storage\": "
+             "null, \"egress\": null, \"per_run\": \"0\", \"%s\": %s}",
+             key, value);
+    memset(e, 0, sizeof(*e));
+    return pricing_book_parse(json, strlen(json), "book.json", e);
+}
+
+/* Each of n (value, what the error names) refused under key. */
+static void
+refused(const char *key, const char *const (*bad)[2], size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct pricing_err e;
+        struct pricing_book *x = book_with(key, bad[i][0], &e);
+        if (x || !strstr(e.msg, bad[i][1])) {
+            fprintf(stderr, "%s %s: '%s' does not name %s\n", key, bad[i][0],
+                    e.msg, bad[i][1]);
+            test_failures++;
+        }
+        pricing_book_free(x);
+    }
+}
+
 /*
  * The largest sandbox a book allows ("limits": max_vcpu, max_memory in
  * the book's memory unit, max_disk in its storage unit), against the
@@ -782,24 +813,7 @@ test_sandbox_size(void)
         {"{\"max_disk\": 10}", "limits.max_disk"},
         {"[]", "limits"},
     };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        char json[1024];
-        snprintf(json, sizeof(json),
-                 "{\"id\": \"sz\", \"currency\": \"USD\", "
-                 "\"effective_from\": \"2026-01-01\", \"cpu\": null, "
-                 "\"memory\": null, \"storage\": null, \"egress\": null, "
-                 "\"per_run\": \"0\", \"limits\": %s}",
-                 bad[i][0]);
-        struct pricing_err e = {{0}};
-        struct pricing_book *x =
-            pricing_book_parse(json, strlen(json), "book.json", &e);
-        CHECK(x == NULL);
-        if (!strstr(e.msg, bad[i][1]))
-            fprintf(stderr, "case %zu: '%s' does not name %s\n", i, e.msg,
-                    bad[i][1]),
-                test_failures++;
-        pricing_book_free(x);
-    }
+    refused("limits", bad, sizeof(bad) / sizeof(bad[0]));
 }
 
 /*
@@ -833,9 +847,15 @@ test_book_pauses(void)
         }
         pricing_book_free(b);
     }
-    static const char *const cases[][2] = {
-        {"{\"after_idle_s\": 0}", NULL},
-        {"{\"after_idle_s\": 86400}", NULL},
+    struct pricing_err e;
+    struct pricing_book *x = book_with("pauses", "{\"after_idle_s\": 0}", &e);
+    CHECK(x && pricing_book_limits(x)->pauses &&
+          pricing_book_limits(x)->pause_after_s == 0);
+    pricing_book_free(x);
+    x = book_with("pauses", "{\"after_idle_s\": 86400}", &e);
+    CHECK(x && pricing_book_limits(x)->pause_after_s == 86400);
+    pricing_book_free(x);
+    static const char *const bad[][2] = {
         {"{\"after_idle_s\": 86401}", "pauses.after_idle_s"},
         {"{\"after_idle_s\": -1}", "pauses.after_idle_s"},
         {"{\"after_idle_s\": \"600\"}", "pauses.after_idle_s"},
@@ -844,28 +864,47 @@ test_book_pauses(void)
         {"{\"after_idle_s\": 60, \"probability\": 1}", "probability"},
         {"600", "pauses"},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char json[1024];
-        snprintf(json, sizeof(json),
-                 "{\"id\": \"pa\", \"currency\": \"USD\", "
-                 "\"effective_from\": \"2026-01-01\", \"cpu\": null, "
-                 "\"memory\": null, \"storage\": null, \"egress\": null, "
-                 "\"per_run\": \"0\", \"pauses\": %s}",
-                 cases[i][0]);
-        struct pricing_err e = {{0}};
-        struct pricing_book *x =
-            pricing_book_parse(json, strlen(json), "book.json", &e);
-        if (!cases[i][1]) {
-            /* The two accepted: 0 and 86,400 s, in that order. */
-            CHECK(x && pricing_book_limits(x)->pauses &&
-                  pricing_book_limits(x)->pause_after_s == (i ? 86400 : 0));
-        } else if (x || !strstr(e.msg, cases[i][1])) {
-            fprintf(stderr, "pauses %s: '%s' does not name %s\n", cases[i][0],
-                    e.msg, cases[i][1]);
-            test_failures++;
-        }
-        pricing_book_free(x);
-    }
+    refused("pauses", bad, sizeof(bad) / sizeof(bad[0]));
+}
+
+/*
+ * A book's fixed size ("fixed_size": unit, vcpu, memory): read for the
+ * simulator with its unit; refused naming the key when a part is
+ * missing, zero, too fine or of no unit. test_sim_month prices with it.
+ */
+static void
+test_fixed_size(void)
+{
+    struct pricing_err e;
+    struct pricing_book *x = book_with(
+        "fixed_size",
+        "{\"unit\": \"GiB\", \"vcpu\": \"0.5\", \"memory\": \"1.5\"}", &e);
+    const struct pricing_limits *l = x ? pricing_book_limits(x) : NULL;
+    CHECK(l && l->has_fixed_size && l->fixed_vcpu == 5000 &&
+          l->fixed_mem_bytes == 3ULL << 29 &&
+          l->fixed_unit_bytes == 1ULL << 30);
+    pricing_book_free(x);
+    x = book_with("per_run_free", "0", &e);
+    CHECK(x && !pricing_book_limits(x)->has_fixed_size);
+    pricing_book_free(x);
+    static const char *const bad[][2] = {
+        {"{\"vcpu\": \"8\", \"memory\": \"4\"}", "fixed_size.unit"},
+        {"{\"unit\": \"MB\", \"vcpu\": \"8\", \"memory\": \"4\"}",
+         "fixed_size.unit"},
+        {"{\"unit\": \"GB\", \"memory\": \"4\"}", "fixed_size.vcpu"},
+        {"{\"unit\": \"GB\", \"vcpu\": \"0\", \"memory\": \"4\"}",
+         "fixed_size.vcpu"},
+        {"{\"unit\": \"GB\", \"vcpu\": \"8.00001\", \"memory\": \"4\"}",
+         "fixed_size.vcpu"},
+        {"{\"unit\": \"GB\", \"vcpu\": \"8\"}", "fixed_size.memory"},
+        {"{\"unit\": \"GB\", \"vcpu\": \"8\", \"memory\": \"0\"}",
+         "fixed_size.memory"},
+        {"{\"unit\": \"GB\", \"vcpu\": \"8\", \"memory\": \"4\", \"disk\": "
+         "\"1\"}",
+         "disk"},
+        {"[]", "fixed_size"},
+    };
+    refused("fixed_size", bad, sizeof(bad) / sizeof(bad[0]));
 }
 
 int
@@ -873,6 +912,7 @@ main(void)
 {
     test_sandbox_size();
     test_book_pauses();
+    test_fixed_size();
     gsl_set_error_handler_off();
     test_measure();
     test_concurrency();
