@@ -45,9 +45,10 @@ check: deps openapi-lint browser-check
 	@# Not again: the tree's checks, the builds and fuzzing, and what reads
 	@# no local time (the demo's examples, the statistics' coverage and
 	@# the two estimators compared, the programs' help, the log and socket
-	@# options).
+	@# options, and the slowest C tests that touch neither PostgreSQL nor
+	@# a shell: no C code calls a local-time function, scripts/check-calls.sh).
 	cd build-check && TZ=Pacific/Kiritimati ctest --output-on-failure \
-	    -j $(JOBS) -E '^(layers|sql_hygiene|format|calls|install|openapi|fuzz|valgrind|costsim_html|costsim_methods|readme|test_sim_stats|help|operations)$$'
+	    -j $(JOBS) -E '^(layers|sql_hygiene|format|calls|install|openapi|fuzz|valgrind|costsim_html|costsim_methods|readme|test_sim_stats|test_sim_month|test_runs|help|operations)$$'
 
 # High availability (docs/scale.md): a three-node etcd and three Patroni
 # nodes on loopback, failovers mid-push; two and a half minutes, so not

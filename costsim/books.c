@@ -35,7 +35,11 @@ static int
 load_book(const char *dir, const char *name, struct cs_book *b)
 {
     char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path)) {
+        fprintf(stderr, "costsim: %s/%s: a path longer than %zu bytes\n", dir,
+                name, sizeof(path) - 1);
+        return -1;
+    }
     snprintf(b->file, sizeof(b->file), "%s", name);
     /* The engine parses the file's own bytes (a duplicate key is its
      * error, not jansson's last value); the strings the engine does not

@@ -10,6 +10,13 @@
 #   strtol, strtoul, strtoll, strtoull, strtoimax, strtoumax, strtod,
 #   strtof, strtold with NULL (or 0) as the end: "12abc", "" and an
 #   overflow all pass unseen; pass &end and check *end and errno
+#   localtime, localtime_r, mktime, ctime, ctime_r, asctime, tzset,
+#   timelocal                the local zone: billing is in UTC (gmtime_r,
+#                            timegm, pricing_days_from_civil), so no C
+#                            code reads TZ, and a C test that touches
+#                            neither PostgreSQL nor a shell gives the
+#                            same far from UTC (the Makefile's pass at
+#                            UTC+14 leaves such slow ones out)
 #
 # Run from the top of the tree; checks the *.c and *.h files under the
 # folders (or files) given, default the source folders. Comments and
@@ -35,6 +42,9 @@ BEGIN {
     why["gets"] = "no bound (fgets)"
     why["atoi"] = why["atol"] = why["atoll"] = why["atof"] = \
         "no error for a bad number (strtol and friends, the end checked)"
+    split("localtime localtime_r mktime ctime ctime_r asctime tzset timelocal", lt, " ")
+    for (i in lt)
+        why[lt[i]] = "the local time zone (gmtime_r, timegm: billing is in UTC)"
     split("strtol strtoul strtoll strtoull strtoimax strtoumax strtod strtof strtold", s, " ")
     for (i in s)
         strto[s[i]] = 1

@@ -42,6 +42,10 @@ plant tests/test_util.c 'static long long f(const char *s) { return atoll(s); }'
     'atoll(s): no error'
 plant reports/invoice.c 'static double f(const char *s) { return atof(s); }' \
     'atof(s): no error'
+plant meter/db/keys.c 'static void f(const time_t *t, struct tm *tm) { localtime_r(t, tm); }' \
+    'localtime_r(t, tm): the local time zone'
+plant pricing/grants.c 'static time_t f(struct tm *tm) { return mktime(tm); }' \
+    'mktime(tm): the local time zone'
 plant meter/db/exec.c 'static long f(const char *s) { return strtol(s, NULL, 10); }' \
     'strtol(s, NULL, 10): the end is not checked'
 plant bench/bench.h 'static unsigned long long f(const char *s) { return strtoull(s, 0, 10); }' \

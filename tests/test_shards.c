@@ -540,7 +540,7 @@ static void
 same_run(struct fixture *f, struct proc *p, int year, int month, int line)
 {
     const char *ids[ACCOUNTS];
-    char names[ACCOUNTS][16];
+    char names[ACCOUNTS][24];
     struct billing_outcome a[ACCOUNTS], b[ACCOUNTS];
     for (int k = 0; k < ACCOUNTS; k++) {
         snprintf(names[k], sizeof(names[k]), "acct-%02d", k);
@@ -608,7 +608,7 @@ test_invoices(struct fixture *f, struct meter_registry *reg)
         for (int b = 0; b < 2; b++)
             pricing_book_free(testdb_book_add(dbs[d], books[b]));
         for (int k = 0; k < ACCOUNTS; k++) {
-            char id[16];
+            char id[24];
             snprintf(id, sizeof(id), "acct-%02d", k);
             testdb_account_add(dbs[d], id, "flat", "2026-01-01");
             /* Every third changes book in the middle of January. */
