@@ -27,27 +27,20 @@
 
 #define ACCOUNT "sim"
 
-/*
- * A month as a pricing_source: each session's seconds inside the month,
- * one sandbox per session, as blocks of at most CHUNK runs (or
- * seconds). With draw, the sessions are drawn as they are read
- * (sim_month_draw), each measured, then dropped once read: what is held
- * is one session's spells, not the month's.
- */
 /* A way a book sees the month: its autopause (sim_book_cut) and the
  * one size it runs every sandbox at, if any (fixed). */
-struct feed {
+struct view {
     uint32_t cut;
     bool fixed;
     uint32_t vcpu;
     uint64_t mem_bytes;
 };
 
-static struct feed
-feed_of(const struct sim_profile *p, const struct pricing_book *b)
+static struct view
+view_of(const struct sim_profile *p, const struct pricing_book *b)
 {
     const struct pricing_limits *l = pricing_book_limits(b);
-    return (struct feed){.cut = sim_book_cut(p, b),
+    return (struct view){.cut = sim_book_cut(p, b),
                          .fixed = l->has_fixed_size,
                          .vcpu = l->has_fixed_size ? l->fixed_vcpu : 0,
                          .mem_bytes =
@@ -55,12 +48,19 @@ feed_of(const struct sim_profile *p, const struct pricing_book *b)
 }
 
 static bool
-same_feed(const struct feed *a, const struct feed *b)
+same_view(const struct view *a, const struct view *b)
 {
     return a->cut == b->cut && a->fixed == b->fixed && a->vcpu == b->vcpu &&
            a->mem_bytes == b->mem_bytes;
 }
 
+/*
+ * A month as a pricing_source: each session's seconds inside the month,
+ * one sandbox per session, as blocks of at most CHUNK runs (or
+ * seconds). With draw, the sessions are drawn as they are read
+ * (sim_month_draw), each measured, then dropped once read: what is held
+ * is one session's spells, not the month's.
+ */
 struct source {
     struct sim_month *m;
     enum sim_feed how;
@@ -69,9 +69,9 @@ struct source {
     /* How the books see the month, each way once: a session is read
      * once a way, its blocks for that way's books only; with draw, a
      * measure a way. */
-    struct feed *feeds;
-    bool *live;       /* feeds[g] has a book still pricing: read it */
-    size_t nfeeds, g; /* g: the way being read */
+    struct view *views;
+    bool *live;       /* views[g] has a book still pricing: read it */
+    size_t nviews, g; /* g: the way being read */
     struct sim_measure *measure;
     size_t k;       /* the session being read, in m */
     bool open;      /* its block is set up */
@@ -117,7 +117,7 @@ open_session(struct source *r, const struct sim_session *s)
      * in it (rules section 5). */
     int64_t t = s->start, first_run = INT64_MAX;
     for (size_t k = 0; k < s->nspells && first_run == INT64_MAX; k++) {
-        if (sim_spell_running(&m->spells[s->first + k], r->feeds[r->g].cut) > 0)
+        if (sim_spell_running(&m->spells[s->first + k], r->views[r->g].cut) > 0)
             first_run = t;
         t += m->spells[s->first + k].seconds;
     }
@@ -142,7 +142,7 @@ fill(struct source *r, const struct sim_session *s)
 {
     const struct sim_month *m = r->m;
     struct pricing_block *b = &r->b;
-    const struct feed *f = &r->feeds[r->g];
+    const struct view *f = &r->views[r->g];
     b->n = b->nruns = 0;
     for (; r->spell < s->nspells && r->t < r->hi; r->spell++, r->piece = 0) {
         const struct sim_spell *x = &m->spells[s->first + r->spell];
@@ -209,7 +209,7 @@ next(void *ctx, struct pricing_block *out, struct pricing_err *pe)
             sim_month_drop(m);
             r->k = 0;
             int got = sim_month_draw(m, &r->err);
-            for (size_t g = 0; got > 0 && g < r->nfeeds; g++)
+            for (size_t g = 0; got > 0 && g < r->nviews; g++)
                 if (sim_measure_add(&r->measure[g], m, &m->sessions[0],
                                     &r->err) < 0)
                     got = -1;
@@ -229,7 +229,7 @@ next(void *ctx, struct pricing_block *out, struct pricing_err *pe)
             }
         }
         r->open = false;
-        if (++r->g < r->nfeeds)
+        if (++r->g < r->nviews)
             continue; /* the same session, the next way */
         r->g = 0;
         r->k++;
@@ -253,35 +253,35 @@ price(struct source *r, const struct pricing_book *const *books, size_t nbooks,
     struct pricing_err pe;
     int rc = -1, got;
     memset(out, 0, nbooks * sizeof(*out));
-    r->feeds = malloc(n1 * sizeof(*r->feeds));
+    r->views = malloc(n1 * sizeof(*r->views));
     r->live = calloc(n1, sizeof(*r->live));
     if (r->how == SIM_FEED_RUNS)
         r->b.runs = r->runs = malloc(CHUNK * sizeof(*r->runs));
     else
         r->b.s = r->secs = malloc(CHUNK * sizeof(*r->secs));
-    if (!rater || !group || !r->feeds || !r->live || !(r->runs || r->secs)) {
+    if (!rater || !group || !r->views || !r->live || !(r->runs || r->secs)) {
         snprintf(e->msg, sizeof(e->msg), "out of memory");
         goto out;
     }
     /* The books' ways, each once, in the order of the books. */
-    r->nfeeds = 0;
+    r->nviews = 0;
     for (size_t i = 0; i < nbooks; i++) {
-        struct feed f = feed_of(m->p, books[i]);
-        for (group[i] = 0; group[i] < r->nfeeds; group[i]++)
-            if (same_feed(&r->feeds[group[i]], &f))
+        struct view f = view_of(m->p, books[i]);
+        for (group[i] = 0; group[i] < r->nviews; group[i]++)
+            if (same_view(&r->views[group[i]], &f))
                 break;
-        if (group[i] == r->nfeeds)
-            r->feeds[r->nfeeds++] = f;
+        if (group[i] == r->nviews)
+            r->views[r->nviews++] = f;
     }
-    if (r->nfeeds == 0)
-        r->feeds[r->nfeeds++] = (struct feed){.cut = SIM_NO_CUT};
+    if (r->nviews == 0)
+        r->views[r->nviews++] = (struct view){.cut = SIM_NO_CUT};
     if (use) {
-        if (!(r->measure = calloc(r->nfeeds, sizeof(*r->measure)))) {
+        if (!(r->measure = calloc(r->nviews, sizeof(*r->measure)))) {
             snprintf(e->msg, sizeof(e->msg), "out of memory");
             goto out;
         }
-        for (size_t g = 0; g < r->nfeeds; g++)
-            sim_measure_init(&r->measure[g], m->mem, true, r->feeds[g].cut);
+        for (size_t g = 0; g < r->nviews; g++)
+            sim_measure_init(&r->measure[g], m->mem, true, r->views[g].cut);
     }
     const struct pricing_scope scope = {
         .year = m->year, .month = m->month, .account = ACCOUNT};
@@ -339,12 +339,12 @@ price(struct source *r, const struct pricing_book *const *books, size_t nbooks,
 out:
     for (size_t i = 0; rater && i < nbooks; i++)
         pricing_rater_free(rater[i]);
-    for (size_t g = 0; r->measure && g < r->nfeeds; g++)
+    for (size_t g = 0; r->measure && g < r->nviews; g++)
         sim_measure_release(&r->measure[g]);
     free(r->measure);
     free(rater);
     free(group);
-    free(r->feeds);
+    free(r->views);
     free(r->live);
     free(r->runs);
     free(r->secs);
