@@ -10,6 +10,18 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 
+# both PROFILE ARGS...: the shipped PROFILE run under each method with
+# the same seed and ARGS, to plain.json and controlled.json.
+both() {
+    local prof=$1 m
+    shift
+    for m in plain controlled; do
+        expect_status 0 "$COSTSIM" --profile "$top/simulator/profiles/$prof.json" \
+            --method $m --precision 0.0001 --threads 2 --format json "$@"
+        printf '%s\n' "$out" >"$m.json"
+    done
+}
+
 # The controlled mean (the default: regression on the month's control
 # variates) against the plain one, on every shipped profile and book:
 # over the same seed's trials (every plain book runs to the cap; a
@@ -21,12 +33,7 @@ for prof in code-execution data-analysis coding-agent browser-automation rl-eval
     # code-execution draws 86,000 sessions a month: the floor of trials.
     cap=100
     [ "$prof" = code-execution ] && cap=30
-    for m in plain controlled; do
-        expect_status 0 "$COSTSIM" --profile "$top/simulator/profiles/$prof.json" \
-            --method $m --precision 0.0001 --max-trials $cap --threads 2 \
-            --format json
-        printf '%s\n' "$out" >"$m.json"
-    done
+    both "$prof" --max-trials $cap
     [ "$(jq -r .method controlled.json)/$(jq -r .method plain.json)" = controlled/plain ] ||
         fail "$prof: the methods are not named"
     checks=$((checks + 1))
@@ -47,12 +54,7 @@ done
 # controlled mean of the three months' total is inside the plain one's
 # interval as well.
 prof=data-analysis
-for m in plain controlled; do
-    expect_status 0 "$COSTSIM" --profile "$top/simulator/profiles/$prof.json" \
-        --method $m --precision 0.0001 --max-trials 60 --threads 2 \
-        --months 3 --growth 10 --format json
-    printf '%s\n' "$out" >"$m.json"
-done
+both "$prof" --max-trials 60 --months 3 --growth 10
 bad=$(jq -r --slurpfile c controlled.json '
     [.books[] | select(.priced)] as $p
     | [$p[] as $a | $c[0].books[] | select(.id == $a.id and .priced)
