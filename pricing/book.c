@@ -399,6 +399,26 @@ get_bytes(struct loader *l, const char *path, const json_t *v,
     return 0;
 }
 
+/* obj's "unit" (required) and "memory" above 0 in it, as bytes into
+ * *bytes and the unit's bytes into *unit_bytes: a size's memory. */
+static int
+get_memory(struct loader *l, const char *path, const json_t *obj,
+           uint64_t *bytes, uint64_t *unit_bytes)
+{
+    enum byte_unit unit;
+    const json_t *m;
+    char kp[128];
+    join(kp, sizeof(kp), path, "memory");
+    if (get_unit(l, path, obj, true, &unit) < 0 ||
+        !(m = need(l, path, obj, "memory")) ||
+        get_bytes(l, kp, m, UNIT_BYTES(unit), bytes) < 0)
+        return -1;
+    if (*bytes == 0)
+        return fail(l, kp, "'%s' is not above 0", json_string_value(m));
+    *unit_bytes = UNIT_BYTES(unit);
+    return 0;
+}
+
 /* A decimal > 0 with at most `decimals` decimals, times 10^decimals,
  * below 2^32: a vCPU count in 1/10,000 (decimals 4). */
 static int
@@ -776,6 +796,7 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
                                       "limits",
                                       "pauses",
                                       "fixed_size",
+                                      "memory_per_vcpu",
                                       "granularity_s",
                                       "min_billed_s",
                                       "subscription",
@@ -976,23 +997,31 @@ load(struct loader *l, const json_t *root, struct pricing_book *b)
      * the samples' own). */
     if ((v = json_object_get(root, "fixed_size"))) {
         static const char *const keys[] = {"unit", "vcpu", "memory", NULL};
-        enum byte_unit unit;
         const json_t *f;
         if (!json_is_object(v))
             return wrong_type(l, "fixed_size", v, "an object");
         if (only_keys(l, "fixed_size", v, keys) < 0 ||
-            get_unit(l, "fixed_size", v, true, &unit) < 0 ||
             !(f = need(l, "fixed_size", v, "vcpu")) ||
             get_fixed(l, "fixed_size.vcpu", f, 4, &b->limits.fixed_vcpu) < 0 ||
-            !(f = need(l, "fixed_size", v, "memory")) ||
-            get_bytes(l, "fixed_size.memory", f, UNIT_BYTES(unit),
-                      &b->limits.fixed_mem_bytes) < 0)
+            get_memory(l, "fixed_size", v, &b->limits.fixed_mem_bytes,
+                       &b->limits.fixed_unit_bytes) < 0)
             return -1;
-        if (b->limits.fixed_mem_bytes == 0)
-            return fail(l, "fixed_size.memory", "'%s' is not above 0",
-                        json_string_value(f));
         b->limits.has_fixed_size = true;
-        b->limits.fixed_unit_bytes = UNIT_BYTES(unit);
+    }
+    /* Memory that comes only with whole vCPUs (the simulator's, like
+     * the fixed size). */
+    if ((v = json_object_get(root, "memory_per_vcpu"))) {
+        static const char *const keys[] = {"unit", "memory", NULL};
+        if (!json_is_object(v))
+            return wrong_type(l, "memory_per_vcpu", v, "an object");
+        if (b->limits.has_fixed_size)
+            return fail(l, "memory_per_vcpu",
+                        "given with fixed_size, which sets the one size");
+        if (only_keys(l, "memory_per_vcpu", v, keys) < 0 ||
+            get_memory(l, "memory_per_vcpu", v,
+                       &b->limits.memory_per_vcpu_bytes,
+                       &b->limits.memory_per_vcpu_unit_bytes) < 0)
+            return -1;
     }
     /* Runs free each period, before per_run applies (AWS Lambda's 1M
      * requests a month); with per_run null, a period within them needs

@@ -549,6 +549,13 @@ struct pricing_limits {
     bool has_fixed_size;
     uint32_t fixed_vcpu; /* 1/10,000 vCPU */
     uint64_t fixed_mem_bytes, fixed_unit_bytes;
+    /* Memory that comes only with whole vCPUs ("memory_per_vcpu": unit,
+     * memory; Vercel's 2 GB per vCPU): the simulator runs each running
+     * second at the fewest whole vCPUs that hold the workload's vCPUs
+     * and memory, with that many times memory_per_vcpu_bytes of memory
+     * (in its own unit, memory_per_vcpu_unit_bytes). 0: the workload's
+     * size. Never given with a fixed size. */
+    uint64_t memory_per_vcpu_bytes, memory_per_vcpu_unit_bytes;
 };
 
 /* b's limits, owned by b and valid as long as it is. Cannot fail. */

@@ -27,13 +27,15 @@
 
 #define ACCOUNT "sim"
 
-/* A way a book sees the month: its autopause (sim_book_cut) and the
- * one size it runs every sandbox at, if any (fixed). */
+/* A way a book sees the month: its autopause (sim_book_cut), the one
+ * size it runs every sandbox at, if any (fixed), and the memory each
+ * whole vCPU comes with, if only so (per_vcpu_bytes). */
 struct view {
     uint32_t cut;
     bool fixed;
     uint32_t vcpu;
     uint64_t mem_bytes;
+    uint64_t per_vcpu_bytes;
 };
 
 static struct view
@@ -44,14 +46,32 @@ view_of(const struct sim_profile *p, const struct pricing_book *b)
                          .fixed = l->has_fixed_size,
                          .vcpu = l->has_fixed_size ? l->fixed_vcpu : 0,
                          .mem_bytes =
-                             l->has_fixed_size ? l->fixed_mem_bytes : 0};
+                             l->has_fixed_size ? l->fixed_mem_bytes : 0,
+                         .per_vcpu_bytes = l->memory_per_vcpu_bytes};
 }
 
 static bool
 same_view(const struct view *a, const struct view *b)
 {
     return a->cut == b->cut && a->fixed == b->fixed && a->vcpu == b->vcpu &&
-           a->mem_bytes == b->mem_bytes;
+           a->mem_bytes == b->mem_bytes &&
+           a->per_vcpu_bytes == b->per_vcpu_bytes;
+}
+
+/* The whole vCPUs a running spell takes where memory comes only with
+ * them, per bytes each: the fewest that hold its vCPUs and its memory,
+ * at least one; 0 if that is more than a profile may ask
+ * (SIM_MAX_VCPU). */
+static uint32_t
+whole_vcpus(const struct sim_spell *x, uint64_t per)
+{
+    uint64_t n = (x->vcpu + (uint64_t)PRICING_CPU_UNIT - 1) / PRICING_CPU_UNIT;
+    uint64_t k = x->mem_bytes / per + (x->mem_bytes % per != 0);
+    if (k > n)
+        n = k;
+    if (n == 0)
+        n = 1;
+    return n > SIM_MAX_VCPU / PRICING_CPU_UNIT ? 0 : (uint32_t)n;
 }
 
 /*
@@ -70,8 +90,9 @@ struct source {
      * once a way, its blocks for that way's books only; with draw, a
      * measure a way. */
     struct view *views;
-    bool *live;       /* views[g] has a book still pricing: read it */
-    size_t nviews, g; /* g: the way being read */
+    bool *live;              /* views[g] has a book still pricing: read it */
+    struct pricing_err *why; /* why views[g]'s books fail, "" if not */
+    size_t nviews, g;        /* g: the way being read */
     struct sim_measure *measure;
     size_t k;       /* the session being read, in m */
     bool open;      /* its block is set up */
@@ -132,12 +153,14 @@ open_session(struct source *r, const struct sim_session *s)
     return true;
 }
 
-/* The session's next CHUNK runs or seconds inside [lo, hi); how many.
- * Each spell is two pieces: the seconds it runs under the cut, then
- * those it is paused (no vCPU or memory), either of which may be none;
- * a running second of a fixed size is of that size (its use at most
- * the size). */
-static size_t
+/* The session's next CHUNK runs or seconds inside [lo, hi) into r->b:
+ * 1 if there are any, 0 if none, -1 (r->why[r->g] set) for a spell no
+ * size of the way holds. Each spell is two
+ * pieces: the seconds it runs under the cut, then those it is paused
+ * (no vCPU or memory), either of which may be none; a running second
+ * of a fixed size is of that size (its use at most the size), and
+ * where memory comes with whole vCPUs, of the fewest that hold it. */
+static int
 fill(struct source *r, const struct sim_session *s)
 {
     const struct sim_month *m = r->m;
@@ -172,11 +195,25 @@ fill(struct source *r, const struct sim_session *s)
                 v.mem_bytes = f->mem_bytes;
                 if (v.mem_used_bytes > f->mem_bytes)
                     v.mem_used_bytes = f->mem_bytes;
+            } else if (f->per_vcpu_bytes) {
+                uint32_t n = whole_vcpus(x, f->per_vcpu_bytes);
+                if (n == 0) {
+                    snprintf(
+                        r->why[r->g].msg, sizeof(r->why[r->g].msg),
+                        "a sandbox of %llu bytes of memory takes more than "
+                        "%d vCPU of %llu bytes each (memory_per_vcpu)",
+                        (unsigned long long)x->mem_bytes,
+                        SIM_MAX_VCPU / PRICING_CPU_UNIT,
+                        (unsigned long long)f->per_vcpu_bytes);
+                    return -1;
+                }
+                v.vcpu = n * PRICING_CPU_UNIT;
+                v.mem_bytes = n * f->per_vcpu_bytes;
             }
             if (r->how == SIM_FEED_RUNS) {
                 if (a < z) {
                     if (b->nruns == CHUNK)
-                        return CHUNK;
+                        return 1;
                     v.ts = a;
                     r->runs[b->nruns++] =
                         (struct pricing_run){v, (uint32_t)(z - a)};
@@ -186,7 +223,7 @@ fill(struct source *r, const struct sim_session *s)
                     r->pos = a;
                 for (; r->pos < z; r->pos++) {
                     if (b->n == CHUNK)
-                        return CHUNK;
+                        return 1;
                     v.ts = r->pos;
                     r->secs[b->n++] = v;
                 }
@@ -194,7 +231,7 @@ fill(struct source *r, const struct sim_session *s)
         }
         r->t += x->seconds;
     }
-    return b->n + b->nruns;
+    return b->n + b->nruns > 0;
 }
 
 static int
@@ -223,10 +260,13 @@ next(void *ctx, struct pricing_block *out, struct pricing_err *pe)
         /* A way no book still prices is not read (its measures are
          * taken as the session is drawn, above). */
         if (r->live[r->g] && (r->open || (r->open = open_session(r, s)))) {
-            if (fill(r, s) > 0) {
+            int got = fill(r, s);
+            if (got > 0) {
                 *out = r->b;
                 return 1;
             }
+            if (got < 0)
+                r->live[r->g] = false; /* its books fail, the others go on */
         }
         r->open = false;
         if (++r->g < r->nviews)
@@ -255,11 +295,13 @@ price(struct source *r, const struct pricing_book *const *books, size_t nbooks,
     memset(out, 0, nbooks * sizeof(*out));
     r->views = malloc(n1 * sizeof(*r->views));
     r->live = calloc(n1, sizeof(*r->live));
+    r->why = calloc(n1, sizeof(*r->why));
     if (r->how == SIM_FEED_RUNS)
         r->b.runs = r->runs = malloc(CHUNK * sizeof(*r->runs));
     else
         r->b.s = r->secs = malloc(CHUNK * sizeof(*r->secs));
-    if (!rater || !group || !r->views || !r->live || !(r->runs || r->secs)) {
+    if (!rater || !group || !r->views || !r->live || !r->why ||
+        !(r->runs || r->secs)) {
         snprintf(e->msg, sizeof(e->msg), "out of memory");
         goto out;
     }
@@ -313,7 +355,11 @@ price(struct source *r, const struct pricing_book *const *books, size_t nbooks,
         size_t n = 0;
         if (!rater[i] || !out[i].ok)
             continue;
-        if (pricing_rater_finish(rater[i], &out[i].st, &n, &out[i].err) < 0) {
+        if (r->why[group[i]].msg[0]) {
+            out[i].ok = false;
+            out[i].err = r->why[group[i]];
+        } else if (pricing_rater_finish(rater[i], &out[i].st, &n, &out[i].err) <
+                   0) {
             out[i].ok = false;
         } else if (n != 1) {
             /* The scope names one account and period: one statement. */
@@ -346,6 +392,7 @@ out:
     free(group);
     free(r->views);
     free(r->live);
+    free(r->why);
     free(r->runs);
     free(r->secs);
     if (rc < 0)

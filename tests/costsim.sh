@@ -737,7 +737,9 @@ contains "$err" "--growth: month 3's sessions.per_month would be 0.1" "a month s
 # fly-sprites-payg priced at the 8 vCPU and 4 GB every Sprite is
 # (fixed_size), which is also its largest sandbox; Daytona's Tiers 2
 # and 3 added; "pauses" says the profile's own priced every book, and
-# "by_month" is null (one month). The
+# "by_month" is null (one month); vercel-hobby's memory provisioned at
+# 2 GB per whole vCPU (memory_per_vcpu), the profile's 1 vCPU and 2 GiB
+# priced as 2 vCPU and 4 GB: its worst GB-hours 65.74 are 122.45. The
 # mean is plain here (--method plain), as it was then; "controls" is a
 # new key.
 expect_status 0 "$COSTSIM" --profile small.json --books "$books" --seed 4 \

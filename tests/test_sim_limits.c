@@ -907,12 +907,57 @@ test_fixed_size(void)
     refused("fixed_size", bad, sizeof(bad) / sizeof(bad[0]));
 }
 
+/*
+ * Memory that comes only with whole vCPUs ("memory_per_vcpu": unit,
+ * memory): read with its unit; refused naming the key when a part is
+ * missing, zero or of no unit, and beside a fixed size. test_sim_month
+ * prices with it.
+ */
+static void
+test_memory_per_vcpu(void)
+{
+    struct pricing_err e;
+    struct pricing_book *x = book_with(
+        "memory_per_vcpu", "{\"unit\": \"GB\", \"memory\": \"2\"}", &e);
+    const struct pricing_limits *l = x ? pricing_book_limits(x) : NULL;
+    CHECK(l && l->memory_per_vcpu_bytes == 2000000000ULL &&
+          l->memory_per_vcpu_unit_bytes == 1000000000ULL && !l->has_fixed_size);
+    pricing_book_free(x);
+    x = book_with("memory_per_vcpu", "{\"unit\": \"GiB\", \"memory\": \"0.5\"}",
+                  &e);
+    l = x ? pricing_book_limits(x) : NULL;
+    CHECK(l && l->memory_per_vcpu_bytes == 1ULL << 29 &&
+          l->memory_per_vcpu_unit_bytes == 1ULL << 30);
+    pricing_book_free(x);
+    x = book_with("per_run_free", "0", &e);
+    CHECK(x && pricing_book_limits(x)->memory_per_vcpu_bytes == 0);
+    pricing_book_free(x);
+    static const char *const bad[][2] = {
+        {"{\"memory\": \"2\"}", "memory_per_vcpu.unit"},
+        {"{\"unit\": \"MB\", \"memory\": \"2\"}", "memory_per_vcpu.unit"},
+        {"{\"unit\": \"GB\"}", "memory_per_vcpu.memory"},
+        {"{\"unit\": \"GB\", \"memory\": \"0\"}", "memory_per_vcpu.memory"},
+        {"{\"unit\": \"GB\", \"memory\": \"-2\"}", "memory_per_vcpu.memory"},
+        {"{\"unit\": \"GB\", \"memory\": \"2\", \"vcpu\": \"1\"}", "vcpu"},
+        {"2", "memory_per_vcpu"},
+    };
+    refused("memory_per_vcpu", bad, sizeof(bad) / sizeof(bad[0]));
+    /* The one size leaves no choice of vCPUs. */
+    static const char *const both[][2] = {
+        {"{\"unit\": \"GB\", \"vcpu\": \"8\", \"memory\": \"4\"}, "
+         "\"memory_per_vcpu\": {\"unit\": \"GB\", \"memory\": \"2\"}",
+         "memory_per_vcpu"},
+    };
+    refused("fixed_size", both, 1);
+}
+
 int
 main(void)
 {
     test_sandbox_size();
     test_book_pauses();
     test_fixed_size();
+    test_memory_per_vcpu();
     gsl_set_error_handler_off();
     test_measure();
     test_concurrency();

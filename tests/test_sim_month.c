@@ -30,6 +30,18 @@ parse(const char *json)
     return p;
 }
 
+/* d with its trailing zeros cut: "200", "200.01". */
+static void
+plain_dec(struct pricing_dec d, char *buf, size_t n)
+{
+    pricing_dec_format(d, PRICING_SCALE, buf, n);
+    char *end = strchr(buf, '.') ? buf + strlen(buf) : NULL;
+    while (end && end[-1] == '0')
+        *--end = '\0';
+    if (end && end[-1] == '.')
+        end[-1] = '\0';
+}
+
 static bool
 near(double got, double want, double rel, const char *what)
 {
@@ -809,6 +821,136 @@ fixed_size(void)
     pricing_book_free(b[1]);
 }
 
+/* n sessions of len seconds of one sandbox of vcpu and mem_gb, drawn
+ * for November 2026 and priced on the 3 books read as how into out
+ * (each ok one's statement to free): false if nothing priced. */
+static bool
+sized_month(int n, int len, const char *vcpu, const char *mem_gb,
+            const struct pricing_book *const *books, enum sim_feed how,
+            struct sim_priced *out)
+{
+    char prof[512];
+    snprintf(prof, sizeof(prof),
+             "{\"sessions\": {\"per_month\": %d, \"length\": {\"dist\": "
+             "\"fixed\", \"value\": %d}}, \"sandbox\": {\"vcpu\": %s, "
+             "\"memory_gb\": %s, \"disk_gib\": 0}}",
+             n, len, vcpu, mem_gb);
+    struct sim_profile *p = parse(prof);
+    if (!p)
+        return false;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    struct sim_month m;
+    struct sim_err e;
+    sim_month_init(&m, 2026, 11);
+    bool ok = sim_month_generate(&m, p, rng, &e) == 0 &&
+              sim_price_month(&m, books, 3, NULL, how, out, &e) == 0;
+    if (!ok)
+        fprintf(stderr, "sized_month: %s\n", e.msg);
+    CHECK(ok);
+    sim_month_release(&m);
+    gsl_rng_free(rng);
+    sim_profile_free(p);
+    return ok;
+}
+
+/*
+ * Memory that comes only with whole vCPUs ("memory_per_vcpu", Vercel's
+ * 2 GB per vCPU): a running second is priced at the fewest whole vCPUs
+ * that hold the workload's vCPUs and memory, with 2 GB each; its use is
+ * the workload's. 100 sessions of an hour each, on a book billing
+ * allocated vCPU-hours and GB-hours at 1 (and the CPU used, at 1, on a
+ * second book), beside the same book without the key:
+ * - 2 vCPU and 4 GB: 2 vCPU, 4 GB, as asked;
+ * - 2 vCPU and one byte more: 3 vCPU, 6 GB;
+ * - 2.0001 vCPU and 1 GB: 3 vCPU, 6 GB;
+ * - 0.5 vCPU and 0.5 GB: 1 vCPU, 2 GB, the CPU used still 0.5.
+ * 2,000 GB fits in 1,000 vCPU, the most a profile asks; a byte more
+ * fails the sized books, naming the size, and the other prices.
+ */
+static void
+memory_per_vcpu(void)
+{
+    static const char fmt[] =
+        "{\"id\": \"v%d\", \"currency\": \"USD\", \"effective_from\": "
+        "\"2026-01-01\", \"cpu\": {\"basis\": \"%s\", \"rate\": "
+        "\"1\", \"per\": \"hour\"}, \"memory\": {\"basis\": \"allocated\", "
+        "\"unit\": \"GB\", \"rate\": \"1\", \"per\": \"hour\"}, \"storage\": "
+        "null, \"egress\": null, \"per_run\": \"0\"%s}";
+    static const char sized[] =
+        ", \"memory_per_vcpu\": {\"unit\": \"GB\", \"memory\": \"2\"}";
+    /* Per case: the CPU and memory lines on each book. */
+    static const struct {
+        const char *vcpu, *mem_gb;
+        const char *cpu[3], *mem[3];
+    } want[] = {
+        {"2", "4", {"200", "200", "200"}, {"400", "400", "400"}},
+        {"2", "4.000000001", {"300", "200", "200"}, {"600", "600", "400"}},
+        {"2.0001", "1", {"300", "200.01", "200.01"}, {"600", "600", "100"}},
+        {"0.5", "0.5", {"100", "50", "50"}, {"200", "200", "50"}},
+    };
+    struct pricing_book *b[3];
+    for (int i = 0; i < 3; i++) {
+        char json[1024];
+        snprintf(json, sizeof(json), fmt, i, i == 1 ? "used" : "allocated",
+                 i < 2 ? sized : "");
+        struct pricing_err pe;
+        b[i] = pricing_book_parse(json, strlen(json), "inline", &pe);
+        if (!b[i])
+            fprintf(stderr, "%s\n", pe.msg);
+        CHECK(b[i] != NULL);
+    }
+    if (!b[0] || !b[1] || !b[2])
+        goto out;
+    const struct pricing_book *books[3] = {b[0], b[1], b[2]};
+    struct sim_priced out[3];
+    for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+        for (int how = SIM_FEED_RUNS; how <= SIM_FEED_SECONDS; how++) {
+            if (!sized_month(100, 3600, want[k].vcpu, want[k].mem_gb, books,
+                             how, out))
+                continue;
+            for (int i = 0; i < 3; i++) {
+                char cpu[48] = "-", mem[48] = "-";
+                for (size_t j = 0; out[i].ok && j < out[i].st->nlines; j++) {
+                    const struct pricing_line *l = &out[i].st->lines[j];
+                    if (strcmp(l->kind, "cpu") == 0)
+                        plain_dec(l->amount, cpu, sizeof(cpu));
+                    if (strcmp(l->kind, "memory") == 0)
+                        plain_dec(l->amount, mem, sizeof(mem));
+                }
+                if (strcmp(cpu, want[k].cpu[i]) != 0 ||
+                    strcmp(mem, want[k].mem[i]) != 0) {
+                    fprintf(stderr,
+                            "memory_per_vcpu: %s vCPU, %s GB on v%d: cpu %s "
+                            "(want %s), memory %s (want %s)\n",
+                            want[k].vcpu, want[k].mem_gb, i, cpu,
+                            want[k].cpu[i], mem, want[k].mem[i]);
+                    test_failures++;
+                }
+                if (out[i].ok)
+                    pricing_statements_free(out[i].st, 1);
+            }
+        }
+    }
+    for (int more = 0; more <= 1; more++) {
+        if (!sized_month(1, 60, "1", more ? "2000.000000001" : "2000", books,
+                         SIM_FEED_RUNS, out))
+            continue;
+        for (int i = 0; i < 3; i++) {
+            bool fails = more && i < 2;
+            CHECK(out[i].ok == !fails);
+            if (fails)
+                CHECK(strstr(out[i].err.msg,
+                             "takes more than 1000 vCPU of 2000000000 bytes "
+                             "each (memory_per_vcpu)") != NULL);
+            if (out[i].ok)
+                pricing_statements_free(out[i].st, 1);
+        }
+    }
+out:
+    for (int i = 0; i < 3; i++)
+        pricing_book_free(b[i]);
+}
+
 /* Months past December and before January (--months counts on from
  * --month): into the years after and before, each month's bounds. */
 static void
@@ -851,6 +993,7 @@ main(void)
     book_pauses();
     periods();
     fixed_size();
+    memory_per_vcpu();
     threads();
     runs_and_seconds();
     drawn_crowd();
