@@ -16,7 +16,20 @@ command -v clang >/dev/null || { fail "clang not found (scripts/install-deps.sh 
 seconds=${FUZZ_SECONDS:-10}
 out=${FUZZ_OUT:-$PWD/fuzz-out}
 mkdir -p "$out"
-common=("$src"/util/*.c "$src"/meter/sample/*.c "$src"/pricing/*.c)
+flags=(-g -O1 -fno-sanitize-recover=undefined -I"$src/pricing" -I"$src/util"
+    -I"$src/meter/sample")
+# The sources every target links, compiled once (instrumented for the
+# fuzzer, not linked with its main), two at a time.
+rm -rf "$out/obj" && mkdir -p "$out/obj"
+checks=$((checks + 1))
+if ! printf '%s\n' "$src"/util/*.c "$src"/meter/sample/*.c "$src"/pricing/*.c |
+    xargs -P 2 -I{} sh -c 'f=$0 dir=$1; shift; clang "$@" -c "$f" -o "$dir/$(basename "$f" .c).o"' {} "$out/obj" \
+        -fsanitize=fuzzer-no-link,address,undefined "${flags[@]}" \
+        $(pkg-config --cflags jansson gmp) 2>"$out/build_common.log"; then
+    fail "the fuzz targets' common sources do not build: $(tail -5 "$out/build_common.log")"
+    finish
+    exit
+fi
 for name in ${FUZZ_TARGETS:-body book dec block profile path}; do
     bin="$out/fuzz_$name"
     extra=()
@@ -25,10 +38,8 @@ for name in ${FUZZ_TARGETS:-body book dec block profile path}; do
     [ "$name" = path ] && extra=(-I"$src/meter/http" -I"$src/meter/db" -I"$src/reports"
         "$src/meter/http/path.c") && libs+=(libmicrohttpd libpq)
     checks=$((checks + 1))
-    if ! clang -g -O1 -fsanitize=fuzzer,address,undefined \
-        -fno-sanitize-recover=undefined \
-        -I"$src/pricing" -I"$src/util" -I"$src/meter/sample" \
-        "$src/tests/fuzz/fuzz_$name.c" "${common[@]}" "${extra[@]}" \
+    if ! clang -fsanitize=fuzzer,address,undefined "${flags[@]}" \
+        "$src/tests/fuzz/fuzz_$name.c" "$out"/obj/*.o "${extra[@]}" \
         $(pkg-config --cflags --libs "${libs[@]}") -lm -o "$bin" 2>"$out/build_$name.log"; then
         fail "fuzz_$name does not build: $(tail -5 "$out/build_$name.log")"
         continue

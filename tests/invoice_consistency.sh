@@ -37,9 +37,9 @@ HOST=$(ctl keys create --role host --name h)
 # January 2026 stays within the acceptance window whenever this runs.
 start_meterd a "$wdb" --max-age 36500 || { finish; exit; }
 
-# 40 sandboxes of 4 accounts from January 31st 22:00 for 4 hours.
+# 16 sandboxes of 4 accounts from January 31st 22:00 for 4 hours.
 JAN31=1769896800
-ctl gen --sandboxes 40 --accounts 4 --seconds 14400 --start $JAN31 --seed 7 \
+ctl gen --sandboxes 16 --accounts 4 --seconds 14400 --start $JAN31 --seed 7 \
     --push "$url_a/v1/samples" --token "$HOST" >gen.out 2>&1 || fail "gen --push: $(cat gen.out)"
 for a in acct-0 acct-1 acct-2 acct-3; do
     ctl accounts add $a --book every-rule --from 2026-01-01 >/dev/null || fail "accounts add $a"

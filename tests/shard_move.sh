@@ -35,7 +35,7 @@ from=$(($(date -u +%s) / 3600 * 3600 - 4 * 3600))
 # move is refused by the shard and reads it again), slowed so that a
 # move lands mid-push; what it sends is in NAME.ndjson.
 push() {
-    local fleet="--sandboxes 24 --accounts 8 --seconds 3600 --start $3 --seed $2" r
+    local fleet="--sandboxes 12 --accounts 8 --seconds 3600 --start $3 --seed $2" r
     "$METERCTL" gen $fleet >"$1.ndjson" || fail "$1: gen"
     pushing=()
     for r in a b; do

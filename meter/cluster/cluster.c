@@ -628,7 +628,12 @@ prepare(struct meter_cluster *c, struct meter_err *e)
               * WAL its slot keeps: past this the slot is lost, and the
               * move, run again, copies afresh. */
              "wal_level = logical\n"
-             "max_slot_wal_keep_size = 16GB\n",
+             "max_slot_wal_keep_size = 16GB\n"
+             /* The launcher starts a move's subscription worker at most
+              * this often: at the default 5 s, every move after another
+              * waited up to 5 s to begin copying. A worker that fails
+              * is started again as often, which its log then says. */
+             "wal_retrieve_retry_interval = 1s\n",
              sock, (unsigned long long)shared_buffers_mb());
     snprintf(path, sizeof(path), "%s/meter.conf", c->datadir);
     return write_file(c, path, conf, "w", e);
