@@ -47,12 +47,14 @@ check: deps openapi-lint browser-check build
 	cd build-check && ctest --output-on-failure -j $(JOBS) -E '^costsim_methods$$'
 	@# Again far from UTC (UTC+14), on the optimized build `make build`
 	@# makes: no result may depend on the local zone, nor on the optimizer
-	@# (the first pass is sanitized, at -O1). Not again: the tree's checks,
-	@# fuzzing and valgrind (of the first pass's kind), and the demo's
-	@# examples, which read no local time and take long (no C code calls
-	@# a local-time function, scripts/check-calls.sh).
-	cd build && TZ=Pacific/Kiritimati ctest --output-on-failure \
-	    -j $(JOBS) -E '^(layers|sql_hygiene|format|calls|install|openapi|fuzz|valgrind|readme)$$'
+	@# (the first pass is sanitized, at -O1). Not again (no C code calls a
+	@# local-time function, scripts/check-calls.sh): the tree's checks,
+	@# fuzzing and valgrind (of the first pass's kind); the demo's
+	@# examples; and the tests of failure, attack, concurrency and
+	@# permissions (faults, shard_move, hostile, hostile_sockets, tls,
+	@# roles), whose dates go through the paths the others run here.
+	cd build && TZ=Pacific/Kiritimati ctest --output-on-failure -j $(JOBS) \
+	    -E '^(layers|sql_hygiene|format|calls|install|openapi|fuzz|valgrind|readme|faults|shard_move|hostile|hostile_sockets|tls|roles)$$'
 
 # High availability (docs/scale.md): a three-node etcd and three Patroni
 # nodes on loopback, failovers mid-push; two and a half minutes, so not

@@ -48,16 +48,31 @@ fi
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 n=0
-bad=0
+existing=""
 for f in $files; do
     [ -f "$f" ] || continue # tracked but deleted in the work tree
     n=$((n + 1))
-    "$cf" --style=file "$f" >"$tmp"
-    if ! cmp -s "$f" "$tmp"; then
-        bad=$((bad + 1))
-        echo "$f: not formatted as clang-format writes it:"
-        diff -u "$f" "$tmp" | sed -n '3,14p' | sed 's/^/    /'
+    existing="$existing $f"
+done
+# One clang-format for every file (a process each took 15 s of the
+# tree's 200): it names each file that differs, shown below with the
+# start of its diff. Any other complaint is a failure of its own.
+# shellcheck disable=SC2086
+if "$cf" --dry-run --Werror --style=file $existing >"$tmp" 2>&1; then
+    differ=""
+else
+    differ=$(sed -n 's/^\(.*\):[0-9]*:[0-9]*: error: code should be clang-formatted.*/\1/p' "$tmp" | sort -u)
+    if [ -z "$differ" ]; then
+        echo "check-format: $cf failed:" >&2
+        head -n 5 "$tmp" >&2
+        exit 2
     fi
+fi
+bad=0
+for f in $differ; do
+    bad=$((bad + 1))
+    echo "$f: not formatted as clang-format writes it:"
+    "$cf" --style=file "$f" | diff -u "$f" - | sed -n '3,14p' | sed 's/^/    /'
 done
 echo "$n files checked, $bad differ"
 [ "$bad" -eq 0 ] || {

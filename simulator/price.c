@@ -155,11 +155,11 @@ open_session(struct source *r, const struct sim_session *s)
 
 /* The session's next CHUNK runs or seconds inside [lo, hi) into r->b:
  * 1 if there are any, 0 if none, -1 (r->why[r->g] set) for a spell no
- * size of the way holds. Each spell is two
- * pieces: the seconds it runs under the cut, then those it is paused
- * (no vCPU or memory), either of which may be none; a running second
- * of a fixed size is of that size (its use at most the size), and
- * where memory comes with whole vCPUs, of the fewest that hold it. */
+ * size of the way holds. Each spell is two pieces: the seconds it runs
+ * under the cut, then those it is paused (no vCPU or memory), either of
+ * which may be none; a running second of a fixed size is of that size
+ * (its use at most the size), and where memory comes with whole vCPUs,
+ * of the fewest that hold it. */
 static int
 fill(struct source *r, const struct sim_session *s)
 {

@@ -2,8 +2,9 @@
 # costsim's two methods of estimating the mean (docs/simulator.md, "How
 # the mean is estimated") against each other, through the real binary,
 # on every shipped profile and book. Apart from tests/costsim.sh because
-# it is the slowest part (code-execution draws 86,000 sessions a month)
-# and reads no local time, so the pass far from UTC leaves it out.
+# it is the slowest part (code-execution draws 86,000 sessions a month):
+# statistics, not memory, so `make check` runs it once, in the pass far
+# from UTC on the optimized build, not under the sanitizers.
 . "$(dirname "$0")/lib.sh"
 top=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
