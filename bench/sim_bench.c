@@ -24,12 +24,11 @@
  * (Bonferroni: 48 comparisons of 24 books make z 3.3; two 95% intervals
  * that merely overlap, as this checked at first, fail a run by chance
  * one time in four at that count). Both runs take the first trials of
- * seed 1, each book
- * stopping where its own interval meets the precision, so the two means
- * are of different numbers of the same months: how many controlled
- * means fall outside the plain interval alone is printed too (the books'
- * totals move together, so a plain mean that starts high takes several
- * books' out at once).
+ * seed 1, each book stopping where its own interval meets the precision,
+ * so the two means are of different numbers of the same months: how
+ * many controlled means fall outside the plain interval alone is printed
+ * too (the books' totals move together, so a plain mean that starts high
+ * takes several books' out at once).
  *
  * usage: sim_bench [MONTHS] [REPEATS] [MAX_TRIALS]
  *        (defaults 4, 3 and 200,000)

@@ -15,8 +15,7 @@
 #                            timegm, pricing_days_from_civil), so no C
 #                            code reads TZ, and a C test that touches
 #                            neither PostgreSQL nor a shell gives the
-#                            same far from UTC (the Makefile's pass at
-#                            UTC+14 leaves such slow ones out)
+#                            same far from UTC
 #
 # Run from the top of the tree; checks the *.c and *.h files under the
 # folders (or files) given, default the source folders. Comments and

@@ -28,11 +28,11 @@
 #define ACCOUNT "sim"
 
 /* A way a book sees the month: its autopause (sim_book_cut), the one
- * size it runs every sandbox at, if any (fixed), and the memory each
- * whole vCPU comes with, if only so (per_vcpu_bytes). */
+ * size it runs every sandbox at (vcpu and mem_bytes; mem_bytes 0: none)
+ * and the memory each whole vCPU comes with, if only so (per_vcpu_bytes;
+ * 0: none). */
 struct view {
     uint32_t cut;
-    bool fixed;
     uint32_t vcpu;
     uint64_t mem_bytes;
     uint64_t per_vcpu_bytes;
@@ -43,7 +43,6 @@ view_of(const struct sim_profile *p, const struct pricing_book *b)
 {
     const struct pricing_limits *l = pricing_book_limits(b);
     return (struct view){.cut = sim_book_cut(p, b),
-                         .fixed = l->has_fixed_size,
                          .vcpu = l->has_fixed_size ? l->fixed_vcpu : 0,
                          .mem_bytes =
                              l->has_fixed_size ? l->fixed_mem_bytes : 0,
@@ -53,7 +52,7 @@ view_of(const struct sim_profile *p, const struct pricing_book *b)
 static bool
 same_view(const struct view *a, const struct view *b)
 {
-    return a->cut == b->cut && a->fixed == b->fixed && a->vcpu == b->vcpu &&
+    return a->cut == b->cut && a->vcpu == b->vcpu &&
            a->mem_bytes == b->mem_bytes &&
            a->per_vcpu_bytes == b->per_vcpu_bytes;
 }
@@ -189,7 +188,7 @@ fill(struct source *r, const struct sim_session *s)
             if (paused) {
                 v.vcpu = v.cpu_used = 0;
                 v.mem_bytes = v.mem_used_bytes = 0;
-            } else if (f->fixed) {
+            } else if (f->mem_bytes) {
                 v.vcpu = f->vcpu;
                 v.cpu_used = x->cpu_used < f->vcpu ? x->cpu_used : f->vcpu;
                 v.mem_bytes = f->mem_bytes;
